@@ -1,0 +1,56 @@
+"""The ``longhaul`` command: parsing and printing only.
+
+Each verb lives in a module of ``longhaul.commands`` that defines ``register(subparsers)``;
+modules are discovered, so adding a verb never edits this file. Bad input of any kind ends
+as one line on stderr and exit status 2 (``UserError``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from longhaul import commands
+from longhaul.errors import UserError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (name of the problem and the valid range) and exit 2."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="longhaul",
+        description="A lab for HPC communication between clusters joined by long-haul links.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"longhaul.commands.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as err:
+        sys.stderr.write(f"longhaul: error: {err}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("longhaul: interrupted (completed points are kept; re-run to resume)\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

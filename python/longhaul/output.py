@@ -1,0 +1,60 @@
+"""Printing records (a list of flat dicts whose keys carry their unit) as table, csv or json,
+and the progress bar shown on sweeps (stderr, only when stderr is a terminal)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+FORMATS = ("table", "csv", "json")
+T = TypeVar("T")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.0f}"
+    return "" if v is None else str(v)
+
+
+def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None, title: str | None = None,
+         out=None) -> None:
+    """Write records to stdout in the chosen format. ``columns`` orders the table/csv columns."""
+    out = out or sys.stdout
+    if fmt == "json":
+        json.dump(list(records), out, indent=1)
+        out.write("\n")
+        return
+    cols = list(columns) if columns else list(dict.fromkeys(k for r in records for k in r))
+    if fmt == "csv":
+        w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for r in records:
+            w.writerow(r)
+        return
+    table = Table(title=title, caption="MB = 10^6 bytes")
+    for c in cols:
+        table.add_column(c, justify="right")
+    for r in records:
+        table.add_row(*(_fmt(r.get(c)) for c in cols))
+    Console(file=out, width=max(80, 14 * len(cols))).print(table)
+
+
+def progress(items: Iterable[T], total: int, description: str) -> Iterator[T]:
+    """Yield items while showing a bar on stderr when it is a terminal (silent otherwise)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield from items
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        for item in items:
+            yield item
+            bar.advance(task)

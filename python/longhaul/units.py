@@ -1,0 +1,111 @@
+"""Parsing of the quantities users type: sizes, lists, ranges, delays, distances, rates.
+
+The one place that turns text into numbers; every verb uses it. Errors are ``UserError``
+naming the option and the valid form/range. Conventions (stated in ``--help`` too):
+sizes take binary suffixes (K = 1024, M = 2^20, G = 2^30) because message sizes are powers
+of two in every benchmark; bandwidths are reported in MB/s with MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from longhaul.errors import UserError
+
+FIBRE_DELAY_US_PER_KM = 5.0  # light in glass: ~2e8 m/s -> 5 us per km (published-points [constants])
+KM_PER_MILE = 1.609344
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(i?[bB])?\s*$")
+_SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(text: str, option: str = "size") -> int:
+    """'65536', '64K', '8M', '4MB' -> bytes (binary suffixes)."""
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise UserError(f"{option}: '{text}' is not a size (use bytes like 65536 or 64K, 8M, 1G)")
+    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    if value != int(value):
+        raise UserError(f"{option}: '{text}' is not a whole number of bytes")
+    return int(value)
+
+
+def parse_sizes(text: str, option: str = "--sizes", lo: int = 1, hi: int = 1 << 30) -> list[int]:
+    """A comma list ('2048,65536') or a power-of-two range ('2:8M' = 2, 4, ..., 8M)."""
+    text = str(text).strip()
+    if ":" in text:
+        a, _, b = text.partition(":")
+        start, stop = parse_size(a, option), parse_size(b, option)
+        if start < 1 or stop < start:
+            raise UserError(f"{option}: range '{text}' must be LOW:HIGH with 1 <= LOW <= HIGH")
+        sizes, s = [], start
+        while s <= stop:
+            sizes.append(s)
+            s *= 2
+    else:
+        sizes = [parse_size(part, option) for part in text.split(",") if part.strip()]
+    if not sizes:
+        raise UserError(f"{option}: empty list")
+    for s in sizes:
+        if not lo <= s <= hi:
+            raise UserError(f"{option}: {s} bytes is out of range [{lo}, {hi}]")
+    return sizes
+
+
+def parse_float_list(text: str, option: str, lo: float = 0.0, hi: float = math.inf) -> list[float]:
+    """'0,10,100' -> [0.0, 10.0, 100.0], each checked against [lo, hi]."""
+    values = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            v = float(part)
+        except ValueError:
+            raise UserError(f"{option}: '{part}' is not a number (valid range [{lo:g}, {hi:g}])") from None
+        if not math.isfinite(v) or not lo <= v <= hi:
+            raise UserError(f"{option}: {part} is out of range [{lo:g}, {hi:g}]")
+        values.append(v)
+    if not values:
+        raise UserError(f"{option}: empty list")
+    return values
+
+
+def parse_int_list(text: str, option: str, lo: int = 1, hi: int = 1 << 31) -> list[int]:
+    values = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            v = int(part)
+        except ValueError:
+            raise UserError(f"{option}: '{part}' is not a whole number (valid range [{lo}, {hi}])") from None
+        if not lo <= v <= hi:
+            raise UserError(f"{option}: {v} is out of range [{lo}, {hi}]")
+        values.append(v)
+    if not values:
+        raise UserError(f"{option}: empty list")
+    return values
+
+
+MAX_DELAY_US = 200_000.0  # 40,000 km of fibre: twice around the planet's longest paths
+
+
+def delays_from_options(delay_us: str | None, distance_km: str | None, distance_miles: str | None) -> list[float]:
+    """One-way delays in us from exactly one of --delay-us / --distance-km / --distance-miles."""
+    given = [o for o in (delay_us, distance_km, distance_miles) if o is not None]
+    if len(given) > 1:
+        raise UserError("give only one of --delay-us, --distance-km, --distance-miles")
+    if distance_km is not None:
+        return [d * FIBRE_DELAY_US_PER_KM for d in parse_float_list(distance_km, "--distance-km", 0, MAX_DELAY_US / 5)]
+    if distance_miles is not None:
+        hi = MAX_DELAY_US / FIBRE_DELAY_US_PER_KM / KM_PER_MILE
+        miles = parse_float_list(distance_miles, "--distance-miles", 0, hi)
+        return [d * KM_PER_MILE * FIBRE_DELAY_US_PER_KM for d in miles]
+    return parse_float_list(delay_us if delay_us is not None else "0", "--delay-us", 0, MAX_DELAY_US)
+
+
+def km_from_delay_us(delay_us: float) -> float:
+    return delay_us / FIBRE_DELAY_US_PER_KM

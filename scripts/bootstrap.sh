@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian machine: apt packages, Rust toolchain on PATH,
+# a Python venv in .venv with pinned packages, and the Rust core built into it.
+# Sourced by scripts/study.sh and scripts/test.sh; safe to run again and again.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# 1. Debian packages (only the missing ones; apt-get update once when needed).
+need_apt=()
+while read -r pkg; do
+  [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done < scripts/apt-packages.txt
+if ((${#need_apt[@]})); then
+  sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  log "installing Debian packages: ${need_apt[*]}"
+  $sudo_cmd apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# 2. Rust: rustup's cargo if present, Debian's otherwise.
+[[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null 2>&1; then
+  log "no cargo found: installing Debian's rustc and cargo"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc >/dev/null
+fi
+
+# 3. Python venv with the pinned packages (re-installed only when pyproject.toml changes).
+py=python3
+if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "longhaul needs Python >= 3.11; found $("$py" --version)" >&2; exit 2
+fi
+[[ -x .venv/bin/python ]] || { log "creating .venv"; "$py" -m venv .venv; }
+stamp=.venv/.longhaul-deps
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  log "installing pinned Python packages into .venv"
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q "maturin==1.16.0" "pytest==9.2.0" "hypothesis==6.170.15" \
+    $(.venv/bin/python - <<'PY'
+import tomllib
+print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
+PY
+    )
+  echo "$want" > "$stamp"
+fi
+
+# 4. Build the Rust core (and the emulator binary) into the venv; cargo's cache makes re-runs quick.
+log "building the Rust core (cargo, release)"
+VIRTUAL_ENV="$root/.venv" PATH="$root/.venv/bin:$PATH" .venv/bin/maturin develop --release -q >/dev/null 2>.venv/build.log \
+  || { cat .venv/build.log >&2; exit 1; }
+cargo build --release -q -p longhaul-wan
+export PATH="$root/.venv/bin:$root/target/release:$PATH"
