@@ -1,0 +1,33 @@
+//! Thin PyO3 binding: a scenario as JSON in, a record as JSON out. No logic lives here; bad
+//! input comes back as `ValueError` with the one-line message the CLI prints.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Validate and run one verbs scenario (JSON text); returns the record as JSON text.
+/// The GIL is released while the simulation runs, so Python threads run points in parallel.
+#[pyfunction]
+fn run_verbs(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || longhaul_sim::run_verbs_json(&text));
+    match result {
+        Ok(rec) => serde_json::to_string(&rec).map_err(|e| PyValueError::new_err(e.to_string())),
+        Err(e) => Err(PyValueError::new_err(e.0)),
+    }
+}
+
+/// Validate a verbs scenario without running it; returns the resolved parameters as JSON.
+#[pyfunction]
+fn resolve_verbs(scenario_json: &str) -> PyResult<String> {
+    let s = longhaul_sim::Scenario::from_json(scenario_json).map_err(|e| PyValueError::new_err(e.0))?;
+    let r = s.resolve().map_err(|e| PyValueError::new_err(e.0))?;
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_verbs, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_verbs, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,510 @@
+//! The adapters of all hosts: queue pairs, the send engine that feeds each host's port
+//! (ACKs/NAKs first, then read responses, then new data round-robin over queue pairs), the
+//! receive engine, completions for the application and retransmission timers.
+
+use std::collections::VecDeque;
+
+use super::hca::HcaProfile;
+use super::headers::{self, psn_diff, Kind, Op, PSN_MASK};
+use super::packet::IbPacket;
+use super::qp::{Qp, ReadJob, Transport};
+use crate::engine::time::{from_ns, NS};
+use crate::engine::Time;
+use crate::net::{Endpoints, NodeId, Pull, Rate};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionKind {
+    /// A send/write/read work request finished at the requester.
+    Send,
+    /// A message (send or RDMA write) arrived whole at the responder.
+    Recv,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    pub qp: u32,
+    pub kind: CompletionKind,
+    pub op: Op,
+    pub id: u64,
+    pub bytes: u32,
+    /// When the application sees it (after adapter and polling costs).
+    pub at: Time,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct IbStats {
+    pub data_packets: u64,
+    pub retransmitted_packets: u64,
+    pub acks: u64,
+    pub naks: u64,
+    pub timeouts: u64,
+    pub ud_drops_no_recv: u64,
+    pub uc_messages_dropped: u64,
+    pub qp_errors: u64,
+}
+
+/// Adapter costs in picoseconds, derived once from the profile.
+struct HostCosts {
+    tx_wqe: Time,
+    tx_pkt: Time,
+    rx_pkt: Time,
+    poll: Time,
+    pcie: Rate,
+}
+
+struct HostState {
+    costs: HostCosts,
+    qps: Vec<u32>,
+    rr: usize,
+    engine_free: Time,
+    rx_free: Time,
+    /// QPs with an ACK/NAK to send, in the order they became pending.
+    ctrl: VecDeque<u32>,
+    /// QPs with read responses to stream.
+    resp: VecDeque<u32>,
+}
+
+pub struct IbHosts {
+    pub qps: Vec<Qp>,
+    hosts: Vec<Option<HostState>>,
+    pub hca: HcaProfile,
+    pub completions: Vec<Completion>,
+    /// Retransmission timers to arm: (time, qp).
+    pub timers: Vec<(Time, u32)>,
+    pub stats: IbStats,
+    ack_timeout: Time,
+    retry_count: u32,
+}
+
+impl IbHosts {
+    /// `timeout_exp`: the QP's local ACK timeout exponent (perftest default 14: 67 ms).
+    pub fn new(hca: HcaProfile, node_count: usize, timeout_exp: u32, retry_count: u32) -> Self {
+        IbHosts {
+            qps: Vec::new(),
+            hosts: (0..node_count).map(|_| None).collect(),
+            hca,
+            completions: Vec::new(),
+            timers: Vec::new(),
+            stats: IbStats::default(),
+            ack_timeout: (4_096 * NS) << timeout_exp,
+            retry_count,
+        }
+    }
+
+    fn host(&mut self, node: NodeId) -> &mut HostState {
+        let hca = &self.hca;
+        self.hosts[node as usize].get_or_insert_with(|| HostState {
+            costs: HostCosts {
+                tx_wqe: from_ns(hca.tx_wqe_ns),
+                tx_pkt: from_ns(hca.tx_pkt_ns),
+                rx_pkt: from_ns(hca.rx_pkt_ns),
+                poll: from_ns(hca.poll_ns),
+                pcie: Rate::from_gbps(hca.pcie_data_gbps()),
+            },
+            qps: Vec::new(),
+            rr: 0,
+            engine_free: 0,
+            rx_free: 0,
+            ctrl: VecDeque::new(),
+            resp: VecDeque::new(),
+        })
+    }
+
+    /// Create a connected pair of QPs (one on each host); returns (qp on a, qp on b).
+    pub fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, mtu: u32, initial_psn: u32) -> (u32, u32) {
+        let qa = self.qps.len() as u32;
+        let qb = qa + 1;
+        self.qps.push(Qp::new(qa, a, qb, b, transport, mtu, initial_psn));
+        self.qps.push(Qp::new(qb, b, qa, a, transport, mtu, initial_psn));
+        self.host(a).qps.push(qa);
+        self.host(b).qps.push(qb);
+        (qa, qb)
+    }
+
+    pub fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
+        self.qps[qp as usize].post(op, len, id, ready_at);
+    }
+
+    pub fn post_recv(&mut self, qp: u32, count: u32) {
+        self.qps[qp as usize].rq_posted += count;
+    }
+
+    pub fn node_of(&self, qp: u32) -> NodeId {
+        self.qps[qp as usize].node
+    }
+
+    fn arm_timer(&mut self, qp: u32, now: Time) {
+        let q = &mut self.qps[qp as usize];
+        if q.timer_at == Time::MAX {
+            q.timer_at = now + self.ack_timeout;
+            self.timers.push((q.timer_at, qp));
+        }
+    }
+
+    /// The RC local ACK timer of `qp` fired.
+    pub fn on_timer(&mut self, now: Time, qp: u32) {
+        let timeout = self.ack_timeout;
+        let q = &mut self.qps[qp as usize];
+        q.timer_at = Time::MAX;
+        if !q.has_outstanding() || q.failed {
+            return;
+        }
+        let due = q.last_progress + timeout;
+        if now >= due {
+            q.retries += 1;
+            self.stats.timeouts += 1;
+            if q.retries > self.retry_count {
+                q.failed = true;
+                self.stats.qp_errors += 1;
+                return;
+            }
+            let una = q.una_psn;
+            q.rewind_to(una);
+            q.last_progress = now;
+            self.arm_timer(qp, now);
+        } else {
+            q.timer_at = due;
+            self.timers.push((due, qp));
+        }
+    }
+
+    fn complete(&mut self, qp: u32, kind: CompletionKind, op: Op, id: u64, bytes: u32, at: Time) {
+        self.completions.push(Completion { qp, kind, op, id, bytes, at });
+    }
+
+    /// Requester side: cumulative acknowledgement of everything before `psn_excl`.
+    fn requester_ack(&mut self, qp: u32, psn_excl: u32, now: Time, at: Time) {
+        let done = self.qps[qp as usize].ack_through(psn_excl, now);
+        for w in done {
+            self.complete(qp, CompletionKind::Send, w.op, w.id, w.len, at);
+        }
+    }
+
+    fn queue_ack(&mut self, qp: u32, psn: u32, ready: Time) {
+        let q = &mut self.qps[qp as usize];
+        let fresh = q.ack_psn.is_none() && q.nak_psn.is_none();
+        q.ack_psn = Some(psn);
+        q.ack_ready = ready;
+        let node = q.node;
+        if fresh {
+            self.host(node).ctrl.push_back(qp);
+        }
+    }
+
+    fn queue_nak(&mut self, qp: u32, psn: u32, ready: Time) {
+        let q = &mut self.qps[qp as usize];
+        let fresh = q.ack_psn.is_none() && q.nak_psn.is_none();
+        q.nak_psn = Some(psn);
+        q.ack_ready = ready;
+        let node = q.node;
+        if fresh {
+            self.host(node).ctrl.push_back(qp);
+        }
+    }
+
+    /// Responder side of an incoming data packet.
+    fn on_data(&mut self, p: &IbPacket, ready: Time, seen: Time) {
+        let qi = p.qp as usize;
+        let transport = self.qps[qi].transport;
+        match transport {
+            Transport::Ud => {
+                let q = &mut self.qps[qi];
+                if q.rq_posted == 0 {
+                    self.stats.ud_drops_no_recv += 1;
+                    return;
+                }
+                q.rq_posted -= 1;
+                q.rx_bytes += p.len as u64;
+                self.complete(p.qp, CompletionKind::Recv, p.op, 0, p.len, seen);
+            }
+            Transport::Uc => {
+                let q = &mut self.qps[qi];
+                if p.psn != q.epsn {
+                    // A packet went missing: the message in progress is lost.
+                    if !q.uc_discard && !p.first {
+                        self.stats.uc_messages_dropped += 1;
+                    }
+                    q.uc_discard = !p.first;
+                    q.rx_msg_bytes = 0;
+                }
+                q.epsn = (p.psn + 1) & PSN_MASK;
+                if p.first {
+                    q.uc_discard = false;
+                    q.rx_msg_bytes = 0;
+                }
+                if q.uc_discard {
+                    return;
+                }
+                q.rx_msg_bytes += p.len as u64;
+                if p.last {
+                    let bytes = q.rx_msg_bytes as u32;
+                    q.rx_bytes += q.rx_msg_bytes;
+                    q.rx_msg_bytes = 0;
+                    self.complete(p.qp, CompletionKind::Recv, p.op, 0, bytes, seen);
+                }
+            }
+            Transport::Rc => {
+                let q = &mut self.qps[qi];
+                let d = psn_diff(p.psn, q.epsn);
+                if d > 0 {
+                    // Out of sequence: one NAK per gap, the packet is discarded.
+                    if !q.nak_sent {
+                        q.nak_sent = true;
+                        let e = q.epsn;
+                        self.stats.naks += 1;
+                        self.queue_nak(p.qp, e, ready);
+                    }
+                    return;
+                }
+                if d < 0 {
+                    // Duplicate of something already received: acknowledge again.
+                    let last = (q.epsn + PSN_MASK) & PSN_MASK;
+                    self.queue_ack(p.qp, last, ready);
+                    return;
+                }
+                q.epsn = (q.epsn + 1) & PSN_MASK;
+                q.nak_sent = false;
+                q.rx_msg_bytes += p.len as u64;
+                if p.last {
+                    let bytes = q.rx_msg_bytes as u32;
+                    q.rx_bytes += q.rx_msg_bytes;
+                    q.rx_msg_bytes = 0;
+                    self.complete(p.qp, CompletionKind::Recv, p.op, 0, bytes, seen);
+                }
+                if p.ack_req || p.last {
+                    self.queue_ack(p.qp, p.psn, ready);
+                }
+            }
+        }
+    }
+
+    fn on_read_request(&mut self, p: &IbPacket, ready: Time) {
+        let qi = p.qp as usize;
+        let npkts = self.qps[qi].packets_for(p.len);
+        let q = &mut self.qps[qi];
+        let d = psn_diff(p.psn, q.epsn);
+        if d > 0 {
+            if !q.nak_sent {
+                q.nak_sent = true;
+                let e = q.epsn;
+                self.stats.naks += 1;
+                self.queue_nak(p.qp, e, ready);
+            }
+            return;
+        }
+        if d < 0 {
+            // A re-issued read (the requester timed out): serve it again from this PSN.
+            q.reads.retain(|j| psn_diff(j.next_psn, p.psn) < 0);
+        } else {
+            q.epsn = (q.epsn + npkts) & PSN_MASK;
+            q.nak_sent = false;
+        }
+        let fresh = q.reads.is_empty();
+        q.reads.push_back(ReadJob { next_psn: p.psn, remaining: p.len, first: true, ready_at: ready });
+        let node = q.node;
+        if fresh {
+            self.host(node).resp.push_back(p.qp);
+        }
+    }
+
+    /// Requester side of a read response packet: it is the acknowledgement of its PSN.
+    fn on_read_response(&mut self, p: &IbPacket, now: Time, seen: Time) {
+        let q = &mut self.qps[p.qp as usize];
+        if p.psn != q.una_psn {
+            return; // a gap or a duplicate: the ACK timer recovers gaps
+        }
+        q.rx_bytes += p.len as u64;
+        self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen);
+    }
+
+    /// The next packet the host at `node` can send at `now`, with the time it is ready.
+    fn next_packet(&mut self, now: Time, node: NodeId) -> Option<(IbPacket, Time)> {
+        let hca_unacked = self.hca.max_unacked_pkts;
+        let hca_inflight = self.hca.max_inflight_wqes as usize;
+        let hca_reads = self.hca.max_rd_atomic;
+        let ack_every = self.hca.ack_req_every_pkts.max(1);
+        let h = self.hosts[node as usize].as_mut()?;
+        let tx_pkt = h.costs.tx_pkt;
+        // 1. ACK / NAK
+        if let Some(&qp) = h.ctrl.front() {
+            let q = &mut self.qps[qp as usize];
+            let ready = h.engine_free.max(q.ack_ready) + tx_pkt;
+            if ready > now {
+                return Some((dummy(), ready));
+            }
+            h.ctrl.pop_front();
+            let (kind, psn) = match q.nak_psn.take() {
+                Some(psn) => (Kind::Nak, psn),
+                None => (Kind::Ack, q.ack_psn.expect("queued ack")),
+            };
+            q.ack_psn = None;
+            h.engine_free = ready;
+            self.stats.acks += 1;
+            let pkt = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind, op: Op::Send, psn, len: 0, first: true, last: true, ack_req: false, wire: headers::ack_bytes() };
+            return Some((pkt, ready));
+        }
+        // 2. read responses
+        while let Some(&qp) = h.resp.front() {
+            let q = &mut self.qps[qp as usize];
+            let Some(job) = q.reads.front_mut() else {
+                h.resp.pop_front();
+                continue;
+            };
+            let len = job.remaining.min(q.mtu);
+            let ready = h.engine_free.max(job.ready_at) + tx_pkt.max(h.costs.pcie.serialise(len as u64));
+            if ready > now {
+                return Some((dummy(), ready));
+            }
+            let first = job.first;
+            let last = job.remaining == len;
+            let pkt = IbPacket {
+                src: node,
+                dst: q.peer_node,
+                qp: q.peer_qp,
+                kind: Kind::ReadResp,
+                op: Op::Read,
+                psn: job.next_psn,
+                len,
+                first,
+                last,
+                ack_req: false,
+                wire: headers::read_response_bytes(first, last, len),
+            };
+            job.first = false;
+            job.remaining -= len;
+            job.next_psn = (job.next_psn + 1) & PSN_MASK;
+            if last {
+                q.reads.pop_front();
+                if q.reads.is_empty() {
+                    h.resp.pop_front();
+                }
+            }
+            h.engine_free = ready;
+            return Some((pkt, ready));
+        }
+        // 3. requester data, round-robin over this host's queue pairs
+        let n = h.qps.len();
+        let mut earliest: Option<Time> = None;
+        for k in 0..n {
+            let qp = h.qps[(h.rr + k) % n];
+            let q = &mut self.qps[qp as usize];
+            if q.failed || q.cur >= q.sq.len() {
+                continue;
+            }
+            if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= hca_inflight {
+                continue;
+            }
+            if q.transport == Transport::Rc && q.unacked() >= hca_unacked {
+                continue;
+            }
+            let w = &q.sq[q.cur];
+            if w.op == Op::Read && q.reads_outstanding >= hca_reads {
+                continue;
+            }
+            let is_read = w.op == Op::Read;
+            let read_pkts = w.npkts - q.cur_pkt;
+            let offset = q.cur_pkt * q.mtu;
+            let len = if is_read { 0 } else { (w.len - offset.min(w.len)).min(q.mtu) };
+            let first = q.cur_pkt == 0;
+            let cost = tx_pkt.max(h.costs.pcie.serialise(len as u64)) + if first { h.costs.tx_wqe } else { 0 };
+            let ready = h.engine_free.max(w.ready_at) + cost;
+            if ready > now {
+                earliest = Some(earliest.map_or(ready, |e: Time| e.min(ready)));
+                continue;
+            }
+            let psn = (w.first_psn + q.cur_pkt) & PSN_MASK;
+            let ud = q.transport == Transport::Ud;
+            let (pkt, advance_wqe) = if is_read {
+                let req_len = w.len - offset.min(w.len);
+                q.reads_outstanding += 1;
+                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::ReadReq, op: Op::Read, psn, len: req_len, first: true, last: true, ack_req: false, wire: headers::read_request_bytes() };
+                (p, true)
+            } else {
+                let last = q.cur_pkt + 1 == w.npkts;
+                let ack_req = last || (q.cur_pkt + 1) % ack_every == 0;
+                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::Data, op: w.op, psn, len, first, last, ack_req, wire: headers::data_packet_bytes(ud, w.op, first, len) };
+                (p, last)
+            };
+            if psn_diff(psn, q.sent_through) < 0 {
+                self.stats.retransmitted_packets += 1;
+            } else {
+                q.sent_through = (psn + if is_read { read_pkts } else { 1 }) & PSN_MASK;
+            }
+            if advance_wqe {
+                q.cur += 1;
+                q.cur_pkt = 0;
+            } else {
+                q.cur_pkt += 1;
+            }
+            self.stats.data_packets += 1;
+            h.engine_free = ready;
+            h.rr = (h.rr + k + 1) % n;
+            if q.transport == Transport::Rc {
+                if q.last_progress == 0 {
+                    q.last_progress = now;
+                }
+                self.arm_timer(qp, now);
+            }
+            return Some((pkt, ready));
+        }
+        earliest.map(|t| (dummy(), t))
+    }
+}
+
+/// Placeholder returned with a future ready time (never sent).
+fn dummy() -> IbPacket {
+    IbPacket { src: 0, dst: 0, qp: u32::MAX, kind: Kind::Ack, op: Op::Send, psn: 0, len: 0, first: false, last: false, ack_req: false, wire: 0 }
+}
+
+impl Endpoints<IbPacket> for IbHosts {
+    fn deliver(&mut self, now: Time, node: NodeId, pkt: IbPacket) {
+        let h = self.host(node);
+        h.rx_free = h.rx_free.max(now) + h.costs.rx_pkt;
+        let ready = h.rx_free;
+        let seen = ready + h.costs.poll;
+        if self.qps[pkt.qp as usize].failed {
+            return;
+        }
+        match pkt.kind {
+            Kind::Data => self.on_data(&pkt, ready, seen),
+            Kind::ReadReq => self.on_read_request(&pkt, ready),
+            Kind::ReadResp => self.on_read_response(&pkt, now, seen),
+            Kind::Ack => self.requester_ack(pkt.qp, (pkt.psn + 1) & PSN_MASK, now, seen),
+            Kind::Nak => {
+                self.requester_ack(pkt.qp, pkt.psn, now, seen);
+                let q = &mut self.qps[pkt.qp as usize];
+                if psn_diff(pkt.psn, q.una_psn) == 0 {
+                    q.rewind_to(pkt.psn);
+                    q.last_progress = now;
+                }
+            }
+        }
+    }
+
+    fn pull(&mut self, now: Time, node: NodeId) -> Pull<IbPacket> {
+        match self.next_packet(now, node) {
+            Some((pkt, ready)) if ready <= now && pkt.qp != u32::MAX => Pull::Ready(pkt),
+            Some((_, ready)) => Pull::Later(ready),
+            None => Pull::Idle,
+        }
+    }
+
+    fn sent(&mut self, _node: NodeId, pkt: &IbPacket, done_at: Time) {
+        // UD and UC complete locally once the last packet has left the adapter.
+        if pkt.kind != Kind::Data || !pkt.last {
+            return;
+        }
+        let qp = pkt.qp as usize;
+        let local = self.qps[qp].peer_qp;
+        let q = &mut self.qps[local as usize];
+        if q.transport == Transport::Rc {
+            return;
+        }
+        if let Some(w) = q.sq.pop_front() {
+            q.cur -= 1;
+            q.una_psn = (w.first_psn + w.npkts) & PSN_MASK;
+            let poll = self.hosts[q.node as usize].as_ref().map_or(0, |h| h.costs.poll);
+            self.complete(local, CompletionKind::Send, w.op, w.id, w.len, done_at + poll);
+        }
+    }
+}

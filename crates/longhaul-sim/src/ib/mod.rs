@@ -1,0 +1,14 @@
+//! InfiniBand: packet headers, adapter profiles, queue pairs and the RC / UC / UD transports
+//! with send/recv, RDMA write and RDMA read.
+
+pub mod hca;
+pub mod headers;
+pub mod hosts;
+pub mod packet;
+pub mod qp;
+
+pub use hca::HcaProfile;
+pub use headers::Op;
+pub use hosts::{Completion, CompletionKind, IbHosts, IbStats};
+pub use packet::IbPacket;
+pub use qp::Transport;

@@ -1,0 +1,40 @@
+//! The InfiniBand packet as the simulator carries it: transport header fields that matter to
+//! the protocol (no payload bytes are stored: memory stays proportional to packets in flight).
+
+use super::headers::{Kind, Op};
+use crate::net::{NodeId, Routable};
+
+#[derive(Debug, Clone, Copy)]
+pub struct IbPacket {
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// Destination queue pair (global index in the simulation).
+    pub qp: u32,
+    pub kind: Kind,
+    pub op: Op,
+    /// 24-bit packet sequence number.
+    pub psn: u32,
+    /// Payload bytes carried (for a read request: bytes requested).
+    pub len: u32,
+    pub first: bool,
+    pub last: bool,
+    /// Requester asks the responder to acknowledge this packet (BTH AckReq bit).
+    pub ack_req: bool,
+    /// Bytes on the wire.
+    pub wire: u32,
+}
+
+impl Routable for IbPacket {
+    #[inline]
+    fn dst(&self) -> NodeId {
+        self.dst
+    }
+    #[inline]
+    fn wire_bytes(&self) -> u32 {
+        self.wire
+    }
+    #[inline]
+    fn flow(&self) -> u32 {
+        self.qp
+    }
+}

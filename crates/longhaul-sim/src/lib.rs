@@ -1,0 +1,21 @@
+//! longhaul-sim: a mechanistic discrete-event model of clusters joined by long-haul links.
+//!
+//! Layers, each usable alone: [`engine`] (time, events; knows no protocol) → [`net`] (links,
+//! credits, switches, range extenders) → [`ib`] (adapters, RC/UC/UD) → [`workload`] (perftest-like
+//! drivers). A [`scenario::Scenario`] is plain data, validated once into [`scenario::Resolved`].
+
+pub mod engine;
+pub mod ib;
+pub mod net;
+pub mod scenario;
+pub mod topology;
+pub mod workload;
+
+pub use scenario::{Resolved, Scenario, ScenarioError};
+pub use workload::{run_verbs, VerbsRecord};
+
+/// Validate a JSON scenario and run it: the whole public entry point of the verbs model.
+pub fn run_verbs_json(text: &str) -> Result<VerbsRecord, ScenarioError> {
+    let resolved = Scenario::from_json(text)?.resolve()?;
+    Ok(run_verbs(&resolved, None))
+}

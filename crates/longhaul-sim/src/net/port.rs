@@ -1,0 +1,146 @@
+//! An egress port and the wire behind it: a FIFO queue, a serialiser, credit-based link-level
+//! flow control toward the receiver's ingress buffer, and the packets in flight on the wire.
+//!
+//! Invariants (checked by tests):
+//! - with flow control on, the bytes this port has sent and not yet seen credited back never
+//!   exceed the receiver's ingress buffer, so a credit-controlled link never drops a packet;
+//! - packets leave in FIFO order and arrive in the same order (one wire, constant delay);
+//! - the port is busy at most one packet at a time: throughput never exceeds its rate.
+
+use std::collections::VecDeque;
+
+use super::rate::Rate;
+use crate::engine::{RngStream, Time};
+
+/// Index of a port in the fabric.
+pub type PortId = u32;
+pub const NO_PORT: PortId = u32::MAX;
+pub const NEVER: Time = Time::MAX;
+
+/// IBTA link-level flow control counts buffer space in 64-byte blocks (IBA vol. 1, 7.9.4).
+pub const CREDIT_BLOCK_BYTES: u64 = 64;
+
+pub fn credit_blocks(bytes: u32) -> u64 {
+    (bytes as u64).div_ceil(CREDIT_BLOCK_BYTES)
+}
+
+/// Physical parameters of one direction of a link, as seen from its sending port.
+#[derive(Debug, Clone)]
+pub struct PortParams {
+    /// Data rate after line encoding.
+    pub rate: Rate,
+    /// Bytes added to every packet on this link by its framing (0 on native IB).
+    pub frame_overhead_bytes: u32,
+    /// Shortest time between two packet starts: the per-packet cost of the engine that feeds
+    /// this port (e.g. an extender's forwarding engine). 0 = only the wire limits.
+    pub min_packet_gap: Time,
+    /// One-way propagation (and any added delay) to the receiving end.
+    pub propagation: Time,
+    /// Ingress buffer at the receiving end, in bytes; `None` = no link-level flow control
+    /// (Ethernet/IP paths: the queue below drops instead).
+    pub peer_buffer_bytes: Option<u64>,
+    /// Drop-tail limit of this port's own queue in bytes (`None` = unbounded, used when flow
+    /// control back-pressures the sender instead).
+    pub queue_limit_bytes: Option<u64>,
+    /// Probability that a packet is corrupted on the wire and discarded by the receiver.
+    pub loss: f64,
+}
+
+/// A packet waiting in a port's queue.
+pub(crate) struct Queued<P> {
+    pub pkt: P,
+    pub wire_bytes: u32,
+    /// The ingress port at this node that holds its buffer space (NO_PORT for host-originated).
+    pub in_port: PortId,
+    /// Earliest start of transmission (cut-through cannot start before enough bits are in).
+    pub ready_at: Time,
+}
+
+/// A packet on the wire.
+pub(crate) struct InFlight<P> {
+    pub deliver_at: Time,
+    pub tail_at: Time,
+    pub wire_bytes: u32,
+    pub pkt: P,
+}
+
+/// Per-port counters.
+#[derive(Debug, Clone, Default)]
+pub struct PortStats {
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops_loss: u64,
+    pub drops_queue: u64,
+    pub max_queue_bytes: u64,
+    pub max_credit_debt_bytes: u64,
+}
+
+pub struct Port<P> {
+    pub node: u32,
+    /// The port at the other end of the link (where this port's packets arrive).
+    pub peer: PortId,
+    pub params: PortParams,
+    pub stats: PortStats,
+    pub(crate) queue: VecDeque<Queued<P>>,
+    pub(crate) queued_bytes: u64,
+    pub(crate) busy_until: Time,
+    /// Credits (bytes, in whole blocks) we may still send into the peer's buffer.
+    pub(crate) credits: u64,
+    /// Credits on their way back: (time they arrive here, bytes), kept in time order.
+    pub(crate) credit_returns: VecDeque<(Time, u64)>,
+    pub(crate) credit_starved: bool,
+    pub(crate) wire: VecDeque<InFlight<P>>,
+    pub(crate) wake_at: Time,
+    pub(crate) rng: RngStream,
+}
+
+impl<P> Port<P> {
+    pub(crate) fn new(node: u32, params: PortParams, rng: RngStream) -> Self {
+        let credits = params.peer_buffer_bytes.map(|b| b / CREDIT_BLOCK_BYTES * CREDIT_BLOCK_BYTES).unwrap_or(u64::MAX);
+        Port {
+            node,
+            peer: NO_PORT,
+            params,
+            stats: PortStats::default(),
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            busy_until: 0,
+            credits,
+            credit_returns: VecDeque::new(),
+            credit_starved: false,
+            wire: VecDeque::new(),
+            wake_at: NEVER,
+            rng,
+        }
+    }
+
+    /// Take in the credits that have arrived by `now`.
+    #[inline]
+    pub(crate) fn absorb_credits(&mut self, now: Time) {
+        while let Some(&(t, bytes)) = self.credit_returns.front() {
+            if t > now {
+                break;
+            }
+            self.credits += bytes;
+            self.credit_returns.pop_front();
+        }
+    }
+
+    /// Record credits that will arrive at `at` (kept sorted; almost always appended).
+    pub(crate) fn push_credit_return(&mut self, at: Time, bytes: u64) {
+        if self.params.peer_buffer_bytes.is_none() {
+            return;
+        }
+        let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map(|i| i + 1).unwrap_or(0);
+        if pos == self.credit_returns.len() {
+            self.credit_returns.push_back((at, bytes));
+        } else {
+            self.credit_returns.insert(pos, (at, bytes));
+        }
+    }
+
+    /// Packets and bytes currently on the wire or queued (memory is proportional to these).
+    pub fn in_flight_packets(&self) -> usize {
+        self.wire.len() + self.queue.len()
+    }
+}

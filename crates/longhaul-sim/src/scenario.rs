@@ -1,0 +1,279 @@
+//! The scenario: plain data (JSON or TOML) naming a testbed and overriding any of its
+//! parameters, plus the workload. Validated once, here, into a [`Resolved`] scenario whose
+//! every field is in range; the models never see unvalidated input.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ib::HcaProfile;
+use crate::net::{ExtenderParams, Generation, IbLink, SwitchParams, WanFraming};
+
+/// A problem with a scenario, worded for the user: the parameter, what was given, the valid range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScenarioError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError(msg.into()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportName {
+    Rc,
+    Uc,
+    Ud,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpName {
+    Send,
+    Write,
+    Read,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestName {
+    Bw,
+    Lat,
+    Bibw,
+    Rate,
+}
+
+/// The long-haul path between the two clusters (every field optional: the testbed decides).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    /// Delay added by the range extenders, one way (us). See `Resolved::one_way_delay_us`.
+    pub delay_us: Option<f64>,
+    /// Fibre between the extenders (km); light in fibre takes 5 us per km.
+    pub fibre_km: Option<f64>,
+    /// "longbow-xr", "longbow-c103", "generic" or "none" (a plain IB link between the switches).
+    pub extender: Option<String>,
+    /// Parallel WAN links between the extender pair (flows are spread by queue pair).
+    pub wan_links: Option<u32>,
+    pub wan_framing: Option<WanFraming>,
+    pub wan_width: Option<u32>,
+    pub wan_generation: Option<Generation>,
+    pub extender_buffer_bytes: Option<u64>,
+    pub extender_packet_ns: Option<f64>,
+    pub switch_buffer_bytes: Option<u64>,
+    /// Probability that a packet is corrupted on the WAN (each direction).
+    pub loss: Option<f64>,
+    /// IB path MTU (256, 512, 1024, 2048 or 4096 bytes).
+    pub mtu_bytes: Option<u32>,
+}
+
+/// A perftest-like verbs benchmark. Unset fields take perftest's defaults
+/// (perftest_parameters.h: 1000 iterations, tx-depth 128, rx-depth 512, QP timeout 14).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VerbsSpec {
+    pub transport: TransportName,
+    pub op: OpName,
+    pub test: TestName,
+    pub size_bytes: u64,
+    pub iterations: Option<u64>,
+    pub tx_depth: Option<u32>,
+    pub rx_depth: Option<u32>,
+    pub qps: Option<u32>,
+    pub outstanding_reads: Option<u32>,
+    pub timeout_exp: Option<u32>,
+    pub retry_count: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Hardware profile: "s1" (the [S1] testbed), "s1-connectx", "s3", "ndr".
+    #[serde(default = "default_testbed")]
+    pub testbed: String,
+    /// Override the testbed's adapter by name.
+    pub hca: Option<String>,
+    #[serde(default)]
+    pub path: PathSpec,
+    pub verbs: VerbsSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_testbed() -> String {
+    "s1".into()
+}
+
+pub const TESTBEDS: [&str; 4] = ["s1", "s1-connectx", "s3", "ndr"];
+pub const MAX_SIZE_BYTES: u64 = 1 << 30;
+pub const MAX_DELAY_US: f64 = 200_000.0;
+
+/// Every parameter the models use, in range.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolved {
+    pub seed: u64,
+    pub testbed: String,
+    pub hca: HcaProfile,
+    pub switch: SwitchParams,
+    /// None: the switches are joined by a plain IB link (`wan` rate) over the distance.
+    pub extender: Option<ExtenderParams>,
+    pub wan: IbLink,
+    pub wan_links: u32,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub loss: f64,
+    pub mtu_bytes: u32,
+    pub transport: TransportName,
+    pub op: OpName,
+    pub test: TestName,
+    pub size_bytes: u32,
+    pub iterations: u64,
+    pub tx_depth: u32,
+    pub rx_depth: u32,
+    pub qps: u32,
+    pub outstanding_reads: u32,
+    pub timeout_exp: u32,
+    pub retry_count: u32,
+}
+
+impl Resolved {
+    /// One-way delay of the long-haul link (us): fibre plus the extenders' delay setting.
+    ///
+    /// [S1] says its Longbows delay packets "before and after traversing the WAN link". We read
+    /// the setting as the total added one-way delay (half applied on each side of the WAN), so
+    /// a round trip gains twice the setting. This matches S1's own equivalence of 1000 us with
+    /// about 200 km (5 us/km one way) and is used for every S1 point.
+    pub fn one_way_delay_us(&self) -> f64 {
+        self.fibre_km * 5.0 + self.delay_us
+    }
+}
+
+fn in_range_f(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, ScenarioError> {
+    if !v.is_finite() || v < lo || v > hi {
+        return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
+    }
+    Ok(v)
+}
+
+fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ScenarioError> {
+    if v < lo || v > hi {
+        return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
+    }
+    Ok(v)
+}
+
+impl Scenario {
+    pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
+        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+    }
+
+    pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        toml::from_str(text).map_err(|e| ScenarioError(format!("scenario: {}", e.message())))
+    }
+
+    pub fn resolve(&self) -> Result<Resolved, ScenarioError> {
+        let (hca_default, switch, extender_default, wan) = match self.testbed.as_str() {
+            "s1" => (HcaProfile::infinihost3(), SwitchParams::infiniscale3(), Some(ExtenderParams::longbow_xr()), IbLink { width: 4, generation: Generation::Sdr }),
+            "s1-connectx" => (HcaProfile::connectx(), SwitchParams::infiniscale3(), Some(ExtenderParams::longbow_xr()), IbLink { width: 4, generation: Generation::Sdr }),
+            "s3" => (HcaProfile::connectx2(), SwitchParams::infiniscale4(), Some(ExtenderParams::longbow_c103()), IbLink { width: 4, generation: Generation::Sdr }),
+            "ndr" => {
+                let l = IbLink { width: 4, generation: Generation::Ndr };
+                (HcaProfile::connectx7(), SwitchParams::quantum2(), Some(ExtenderParams::generic(l)), l)
+            }
+            other => return err(format!("testbed: unknown '{other}' (valid: {})", TESTBEDS.join(", "))),
+        };
+        let hca = match &self.hca {
+            None => hca_default,
+            Some(n) => HcaProfile::by_name(n).ok_or_else(|| ScenarioError(format!("hca: unknown '{n}' (valid: {})", HcaProfile::NAMES.join(", "))))?,
+        };
+        let p = &self.path;
+        let mut switch = switch;
+        let mut wan = wan;
+        if let Some(w) = p.wan_width {
+            if !IbLink::VALID_WIDTHS.contains(&w) {
+                return err(format!("wan_width: {w} is not a link width (valid: 1, 4, 12)"));
+            }
+            wan.width = w;
+        }
+        if let Some(g) = p.wan_generation {
+            wan.generation = g;
+        }
+        let mut extender = match p.extender.as_deref() {
+            None => extender_default,
+            Some("none") => None,
+            Some("generic") => Some(ExtenderParams::generic(wan)),
+            Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)")))?),
+        };
+        let mtu = p.mtu_bytes.unwrap_or(2048);
+        if ![256, 512, 1024, 2048, 4096].contains(&mtu) {
+            return err(format!("mtu_bytes: {mtu} is not an IB MTU (valid: 256, 512, 1024, 2048, 4096)"));
+        }
+        let max_packet = (mtu + 64) as u64;
+        if let Some(ext) = extender.as_mut() {
+            if p.wan_width.is_some() || p.wan_generation.is_some() {
+                ext.wan = wan;
+            }
+            if let Some(f) = p.wan_framing {
+                ext.framing = f;
+            }
+            if let Some(b) = p.extender_buffer_bytes {
+                ext.buffer_bytes = in_range_u("extender_buffer_bytes", b, max_packet, 1 << 40)
+                    .map_err(|_| ScenarioError(format!("extender_buffer_bytes: {b} is smaller than one packet ({max_packet} bytes at MTU {mtu}) or above 1 TiB")))?;
+            }
+            if let Some(ns) = p.extender_packet_ns {
+                ext.packet_ns = in_range_f("extender_packet_ns", ns, 0.0, 1e6)?;
+            }
+        } else if p.wan_framing.is_some_and(|f| f != WanFraming::Ib) {
+            return err("wan_framing: only a range extender can carry IB over SONET/Ethernet (set extender)");
+        }
+        if let Some(b) = p.switch_buffer_bytes {
+            switch.buffer_bytes = in_range_u("switch_buffer_bytes", b, max_packet, 1 << 40)
+                .map_err(|_| ScenarioError(format!("switch_buffer_bytes: {b} is smaller than one packet ({max_packet} bytes at MTU {mtu}) or above 1 TiB")))?;
+        }
+        let wan_links = in_range_u("wan_links", p.wan_links.unwrap_or(1) as u64, 1, 16)? as u32;
+        if wan_links > 1 && extender.is_none() {
+            return err("wan_links: parallel WAN links need a range extender pair (extender = none)");
+        }
+        let delay_us = in_range_f("delay_us", p.delay_us.unwrap_or(0.0), 0.0, MAX_DELAY_US)?;
+        let fibre_km = in_range_f("fibre_km", p.fibre_km.unwrap_or(0.0), 0.0, MAX_DELAY_US / 5.0)?;
+        let loss = in_range_f("loss", p.loss.unwrap_or(0.0), 0.0, 0.5)?;
+
+        let v = &self.verbs;
+        let size = in_range_u("size_bytes", v.size_bytes, 1, MAX_SIZE_BYTES)? as u32;
+        if v.transport == TransportName::Ud && size > mtu {
+            return err(format!("size_bytes: {size} is above the MTU; UD messages are one packet (valid 1..{mtu} at mtu_bytes {mtu})"));
+        }
+        if v.transport == TransportName::Ud && v.op != OpName::Send {
+            return err("op: UD supports only send (valid for ud: send)");
+        }
+        if v.transport == TransportName::Uc && v.op == OpName::Read {
+            return err("op: UC has no RDMA read (valid for uc: send, write)");
+        }
+        let lat = v.test == TestName::Lat;
+        Ok(Resolved {
+            seed: self.seed,
+            testbed: self.testbed.clone(),
+            hca: hca.clone(),
+            switch,
+            extender,
+            wan,
+            wan_links,
+            delay_us,
+            fibre_km,
+            loss,
+            mtu_bytes: mtu,
+            transport: v.transport,
+            op: v.op,
+            test: v.test,
+            size_bytes: size,
+            iterations: in_range_u("iterations", v.iterations.unwrap_or(1000), 1, 100_000_000)?,
+            tx_depth: in_range_u("tx_depth", v.tx_depth.unwrap_or(if lat { 1 } else { 128 }) as u64, 1, 16384)? as u32,
+            rx_depth: in_range_u("rx_depth", v.rx_depth.unwrap_or(512) as u64, 1, 16384)? as u32,
+            qps: in_range_u("qps", v.qps.unwrap_or(1) as u64, 1, 1024)? as u32,
+            outstanding_reads: in_range_u("outstanding_reads", v.outstanding_reads.unwrap_or(hca.max_rd_atomic) as u64, 1, 256)? as u32,
+            timeout_exp: in_range_u("timeout_exp", v.timeout_exp.unwrap_or(14) as u64, 0, 31)? as u32,
+            retry_count: in_range_u("retry_count", v.retry_count.unwrap_or(7) as u64, 0, 7)? as u32,
+        })
+    }
+}

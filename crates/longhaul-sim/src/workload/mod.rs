@@ -1,0 +1,5 @@
+//! Benchmark drivers that run a scenario and produce records.
+
+pub mod perftest;
+
+pub use perftest::{run_verbs, VerbsRecord};

@@ -1,0 +1,365 @@
+//! A perftest-like driver (ib_{send,write,read}_{bw,lat}, bidirectional and message-rate
+//! variants) over the simulated two-cluster path, producing one record per run with the figures
+//! perftest reports. perftest prints MiB/s; we report `bw_MBps` with MB = 10^6 bytes, the unit
+//! of the published studies.
+//!
+//! Measurement as in perftest: bandwidth tests time the client from its first post to its last
+//! completion with up to tx-depth work requests outstanding; latency tests ping-pong one message
+//! and report half the round trip for send and write, the full round trip for read.
+
+use serde::Serialize;
+
+use crate::engine::time::{from_ns, to_s, to_us, S};
+use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
+use crate::net::{Fabric, NetEvent, NodeId};
+use crate::scenario::{OpName, Resolved, TestName, TransportName};
+use crate::topology;
+
+/// One measured point. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 per second).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct VerbsRecord {
+    pub testbed: String,
+    pub hca: String,
+    pub transport: String,
+    pub op: String,
+    pub test: String,
+    pub size_bytes: u32,
+    pub iterations: u64,
+    pub qps: u32,
+    pub tx_depth: u32,
+    pub mtu_bytes: u32,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub one_way_delay_us: f64,
+    pub distance_km: f64,
+    pub seed: u64,
+    pub bw_MBps: Option<f64>,
+    pub msg_rate_Mps: Option<f64>,
+    pub lat_us: Option<f64>,
+    pub lat_min_us: Option<f64>,
+    pub lat_max_us: Option<f64>,
+    pub lat_avg_us: Option<f64>,
+    pub sim_time_us: f64,
+    pub sim_events: u64,
+    pub data_packets: u64,
+    pub retransmitted_packets: u64,
+    pub timeouts: u64,
+    pub naks: u64,
+    pub ud_drops: u64,
+    pub uc_messages_dropped: u64,
+    /// "ok", or why the run did not complete (e.g. "qp error: retry count exceeded").
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Ev {
+    Net(NetEvent),
+    Timer(u32),
+}
+
+impl From<NetEvent> for Ev {
+    fn from(e: NetEvent) -> Self {
+        Ev::Net(e)
+    }
+}
+
+/// One requester queue pair driven by the benchmark.
+struct Flow {
+    qp: u32,
+    posted: u64,
+    completed: u64,
+}
+
+struct Perftest {
+    op: Op,
+    test: TestName,
+    size: u32,
+    iters: u64,
+    post: Time,
+    flows: Vec<Flow>,
+    flow_of_qp: Vec<Option<usize>>,
+    cpu_free: Vec<Time>,
+    last_done: Time,
+    bytes_done: u64,
+    // latency ping-pong
+    ping_start: Time,
+    samples: Vec<Time>,
+    done: bool,
+    ud_responders: Vec<u32>,
+    tx_depth: u64,
+}
+
+impl Perftest {
+    fn post(&mut self, ib: &mut IbHosts, f: usize, at: Time) -> NodeId {
+        let qp = self.flows[f].qp;
+        let node = ib.node_of(qp);
+        let cpu = &mut self.cpu_free[node as usize];
+        *cpu = (*cpu).max(at) + self.post;
+        let id = self.flows[f].posted;
+        ib.post_send(qp, self.op, self.size, id, *cpu);
+        self.flows[f].posted += 1;
+        node
+    }
+
+    fn start(&mut self, ib: &mut IbHosts) -> Vec<NodeId> {
+        let mut kicks = Vec::new();
+        for &qp in &self.ud_responders {
+            ib.post_recv(qp, u32::MAX / 2);
+        }
+        let first = match self.test {
+            TestName::Lat => 1,
+            _ => self.flows.len(),
+        };
+        for f in 0..first {
+            let depth = if self.test == TestName::Lat { 1 } else { self.iters.min(self.tx_depth) };
+            for _ in 0..depth {
+                kicks.push(self.post(ib, f, 0));
+            }
+        }
+        kicks
+    }
+
+    fn on_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+        if self.test == TestName::Lat {
+            return self.on_latency_completion(c, ib, kicks);
+        }
+        if c.kind != CompletionKind::Send {
+            return;
+        }
+        let Some(f) = self.flow_of_qp.get(c.qp as usize).copied().flatten() else { return };
+        self.flows[f].completed += 1;
+        self.bytes_done += c.bytes as u64;
+        self.last_done = self.last_done.max(c.at);
+        if self.flows[f].posted < self.iters {
+            kicks.push(self.post(ib, f, c.at));
+        }
+        self.done = self.flows.iter().all(|fl| fl.completed >= self.iters);
+    }
+
+    fn on_latency_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+        // flows[0] is the client's QP, flows[1] the server's.
+        let client = self.flows[0].qp;
+        let finished_rtt = match (self.op, c.kind) {
+            (Op::Read, CompletionKind::Send) if c.qp == client => true,
+            (Op::Send | Op::Write, CompletionKind::Recv) if c.qp == client => true,
+            (Op::Send | Op::Write, CompletionKind::Recv) => {
+                kicks.push(self.post(ib, 1, c.at)); // the server answers
+                false
+            }
+            _ => false,
+        };
+        if !finished_rtt {
+            return;
+        }
+        self.samples.push(c.at - self.ping_start);
+        self.last_done = c.at;
+        self.bytes_done += c.bytes as u64;
+        if (self.samples.len() as u64) < self.iters {
+            self.ping_start = c.at;
+            kicks.push(self.post(ib, 0, c.at));
+        } else {
+            self.done = true;
+        }
+    }
+}
+
+struct World {
+    fabric: Fabric<IbPacket>,
+    ib: IbHosts,
+    app: Perftest,
+    kicks: Vec<NodeId>,
+}
+
+impl World {
+    fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
+        loop {
+            for (t, qp) in self.ib.timers.drain(..) {
+                q.schedule(t.max(now), Ev::Timer(qp));
+            }
+            if self.ib.completions.is_empty() && self.kicks.is_empty() {
+                return;
+            }
+            let completions = std::mem::take(&mut self.ib.completions);
+            for c in completions {
+                self.app.on_completion(c, &mut self.ib, &mut self.kicks);
+            }
+            let kicks = std::mem::take(&mut self.kicks);
+            for (i, &n) in kicks.iter().enumerate() {
+                if !kicks[..i].contains(&n) {
+                    self.fabric.kick(now, n, q, &mut self.ib);
+                }
+            }
+        }
+    }
+}
+
+impl Model for World {
+    type Event = Ev;
+    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
+        match ev {
+            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
+            Ev::Timer(qp) => {
+                self.ib.on_timer(now, qp);
+                let n = self.ib.node_of(qp);
+                self.fabric.kick(now, n, q, &mut self.ib);
+            }
+        }
+        self.settle(now, q);
+    }
+    fn finished(&self) -> bool {
+        self.app.done
+    }
+}
+
+fn transport_of(t: TransportName) -> Transport {
+    match t {
+        TransportName::Rc => Transport::Rc,
+        TransportName::Uc => Transport::Uc,
+        TransportName::Ud => Transport::Ud,
+    }
+}
+
+fn op_of(o: OpName) -> Op {
+    match o {
+        OpName::Send => Op::Send,
+        OpName::Write => Op::Write,
+        OpName::Read => Op::Read,
+    }
+}
+
+fn lower<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|j| j.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// Simulated time after which a run is abandoned (a stalled or failed queue pair).
+const SIM_TIME_LIMIT: Time = 3600 * S;
+
+/// Run one perftest point. `until` caps simulated time (for fixed-duration runs).
+pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
+    let mut fabric: Fabric<IbPacket> = Fabric::new(r.seed);
+    let pairs = topology::build(r, &mut fabric, 1);
+    let (a, b) = (pairs.hosts_a[0], pairs.hosts_b[0]);
+    let mut hca = r.hca.clone();
+    hca.max_rd_atomic = hca.max_rd_atomic.min(r.outstanding_reads);
+    let mut ib = IbHosts::new(hca, fabric.nodes.len(), r.timeout_exp, r.retry_count);
+    let transport = transport_of(r.transport);
+    // Initial PSN near the top of the 24-bit space, so long runs exercise the wrap.
+    let initial_psn = 0x00FF_FF00;
+    let mut flows = Vec::new();
+    let mut ud_responders = Vec::new();
+    let nqp = if r.test == TestName::Lat { 1 } else { r.qps };
+    for _ in 0..nqp {
+        let (qa, qb) = ib.connect(a, b, transport, r.mtu_bytes, initial_psn);
+        flows.push(Flow { qp: qa, posted: 0, completed: 0 });
+        if r.test == TestName::Bibw || r.test == TestName::Lat {
+            flows.push(Flow { qp: qb, posted: 0, completed: 0 });
+        }
+        ud_responders.extend([qa, qb]);
+    }
+    if transport != Transport::Ud {
+        ud_responders.clear();
+    }
+    let mut flow_of_qp = vec![None; ib.qps.len()];
+    for (i, f) in flows.iter().enumerate() {
+        flow_of_qp[f.qp as usize] = Some(i);
+    }
+    let post = from_ns(r.hca.post_ns);
+    let app = Perftest {
+        op: op_of(r.op),
+        test: r.test,
+        size: r.size_bytes,
+        iters: r.iterations,
+        post,
+        flows,
+        flow_of_qp,
+        cpu_free: vec![0; fabric.nodes.len()],
+        last_done: 0,
+        bytes_done: 0,
+        ping_start: 0,
+        samples: Vec::new(),
+        done: false,
+        ud_responders,
+        tx_depth: r.tx_depth as u64,
+    };
+    let mut world = World { fabric, ib, app, kicks: Vec::new() };
+    let mut q: EventQueue<Ev> = EventQueue::new();
+    world.kicks = world.app.start(&mut world.ib);
+    world.settle(0, &mut q);
+    let limit = until.unwrap_or(SIM_TIME_LIMIT);
+    let stop = run(&mut world, &mut q, limit);
+    record(r, &world, &q, stop, until)
+}
+
+fn record(r: &Resolved, w: &World, q: &EventQueue<Ev>, stop: Stop, until: Option<Time>) -> VerbsRecord {
+    let app = &w.app;
+    let st = &w.ib.stats;
+    let status = if st.qp_errors > 0 {
+        "qp error: retry count exceeded".to_string()
+    } else if stop == Stop::Finished {
+        "ok".to_string()
+    } else if until.is_some() {
+        "ok (time limit)".to_string()
+    } else {
+        format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+    };
+    let (mut bw, mut rate, mut lat, mut lat_min, mut lat_max, mut lat_avg) = (None, None, None, None, None, None);
+    if app.test == TestName::Lat {
+        let mut s: Vec<Time> = app.samples.clone();
+        s.sort_unstable();
+        if !s.is_empty() {
+            let halve = if app.op == Op::Read { 1.0 } else { 0.5 };
+            let us = |t: Time| to_us(t) * halve;
+            lat = Some(us(s[s.len() / 2]));
+            lat_min = Some(us(s[0]));
+            lat_max = Some(us(s[s.len() - 1]));
+            lat_avg = Some(s.iter().map(|&t| us(t)).sum::<f64>() / s.len() as f64);
+        }
+    } else {
+        let (bytes, msgs, t) = match until {
+            // Fixed-duration runs count what the receivers got in order by the end.
+            Some(_) => {
+                let rx: u64 = w.ib.qps.iter().map(|qp| qp.rx_bytes).sum();
+                (rx, rx as f64 / r.size_bytes as f64, q.now())
+            }
+            None => (app.bytes_done, app.flows.iter().map(|f| f.completed).sum::<u64>() as f64, app.last_done),
+        };
+        if t > 0 {
+            bw = Some(bytes as f64 / to_s(t) / 1e6);
+            rate = Some(msgs / to_s(t) / 1e6);
+        }
+    }
+    VerbsRecord {
+        testbed: r.testbed.clone(),
+        hca: r.hca.name.clone(),
+        transport: lower(&r.transport),
+        op: lower(&r.op),
+        test: lower(&r.test),
+        size_bytes: r.size_bytes,
+        iterations: r.iterations,
+        qps: r.qps,
+        tx_depth: r.tx_depth,
+        mtu_bytes: r.mtu_bytes,
+        delay_us: r.delay_us,
+        fibre_km: r.fibre_km,
+        one_way_delay_us: r.one_way_delay_us(),
+        distance_km: r.one_way_delay_us() / 5.0,
+        seed: r.seed,
+        bw_MBps: bw,
+        msg_rate_Mps: rate,
+        lat_us: lat,
+        lat_min_us: lat_min,
+        lat_max_us: lat_max,
+        lat_avg_us: lat_avg,
+        sim_time_us: to_us(q.now()),
+        sim_events: q.events_handled(),
+        data_packets: st.data_packets,
+        retransmitted_packets: st.retransmitted_packets,
+        timeouts: st.timeouts,
+        naks: st.naks,
+        ud_drops: st.ud_drops_no_recv,
+        uc_messages_dropped: st.uc_messages_dropped,
+        status,
+    }
+}

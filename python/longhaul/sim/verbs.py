@@ -1,0 +1,101 @@
+"""perftest-like verbs benchmarks on the simulated long-haul path.
+
+``scenario()`` builds the plain-data scenario the Rust core validates and runs; ``run()`` runs
+one; ``sweep()`` runs the cross-product of sizes and delays on local cores with a progress bar.
+Records are flat dicts whose keys carry their unit (``bw_MBps`` with MB = 10^6 bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from longhaul import _core
+from longhaul.errors import UserError
+from longhaul.output import progress
+
+TRANSPORTS = ("rc", "uc", "ud")
+OPS = ("send", "write", "read")
+TESTS = ("bw", "lat", "bibw", "rate")
+TESTBEDS = ("s1", "s1-connectx", "s3", "ndr")
+HCAS = ("infinihost3", "connectx", "connectx2", "connectx7")
+EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
+MTUS = (256, 512, 1024, 2048, 4096)
+
+#: perftest's defaults (perftest_parameters.h): iterations, tx-depth (bw), rx-depth, QP timeout.
+PERFTEST_DEFAULTS = {"iterations": 1000, "tx_depth": 128, "rx_depth": 512, "timeout_exp": 14}
+
+_PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
+              "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes")
+_VERBS_KEYS = ("transport", "op", "test", "size_bytes", "iterations", "tx_depth", "rx_depth", "qps",
+               "outstanding_reads", "timeout_exp", "retry_count")
+
+
+def scenario(base: dict | None = None, **params) -> dict:
+    """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset)."""
+    sc = json.loads(json.dumps(base or {}))
+    if not isinstance(sc, dict):
+        raise UserError("scenario: the file must hold a table/object with 'path' and 'verbs' tables")
+    for table in ("path", "verbs"):
+        sc.setdefault(table, {})
+        if not isinstance(sc[table], dict):
+            raise UserError(f"scenario: '{table}' must be a table/object, got {type(sc[table]).__name__}")
+    for key, value in params.items():
+        if value is None:
+            continue
+        if key in _PATH_KEYS:
+            sc["path"][key] = value
+        elif key in _VERBS_KEYS:
+            sc["verbs"][key] = value
+        elif key in ("seed", "testbed", "hca"):
+            sc[key] = value
+        else:
+            raise UserError(f"unknown scenario parameter '{key}'")
+    return sc
+
+
+def validate(sc: dict) -> dict:
+    """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
+    try:
+        return json.loads(_core.resolve_verbs(json.dumps(sc)))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def run(sc: dict) -> dict:
+    """Run one scenario; returns its record."""
+    try:
+        return json.loads(_core.run_verbs(json.dumps(sc)))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def run_many(scenarios: Sequence[dict], workers: int | None = None, show_progress: bool = True,
+             description: str = "simulating") -> list[dict]:
+    """Run scenarios in parallel threads (the core releases the GIL); records in input order."""
+    for sc in scenarios:
+        validate(sc)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results: Iterable[dict] = pool.map(run, scenarios)
+        if show_progress:
+            results = progress(results, len(scenarios), description)
+        return list(results)
+
+
+def sweep(transport: str = "rc", op: str = "write", test: str = "bw", sizes: Sequence[int] = (65536,),
+          delays_us: Sequence[float] = (0.0,), qps: int = 1, profile: str = "s1", iterations: int | None = None,
+          tx_depth: int | None = None, seed: int = 1, base: dict | None = None, workers: int | None = None,
+          show_progress: bool = True, **path) -> list[dict]:
+    """Every (delay, size) point of one benchmark; ``path`` takes any path parameter
+    (``fibre_km``, ``extender``, ``loss``, ``mtu_bytes``, ``wan_links``, ``hca`` ...)."""
+    hca = path.pop("hca", None)
+    scenarios = [
+        scenario(base, testbed=profile, hca=hca, seed=seed, transport=transport, op=op, test=test, size_bytes=size,
+                 delay_us=delay, qps=qps, iterations=iterations, tx_depth=tx_depth, **path)
+        for delay in delays_us for size in sizes
+    ]
+    return run_many(scenarios, workers=workers, show_progress=show_progress,
+                    description=f"{transport} {op} {test}")
