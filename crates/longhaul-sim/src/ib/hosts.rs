@@ -173,8 +173,8 @@ impl IbHosts {
     }
 
     /// Requester side: cumulative acknowledgement of everything before `psn_excl`.
-    fn requester_ack(&mut self, qp: u32, psn_excl: u32, now: Time, at: Time) {
-        let done = self.qps[qp as usize].ack_through(psn_excl, now);
+    fn requester_ack(&mut self, qp: u32, psn_excl: u32, now: Time, at: Time, by_response: bool) {
+        let done = self.qps[qp as usize].ack_through(psn_excl, now, by_response);
         for w in done {
             self.complete(qp, CompletionKind::Send, w.op, w.id, w.len, at);
         }
@@ -314,7 +314,7 @@ impl IbHosts {
             return; // a gap or a duplicate: the ACK timer recovers gaps
         }
         q.rx_bytes += p.len as u64;
-        self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen);
+        self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen, true);
     }
 
     /// The next packet the host at `node` can send at `now`, with the time it is ready.
@@ -469,9 +469,9 @@ impl Endpoints<IbPacket> for IbHosts {
             Kind::Data => self.on_data(&pkt, ready, seen),
             Kind::ReadReq => self.on_read_request(&pkt, ready),
             Kind::ReadResp => self.on_read_response(&pkt, now, seen),
-            Kind::Ack => self.requester_ack(pkt.qp, (pkt.psn + 1) & PSN_MASK, now, seen),
+            Kind::Ack => self.requester_ack(pkt.qp, (pkt.psn + 1) & PSN_MASK, now, seen, false),
             Kind::Nak => {
-                self.requester_ack(pkt.qp, pkt.psn, now, seen);
+                self.requester_ack(pkt.qp, pkt.psn, now, seen, false);
                 let q = &mut self.qps[pkt.qp as usize];
                 if psn_diff(pkt.psn, q.una_psn) == 0 {
                     q.rewind_to(pkt.psn);

@@ -174,7 +174,18 @@ impl Qp {
 
     /// Acknowledge every PSN before `psn` (exclusive); returns how many work requests that
     /// completed, oldest first (they are popped from the send queue).
-    pub fn ack_through(&mut self, psn_exclusive: u32, now: Time) -> Vec<Wqe> {
+    ///
+    /// An ACK or NAK never acknowledges read responses: only their arrival does (`by_response`).
+    pub fn ack_through(&mut self, psn_exclusive: u32, now: Time, by_response: bool) -> Vec<Wqe> {
+        let mut psn_exclusive = psn_exclusive;
+        if !by_response {
+            if let Some(r) = self.sq.iter().take(self.cur).find(|w| w.op == Op::Read) {
+                let cap = if psn_diff(r.first_psn, self.una_psn) > 0 { r.first_psn } else { self.una_psn };
+                if psn_diff(psn_exclusive, cap) > 0 {
+                    psn_exclusive = cap;
+                }
+            }
+        }
         if psn_diff(psn_exclusive, self.una_psn) <= 0 || psn_diff(psn_exclusive, self.send_psn()) > 0 {
             return Vec::new();
         }

@@ -49,6 +49,8 @@ pub struct VerbsRecord {
     pub naks: u64,
     pub ud_drops: u64,
     pub uc_messages_dropped: u64,
+    /// Payload bytes the receivers accepted in order (each byte counted once).
+    pub delivered_bytes: u64,
     /// "ok", or why the run did not complete (e.g. "qp error: retry count exceeded").
     pub status: String,
 }
@@ -360,6 +362,7 @@ fn record(r: &Resolved, w: &World, q: &EventQueue<Ev>, stop: Stop, until: Option
         naks: st.naks,
         ud_drops: st.ud_drops_no_recv,
         uc_messages_dropped: st.uc_messages_dropped,
+        delivered_bytes: w.ib.qps.iter().map(|qp| qp.rx_bytes).sum(),
         status,
     }
 }
