@@ -5,11 +5,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 /// Validate and run one verbs scenario (JSON text); returns the record as JSON text.
+/// `duration_s` stops the run after that much simulated time (a fixed-duration stream).
 /// The GIL is released while the simulation runs, so Python threads run points in parallel.
 #[pyfunction]
-fn run_verbs(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+#[pyo3(signature = (scenario_json, duration_s=None))]
+fn run_verbs(py: Python<'_>, scenario_json: &str, duration_s: Option<f64>) -> PyResult<String> {
     let text = scenario_json.to_owned();
-    let result = py.detach(move || longhaul_sim::run_verbs_json(&text));
+    let result = py.detach(move || longhaul_sim::run_verbs_json(&text, duration_s));
     match result {
         Ok(rec) => serde_json::to_string(&rec).map_err(|e| PyValueError::new_err(e.to_string())),
         Err(e) => Err(PyValueError::new_err(e.0)),

@@ -15,7 +15,13 @@ pub use scenario::{Resolved, Scenario, ScenarioError};
 pub use workload::{run_verbs, VerbsRecord};
 
 /// Validate a JSON scenario and run it: the whole public entry point of the verbs model.
-pub fn run_verbs_json(text: &str) -> Result<VerbsRecord, ScenarioError> {
+/// With `seconds`, the run stops after that much simulated time (a fixed-duration stream).
+pub fn run_verbs_json(text: &str, seconds: Option<f64>) -> Result<VerbsRecord, ScenarioError> {
     let resolved = Scenario::from_json(text)?.resolve()?;
-    Ok(run_verbs(&resolved, None))
+    let until = match seconds {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Some((s * engine::time::S as f64) as engine::Time),
+        Some(s) => return Err(ScenarioError(format!("duration_s: {s} is out of range (0, 3600]"))),
+    };
+    Ok(run_verbs(&resolved, until))
 }

@@ -134,7 +134,7 @@ fn bad_scenarios_name_the_parameter() {
         (r#"{"verbs":"#, "scenario"),
     ];
     for (json, needle) in bad {
-        let e = longhaul_sim::run_verbs_json(json).expect_err(json);
+        let e = longhaul_sim::run_verbs_json(json, None).expect_err(json);
         assert!(e.0.contains(needle), "{json}: {}", e.0);
         assert!(!e.0.contains('\n'), "one line: {}", e.0);
     }

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rx-depth", type=int, default=None, metavar="N", help="receive work requests posted (1..16384; default 512)")
     p.add_argument("--outstanding-reads", type=int, default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096 (default 2048)")
-    p.add_argument("--profile", choices=verbs.TESTBEDS, default="s1", help="hardware profile (testbed): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
+    p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
     p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
     p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair; none = plain IB link over the distance")
     p.add_argument("--wan-links", type=int, default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
@@ -104,5 +104,5 @@ def run_verbs(args: argparse.Namespace) -> int:
                  for where in points for q in qps_list for s in sizes]
     records = verbs.run_many(scenarios, workers=args.workers, description=f"{args.transport} {op} {args.test}")
     columns = LAT_COLUMNS if args.test == "lat" else BW_COLUMNS
-    emit(records, args.format, columns, title=f"longhaul sim verbs ({args.profile})")
+    emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
     return 0

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Simulator performance (issue 2 targets), on one core. Each measurement runs in a fresh
+process so its peak memory is its own. Prints numbers and the ratio to each target.
+
+    .venv/bin/python bench/verbs_bench.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, resource, sys, time
+from longhaul import _core
+from longhaul.sim import verbs
+job = json.loads(sys.argv[1])
+t0 = time.perf_counter()
+events = 0
+if job["kind"] == "sweep":
+    sizes = [2 ** k for k in range(1, 24)]
+    for transport, op in (("rc", "write"), ("ud", "send")):
+        for d in (0, 10, 100, 1000, 10000):
+            for s in sizes:
+                if transport == "ud" and s > 2048:
+                    continue
+                sc = verbs.scenario(transport=transport, op=op, test="bw", size_bytes=s, delay_us=d,
+                                    iterations=job.get("iterations"))
+                events += json.loads(_core.run_verbs(json.dumps(sc)))["sim_events"]
+    rec = {}
+else:
+    sc = verbs.scenario(**job["scenario"])
+    rec = json.loads(_core.run_verbs(json.dumps(sc), job["seconds"]))
+    events = rec["sim_events"]
+wall = time.perf_counter() - t0
+print(json.dumps({"wall_s": wall, "events": events, "maxrss_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "bw_MBps": rec.get("bw_MBps"), "sim_time_us": rec.get("sim_time_us")}))
+"""
+
+
+def measure(job: dict) -> dict:
+    # taskset pins the child to one core, as the targets are stated.
+    out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", CHILD, json.dumps(job)],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    print("longhaul verbs simulator benchmark (one core; MiB = 2^20 bytes for memory)")
+    sweep = measure({"kind": "sweep", "iterations": 100 if quick else None})
+    rate = sweep["events"] / sweep["wall_s"] / 1e6
+    print(f"S1 Fig 2 sweep (RC+UD x 5 delays x 23 sizes, {'100' if quick else 'perftest default 1000'} iterations): "
+          f"{sweep['wall_s']:.1f} s wall (target 20 s: ratio {sweep['wall_s'] / 20:.2f}), "
+          f"{sweep['events'] / 1e6:.0f} M events, {rate:.1f} M events/s (target 20: ratio {rate / 20:.2f}), "
+          f"peak memory {sweep['maxrss_MiB']:.0f} MiB")
+    streams = [
+        ("4x SDR RC stream, 10,000 km, 1 simulated s", dict(testbed="s1", fibre_km=10000, transport="rc", op="write", test="bw",
+                                                           size_bytes=8 << 20, iterations=10**6), 1.0, 1.0),
+        ("4x SDR RC stream, 100 km, 1 simulated s", dict(testbed="s1", fibre_km=100, transport="rc", op="write", test="bw",
+                                                         size_bytes=8 << 20, iterations=10**6), 1.0, 1.0),
+        ("4x NDR RC stream, 100 km, 1 simulated s", dict(testbed="ndr", fibre_km=100, transport="rc", op="write", test="bw",
+                                                         size_bytes=8 << 20, iterations=10**6, mtu_bytes=4096), 0.1 if quick else 1.0, 10.0),
+    ]
+    for name, scenario, seconds, target in streams:
+        m = measure({"kind": "stream", "scenario": scenario, "seconds": seconds})
+        wall = m["wall_s"] / seconds  # per simulated second
+        print(f"{name}: {wall:.2f} s wall per simulated s (target {target:g} s: ratio {wall / target:.2f}), "
+              f"{m['events'] / m['wall_s'] / 1e6:.1f} M events/s, {m['bw_MBps']:.0f} MB/s delivered, "
+              f"peak memory {m['maxrss_MiB']:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""Shared helpers: run the ``longhaul`` command as a user would (a subprocess of the installed
+entry point) and capture what it prints."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def longhaul_exe() -> list[str]:
+    exe = shutil.which("longhaul") or str(Path(sys.executable).with_name("longhaul"))
+    return [exe]
+
+
+@pytest.fixture
+def cli():
+    def run(*args: str, check: bool = False, timeout: float = 300, cwd: str | os.PathLike | None = None):
+        proc = subprocess.run([*longhaul_exe(), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"longhaul {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+        return proc
+
+    return run

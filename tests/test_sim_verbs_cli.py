@@ -1,0 +1,127 @@
+"""`longhaul sim verbs` as a user runs it: output formats, unit-carrying keys, sweeps over
+delays/distances/sizes, scenario files, determinism, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def records(cli, *args):
+    proc = cli("sim", "verbs", *args, "--format", "json", check=True)
+    return json.loads(proc.stdout)
+
+
+def test_issue_command_form_runs_the_sweep(cli):
+    recs = records(cli, "--transport", "rc", "--op", "write", "--test", "bw", "--delay-us", "0,10,100,1000,10000",
+                   "--sizes", "2048,65536", "--qps", "1", "--profile", "s1")
+    assert len(recs) == 10
+    assert {r["delay_us"] for r in recs} == {0, 10, 100, 1000, 10000}
+    for key in ("size_bytes", "delay_us", "distance_km", "bw_MBps", "msg_rate_Mps", "lat_us"):
+        assert key in recs[0]
+    by = {(r["delay_us"], r["size_bytes"]): r["bw_MBps"] for r in recs}
+    # Latency-bound medium messages fall with distance; the wire caps everything.
+    assert by[(10000, 65536)] < by[(100, 65536)] < 1000.0
+
+
+def test_power_of_two_size_range_and_distance_units(cli):
+    recs = records(cli, "--sizes", "2:64", "--distance-km", "10,100", "--iterations", "50")
+    assert sorted({r["size_bytes"] for r in recs}) == [2, 4, 8, 16, 32, 64]
+    assert sorted({r["distance_km"] for r in recs}) == [10, 100]
+    miles = records(cli, "--sizes", "64K", "--distance-miles", "100")
+    assert miles[0]["distance_km"] == pytest.approx(160.9344)
+    assert miles[0]["one_way_delay_us"] == pytest.approx(804.672)
+
+
+@pytest.mark.parametrize("fmt,marker", [("table", "bw_MBps"), ("csv", "size_bytes,"), ("json", '"bw_MBps"')])
+def test_formats(cli, fmt, marker):
+    out = cli("sim", "verbs", "--sizes", "4K", "--format", fmt, check=True).stdout
+    assert marker in out
+    if fmt == "table":
+        assert "MB = 10^6 bytes" in out
+
+
+def test_latency_and_read_tests(cli):
+    lat = records(cli, "--test", "lat", "--op", "send", "--profile", "s3", "--distance-km", "10", "--sizes", "2")
+    # 10 km of fibre is 50 us one way: the half round trip cannot be less.
+    assert 50.0 < lat[0]["lat_us"] < 60.0
+    rd = records(cli, "--test", "lat", "--op", "read", "--profile", "s3", "--distance-km", "10", "--sizes", "2")
+    assert rd[0]["lat_us"] == pytest.approx(2 * lat[0]["lat_us"], rel=0.05)  # read reports the round trip
+
+
+def test_bibw_doubles_and_ud_is_flat(cli):
+    uni = records(cli, "--sizes", "1M", "--iterations", "50")[0]["bw_MBps"]
+    bi = records(cli, "--test", "bibw", "--sizes", "1M", "--iterations", "50")[0]["bw_MBps"]
+    assert bi == pytest.approx(2 * uni, rel=0.02)
+    ud = records(cli, "--transport", "ud", "--sizes", "2048", "--delay-us", "0,10000")
+    assert ud[0]["bw_MBps"] == pytest.approx(ud[1]["bw_MBps"], rel=0.02)
+
+
+def test_same_seed_same_bits_and_loss_changes_with_seed(cli):
+    args = ("--sizes", "64K", "--delay-us", "100", "--loss", "0.01", "--iterations", "100")
+    a = cli("sim", "verbs", *args, "--seed", "3", "--format", "json", check=True).stdout
+    b = cli("sim", "verbs", *args, "--seed", "3", "--format", "json", check=True).stdout
+    c = cli("sim", "verbs", *args, "--seed", "4", "--format", "json", check=True).stdout
+    assert a == b
+    assert json.loads(a)[0]["retransmitted_packets"] > 0
+    assert json.loads(a)[0]["sim_time_us"] != json.loads(c)[0]["sim_time_us"]
+
+
+def test_scenario_file_drives_the_run(cli, tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('testbed = "s3"\n[path]\nfibre_km = 10\n[verbs]\ntransport = "rc"\nop = "write"\ntest = "bw"\nsize_bytes = 65536\n')
+    r = records(cli, "--scenario", str(f))[0]
+    assert (r["testbed"], r["fibre_km"], r["size_bytes"]) == ("s3", 10, 65536)
+
+
+def test_help_lists_parameters_with_units(cli):
+    out = cli("sim", "verbs", "--help", check=True).stdout
+    for text in ("--delay-us", "--distance-km", "--distance-miles", "--sizes", "--tx-depth", "--qps", "MB = 10^6",
+                 "default", "0..200000"):
+        assert text in out
+
+
+def test_no_progress_bar_when_not_a_terminal(cli):
+    proc = cli("sim", "verbs", "--sizes", "2:1K", check=True)
+    assert proc.stderr == ""
+
+
+BAD = [
+    (["--delay-us", "-5"], "--delay-us"),
+    (["--delay-us", "abc"], "--delay-us"),
+    (["--sizes", "0"], "--sizes"),
+    (["--sizes", "12Q"], "--sizes"),
+    (["--transport", "xx"], "--transport"),
+    (["--op", "fly"], "--op"),
+    (["--profile", "nope"], "--profile"),
+    (["--transport", "ud", "--sizes", "4096"], "MTU"),
+    (["--transport", "ud", "--op", "write"], "UD"),
+    (["--qps", "0"], "--qps"),
+    (["--switch-buffer", "100"], "switch_buffer_bytes"),
+    (["--extender-buffer", "1K"], "extender_buffer_bytes"),
+    (["--loss", "2"], "loss"),
+    (["--mtu", "3000"], "--mtu"),
+    (["--distance-km", "1", "--delay-us", "1"], "not allowed with"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD)
+def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
+    proc = cli("sim", "verbs", *args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("content,needle", [("verbs = 3\n", "'verbs' must be a table"), ("[path\n", "not valid TOML"),
+                                            ('[verbs]\nbogus = 1\n', "unknown field")])
+def test_malformed_scenario_file(cli, tmp_path, content, needle):
+    f = tmp_path / "bad.toml"
+    f.write_text(content)
+    proc = cli("sim", "verbs", "--scenario", str(f))
+    assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    missing = cli("sim", "verbs", "--scenario", str(tmp_path / "nope.toml"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
