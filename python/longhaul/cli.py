@@ -32,6 +32,8 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.ispkg:
+            continue
         module = importlib.import_module(f"longhaul.commands.{info.name}")
         module.register(sub)
     return parser

@@ -1,108 +1,16 @@
-"""``longhaul sim verbs``: perftest-like benchmarks on the embedded simulator."""
+"""``longhaul sim MODEL``: the embedded simulator. Models live in ``commands/simmodels/``."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import tomllib
-from pathlib import Path
+import importlib
+import pkgutil
 
-from longhaul import units
-from longhaul.errors import UserError
-from longhaul.output import FORMATS, emit
-from longhaul.sim import verbs
-
-BW_COLUMNS = ["transport", "op", "test", "size_bytes", "delay_us", "distance_km", "qps", "bw_MBps", "msg_rate_Mps",
-              "retransmitted_packets", "status"]
-LAT_COLUMNS = ["transport", "op", "size_bytes", "delay_us", "distance_km", "lat_us", "lat_min_us", "lat_max_us", "status"]
+from longhaul.commands import simmodels
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     sim = sub.add_parser("sim", help="run the embedded simulator", description="Run the embedded simulator.")
-    sim_sub = sim.add_subparsers(dest="model", metavar="MODEL", required=True)
-    p = sim_sub.add_parser(
-        "verbs",
-        help="perftest-like verbs benchmarks (RC/UC/UD send, write, read)",
-        description="perftest-like verbs benchmarks across the simulated long-haul path. Bandwidth in MB/s with "
-                    "MB = 10^6 bytes (perftest itself prints MiB/s). Unset options take perftest's defaults.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--transport", choices=verbs.TRANSPORTS, default="rc", help="IB transport")
-    p.add_argument("--op", choices=verbs.OPS, default=None, help="verbs operation (default: write; send for ud)")
-    p.add_argument("--test", choices=verbs.TESTS, default="bw",
-                   help="bw, lat (half round trip; full for read), bibw (both directions, summed), rate (bw reporting msg_rate_Mps)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", default=None, metavar="LIST",
-                       help="range-extender delay setting, one way, in us (comma list; 0..200000; default 0)")
-    where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
-    where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
-    p.add_argument("--sizes", default=None, metavar="LIST",
-                   help="message sizes in bytes: comma list (2048,65536) or power-of-two range (2:8M); 1..1G; "
-                        "default 2:8M (bw) or 2:MTU for ud, 2 for lat")
-    p.add_argument("--qps", default="1", metavar="N", help="queue pairs (comma list allowed; 1..1024)")
-    p.add_argument("--iterations", type=int, default=None, metavar="N", help="iterations per point (1..1e8; perftest default 1000)")
-    p.add_argument("--tx-depth", type=int, default=None, metavar="N", help="send work requests outstanding per QP (1..16384; perftest default 128, 1 for lat)")
-    p.add_argument("--rx-depth", type=int, default=None, metavar="N", help="receive work requests posted (1..16384; default 512)")
-    p.add_argument("--outstanding-reads", type=int, default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
-    p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096 (default 2048)")
-    p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
-    p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
-    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair; none = plain IB link over the distance")
-    p.add_argument("--wan-links", type=int, default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
-    p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
-    p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
-    p.add_argument("--loss", type=float, default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
-    p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    p.set_defaults(func=run_verbs)
-
-
-def load_scenario_file(path: str) -> dict:
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise UserError(f"--scenario: cannot read '{path}': {err.strerror}") from None
-    try:
-        return json.loads(text) if path.endswith(".json") else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise UserError(f"--scenario: '{path}' is not valid {'JSON' if path.endswith('.json') else 'TOML'}: {err}") from None
-
-
-def run_verbs(args: argparse.Namespace) -> int:
-    base = load_scenario_file(args.scenario) if args.scenario else None
-    op = args.op or ("send" if args.transport == "ud" else "write")
-    mtu = args.mtu or (base or {}).get("path", {}).get("mtu_bytes", 2048)
-    base_size = (base or {}).get("verbs", {}).get("size_bytes") if isinstance((base or {}).get("verbs"), dict) else None
-    if args.sizes is not None:
-        sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
-    elif base_size is not None:
-        sizes = [base_size]
-    elif args.test == "lat":
-        sizes = [2]
-    else:
-        sizes = units.parse_sizes(f"2:{mtu if args.transport == 'ud' else 8 << 20}", "--sizes")
-    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points = [{}]  # the scenario file's path, or no added delay
-    elif args.distance_km is None and args.distance_miles is None:
-        delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
-        points = [{"delay_us": d} for d in delays]
-    else:
-        km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
-        points = [{"fibre_km": k} for k in km]
-    qps_list = units.parse_int_list(args.qps, "--qps", 1, 1024)
-    common = dict(
-        testbed=args.profile, hca=args.hca, seed=args.seed, transport=args.transport, op=op, test=args.test,
-        iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
-        outstanding_reads=args.outstanding_reads, mtu_bytes=args.mtu, extender=args.extender,
-        wan_links=args.wan_links, loss=args.loss,
-        extender_buffer_bytes=units.parse_size(args.extender_buffer, "--extender-buffer") if args.extender_buffer else None,
-        switch_buffer_bytes=units.parse_size(args.switch_buffer, "--switch-buffer") if args.switch_buffer else None,
-    )
-    scenarios = [verbs.scenario(base, **common, **where, qps=q, size_bytes=s)
-                 for where in points for q in qps_list for s in sizes]
-    records = verbs.run_many(scenarios, workers=args.workers, description=f"{args.transport} {op} {args.test}")
-    columns = LAT_COLUMNS if args.test == "lat" else BW_COLUMNS
-    emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
-    return 0
+    models = sim.add_subparsers(dest="model", metavar="MODEL", required=True)
+    for info in sorted(pkgutil.iter_modules(simmodels.__path__), key=lambda m: m.name):
+        importlib.import_module(f"longhaul.commands.simmodels.{info.name}").register(models)
