@@ -34,7 +34,8 @@ fn run(s: &Scenario) -> VerbsRecord {
 const SDR_4X_MBPS: f64 = 1000.0;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    // A fixed seed: CI sees the same cases every run (failures are reproducible, not flaky).
+    #![proptest_config(ProptestConfig { cases: 32, rng_seed: proptest::test_runner::RngSeed::Fixed(20_261_121), .. ProptestConfig::default() })]
 
     /// RC delivers every byte exactly once, in order, whatever the loss rate.
     #[test]
@@ -84,8 +85,14 @@ proptest! {
     #[test]
     fn bandwidth_non_decreasing_in_buffer_credits(km in 1.0f64..200.0, kib in 4u64..256, extra in 1u64..1024) {
         let path = |buf| PathSpec { fibre_km: Some(km), extender: Some("none".into()), switch_buffer_bytes: Some(buf), ..Default::default() };
-        let ra = run(&scenario(TransportName::Rc, OpName::Write, 1 << 20, 8, path(kib << 10))).bw_MBps.unwrap();
-        let rb = run(&scenario(TransportName::Rc, OpName::Write, 1 << 20, 8, path((kib + extra) << 10))).bw_MBps.unwrap();
+        // A credit-starved link is slow enough to trip the default 67 ms ACK timeout (the oldest
+        // packet waits for credits); a 4 s timeout keeps this test about credits alone.
+        let bw = |buf| {
+            let mut s = scenario(TransportName::Rc, OpName::Write, 1 << 20, 8, path(buf));
+            s.verbs.timeout_exp = Some(20);
+            run(&s).bw_MBps.unwrap()
+        };
+        let (ra, rb) = (bw(kib << 10), bw((kib + extra) << 10));
         prop_assert!(rb >= ra * 0.999, "buffer {} -> {} KiB: {} -> {}", kib, kib + extra, ra, rb);
     }
 

@@ -23,6 +23,7 @@ TESTBEDS = ("s1", "s1-connectx", "s3", "ndr")
 HCAS = ("infinihost3", "connectx", "connectx2", "connectx7")
 EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
 MTUS = (256, 512, 1024, 2048, 4096)
+WAN_FRAMINGS = ("ib", "oc192", "10gige-lan", "10gige-wan")
 
 #: perftest's defaults (perftest_parameters.h): iterations, tx-depth (bw), rx-depth, QP timeout.
 PERFTEST_DEFAULTS = {"iterations": 1000, "tx_depth": 128, "rx_depth": 512, "timeout_exp": 14}

@@ -46,6 +46,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
     p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
     p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair; none = plain IB link over the distance")
+    p.add_argument("--wan-framing", choices=verbs.WAN_FRAMINGS, default=None,
+                   help="how the extenders carry IB on the WAN: ib (4x SDR), oc192 (SONET + GFP), 10gige-lan, 10gige-wan (default: the extender's)")
     p.add_argument("--wan-links", type=int, default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
@@ -94,7 +96,7 @@ def run_verbs(args: argparse.Namespace) -> int:
         testbed=args.profile, hca=args.hca, seed=args.seed, transport=args.transport, op=op, test=args.test,
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
         outstanding_reads=args.outstanding_reads, mtu_bytes=args.mtu, extender=args.extender,
-        wan_links=args.wan_links, loss=args.loss,
+        wan_links=args.wan_links, wan_framing=args.wan_framing, loss=args.loss,
         extender_buffer_bytes=units.parse_size(args.extender_buffer, "--extender-buffer") if args.extender_buffer else None,
         switch_buffer_bytes=units.parse_size(args.switch_buffer, "--switch-buffer") if args.switch_buffer else None,
     )
