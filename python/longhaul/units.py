@@ -53,18 +53,17 @@ def parse_sizes(text: str, option: str = "--sizes", lo: int = 1, hi: int = 1 << 
     return sizes
 
 
-def parse_float_list(text: str, option: str, lo: float = 0.0, hi: float = math.inf) -> list[float]:
-    """'0,10,100' -> [0.0, 10.0, 100.0], each checked against [lo, hi]."""
+def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
     values = []
     for part in str(text).split(","):
         part = part.strip()
         if not part:
             continue
         try:
-            v = float(part)
+            v = convert(part)
         except ValueError:
-            raise UserError(f"{option}: '{part}' is not a number (valid range [{lo:g}, {hi:g}])") from None
-        if not math.isfinite(v) or not lo <= v <= hi:
+            raise UserError(f"{option}: '{part}' is not {kind} (valid range [{lo:g}, {hi:g}])") from None
+        if not (math.isfinite(v) and lo <= v <= hi):
             raise UserError(f"{option}: {part} is out of range [{lo:g}, {hi:g}]")
         values.append(v)
     if not values:
@@ -72,22 +71,14 @@ def parse_float_list(text: str, option: str, lo: float = 0.0, hi: float = math.i
     return values
 
 
+def parse_float_list(text: str, option: str, lo: float = 0.0, hi: float = math.inf) -> list[float]:
+    """'0,10,100' -> [0.0, 10.0, 100.0], each checked against [lo, hi]."""
+    return _parse_list(text, option, float, "a number", lo, hi)
+
+
 def parse_int_list(text: str, option: str, lo: int = 1, hi: int = 1 << 31) -> list[int]:
-    values = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            v = int(part)
-        except ValueError:
-            raise UserError(f"{option}: '{part}' is not a whole number (valid range [{lo}, {hi}])") from None
-        if not lo <= v <= hi:
-            raise UserError(f"{option}: {v} is out of range [{lo}, {hi}]")
-        values.append(v)
-    if not values:
-        raise UserError(f"{option}: empty list")
-    return values
+    """'1,2,4' -> [1, 2, 4], each checked against [lo, hi]."""
+    return _parse_list(text, option, int, "a whole number", lo, hi)
 
 
 MAX_DELAY_US = 200_000.0  # 40,000 km of fibre: twice around the planet's longest paths

@@ -202,6 +202,17 @@ impl IbHosts {
         }
     }
 
+    /// A packet beyond the expected PSN: one NAK per gap (sequence error); the packet is discarded.
+    fn out_of_sequence(&mut self, qp: u32, ready: Time) {
+        let q = &mut self.qps[qp as usize];
+        if !q.nak_sent {
+            q.nak_sent = true;
+            let e = q.epsn;
+            self.stats.naks += 1;
+            self.queue_nak(qp, e, ready);
+        }
+    }
+
     /// Responder side of an incoming data packet.
     fn on_data(&mut self, p: &IbPacket, ready: Time, seen: Time) {
         let qi = p.qp as usize;
@@ -244,18 +255,11 @@ impl IbHosts {
                 }
             }
             Transport::Rc => {
-                let q = &mut self.qps[qi];
-                let d = psn_diff(p.psn, q.epsn);
+                let d = psn_diff(p.psn, self.qps[qi].epsn);
                 if d > 0 {
-                    // Out of sequence: one NAK per gap, the packet is discarded.
-                    if !q.nak_sent {
-                        q.nak_sent = true;
-                        let e = q.epsn;
-                        self.stats.naks += 1;
-                        self.queue_nak(p.qp, e, ready);
-                    }
-                    return;
+                    return self.out_of_sequence(p.qp, ready);
                 }
+                let q = &mut self.qps[qi];
                 if d < 0 {
                     // Duplicate of something already received: acknowledge again.
                     let last = (q.epsn + PSN_MASK) & PSN_MASK;
@@ -281,17 +285,11 @@ impl IbHosts {
     fn on_read_request(&mut self, p: &IbPacket, ready: Time) {
         let qi = p.qp as usize;
         let npkts = self.qps[qi].packets_for(p.len);
-        let q = &mut self.qps[qi];
-        let d = psn_diff(p.psn, q.epsn);
+        let d = psn_diff(p.psn, self.qps[qi].epsn);
         if d > 0 {
-            if !q.nak_sent {
-                q.nak_sent = true;
-                let e = q.epsn;
-                self.stats.naks += 1;
-                self.queue_nak(p.qp, e, ready);
-            }
-            return;
+            return self.out_of_sequence(p.qp, ready);
         }
+        let q = &mut self.qps[qi];
         if d < 0 {
             // A re-issued read (the requester timed out): serve it again from this PSN.
             q.reads.retain(|j| psn_diff(j.next_psn, p.psn) < 0);

@@ -55,7 +55,7 @@ pub struct ExtenderParams {
 impl ExtenderParams {
     /// Longbow XR as used in [S1]: 4x SDR on both sides. Buffer assumed 64 MiB: S1 Fig 2 shows
     /// full-rate RC at 10 ms one-way (needs > 20 MB in flight), and the vendor rated the XR for
-    /// thousands of km. Latency and packet engine assumed like the C103 below.
+    /// thousands of km. Store-and-forward latency assumed 1 us; packet engine as for the C103 below.
     pub fn longbow_xr() -> Self {
         ExtenderParams {
             name: "longbow-xr".into(),
@@ -68,19 +68,12 @@ impl ExtenderParams {
         }
     }
 
-    /// Longbow C103 as used in [S3] (SDR boxes over 10 km). The packet engine time is
-    /// calibrated once from [S3] Fig 11-12 (small-message rate through one box pair, with
-    /// "14 expected over four" links confirming a per-box packet-rate cap).
+    /// Longbow C103 as used in [S3] (SDR boxes over 10 km): the same class of box as the XR. Its
+    /// packet engine time (shared with the XR above) is calibrated once from [S3] Fig 11-12
+    /// (small-message rate through one box pair; "14 expected over four" links confirms a
+    /// per-box packet-rate cap).
     pub fn longbow_c103() -> Self {
-        ExtenderParams {
-            name: "longbow-c103".into(),
-            local: IbLink { width: 4, generation: Generation::Sdr },
-            wan: IbLink { width: 4, generation: Generation::Sdr },
-            framing: WanFraming::Ib,
-            buffer_bytes: 64 << 20,
-            latency_ns: 1000.0,
-            packet_ns: 280.0,
-        }
+        ExtenderParams { name: "longbow-c103".into(), ..Self::longbow_xr() }
     }
 
     /// A generic extender for what-if studies: IB rate on both sides, 1 GiB buffer, no packet cap.
