@@ -1,0 +1,61 @@
+"""Benchmark (not a timed test) of `longhaul study` against issue 6's targets on this machine:
+full default matrix < 120 s, --quick < 20 s, a re-run with a warm cache < 5 s.
+
+    python bench/study_bench.py [--skip-full]
+
+Each run uses a fresh store under bench/out/ (cold), then the quick study is run again on its
+store (warm). Prints one line per case and writes bench/out/study_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+TARGETS_S = {"full (cold)": 120.0, "quick (cold)": 20.0, "quick (warm cache)": 5.0}
+
+
+def run(name: str, args: list[str], store: Path, fresh: bool) -> dict:
+    if fresh and store.exists():
+        shutil.rmtree(store)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "longhaul.cli", "study", *args, "--store", str(store),
+           "--out", str(OUT / "reports" / name.replace(" ", "_").replace("(", "").replace(")", "")), "--no-summary"]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    seconds = time.perf_counter() - t
+    ok = proc.returncode == 0
+    target = TARGETS_S[name]
+    line = f"{name:<20} {seconds:7.1f} s   target < {target:g} s   {'OK' if ok and seconds < target else 'MISSED' if ok else 'FAILED'}"
+    print(line, flush=True)
+    if not ok:
+        print(proc.stderr[-2000:], file=sys.stderr)
+    return {"case": name, "seconds": round(seconds, 2), "target_s": target, "returncode": proc.returncode,
+            "met": ok and seconds < target}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--skip-full", action="store_true", help="only the quick cases")
+    args = p.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    print(f"cpus: {os.cpu_count()}")
+    results = []
+    if not args.skip_full:
+        results.append(run("full (cold)", [], OUT / "store-full", fresh=True))
+    results.append(run("quick (cold)", ["--quick"], OUT / "store-quick", fresh=True))
+    results.append(run("quick (warm cache)", ["--quick"], OUT / "store-quick", fresh=False))
+    (OUT / "study_bench.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0 if all(r["returncode"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

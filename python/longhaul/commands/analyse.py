@@ -1,0 +1,259 @@
+"""``longhaul analyse profile|stability|dpm|balance|calibrate|compare``: analysis of stored runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from longhaul.errors import UserError
+from longhaul.output import FORMATS, emit
+from longhaul.results import SOURCES, add_store_option, store_from_args
+from longhaul.units import parse_float_list, parse_sizes
+
+
+def _selection(p, prefix: str = "") -> None:
+    dest = prefix.replace("-", "_")
+    p.add_argument(f"--{prefix}run", dest=f"{dest}run", action="append", metavar="RUN",
+                   help="run id or prefix (repeatable; default: every run that passes the filters)")
+    p.add_argument(f"--{prefix}label", dest=f"{dest}label", help="only runs with this label")
+    if not prefix:
+        p.add_argument("--source", choices=SOURCES, help="only runs of this source")
+        p.add_argument("--kind", help="only runs of this kind (e.g. verbs, ingest-perftest)")
+        p.add_argument("--input", metavar="FILE", help="read records from a csv/json file (e.g. from `results export`) "
+                                                       "instead of the store")
+
+
+def _common(p, value: str | None = "bw_MBps") -> None:
+    add_store_option(p)
+    _selection(p)
+    if value:
+        p.add_argument("--value", default=value, help=f"column to analyse (default {value})")
+        p.add_argument("--by", default="size_bytes", help="comma list of columns that split the series (default size_bytes)")
+    p.add_argument("--where", action="append", default=[], metavar="COL=V1,V2",
+                   help="keep records whose column equals one of the values (repeatable), e.g. test=bw")
+    p.add_argument("--format", choices=FORMATS, default="table")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("analyse", aliases=["analyze"], help="profiles, decrease-per-mile, balance, calibration",
+                                   description="Analyse stored runs (or an exported file).")
+    sub = parser.add_subparsers(dest="analyse_cmd", metavar="ANALYSIS", parser_class=type(parser))
+    sub.required = True
+
+    p = sub.add_parser("profile", help="throughput distance profile T(d, s): mean per delay, one series per size")
+    _common(p)
+    p.add_argument("--plot", metavar="FILE", help="also draw it (FILE.png and FILE.svg)")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("stability", help="repeated runs: mean, std-dev, min, max per distance")
+    _common(p)
+    p.set_defaults(func=cmd_stability)
+
+    p = sub.add_parser("dpm", help="decrease-per-mile D(d_i) and its average, with a Hoeffding bound")
+    _common(p)
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the bound (default 0.95)")
+    p.add_argument("--bound-MBps", dest="bound", type=float, default=None,
+                   help="a-priori upper bound B on every measurement (e.g. 1000 for 4x SDR); default: observed max")
+    p.add_argument("--simultaneous", action="store_true", help="bound all estimates at once (Bonferroni)")
+    p.set_defaults(func=cmd_dpm)
+
+    p = sub.add_parser("balance", help="communication balance ratio intra-node / inter-node")
+    add_store_option(p)
+    _selection(p, "intra-")
+    _selection(p, "inter-")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.set_defaults(func=cmd_balance)
+
+    p = sub.add_parser("calibrate", help="fit a model's free parameters to measured bandwidths")
+    _common(p, value=None)
+    p.add_argument("--model", default="window", help="built-in model to fit (window)")
+    p.add_argument("--value", default="bw_MBps", help="measured column (default bw_MBps)")
+    p.add_argument("--predict-delays-us", metavar="LIST", help="predict at these delays (comma list of us)")
+    p.add_argument("--predict-sizes", metavar="LIST", help="... and these sizes (default: the measured sizes)")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("compare", help="published point vs model vs measured, with relative errors")
+    add_store_option(p)
+    p.add_argument("--published", metavar="TOML", help="published-points.toml (default: found in the repo)")
+    p.add_argument("--point", action="append", metavar="ID", help="only these point ids (repeatable)")
+    p.add_argument("--model-run", action="append", metavar="RUN", help="runs whose peak bw_MBps is the model value")
+    p.add_argument("--measured-run", action="append", metavar="RUN", help="runs whose peak bw_MBps is the measured value")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.set_defaults(func=cmd_compare)
+
+
+# --------------------------------------------------------------------------- selection
+def _read_input(path: str) -> list[dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"--input: file '{p}' does not exist")
+    text = p.read_text(encoding="utf-8", errors="replace")
+    if p.suffix == ".json" or text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except ValueError as err:
+            raise UserError(f"--input: '{p}' line {getattr(err, 'lineno', 1)}: not JSON ({err})") from None
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise UserError(f"--input: '{p}' must hold a JSON list of records")
+        return data
+    import csv
+
+    rows = []
+    for r in csv.DictReader(text.splitlines()):
+        rows.append({k: _auto(v) for k, v in r.items()})
+    return rows
+
+
+def _auto(v: str):
+    if v is None or v == "":
+        return None
+    for t in (int, float):
+        try:
+            return t(v)
+        except ValueError:
+            pass
+    return v
+
+
+def _where(records: list[dict], clauses: list[str]) -> list[dict]:
+    for c in clauses:
+        col, eq, vals = c.partition("=")
+        if not eq or not col:
+            raise UserError(f"--where '{c}': use COLUMN=VALUE[,VALUE...], e.g. test=bw")
+        allowed = {str(_auto(v.strip())) for v in vals.split(",")}
+        records = [r for r in records if str(r.get(col.strip())) in allowed]
+    return records
+
+
+def select(args, prefix: str = "") -> list[dict]:
+    dest = prefix.replace("-", "_")
+    if not prefix and getattr(args, "input", None):
+        recs = _read_input(args.input)
+    else:
+        store = store_from_args(args)
+        runs = getattr(args, f"{dest}run")
+        label = getattr(args, f"{dest}label")
+        if prefix and not runs and not label:
+            raise UserError(f"balance: give --{prefix}run or --{prefix}label")
+        if runs:
+            recs = store.records([store.resolve(r) for r in runs])
+        else:
+            recs = store.records(source=getattr(args, "source", None), label=label, kind=getattr(args, "kind", None))
+    recs = _where(recs, getattr(args, "where", []) or [])
+    if not recs:
+        raise UserError("analysis: no records selected (check --run/--label/--source/--where, or `longhaul results ls`)")
+    return recs
+
+
+def _by(args) -> tuple[str, ...]:
+    return tuple(c.strip() for c in args.by.split(",") if c.strip())
+
+
+# --------------------------------------------------------------------------- verbs
+def cmd_profile(args) -> int:
+    from longhaul.analysis import distance_profile
+
+    rows = distance_profile(select(args), value=args.value, by=_by(args))
+    emit(rows, args.format, title=f"distance profile of {args.value}")
+    if args.plot:
+        from longhaul.plots import bandwidth_vs_delay, close, save
+
+        fig = bandwidth_vs_delay(rows, value=args.value, series=_by(args)[0] if _by(args) else None,
+                                 title=f"{args.value} vs WAN delay")
+        paths = save(fig, args.plot)
+        close(fig)
+        print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return 0
+
+
+def cmd_stability(args) -> int:
+    from longhaul.analysis import stability_profile
+
+    emit(stability_profile(select(args), value=args.value, by=_by(args)), args.format,
+         title=f"stability of {args.value} over repeated runs")
+    return 0
+
+
+def cmd_dpm(args) -> int:
+    from longhaul.analysis import decrease_per_mile
+
+    rows = decrease_per_mile(select(args), value=args.value, by=_by(args), confidence=args.confidence,
+                             bound=args.bound, simultaneous=args.simultaneous)
+    cols = list(_by(args)) + ["estimate", "distance_miles", "D_MBps_per_mile", "D_lo_MBps_per_mile",
+                              "D_hi_MBps_per_mile", "n0", "n", "bound_MBps", "bound_from"]
+    emit(rows, args.format, columns=cols if args.format == "table" else None,
+         title=f"decrease per mile of {args.value}, Hoeffding {args.confidence:.0%} bound")
+    return 0
+
+
+def cmd_balance(args) -> int:
+    from longhaul.analysis import balance_ratios
+
+    rows, summary = balance_ratios(select(args, "intra-"), select(args, "inter-"))
+    if args.format == "json":
+        json.dump({"per_size": rows, "summary": summary}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    emit(rows, args.format, title="intra-node / inter-node per size")
+    if args.format == "table":
+        emit(summary, args.format, title="communication balance ratio (1.0 = balanced)")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    import numpy as np
+
+    from longhaul.analysis import MODELS, fit
+
+    if args.model not in MODELS:
+        raise UserError(f"--model '{args.model}' is not one of {', '.join(MODELS)}")
+    model, p0, bounds = MODELS[args.model]
+    recs = [r for r in select(args) if r.get(args.value) is not None and r.get("size_bytes") is not None
+            and r.get("delay_us") is not None]
+    if not recs:
+        raise UserError(f"calibrate: no record has size_bytes, delay_us and {args.value} "
+                        "(ingest with --delay-us so measurements carry their delay)")
+    x = np.array([(float(r["size_bytes"]), float(r["delay_us"])) for r in recs])
+    y = np.array([float(r[args.value]) for r in recs])
+    p0 = dict(p0)
+    p0["link_MBps"] = float(y.max())
+    res = fit(model, p0, x, y, bounds=bounds)
+    emit(res.table(), args.format, title=f"{args.model} model fitted to {res.n} points (R^2 = {res.r2:.4f})")
+    if args.predict_delays_us:
+        delays = parse_float_list(args.predict_delays_us, "--predict-delays-us", 0, 200_000)
+        sizes = parse_sizes(args.predict_sizes) if args.predict_sizes else sorted({int(s) for s in x[:, 0]})
+        xp = np.array([(s, d) for s in sizes for d in delays], dtype=float)
+        yp, se = res.predict(xp)
+        rows = [{"size_bytes": int(a), "delay_us": b, f"{args.value}_pred": v, "stderr": e}
+                for (a, b), v, e in zip(xp, yp, se)]
+        emit(rows, args.format, title="predictions (delta-method standard error)")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from longhaul.analysis import comparison_table, load_published, scalar_points
+
+    store = store_from_args(args)
+    points = scalar_points(load_published(args.published))
+    if args.point:
+        unknown = set(args.point) - {p["id"] for p in points}
+        if unknown:
+            raise UserError(f"--point {sorted(unknown)[0]}: not a published point with one MB/s value "
+                            f"(known: {', '.join(p['id'] for p in points)})")
+        points = [p for p in points if p["id"] in args.point]
+
+    def peak(runs):
+        if not runs:
+            return None
+        recs = store.records([store.resolve(r) for r in runs])
+        vals = [float(r["bw_MBps"]) for r in recs if r.get("bw_MBps") is not None]
+        if not vals:
+            raise UserError("compare: the runs have no bw_MBps values")
+        return max(vals)
+
+    model, measured = peak(args.model_run), peak(args.measured_run)
+    rows = comparison_table([{**p, "model": model, "measured": measured} for p in points])
+    emit(rows, args.format, columns=("id", "published", "model", "measured", "model_rel_err", "measured_rel_err")
+         if args.format == "table" else None, title="published vs model vs measured (MB/s)")
+    return 0

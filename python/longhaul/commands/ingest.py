@@ -1,0 +1,55 @@
+"""``longhaul ingest FILE --tool perftest|osu|iperf3 --delay-us D --label L``: store real measurements."""
+
+from __future__ import annotations
+
+import sys
+
+from longhaul.errors import UserError
+from longhaul.ingest import TOOLS, ingest_file
+from longhaul.output import FORMATS, emit
+from longhaul.results import add_store_option, store_from_args
+from longhaul.units import delays_from_options
+
+SHOW = ("tool", "test", "op", "transport", "direction", "size_bytes", "streams", "delay_us",
+        "bw_MBps", "lat_us", "msg_rate_Mps", "rate_gbps")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "ingest", help="read perftest / OSU / iperf3 output into the results store",
+        description="Parse a benchmark's printed output and save it as a 'measured' run. Bandwidths are "
+                    "converted to MB/s with MB = 10^6 bytes (perftest's MB/sec and MiB/sec are 2^20 bytes/s).")
+    p.add_argument("files", nargs="+", metavar="FILE", help="output file(s) of the tool")
+    p.add_argument("--tool", required=True, choices=TOOLS, help="which tool printed the file")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--delay-us", help="one-way WAN delay of the measurement in microseconds")
+    where.add_argument("--distance-km", help="or: the fibre distance in km (5 us per km)")
+    where.add_argument("--distance-miles", help="or: the fibre distance in miles")
+    p.add_argument("--label", default="", help="free text naming the site/setup, e.g. site-a")
+    p.add_argument("--source", choices=("measured", "emu"), default="measured",
+                   help="measured on real links (default) or through the link emulator")
+    add_store_option(p)
+    p.add_argument("--dry-run", action="store_true", help="parse and print, store nothing")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.set_defaults(func=cmd_ingest)
+
+
+def cmd_ingest(args) -> int:
+    delay = None
+    if args.delay_us is not None or args.distance_km is not None or args.distance_miles is not None:
+        delays = delays_from_options(args.delay_us, args.distance_km, args.distance_miles)
+        if len(delays) != 1:
+            raise UserError("ingest: give one delay or distance per file (the one it was measured at)")
+        delay = delays[0]
+    store = None if args.dry_run else store_from_args(args)
+    parsed = [(f, *ingest_file(f, args.tool, delay_us=delay, label=args.label)) for f in args.files]
+    all_records = []
+    for f, scenario, records in parsed:  # every file parsed before anything is stored
+        if store is not None:
+            run_id = store.put(scenario, records, source=args.source, label=args.label)
+            print(f"{f}: {len(records)} records stored as run {run_id[:12]} in '{store.root}'", file=sys.stderr)
+        all_records.extend(records)
+    cols = [c for c in SHOW if any(c in r for r in all_records)]
+    emit(all_records, args.format, columns=cols if args.format == "table" else None,
+         title=f"{args.tool}: {len(all_records)} records")
+    return 0

@@ -1,0 +1,153 @@
+"""``longhaul results ls|show|export|rm|verify``: look into the results store."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+from longhaul.errors import UserError
+from longhaul.output import FORMATS, emit
+from longhaul.results import SOURCES, add_store_option, atomic_write_bytes, records_to_table, store_from_args
+
+LS_COLUMNS = ("run_id", "kind", "source", "label", "n_records", "started_utc", "software_version")
+EXPORT_FORMATS = ("csv", "json", "parquet")
+
+
+def _filters(p) -> None:
+    p.add_argument("--source", choices=SOURCES, help="only runs of this source")
+    p.add_argument("--label", help="only runs with this label")
+    p.add_argument("--kind", help="only runs of this kind (e.g. verbs, ingest-perftest)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("results", help="list, show, export or remove stored runs",
+                                   description="The results store: one Parquet file per run plus manifest.json.")
+    sub = parser.add_subparsers(dest="results_cmd", metavar="ACTION", parser_class=type(parser))
+    sub.required = True
+
+    p = sub.add_parser("ls", help="list stored runs")
+    add_store_option(p)
+    _filters(p)
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("show", help="show one run: its facts and records")
+    add_store_option(p)
+    p.add_argument("run", help="run id or a unique prefix of it (4+ characters)")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("export", help="export records of runs as csv, json or parquet")
+    add_store_option(p)
+    p.add_argument("runs", nargs="*", help="run ids or prefixes (default: every run that passes the filters)")
+    _filters(p)
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="csv")
+    p.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout; required for parquet")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("rm", help="remove runs (also damaged ones)")
+    add_store_option(p)
+    p.add_argument("runs", nargs="*", help="run ids or prefixes")
+    p.add_argument("--all", action="store_true", help="every run that passes the filters")
+    _filters(p)
+    p.set_defaults(func=cmd_rm)
+
+    p = sub.add_parser("verify", help="read every run file; list damaged or foreign ones (exit 2 if any)")
+    add_store_option(p)
+    p.set_defaults(func=cmd_verify)
+
+
+def cmd_ls(args) -> int:
+    store = store_from_args(args)
+    entries = store.runs(source=args.source, label=args.label, kind=args.kind)
+    rows = [{**e, "run_id": e["run_id"][:12]} for e in entries]
+    if args.format == "table" and not rows:
+        print(f"no runs in store '{store.root}'")
+        return 0
+    emit(rows, args.format, columns=LS_COLUMNS, title=f"runs in {store.root}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    store = store_from_args(args)
+    run_id = store.resolve(args.run)
+    meta, records = store.read_run(run_id)
+    if args.format == "json":
+        json.dump({"run": meta, "records": records}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    if args.format == "table":
+        print(f"{'run':<17} {run_id}")
+        for key in ("source", "label", "seed", "software_version", "started_utc", "finished_utc"):
+            print(f"{key:<17} {meta.get(key)}")
+        print(f"{'host':<17} {json.dumps(meta.get('host', {}), sort_keys=True)}")
+        print(f"{'scenario':<17} {meta.get('scenario_json', json.dumps(meta.get('scenario')))}")
+    emit(records, args.format, title=f"{len(records)} records")
+    return 0
+
+
+def _select(store, args) -> list[str]:
+    if args.runs:
+        return [store.resolve(r) for r in args.runs]
+    return [e["run_id"] for e in store.runs(source=args.source, label=args.label, kind=args.kind)]
+
+
+def cmd_export(args) -> int:
+    store = store_from_args(args)
+    run_ids = _select(store, args)
+    records = store.records(run_ids)
+    if args.format == "parquet":
+        if not args.out:
+            raise UserError("export --format parquet: give --out FILE (Parquet is binary, not for a terminal)")
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        pq.write_table(records_to_table(records, {"exported_runs": run_ids}), sink)
+        atomic_write_bytes(args.out, sink.getvalue().to_pybytes())
+    else:
+        buf = io.StringIO()
+        emit(records, args.format, out=buf)
+        if args.out:
+            from longhaul.results import atomic_write_text
+
+            atomic_write_text(args.out, buf.getvalue())
+        else:
+            sys.stdout.write(buf.getvalue())
+    if args.out:
+        print(f"exported {len(records)} records of {len(run_ids)} runs to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_rm(args) -> int:
+    store = store_from_args(args)
+    if not args.runs and not args.all:
+        raise UserError("results rm: name runs to remove, or give --all (with --source/--label/--kind to narrow)")
+    if args.runs:
+        run_ids = []
+        for ref in args.runs:
+            # a damaged file is not in the manifest's good entries: accept its file name too
+            path_match = sorted(p.stem for p in store.runs_dir.glob(f"{ref.strip().lower()}*.parquet")) \
+                if store.runs_dir.is_dir() and len(ref.strip()) >= 4 else []
+            if len(path_match) == 1:
+                run_ids.append(path_match[0])
+            else:
+                run_ids.append(store.resolve(ref))
+    else:
+        run_ids = _select(store, args)
+    removed = store.remove(run_ids)
+    print(f"removed {len(removed)} run(s) from '{store.root}'")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    store = store_from_args(args)
+    problems = store.verify()
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        return 2
+    n = len(list(store.runs_dir.glob("*.parquet"))) if store.runs_dir.is_dir() else 0
+    print(f"{n} run file(s) in '{store.root}' read back fine")
+    return 0

@@ -1,0 +1,61 @@
+"""``longhaul study``: run the default study and write study/<timestamp>/report.html."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from longhaul.results import add_store_option, store_from_args
+from longhaul.sweep import EXECUTORS
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "study", help="run the whole study (simulator, validation, your measurements) and write the report",
+        description="Runs every study part (the S1 verbs matrix on the simulator, the validation against every "
+                    "published point, your ingested measurements, the emulator), each skipped with a stated "
+                    "reason when it cannot run, and writes a self-contained report.html plus a Markdown summary. "
+                    "Results are cached in the store by scenario hash: a re-run reuses them, and an interrupted "
+                    "run resumes.")
+    p.add_argument("--quick", action="store_true", help="a smaller matrix (fewer sizes, delays and transports)")
+    p.add_argument("--out", metavar="DIR", help="write the report here (default: study/<UTC timestamp>/)")
+    add_store_option(p)
+    p.add_argument("--no-cache", action="store_true", help="recompute every point (still saved to the store)")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="threads (default), mpi (under `mpirun ... python -m mpi4py.futures -m longhaul.cli study`), serial")
+    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: os.cpu_count())")
+    p.add_argument("--parts", help="comma list of parts to run (default: all; see --list-parts)")
+    p.add_argument("--list-parts", action="store_true", help="list the study parts and exit")
+    p.add_argument("--no-summary", action="store_true", help="do not print the Markdown summary")
+    p.set_defaults(func=cmd_study)
+
+
+def cmd_study(args) -> int:
+    from longhaul.errors import UserError
+    from longhaul.study import PARTS, StudyContext, default_out_dir, run_study, write_outputs
+
+    if args.list_parts:
+        for p in PARTS:
+            print(f"{p.name:<12} {p.title}")
+        return 0
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers {args.workers}: must be at least 1")
+    out_dir = Path(args.out) if args.out else default_out_dir()
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out '{out_dir}' is a file; give a directory")
+    argv = []
+    if args.quick:
+        argv.append("--quick")
+    if args.store:
+        argv += ["--store", args.store]
+    ctx = StudyContext(quick=args.quick, store=store_from_args(args), out_dir=out_dir, executor=args.executor,
+                       workers=args.workers, use_cache=not args.no_cache, argv=argv)
+    only = [s.strip() for s in args.parts.split(",") if s.strip()] if args.parts else None
+    study = run_study(ctx, only=only)
+    paths = write_outputs(study, out_dir)
+    if not args.no_summary:
+        from longhaul.report import render_markdown
+
+        sys.stdout.write(render_markdown(study))
+    print(f"\nreport: {paths['report']}", file=sys.stderr)
+    return 0

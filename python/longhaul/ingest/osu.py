@@ -1,0 +1,131 @@
+"""OSU micro-benchmarks output (osu_latency, osu_bw, osu_bibw, osu_mbw_mr, collectives) -> records.
+
+Format (OSU micro-benchmarks, c/util/osu_util.c print_header/print_data and the pt2pt sources):
+a title ``# OSU MPI Bandwidth Test v7.3`` (also ``# OSU MPI-CUDA ...``), optional comment lines
+(``# [ pairs: 1 ] [ window size: 64 ]``, ``# Datatype: MPI_CHAR.``), a column header starting
+``# Size`` followed by one of
+
+* ``Bandwidth (MB/s)`` (osu_bw, osu_bibw; MB = 10^6 bytes: ``size / 1e6 * iterations * window / t``)
+* ``Latency (us)`` (osu_latency, osu_multi_lat, one-sided latency tests)
+* ``MB/s  Messages/s`` (osu_mbw_mr; ``MB/s`` alone without ``-r``)
+* ``Avg Latency(us)`` and, with ``-f``, ``Min Latency(us)  Max Latency(us)  Iterations``
+  (collectives: osu_bcast, osu_allreduce, osu_alltoall, ...)
+
+then rows ``<size> <value> ...``. Lines before the title (MPI launcher noise) are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from longhaul.ingest import IngestError
+
+TOOL = "osu"
+
+_TITLE = re.compile(r"^#\s*OSU\s+(?:MPI|OpenSHMEM|UPC\+?\+?|NCCL|RCCL)?(?:-\w+)?\s+(.*?)\s+Test(?:\s+v(\S+))?\s*$", re.I)
+_PAIRS = re.compile(r"pairs:\s*(\d+)")
+_WINDOW = re.compile(r"window size:\s*(\d+)")
+_COLUMN = re.compile(
+    r"Bandwidth \(MB/s\)|Avg Latency ?\(us\)|Min Latency ?\(us\)|Max Latency ?\(us\)|Latency \(us\)"
+    r"|Messages/s|MB/s|Iterations|P50 Tail Lat\(us\)|P90 Tail Lat\(us\)|P99 Tail Lat\(us\)"
+)
+_KEYS = {
+    "Bandwidth (MB/s)": "bw_MBps", "MB/s": "bw_MBps", "Messages/s": "msg_rate_per_s",
+    "Latency (us)": "lat_us", "Avg Latency(us)": "lat_us", "Avg Latency (us)": "lat_us",
+    "Min Latency(us)": "lat_min_us", "Min Latency (us)": "lat_min_us",
+    "Max Latency(us)": "lat_max_us", "Max Latency (us)": "lat_max_us", "Iterations": "iterations",
+    "P50 Tail Lat(us)": "lat_p50_us", "P90 Tail Lat(us)": "lat_p90_us", "P99 Tail Lat(us)": "lat_p99_us",
+}
+_TESTS = [  # title (lower case) contains -> test name
+    ("bi-directional bandwidth", "bibw"), ("multiple bandwidth", "mbw_mr"), ("bandwidth", "bw"),
+    ("multi-threaded latency", "latency_mt"), ("multiple latency", "multi_lat"),
+    ("broadcast", "bcast"), ("non-blocking", None), ("allreduce", "allreduce"), ("reduce-scatter", "reduce_scatter"),
+    ("reduce scatter", "reduce_scatter"), ("reduce", "reduce"), ("allgatherv", "allgatherv"),
+    ("allgather", "allgather"), ("gatherv", "gatherv"), ("gather", "gather"), ("all-to-allv", "alltoallv"),
+    ("all-to-all", "alltoall"), ("alltoall", "alltoall"), ("scatterv", "scatterv"), ("scatter", "scatter"),
+    ("barrier", "barrier"), ("latency", "latency"),
+]
+_COLLECTIVES = {"bcast", "allreduce", "reduce_scatter", "reduce", "allgatherv", "allgather", "gatherv", "gather",
+                "alltoallv", "alltoall", "scatterv", "scatter", "barrier"}
+
+
+def _test_of(title: str) -> str:
+    t = title.lower()
+    for key, name in _TESTS:
+        if key in t and name:
+            return name
+    return re.sub(r"[^a-z0-9]+", "_", t).strip("_")
+
+
+def parse(text: str, name: str = "<text>") -> list[dict]:
+    ctx: dict = {"tool": TOOL}
+    records: list[dict] = []
+    cols: list[str] | None = None
+    header_line = 0
+    first_content = 0
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        s = raw.strip()
+        if not s:
+            continue
+        first_content = first_content or lineno
+        if s.startswith("#"):
+            m = _TITLE.match(s)
+            if m:
+                test = _test_of(m.group(1))
+                ctx.update(benchmark=f"OSU {m.group(1)}", test=test,
+                           pattern="collective" if test in _COLLECTIVES else "pt2pt")
+                if m.group(2):
+                    ctx["osu_version"] = m.group(2)
+                cols = None
+                continue
+            if (pm := _PAIRS.search(s)):
+                ctx["pairs"] = int(pm.group(1))
+            if (wm := _WINDOW.search(s)):
+                ctx["window"] = int(wm.group(1))
+            body = s.lstrip("#").strip()
+            if body.startswith("Size") or body.startswith("Avg Latency"):
+                if "benchmark" not in ctx:
+                    raise IngestError(TOOL, name, lineno, "column header before any '# OSU ... Test' title line")
+                cols = ["size_bytes"] if body.startswith("Size") else []
+                rest = body[4:] if body.startswith("Size") else body
+                pos = 0
+                for cm in _COLUMN.finditer(rest):
+                    gap = rest[pos:cm.start()].strip()
+                    if gap:
+                        raise IngestError(TOOL, name, lineno, f"unknown column '{gap}' in the header")
+                    cols.append(_KEYS[cm.group(0)])
+                    pos = cm.end()
+                if rest[pos:].strip():
+                    raise IngestError(TOOL, name, lineno, f"unknown column '{rest[pos:].strip()}' in the header")
+                if len(cols) < 2 and cols != ["lat_us"]:
+                    raise IngestError(TOOL, name, lineno, "column header names no value column")
+                header_line = lineno
+            continue
+        if cols is None:
+            continue  # launcher noise before the table
+        if not (s[0].isdigit() or s[0] == "."):
+            continue  # warnings interleaved by the MPI library
+        toks = s.split()
+        if len(toks) != len(cols):
+            raise IngestError(TOOL, name, lineno,
+                              f"row has {len(toks)} fields, the header on line {header_line} has {len(cols)}")
+        try:
+            vals = [int(t) if c in ("size_bytes", "iterations") else float(t) for c, t in zip(cols, toks)]
+        except ValueError:
+            raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
+        rec = {**ctx, **dict(zip(cols, vals))}
+        if "msg_rate_per_s" in rec:
+            rec["msg_rate_Mps"] = rec.pop("msg_rate_per_s") / 1e6
+        if "bw_MBps" in rec:
+            rec["unit_note"] = "OSU MB/s is 10^6 bytes/s (size / 1e6 * iterations / time); used as is"
+            if rec.get("test") == "bibw":
+                rec["unit_note"] += "; bibw is the sum of both directions"
+        records.append(rec)
+    if "benchmark" not in ctx:
+        raise IngestError(TOOL, name, first_content or 1,
+                          "no '# OSU MPI ... Test' title line found; is this OSU micro-benchmarks output?")
+    if header_line == 0:
+        raise IngestError(TOOL, name, first_content or 1, "no '# Size ...' column header found")
+    if not records:
+        raise IngestError(TOOL, name, header_line, "column header with no result rows under it")
+    return records

@@ -1,0 +1,157 @@
+"""perftest (ib_write_bw, ib_read_bw, ib_send_bw, ib_*_lat) text output -> records.
+
+Format (linux-rdma/perftest, src/perftest_parameters.h): a title line such as
+``RDMA_Write BW Test`` or ``Send Latency Test``, parameter lines (``Connection type : RC``,
+``Number of qps : 1``, ``Mtu : 4096[B]``), then one result table:
+
+* bandwidth: `` #bytes  #iterations  BW peak[U]  BW average[U]  MsgRate[Mpps]`` with U one of
+  ``MB/sec`` (older perftest; MB = 2^20 bytes per print_report_bw's format_factor 0x100000),
+  ``MiB/sec`` (newer perftest; same 2^20) or ``Gb/sec`` (``--report_gbits``, 10^9 bit/s);
+  optional extra columns (``#sl``, per-port BW/MsgRate, ``CPU_Util[%]``).
+* latency: `` #bytes #iterations t_min[usec] t_max[usec] t_typical[usec]`` and, in newer
+  versions, ``t_avg[usec] t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]``; with
+  ``-D`` (duration): `` #bytes #iterations t_avg[usec]``.
+
+Warnings printed inside the table (``Conflicting CPU frequency values detected ...``) are skipped.
+Bandwidths are converted to ``bw_MBps`` with MB = 10^6 bytes; the record keeps what the tool
+printed (``bw_reported``, ``bw_reported_unit``) and says how it was converted (``unit_note``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from longhaul.ingest import IngestError
+
+TOOL = "perftest"
+MIB = 1048576
+
+_TITLE = re.compile(r"^\s*(Send|RDMA_Write|RDMA_Read|Atomic)\b(.*?)\b(BW|Latency)\s+Test\s*$", re.I)
+_OPS = {"send": "send", "rdma_write": "write", "rdma_read": "read", "atomic": "atomic"}
+_PARAMS = {
+    "transport": re.compile(r"Connection type\s*:\s*([A-Za-z]+)"),
+    "qps": re.compile(r"Number of qps\s*:\s*(\d+)"),
+    "mtu_bytes": re.compile(r"\bMtu\s*:\s*(\d+)\s*\[B\]"),
+    "tx_depth": re.compile(r"TX depth\s*:\s*(\d+)"),
+    "device": re.compile(r"\bDevice\s*:\s*(\S+)"),
+}
+# column name in the header -> record key; {u} is the bandwidth unit in brackets
+_COLUMN = re.compile(
+    r"#bytes|#iterations|#sl|BW peak\[(?P<u1>[^\]]+)\]|BW average\[(?P<u2>[^\]]+)\]|MsgRate\[Mpps\]"
+    r"|BW Port(?P<p1>\d)\[[^\]]+\]|MsgRate Port(?P<p2>\d)\[Mpps\]|CPU_Util\[%\]"
+    r"|t_min\[usec\]|t_max\[usec\]|t_typical\[usec\]|t_avg\[usec\]|t_stdev\[usec\]"
+    r"|99% percentile\[usec\]|99\.9% percentile\[usec\]"
+)
+_KEYS = {
+    "#bytes": "size_bytes", "#iterations": "iterations", "#sl": "sl", "MsgRate[Mpps]": "msg_rate_Mps",
+    "CPU_Util[%]": "cpu_util_pct", "t_min[usec]": "lat_min_us", "t_max[usec]": "lat_max_us",
+    "t_typical[usec]": "lat_typical_us", "t_avg[usec]": "lat_avg_us", "t_stdev[usec]": "lat_stdev_us",
+    "99% percentile[usec]": "lat_p99_us", "99.9% percentile[usec]": "lat_p999_us",
+}
+# bytes per second of one printed unit
+_UNIT_BYTES = {"MB/sec": MIB, "MiB/sec": MIB, "Gb/sec": 125_000_000}
+_UNIT_NOTE = {
+    "MB/sec": "perftest prints MB/sec meaning 2^20 bytes/s (MiB/s); bw_MBps = value * 1.048576 (MB = 10^6)",
+    "MiB/sec": "perftest prints MiB/sec (2^20 bytes/s); bw_MBps = value * 1.048576 (MB = 10^6)",
+    "Gb/sec": "perftest --report_gbits prints Gb/sec (10^9 bit/s); bw_MBps = value * 125 (MB = 10^6)",
+}
+
+
+def _header_columns(line: str, name: str, lineno: int) -> tuple[list[str], str | None]:
+    cols, unit, pos = [], None, 0
+    text = line.strip()
+    for m in _COLUMN.finditer(text):
+        gap = text[pos:m.start()].strip()
+        if gap:
+            raise IngestError(TOOL, name, lineno, f"unknown column '{gap}' in the result header")
+        pos = m.end()
+        tok = m.group(0)
+        if m.group("u1") or m.group("u2"):
+            u = m.group("u1") or m.group("u2")
+            if u not in _UNIT_BYTES:
+                raise IngestError(TOOL, name, lineno, f"unknown bandwidth unit '[{u}]' (known: MB/sec, MiB/sec, Gb/sec)")
+            unit = u
+            cols.append("bw_peak" if tok.startswith("BW peak") else "bw_avg")
+        elif m.group("p1"):
+            cols.append(f"bw_port{m.group('p1')}")
+        elif m.group("p2"):
+            cols.append(f"msg_rate_port{m.group('p2')}_Mps")
+        else:
+            cols.append(_KEYS[tok])
+    rest = text[pos:].strip()
+    if rest:
+        raise IngestError(TOOL, name, lineno, f"unknown column '{rest}' in the result header")
+    if cols[:1] != ["size_bytes"]:
+        raise IngestError(TOOL, name, lineno, "result header does not start with #bytes")
+    return cols, unit
+
+
+def parse(text: str, name: str = "<text>") -> list[dict]:
+    ctx: dict = {"tool": TOOL}
+    records: list[dict] = []
+    cols: list[str] | None = None
+    unit: str | None = None
+    header_line = 0
+    rows_in_table = 0
+    first_content = 0
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        s = line.strip()
+        if not s:
+            continue
+        first_content = first_content or lineno
+        m = _TITLE.match(s)
+        if m:
+            op = _OPS[m.group(1).lower()]
+            test = "bw" if m.group(3).upper() == "BW" else "lat"
+            if test == "bw" and "bidirectional" in s.lower():
+                test = "bibw"
+            ctx.update(op=op, test=test, benchmark=f"ib_{op}_{'lat' if test == 'lat' else 'bw'}")
+            continue
+        for key, rx in _PARAMS.items():
+            pm = rx.search(s)
+            if pm:
+                v = pm.group(1)
+                ctx[key] = int(v) if v.isdigit() else v.lower() if key == "transport" else v
+        if s.startswith("#bytes"):
+            # a header may repeat (seen: printed twice in a row); the table under the last one counts
+            cols, unit = _header_columns(s, name, lineno)
+            header_line, rows_in_table = lineno, 0
+            continue
+        if cols is None or not s[0].isdigit():
+            continue  # banner, parameters, addresses, dashed lines, warnings
+        toks = s.split()
+        if len(toks) != len(cols):
+            raise IngestError(TOOL, name, lineno,
+                              f"result row has {len(toks)} fields, the header on line {header_line} has {len(cols)}")
+        try:
+            values = [int(t) if c in ("size_bytes", "iterations", "sl") else float(t) for c, t in zip(cols, toks)]
+        except ValueError:
+            raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None
+        row = dict(zip(cols, values))
+        rec = {k: v for k, v in ctx.items()}
+        rec.setdefault("test", "lat" if "lat_min_us" in row or "lat_avg_us" in row else "bw")
+        rec.update({k: v for k, v in row.items() if not k.startswith(("bw_peak", "bw_avg", "bw_port"))})
+        if unit is not None:
+            factor = _UNIT_BYTES[unit] / 1e6
+            if "bw_avg" in row:
+                rec["bw_MBps"] = row["bw_avg"] * factor
+                rec["bw_reported"] = row["bw_avg"]
+            if "bw_peak" in row:
+                rec["bw_peak_MBps"] = row["bw_peak"] * factor
+            for p in ("1", "2"):
+                if f"bw_port{p}" in row:
+                    rec[f"bw_port{p}_MBps"] = row[f"bw_port{p}"] * factor
+            rec["bw_reported_unit"] = unit
+            rec["unit_note"] = _UNIT_NOTE[unit]
+        if "lat_avg_us" in row or "lat_typical_us" in row:
+            rec["lat_us"] = row.get("lat_avg_us", row.get("lat_typical_us"))
+        records.append(rec)
+        rows_in_table += 1
+    if cols is None:
+        raise IngestError(TOOL, name, first_content or 1,
+                          "no perftest result header found (expected a line starting '#bytes #iterations' "
+                          "with BW average[MB/sec|MiB/sec|Gb/sec] or t_min[usec] columns)")
+    if not records:
+        raise IngestError(TOOL, name, header_line, "result header with no result rows under it")
+    return records

@@ -1,0 +1,228 @@
+"""Sweeps: the cross-product of parameter lists run through a point function, cached and resumable.
+
+A point function takes one scenario (a dict of JSON values) and returns a list of records
+(flat dicts whose keys carry their unit). ``run`` computes every scenario not already in the
+store, in parallel, and saves each finished point at once (atomically), so Ctrl-C loses only
+the points in flight: running the same sweep again computes just the missing ones.
+
+Executors:
+  * ``threads`` (default): a ThreadPoolExecutor with ``os.cpu_count()`` workers. The Rust core
+    releases the GIL while it simulates, so threads use every core without pickling.
+  * ``mpi``: ``mpi4py.futures.MPIPoolExecutor`` to spread points over the ranks of an MPI job,
+    started as ``mpirun -n N python -m mpi4py.futures -m longhaul.sweep ...`` (or
+    ``... -m longhaul.cli study --executor mpi``). Rank 0 runs the sweep and alone writes the
+    store; the other ranks only compute. The point function must be importable (module level).
+  * ``serial``: in the calling thread (debugging, deterministic order).
+
+As a module (for MPI jobs)::
+
+    python -m longhaul.sweep --fn longhaul.sweep:demo_point --grid '{"x": [1, 2, 3]}' \\
+        --kind demo --store results [--executor threads|mpi|serial]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import importlib
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from longhaul.errors import UserError
+from longhaul.output import progress
+from longhaul.results import Store, now_utc
+
+EXECUTORS = ("threads", "mpi", "serial")
+ENV_EXECUTOR = "LONGHAUL_EXECUTOR"
+
+PointFn = Callable[[dict], list]
+
+
+def grid(params: Mapping[str, object]) -> list[dict]:
+    """Cross-product of parameter lists, in the order the keys are given (last key varies fastest).
+
+    A scalar value is a list of one. ``grid({"a": [1, 2], "b": "x"})`` ->
+    ``[{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]``.
+    """
+    keys = list(params)
+    lists = []
+    for k in keys:
+        v = params[k]
+        if isinstance(v, (list, tuple)):
+            if not v:
+                raise UserError(f"sweep parameter '{k}': empty list (give at least one value)")
+            lists.append(list(v))
+        else:
+            lists.append([v])
+    return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
+
+
+@dataclass
+class SweepResult:
+    records: list[dict] = field(default_factory=list)
+    computed: int = 0
+    cached: int = 0
+    run_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _make_executor(kind: str, workers: int | None):
+    if kind == "threads":
+        return cf.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+    if kind == "mpi":
+        try:
+            from mpi4py.futures import MPIPoolExecutor
+        except ImportError as err:
+            raise UserError(f"--executor mpi needs mpi4py and an MPI library ({err}); "
+                            "install Open MPI (openmpi-bin) and pip mpi4py") from None
+        return MPIPoolExecutor(max_workers=workers) if workers else MPIPoolExecutor()
+    raise UserError(f"--executor '{kind}' is not one of {', '.join(EXECUTORS)}")
+
+
+def _full(kind: str, scenario: dict) -> dict:
+    return {"kind": kind, **scenario} if "kind" not in scenario else dict(scenario)
+
+
+def run(fn: PointFn, scenarios: Iterable[dict], *, kind: str, store: Store | None = None,
+        source: str = "sim", label: str = "", workers: int | None = None, use_cache: bool = True,
+        executor: str | None = None, description: str | None = None) -> SweepResult:
+    """Run ``fn`` on every scenario; return all records in scenario order.
+
+    ``kind`` names what ``fn`` computes and is part of the cache key (``{"kind": kind, **scenario}``).
+    Without a store nothing is cached or saved. Points already stored (same scenario, same
+    software version) are read back instead of computed. Each computed point is saved as soon
+    as it finishes; on an error or Ctrl-C the finished points stay saved and the first error is
+    raised after the points in flight end.
+    """
+    started = time.perf_counter()
+    executor = executor or os.environ.get(ENV_EXECUTOR) or "threads"
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor '{executor}' is not one of {', '.join(EXECUTORS)}")
+    scenarios = [dict(s) for s in scenarios]
+    results: list[list[dict] | None] = [None] * len(scenarios)
+    run_ids: list[str] = [""] * len(scenarios)
+    todo = []
+    res = SweepResult()
+    for i, sc in enumerate(scenarios):
+        full = _full(kind, sc)
+        if store is not None and use_cache:
+            cached = store.get_cached(full)
+            if cached is not None:
+                results[i] = cached
+                res.cached += 1
+                continue
+        todo.append(i)
+
+    def finish(i: int, records: list, t0: str) -> None:
+        records = [dict(r) for r in records]
+        results[i] = records
+        if store is not None:
+            run_ids[i] = store.put(_full(kind, scenarios[i]), records, source=source, label=label,
+                                   seed=scenarios[i].get("seed"), started_utc=t0, finished_utc=now_utc())
+        res.computed += 1
+
+    desc = description or f"{kind}: {len(todo)} points ({res.cached} cached)"
+    first_error: BaseException | None = None
+    if executor == "serial" or not todo:
+        for i in progress(iter(todo), total=len(todo), description=desc):
+            t0 = now_utc()
+            finish(i, fn(scenarios[i]), t0)
+    else:
+        pool = _make_executor(executor, workers)
+        t0s = {}
+        futures = {}
+        try:
+            for i in todo:
+                t0s[i] = now_utc()
+                futures[pool.submit(fn, scenarios[i])] = i
+            for fut in progress(cf.as_completed(futures), total=len(futures), description=desc):
+                i = futures[fut]
+                try:
+                    records = fut.result()
+                except Exception as err:  # keep going: finished points are saved, error raised at the end
+                    if first_error is None:
+                        first_error = err
+                    continue
+                finish(i, records, t0s[i])
+        except BaseException:
+            # Ctrl-C (or a store error): drop queued points, keep the saved ones, let running ones end
+            for fut in futures:
+                fut.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+    if first_error is not None:
+        raise first_error
+    for i, recs in enumerate(results):
+        res.records.extend(recs or [])
+    res.run_ids = [r for r in run_ids if r]
+    res.seconds = time.perf_counter() - started
+    return res
+
+
+# --------------------------------------------------------------------------- module entry
+def demo_point(scenario: dict) -> list[dict]:
+    """A cheap point function for tests and MPI smoke runs: y = x^2 (records the worker pid;
+    ``sleep_s`` makes it slow enough to interrupt)."""
+    x = float(scenario["x"])
+    if scenario.get("sleep_s"):
+        time.sleep(float(scenario["sleep_s"]))
+    return [{"x": x, "y": x * x, "delay_us": float(scenario.get("delay_us", 0.0)), "worker_pid": os.getpid()}]
+
+
+def load_fn(spec: str) -> PointFn:
+    """'package.module:function' -> the function."""
+    mod, _, name = spec.partition(":")
+    if not mod or not name:
+        raise UserError(f"--fn '{spec}': give MODULE:FUNCTION, e.g. longhaul.sweep:demo_point")
+    try:
+        return getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError) as err:
+        raise UserError(f"--fn '{spec}': cannot load it ({err})") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from longhaul.output import FORMATS, emit
+
+    p = argparse.ArgumentParser(prog="python -m longhaul.sweep",
+                                description="Run a parameter grid through a point function (MPI-ready).")
+    p.add_argument("--fn", required=True, help="MODULE:FUNCTION taking a scenario dict, returning records")
+    p.add_argument("--grid", required=True, help='JSON object of parameter lists, e.g. \'{"x": [1, 2]}\'')
+    p.add_argument("--kind", required=True, help="what the function computes (part of the cache key)")
+    p.add_argument("--store", default=None, help="results directory (default $LONGHAUL_STORE or ./results)")
+    p.add_argument("--no-store", action="store_true", help="neither read nor write the store")
+    p.add_argument("--source", default="sim", choices=("sim", "emu", "measured"))
+    p.add_argument("--label", default="")
+    p.add_argument("--executor", choices=EXECUTORS, default=None)
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--format", choices=FORMATS, default="table")
+    args = p.parse_args(argv)
+    try:
+        try:
+            params = json.loads(args.grid)
+        except ValueError as err:
+            raise UserError(f"--grid: not JSON ({err})") from None
+        if not isinstance(params, dict):
+            raise UserError('--grid: give a JSON object of lists, e.g. {"x": [1, 2]}')
+        fn = load_fn(args.fn)
+        store = None if args.no_store else Store(args.store)
+        res = run(fn, grid(params), kind=args.kind, store=store, source=args.source, label=args.label,
+                  executor=args.executor, workers=args.workers)
+    except UserError as err:
+        sys.stderr.write(f"longhaul: error: {err}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("longhaul: interrupted (completed points are kept; re-run to resume)\n")
+        return 130
+    emit(res.records, args.format)
+    sys.stderr.write(f"{res.computed} computed, {res.cached} cached, {res.seconds:.2f} s\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

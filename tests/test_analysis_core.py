@@ -1,0 +1,199 @@
+"""Analysis: profiles, decrease-per-mile + Hoeffding bound, calibration, balance ratio, comparison."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from longhaul.analysis import (balance_ratios, comparison_table, decrease_per_mile, distance_profile, fit,
+                               hoeffding_halfwidth, load_published, miles_from_delay_us, rel_err, stability_profile,
+                               window_model)
+from longhaul.cli import main
+from longhaul.errors import UserError
+from longhaul.results import Store
+
+FIX = Path(__file__).parent / "fixtures" / "ingest"
+DELAYS = [0.0, 10.0, 100.0, 1000.0, 10000.0]
+
+
+def recs_from(fn, delays=DELAYS, sizes=(65536,), repeats=1):
+    return [{"size_bytes": s, "delay_us": d, "bw_MBps": fn(s, d, k)} for s in sizes for d in delays for k in range(repeats)]
+
+
+def test_distance_and_stability_profiles():
+    recs = recs_from(lambda s, d, k: 900 - d / 100 + (k - 1) * 10, repeats=3)
+    prof = distance_profile(recs)
+    assert [r["delay_us"] for r in prof] == DELAYS
+    assert prof[-1]["bw_MBps"] == pytest.approx(800) and prof[-1]["n"] == 3 and prof[-1]["distance_km"] == 2000
+    stab = stability_profile(recs)
+    assert stab[0]["bw_MBps_std"] == pytest.approx(10) and stab[0]["bw_MBps_min"] == 890 and stab[0]["bw_MBps_max"] == 910
+    with pytest.raises(UserError, match="no record has a numeric 'lat_us'"):
+        distance_profile(recs, value="lat_us")
+
+
+DELAY_LISTS = st.lists(st.integers(0, 10**8).map(lambda n: n / 1000), min_size=2, max_size=6, unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(level=st.floats(0, 5000), delays=DELAY_LISTS,
+       repeats=st.integers(1, 4))
+def test_dpm_of_constant_profile_is_zero(level, delays, repeats):
+    recs = recs_from(lambda s, d, k: level, delays=delays, repeats=repeats)
+    rows = decrease_per_mile(recs, bound=max(level, 1.0))
+    assert all(r["D_MBps_per_mile"] == pytest.approx(0, abs=1e-9) for r in rows)
+    assert all(r["D_lo_MBps_per_mile"] <= 0 <= r["D_hi_MBps_per_mile"] for r in rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(slope=st.floats(0, 2), delays=DELAY_LISTS)
+def test_dpm_of_linear_profile_is_its_slope(slope, delays):
+    recs = recs_from(lambda s, d, k: 30000 - slope * miles_from_delay_us(d), delays=delays)
+    for r in decrease_per_mile(recs, bound=30000):
+        assert r["D_MBps_per_mile"] == pytest.approx(slope, rel=1e-6, abs=1e-9)
+
+
+def test_hoeffding_halfwidth_formula_and_coverage():
+    # one distance pair, n0 = ni = 4 repeats, dx = 1 mile, B = 1000, delta = 0.05
+    assert hoeffding_halfwidth(1000, (1 / 4 + 1 / 4), 0.05) == pytest.approx(1000 * math.sqrt(math.log(40) / 2 * 0.5))
+    # coverage: independent uniform noise within [0, B]; the 95% bound must cover the true D in >= 95% of trials
+    rng = random.Random(3)
+    true_T = {0.0: 800.0, 1000.0: 500.0, 5000.0: 200.0}
+    B = 1000.0
+    covered = 0
+    trials = 300
+    for _ in range(trials):
+        recs = [{"size_bytes": 1, "delay_us": d, "bw_MBps": t + rng.uniform(-150, 150)} for d, t in true_T.items()
+                for _ in range(5)]
+        rows = decrease_per_mile(recs, bound=B, simultaneous=True)
+        ok = True
+        for r in rows:
+            if r["estimate"] == "mean D":
+                truth = np.mean([(800 - true_T[d]) / miles_from_delay_us(d) for d in (1000.0, 5000.0)])
+            else:
+                truth = (800 - true_T[r["delay_us"]]) / r["distance_miles"]
+            ok &= r["D_lo_MBps_per_mile"] <= truth <= r["D_hi_MBps_per_mile"]
+        covered += ok
+    assert covered / trials >= 0.95
+
+
+def test_dpm_input_errors():
+    one = recs_from(lambda s, d, k: 5.0, delays=[100.0])
+    with pytest.raises(UserError, match="at least 2 distinct distances"):
+        decrease_per_mile(one)
+    with pytest.raises(UserError, match="exceeds it"):
+        decrease_per_mile(recs_from(lambda s, d, k: 50.0), bound=10)
+    with pytest.raises(UserError, match="confidence"):
+        decrease_per_mile(recs_from(lambda s, d, k: 5.0), confidence=1.5)
+    rows = decrease_per_mile(recs_from(lambda s, d, k: 5.0))
+    assert rows[0]["bound_from"].startswith("observed max")
+
+
+def test_calibration_recovers_window_model_and_predicts():
+    truth = {"link_MBps": 950.0, "per_msg_us": 1.5, "window_msgs": 24.0}
+    x = np.array([(2.0**k, d) for k in range(1, 24, 2) for d in DELAYS])
+    rng = np.random.default_rng(7)
+    y = window_model(truth, x) * (1 + 0.005 * rng.standard_normal(len(x)))
+    res = fit(window_model, {"link_MBps": 500.0, "per_msg_us": 5.0, "window_msgs": 4.0}, x, y,
+              bounds={"link_MBps": (1, 1e5), "per_msg_us": (0, 100), "window_msgs": (1, 1e4)})
+    for k, v in truth.items():
+        assert res.values[k] == pytest.approx(v, rel=0.03)
+        assert abs(res.values[k] - v) < 5 * res.stderr[k] + 1e-9     # the uncertainty is honest
+    assert res.r2 > 0.999 and res.dof == len(y) - 3
+    pred, se = res.predict(np.array([[65536.0, 3000.0]]))
+    assert pred[0] == pytest.approx(window_model(truth, np.array([[65536.0, 3000.0]]))[0], rel=0.03)
+    assert 0 < se[0] < 0.05 * pred[0]
+
+
+def test_calibration_any_callable_and_too_few_points():
+    # a plain linear model with params dict and a list x
+    res = fit(lambda p, x: [p["a"] + p["b"] * xi for xi in x], {"a": 0.0, "b": 0.0}, [0, 1, 2, 3], [1, 3, 5, 7.2])
+    assert res.values["b"] == pytest.approx(2.06, abs=1e-6) and res.stderr["b"] > 0
+    with pytest.raises(UserError, match="2 measured point\\(s\\) for 2 free parameter\\(s\\); need at least 3"):
+        fit(lambda p, x: [p["a"] + p["b"] * xi for xi in x], {"a": 0.0, "b": 0.0}, [0, 1], [1, 3])
+
+
+def test_balance_ratio():
+    intra = [{"test": "bw", "size_bytes": 1 << 20, "bw_MBps": 3000.0}, {"test": "latency", "size_bytes": 1, "lat_us": 0.5},
+             {"test": "bibw", "size_bytes": 1 << 20, "bw_MBps": 5000.0}]
+    inter = [{"test": "bw", "size_bytes": 1 << 20, "bw_MBps": 3000.0}, {"test": "latency", "size_bytes": 1, "lat_us": 1.0},
+             {"test": "bibw", "size_bytes": 1 << 20, "bw_MBps": 5730.0}]
+    rows, summary = balance_ratios(intra, inter)
+    by = {s["metric"]: s for s in summary}
+    assert by["bandwidth"]["ratio"] == 1.0 and by["bandwidth"]["balanced_within_10pct"]
+    assert by["latency"]["ratio"] == 0.5 and not by["latency"]["balanced_within_10pct"]
+    assert by["bi-directional bandwidth"]["ratio"] == pytest.approx(5000 / 5730)
+    with pytest.raises(UserError, match="share no"):
+        balance_ratios(intra, [{"test": "bw", "size_bytes": 8, "bw_MBps": 1.0}])
+
+
+def test_comparison_table_and_published_points():
+    assert rel_err(110, 100) == pytest.approx(0.1) and rel_err(None, 1) is None and rel_err(1, 0) is None
+    (row,) = comparison_table([{"id": "p", "published": 984.0, "model": 960.0, "measured": 1000.0}])
+    assert row["model_rel_err"] == pytest.approx(-24 / 984) and row["measured_rel_err"] == pytest.approx(16 / 984)
+    assert row["model_vs_measured_rel_err"] == pytest.approx(-0.04)
+    points = load_published()
+    assert {"S1-verbs-rc-peak", "S3-rdma-bw-10km"} <= {p["id"] for p in points}
+
+
+# ------------------------------------------------------------------------------------------ CLI
+@pytest.fixture
+def measured_store(tmp_path):
+    store = tmp_path / "res"
+    for d in ("0", "1000", "10000"):
+        assert main(["ingest", str(FIX / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", d,
+                     "--label", f"d{d}", "--store", str(store), "--format", "csv"]) == 0
+    return store
+
+
+def test_cli_profile_dpm_stability_calibrate(measured_store, capsys, tmp_path):
+    capsys.readouterr()
+    s = ["--store", str(measured_store), "--format", "json"]
+    assert main(["analyse", "profile", *s, "--where", "size_bytes=65536", "--plot", str(tmp_path / "prof")]) == 0
+    prof = json.loads(capsys.readouterr().out)
+    assert [r["delay_us"] for r in prof] == [0.0, 1000.0, 10000.0]
+    assert (tmp_path / "prof.png").stat().st_size > 1000 and (tmp_path / "prof.svg").exists()
+    assert main(["analyse", "dpm", *s, "--bound-MBps", "1000"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["D_MBps_per_mile"] == 0 for r in rows)          # same file at every delay: no decrease
+    assert main(["analyse", "stability", *s, "--label", "d0"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 5
+    assert main(["analyse", "calibrate", *s, "--predict-delays-us", "500"]) == 0
+    out = capsys.readouterr().out
+    assert '"param": "link_MBps"' in out and '"bw_MBps_pred"' in out
+
+
+def test_cli_analysis_errors(measured_store, capsys, tmp_path):
+    s = ["--store", str(measured_store)]
+    assert main(["analyse", "dpm", *s, "--label", "d0"]) == 2
+    assert "at least 2 distinct distances" in capsys.readouterr().err
+    assert main(["analyse", "calibrate", *s, "--label", "d0", "--where", "size_bytes=2,1024"]) == 2
+    assert "need at least 4" in capsys.readouterr().err
+    assert main(["analyse", "profile", *s, "--where", "nonsense"]) == 2
+    assert "--where" in capsys.readouterr().err
+    assert main(["analyse", "profile", "--store", str(tmp_path / "empty")]) == 2
+    assert "no records selected" in capsys.readouterr().err
+
+
+def test_cli_balance_and_compare(tmp_path, capsys):
+    store = tmp_path / "res"
+    for label in ("intra", "inter"):
+        assert main(["ingest", str(FIX / "osu_bw.txt"), str(FIX / "osu_latency.txt"), "--tool", "osu",
+                     "--label", label, "--store", str(store), "--format", "csv"]) == 0
+    capsys.readouterr()
+    assert main(["analyse", "balance", "--store", str(store), "--intra-label", "intra", "--inter-label", "inter",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {s["metric"] for s in out["summary"]} == {"bandwidth", "latency"} and all(s["ratio"] == 1 for s in out["summary"])
+    run = Store(store).runs(label="intra")[0]["run_id"]
+    assert main(["analyse", "compare", "--store", str(store), "--point", "S3-rdma-bw-10km", "--measured-run", run[:8],
+                 "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["measured"] == 955.6 and row["measured_rel_err"] == pytest.approx((955.6 - 950) / 950)
+    assert main(["analyse", "compare", "--store", str(store), "--point", "nope"]) == 2

@@ -1,0 +1,64 @@
+"""Figures: every plot function writes PNG + SVG, deterministically, from record lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from longhaul import plots
+from longhaul.errors import UserError
+
+BW = [{"size_bytes": 2**k, "delay_us": d, "streams": st, "bw_MBps": min(960.0, 2**k / (1 + d / 100)) * st / 4}
+      for k in range(1, 24, 2) for d in (0.0, 100.0, 1000.0) for st in (1, 4)]
+
+
+def _check(fig, tmp_path, name):
+    paths = plots.save(fig, tmp_path / name)
+    assert [p.suffix for p in paths] == [".png", ".svg"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[0].stat().st_size > 5000
+    svg = paths[1].read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    plots.close(fig)
+    return paths
+
+
+def test_bandwidth_vs_size_one_curve_per_delay(tmp_path):
+    fig = plots.bandwidth_vs_size([r for r in BW if r["streams"] == 4])
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels == ["0 us (0 km)", "100 us (20 km)", "1000 us (200 km)"]
+    assert fig.axes[0].get_xscale() == "log"
+    _check(fig, tmp_path, "bws")
+
+
+def test_bandwidth_vs_delay_per_stream_count_log_x(tmp_path):
+    fig = plots.bandwidth_vs_delay([r for r in BW if r["size_bytes"] == 2**21], series="streams")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "symlog" and [ln.get_label() for ln in ax.get_lines()] == ["streams=1", "streams=4"]
+    _check(fig, tmp_path, "bwd")
+
+
+def test_other_published_figure_kinds(tmp_path):
+    before = [{"size_bytes": 2**k, "bw_MBps": 100.0 * k} for k in range(10, 20)]
+    after = [{"size_bytes": 2**k, "bw_MBps": 120.0 * k} for k in range(10, 20)]
+    _check(plots.mpi_threshold_tuning(before, after), tmp_path, "mpi")
+    lat = [{"size_bytes": 2**k, "lat_us": 10.0 * k} for k in range(4, 18)]
+    _check(plots.bcast_latency(lat, [{**r, "lat_us": r["lat_us"] / 2} for r in lat]), tmp_path, "bcast")
+    nas = [{"benchmark": b, "delay_us": d, "time_s": t * (1 + d / f)} for b, t, f in (("IS", 10.0, 1e5), ("CG", 20.0, 1e3))
+           for d in (0.0, 10.0, 100.0, 1000.0, 10000.0)]
+    fig = plots.normalised_time_vs_delay(nas)
+    ys = fig.axes[0].get_lines()[0].get_ydata()
+    assert ys[0] == 1.0                                   # normalised to the 0 us run
+    _check(fig, tmp_path, "nas")
+    nfs = [{"transport": t, "delay_us": d, "bw_MBps": v} for t, vals in (("rdma", (700, 700, 500, 100)), ("ipoib-rc", (500, 490, 450, 300)))
+           for d, v in zip((0.0, 10.0, 100.0, 1000.0), vals)]
+    _check(plots.nfs_throughput_vs_delay(nfs), tmp_path, "nfs")
+
+
+def test_svg_is_deterministic(tmp_path):
+    a = _check(plots.bandwidth_vs_size(BW), tmp_path / "a", "f")[1].read_bytes()
+    b = _check(plots.bandwidth_vs_size(BW), tmp_path / "b", "f")[1].read_bytes()
+    assert a == b
+
+
+def test_missing_columns_is_a_user_error():
+    with pytest.raises(UserError, match="no record has numeric 'size_bytes' and 'lat_us'"):
+        plots.bandwidth_vs_size(BW, value="lat_us")

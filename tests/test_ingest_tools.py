@@ -1,0 +1,226 @@
+"""Ingest of perftest, OSU and iperf3 outputs (fixtures in each tool's documented format)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from longhaul.cli import main
+from longhaul.ingest import IngestError, ingest_file, parse_text
+from longhaul.results import Store
+
+FIX = Path(__file__).parent / "fixtures" / "ingest"
+
+
+def parse(name, tool):
+    return parse_text((FIX / name).read_text(), tool, name)
+
+
+# ------------------------------------------------------------------------------------- perftest
+def test_perftest_write_bw_mb_header_is_mib():
+    recs = parse("perftest_write_bw_mb.txt", "perftest")
+    assert [r["size_bytes"] for r in recs] == [2, 1024, 65536, 1048576, 8388608]
+    r = recs[2]
+    assert (r["op"], r["test"], r["transport"], r["qps"], r["mtu_bytes"], r["tx_depth"]) == ("write", "bw", "rc", 1, 2048, 128)
+    assert r["bw_reported"] == 688.20 and r["bw_reported_unit"] == "MB/sec"
+    assert r["bw_MBps"] == pytest.approx(688.20 * 1048576 / 1e6)      # perftest's MB is 2^20
+    assert r["bw_peak_MBps"] == pytest.approx(701.44 * 1.048576)
+    assert r["msg_rate_Mps"] == 0.011011 and r["iterations"] == 5000
+    assert "2^20" in r["unit_note"]
+
+
+def test_perftest_gbits_and_mib_headers():
+    g = parse("perftest_read_bw_gbits.txt", "perftest")
+    assert g[0]["op"] == "read" and g[0]["qps"] == 2
+    assert g[1]["bw_MBps"] == pytest.approx(7.60 * 125)                 # 10^9 bit/s = 125 MB/s
+    m = parse("perftest_send_bw_mib.txt", "perftest")
+    assert len(m) == 1 and m[0]["transport"] == "ud" and m[0]["op"] == "send"
+    assert m[0]["bw_MBps"] == pytest.approx(922.18 * 1.048576) and m[0]["bw_reported_unit"] == "MiB/sec"
+
+
+def test_perftest_latency_new_and_old_columns():
+    new = parse("perftest_write_lat.txt", "perftest")
+    assert new[0]["test"] == "lat" and new[0]["lat_us"] == 51.55 and new[0]["lat_min_us"] == 51.12
+    assert new[0]["lat_p999_us"] == 58.90 and new[2]["size_bytes"] == 32768
+    old = parse("perftest_send_lat_old.txt", "perftest")
+    assert old[1]["lat_us"] == 1015.31 and old[1]["lat_typical_us"] == 1015.31 and "lat_avg_us" not in old[1]
+
+
+def test_perftest_bad_row_names_tool_and_line():
+    with pytest.raises(IngestError) as e:
+        parse("bad_perftest_row.txt", "perftest")
+    assert str(e.value).startswith("perftest: bad_perftest_row.txt line 7:")
+
+
+def test_perftest_unknown_unit_and_column():
+    text = " #bytes     #iterations    BW peak[KB/sec]    BW average[KB/sec]   MsgRate[Mpps]\n 2 5 1 1 1\n"
+    with pytest.raises(IngestError, match="line 1: unknown bandwidth unit"):
+        parse_text(text, "perftest")
+    with pytest.raises(IngestError, match="line 2: unknown column 'Foo\\[x\\]'"):
+        parse_text("hello\n #bytes #iterations Foo[x]\n", "perftest")
+
+
+# ------------------------------------------------------------------------------------------ OSU
+@pytest.mark.parametrize("name,test,col,size,value", [
+    ("osu_latency.txt", "latency", "lat_us", 1024, 1005.9),
+    ("osu_bw.txt", "bw", "bw_MBps", 4194304, 955.6),
+    ("osu_bibw.txt", "bibw", "bw_MBps", 1048576, 1520.8),
+    ("osu_allreduce.txt", "allreduce", "lat_us", 65536, 2702.3),
+])
+def test_osu_files(name, test, col, size, value):
+    recs = parse(name, "osu")
+    assert {r["test"] for r in recs} == {test}
+    assert next(r[col] for r in recs if r["size_bytes"] == size) == value
+    assert all(isinstance(r["size_bytes"], int) for r in recs)
+
+
+def test_osu_mbw_mr_pairs_window_and_rate():
+    recs = parse("osu_mbw_mr.txt", "osu")
+    assert recs[0]["pairs"] == 4 and recs[0]["window"] == 64 and recs[0]["test"] == "mbw_mr"
+    assert recs[-1]["bw_MBps"] == 951.2 and recs[-1]["msg_rate_Mps"] == pytest.approx(0.0145142)
+
+
+def test_osu_collective_full_columns_skip_launcher_noise():
+    recs = parse("osu_bcast_full.txt", "osu")
+    assert [r["size_bytes"] for r in recs] == [1, 131072, 1048576]
+    assert recs[1]["lat_us"] == 3460.2 and recs[1]["lat_min_us"] == 3401.7 and recs[1]["iterations"] == 100
+    assert recs[0]["pattern"] == "collective" and recs[0]["osu_version"] == "7.3"
+
+
+def test_osu_bad_row_and_missing_title():
+    with pytest.raises(IngestError, match=r"^osu: bad_osu_row.txt line 4: row has 3 fields"):
+        parse("bad_osu_row.txt", "osu")
+    with pytest.raises(IngestError, match=r"^osu: bad_not_a_benchmark.txt line 1: no '# OSU"):
+        parse("bad_not_a_benchmark.txt", "osu")
+
+
+# --------------------------------------------------------------------------------------- iperf3
+def test_iperf3_json_tcp():
+    recs = parse("iperf3_tcp.json", "iperf3")
+    doc = json.loads((FIX / "iperf3_tcp.json").read_text())
+    sender = next(r for r in recs if r["direction"] == "sender")
+    assert sender["bw_MBps"] == pytest.approx(doc["end"]["sum_sent"]["bits_per_second"] / 8e6)
+    assert sender["rate_gbps"] == pytest.approx(doc["end"]["sum_sent"]["bits_per_second"] / 1e9)
+    assert sender["retransmits"] == 0 and sender["streams"] == 1 and sender["test"] == "tcp"
+    assert {r["direction"] for r in recs} == {"sender", "receiver"}
+
+
+def test_iperf3_json_udp_and_failed_run():
+    (u,) = parse("iperf3_udp.json", "iperf3")
+    assert u["test"] == "udp" and u["lost_packets"] == 31 and u["jitter_ms"] == 0.012
+    assert u["rate_gbps"] == pytest.approx(0.9999596681)
+    with pytest.raises(IngestError, match="the iperf3 run failed: unable to connect"):
+        parse("iperf3_failed.json", "iperf3")
+    with pytest.raises(IngestError, match=r"^iperf3: bad_iperf3_truncated.json line 6: not iperf3 -J JSON"):
+        parse("bad_iperf3_truncated.json", "iperf3")
+
+
+def test_iperf3_text_single_and_parallel():
+    single = parse("iperf3_single.txt", "iperf3")
+    s = next(r for r in single if r["direction"] == "sender")
+    assert s["rate_gbps"] == pytest.approx(0.934) and s["bw_MBps"] == pytest.approx(116.75)
+    assert s["bytes"] == 334 * 1024**2 and s["streams"] == 1
+    par = parse("iperf3_P4.txt", "iperf3")
+    assert len(par) == 2 and all(r["streams"] == 4 for r in par)      # the [SUM] rows, not per stream
+    assert next(r for r in par if r["direction"] == "receiver")["rate_gbps"] == pytest.approx(7.87)
+    assert next(r for r in par if r["direction"] == "sender")["retransmits"] == 42
+
+
+def test_iperf3_bad_text_row():
+    with pytest.raises(IngestError, match=r"^iperf3: bad_iperf3_row.txt line 3:"):
+        parse("bad_iperf3_row.txt", "iperf3")
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def test_cli_ingest_stores_measured_run(tmp_path, capsys):
+    store = tmp_path / "res"
+    argv = ["ingest", str(FIX / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", "1000",
+            "--label", "site-a", "--store", str(store), "--format", "json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out) == 5 and all(r["delay_us"] == 1000.0 and r["distance_km"] == 200.0 for r in out)
+    (entry,) = Store(store).runs()
+    assert (entry["source"], entry["label"], entry["kind"], entry["n_records"]) == ("measured", "site-a", "ingest-perftest", 5)
+    assert main(argv) == 0                                     # same file, same facts: replaced, not duplicated
+    assert len(Store(store).runs()) == 1
+    assert main([*argv[:-2], "--delay-us", "10", "--format", "csv"]) == 0
+    assert len(Store(store).runs()) == 2
+
+
+def test_cli_ingest_distance_km_and_emu_source(tmp_path, capsys):
+    store = tmp_path / "res"
+    assert main(["ingest", str(FIX / "iperf3_P4.txt"), "--tool", "iperf3", "--distance-km", "10", "--source", "emu",
+                 "--store", str(store), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["delay_us"] == 50.0
+    assert Store(store).runs()[0]["source"] == "emu"
+
+
+@pytest.mark.parametrize("name,tool,line", [
+    ("bad_perftest_row.txt", "perftest", 7), ("bad_osu_row.txt", "osu", 4), ("osu_bw.txt", "perftest", 1),
+    ("perftest_write_lat.txt", "osu", 1), ("perftest_write_lat.txt", "iperf3", 1), ("bad_iperf3_row.txt", "iperf3", 3),
+])
+def test_cli_wrong_format_one_line_exit_2_nothing_stored(tmp_path, capsys, name, tool, line):
+    store = tmp_path / "res"
+    good = {"perftest": "perftest_write_lat.txt", "osu": "osu_bw.txt", "iperf3": "iperf3_single.txt"}[tool]
+    argv = ["ingest", str(FIX / good), str(FIX / name), "--tool", tool, "--delay-us", "0", "--store", str(store)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"longhaul: error: {tool}: {name} line {line}:")
+    assert not (store / "runs").exists()                      # all files parsed before anything is stored
+
+
+def test_cli_ingest_bad_options(tmp_path, capsys):
+    f = str(FIX / "osu_bw.txt")
+    assert main(["ingest", f, "--tool", "osu", "--delay-us", "-5", "--dry-run"]) == 2
+    assert "--delay-us" in capsys.readouterr().err
+    assert main(["ingest", f, "--tool", "osu", "--delay-us", "1,2", "--dry-run"]) == 2
+    assert "one delay" in capsys.readouterr().err
+    assert main(["ingest", str(tmp_path / "missing.txt"), "--tool", "osu", "--dry-run"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["ingest", f, "--tool", "netperf"])
+    assert e.value.code == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (Debian package iperf3)")
+def test_real_iperf3_on_loopback(tmp_path):
+    """A real iperf3 run on 127.0.0.1 (1 s, bounded) parses in both JSON and text form."""
+    port = str(_free_port())
+    server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", port, "-1"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-J"], capture_output=True,
+                             text=True, timeout=30)
+    finally:
+        server.wait(timeout=30)
+    assert out.returncode == 0, out.stderr
+    recs = parse_text(out.stdout, "iperf3", "live.json")
+    assert {r["direction"] for r in recs} == {"sender", "receiver"} and all(r["bw_MBps"] > 0 for r in recs)
+    server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", port, "-1"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        txt = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-P", "2"], capture_output=True,
+                             text=True, timeout=30)
+    finally:
+        server.wait(timeout=30)
+    recs = parse_text(txt.stdout, "iperf3", "live.txt")
+    assert len(recs) == 2 and all(r["streams"] == 2 for r in recs)
+    f = tmp_path / "live.txt"
+    f.write_text(txt.stdout)
+    scenario, recs2 = ingest_file(f, "iperf3", delay_us=0.0)
+    assert scenario["kind"] == "ingest-iperf3" and recs2[0]["delay_us"] == 0.0

@@ -1,0 +1,209 @@
+"""Results store: round trip, cache key, atomic writes, damaged/foreign files, CLI ls/show/export/rm."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longhaul.cli import main
+from longhaul.errors import UserError
+from longhaul.results import Store, canonical_json, scenario_hash
+
+RECS = [{"size_bytes": 2, "delay_us": 0.0, "bw_MBps": 1.5, "transport": "rc"},
+        {"size_bytes": 65536, "delay_us": 1000.0, "bw_MBps": 688.2, "transport": "rc"}]
+
+
+def test_scenario_hash_is_canonical():
+    a = {"b": [1, 2], "a": {"y": 1, "x": "é"}}
+    b = {"a": {"x": "é", "y": 1}, "b": (1, 2)}
+    assert canonical_json(a) == '{"a":{"x":"é","y":1},"b":[1,2]}'
+    assert scenario_hash(a) == scenario_hash(b)
+    assert scenario_hash(a) != scenario_hash({**a, "seed": 2})
+    assert len(scenario_hash(a)) == 64
+
+
+def test_put_get_cached_and_facts(tmp_path):
+    store = Store(tmp_path / "res")
+    sc = {"kind": "demo", "transport": "rc", "seed": 7}
+    assert store.get_cached(sc) is None
+    run_id = store.put(sc, RECS, source="sim", label="t1")
+    assert run_id == scenario_hash(sc)
+    assert store.get_cached(dict(reversed(list(sc.items())))) == RECS
+    meta, recs = store.read_run(run_id)
+    assert recs == RECS
+    assert meta["scenario"] == sc and meta["seed"] == 7 and meta["source"] == "sim" and meta["label"] == "t1"
+    assert meta["software_version"].startswith("longhaul ")
+    assert {"hostname", "os", "python", "cpus"} <= set(meta["host"])
+    assert meta["started_utc"] <= meta["finished_utc"]
+    manifest = json.loads((tmp_path / "res" / "manifest.json").read_text())
+    assert manifest["runs"][run_id]["n_records"] == 2
+    # no temp files left behind
+    assert [p.name for p in (tmp_path / "res" / "runs").iterdir()] == [f"{run_id}.parquet"]
+
+
+def test_cache_miss_on_other_software_version(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    store.put({"kind": "demo"}, RECS, source="sim")
+    import longhaul.results as results
+
+    monkeypatch.setitem(results._VERSION_CACHE, "fp", "0123456789ab")   # a rebuilt / edited model
+    assert store.get_cached({"kind": "demo"}) is None
+    assert store.get_cached({"kind": "demo"}, same_version=False) == RECS
+
+
+def test_manifest_rebuilt_from_files(tmp_path):
+    store = Store(tmp_path)
+    rid = store.put({"kind": "demo"}, RECS, source="measured", label="site-a")
+    (tmp_path / "manifest.json").write_text("{ not json")
+    entries = Store(tmp_path).runs()
+    assert [e["run_id"] for e in entries] == [rid]
+    assert entries[0]["label"] == "site-a"
+    assert json.loads((tmp_path / "manifest.json").read_text())["runs"][rid]["source"] == "measured"
+
+
+def test_interrupted_write_leaves_old_run(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    sc = {"kind": "demo"}
+    store.put(sc, RECS, source="sim")
+    import longhaul.results as results
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results.os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        store.put(sc, [{"size_bytes": 1, "bw_MBps": 0.0}], source="sim")
+    monkeypatch.undo()
+    assert store.get_cached(sc) == RECS
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [f"{scenario_hash(sc)}.parquet"]
+
+
+def test_bad_source_and_mixed_types(tmp_path):
+    store = Store(tmp_path)
+    with pytest.raises(UserError, match="source 'lab'"):
+        store.put({"k": 1}, RECS, source="lab")
+    with pytest.raises(ValueError, match="column 'x'"):
+        store.put({"k": 1}, [{"x": 1}, {"x": "one"}], source="sim")
+
+
+def test_store_path_is_a_file(tmp_path, capsys):
+    f = tmp_path / "f.parquet"
+    f.write_text("x")
+    assert main(["results", "ls", "--store", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a file" in err
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**62), 2**62),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_store_round_trip_property(tmp_path_factory, data):
+    """Any homogeneous table of scalars comes back exactly (same keys, values and types)."""
+    keys = data.draw(st.lists(st.text("abcdefgh_", min_size=1, max_size=6), min_size=1, max_size=4, unique=True))
+    kinds = {k: data.draw(st.sampled_from(["int", "float", "str", "bool"])) for k in keys}
+    strat = {"int": st.integers(-(2**62), 2**62), "float": st.floats(allow_nan=False, allow_infinity=False),
+             "str": st.text(max_size=12), "bool": st.booleans()}
+    recs = data.draw(st.lists(st.fixed_dictionaries({k: st.one_of(st.none(), strat[kinds[k]]) for k in keys}),
+                              min_size=1, max_size=8))
+    store = Store(tmp_path_factory.mktemp("rt"))
+    sc = {"kind": "prop", "keys": keys}
+    store.put(sc, recs, source="sim")
+    back = store.get_cached(sc)
+    assert back == recs
+    for a, b in zip(recs, back):
+        for k in keys:
+            assert type(a[k]) is type(b[k]) or (a[k] is None and b[k] is None)
+
+
+# ------------------------------------------------------------------------------------------ CLI
+@pytest.fixture
+def filled(tmp_path):
+    store = Store(tmp_path / "res")
+    a = store.put({"kind": "demo", "i": 1}, RECS, source="sim", label="one")
+    b = store.put({"kind": "ingest-perftest", "i": 2}, RECS[:1], source="measured", label="site-a")
+    return tmp_path / "res", a, b
+
+
+def test_cli_ls_show_export_rm(filled, capsys, tmp_path):
+    root, a, b = filled
+    assert main(["results", "ls", "--store", str(root), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["run_id"] for r in rows} == {a[:12], b[:12]}
+    assert main(["results", "ls", "--store", str(root), "--source", "measured", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert b[:12] in out and a[:12] not in out
+
+    assert main(["results", "show", a[:6], "--store", str(root), "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["records"] == RECS and shown["run"]["scenario"] == {"kind": "demo", "i": 1}
+
+    out_csv = tmp_path / "all.csv"
+    assert main(["results", "export", "--store", str(root), "--out", str(out_csv)]) == 0
+    lines = out_csv.read_text().splitlines()
+    assert lines[0].startswith("run_id,source,label,") and len(lines) == 1 + 3
+    out_pq = tmp_path / "all.parquet"
+    assert main(["results", "export", "--store", str(root), "--format", "parquet", "--out", str(out_pq)]) == 0
+    assert pq.read_table(out_pq).num_rows == 3
+    assert main(["results", "export", "--store", str(root), "--format", "parquet"]) == 2
+
+    assert main(["results", "rm", b[:8], "--store", str(root)]) == 0
+    capsys.readouterr()
+    assert [e["run_id"] for e in Store(root).runs()] == [a]
+    assert main(["results", "rm", "--store", str(root)]) == 2
+    assert main(["results", "rm", "--all", "--store", str(root)]) == 0
+    assert Store(root).runs() == []
+
+
+def test_cli_unknown_and_ambiguous_run(filled, capsys):
+    root, a, b = filled
+    assert main(["results", "show", "zzzz", "--store", str(root)]) == 2
+    assert "no such run" in capsys.readouterr().err
+    assert main(["results", "show", "ab", "--store", str(root)]) == 2
+    assert "at least 4" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"garbage, not parquet at all", b"PAR1" + b"\0" * 20 + b"PAR1"])
+def test_corrupt_parquet_one_line_exit_2_nothing_lost(filled, capsys, content):
+    root, a, b = filled
+    bad = root / "runs" / f"{'e' * 64}.parquet"
+    bad.write_bytes(content)
+    for argv in (["results", "ls"], ["results", "export"], ["results", "verify"]):
+        assert main([*argv, "--store", str(root)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "eeeeeeee" in err and "Traceback" not in err
+    assert bad.read_bytes() == content           # nothing lost: the damaged file is untouched
+    assert Store(root).read_run(a)[1] == RECS    # and the good runs are intact
+    assert main(["results", "rm", "eeeeeeee", "--store", str(root)]) == 0
+    assert main(["results", "verify", "--store", str(root)]) == 0
+
+
+def test_foreign_parquet_named_as_run(filled, capsys):
+    root, a, b = filled
+    foreign = root / "runs" / f"{'f' * 64}.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), foreign)
+    assert main(["results", "ls", "--store", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "foreign" in err and err.count("\n") == 1
+    assert pq.read_table(foreign).num_rows == 2
+
+
+def test_cli_subprocess_and_env_store(filled, tmp_path):
+    import subprocess
+    import sys
+
+    root, a, b = filled
+    env = {**os.environ, "LONGHAUL_STORE": str(root), "PYTHONPATH": str(Path(__file__).parents[1] / "python")}
+    out = subprocess.run([sys.executable, "-m", "longhaul.cli", "results", "ls", "--format", "csv"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert a[:12] in out.stdout and b[:12] in out.stdout

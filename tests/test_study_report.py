@@ -1,0 +1,221 @@
+"""`longhaul study` end to end with a fake simulator (the real one is not needed), pluggable parts,
+the report's content, and a headless-Chromium screenshot of it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import longhaul.study as study_mod
+from longhaul.analysis import window_model
+from longhaul.cli import main
+from longhaul.results import Store
+from longhaul.study import PartResult, SkipPart, StudyPart, Table
+
+FAKE_PARAMS = {"rc": (960.0, 1.0, 32.0), "uc": (960.0, 0.9, 64.0), "ud": (967.0, 0.8, 1e9)}
+
+
+def fake_sweep(transport="rc", op="write", test="bw", sizes=(), delays_us=(), qps=1, profile="s1",
+               iterations=None, tx_depth=None, seed=1):
+    """Stands in for longhaul.sim.verbs.sweep: a windowed-pipe bandwidth, the documented record keys."""
+    link, per_msg, window = FAKE_PARAMS[transport]
+    out = []
+    for d in delays_us:
+        for s in sizes:
+            bw = float(window_model({"link_MBps": link, "per_msg_us": per_msg, "window_msgs": window},
+                                    np.array([[s, d]]))[0])
+            lat = d + per_msg + s / link
+            out.append({"transport": transport, "op": op, "test": test, "profile": profile, "size_bytes": s,
+                        "delay_us": float(d), "distance_km": d / 5, "qps": qps, "iterations": iterations or 1000,
+                        "bw_MBps": bw if test != "lat" else None, "lat_us": lat, "lat_min_us": lat, "lat_max_us": lat,
+                        "msg_rate_Mps": bw / s, "sim_events": 1000})
+    return out
+
+
+@pytest.fixture
+def fake_sim(monkeypatch):
+    """Replace the simulator's verbs model for the study part only (the CLI's own `sim` verb keeps the real one)."""
+    calls = []
+    verbs = types.SimpleNamespace()
+
+    def sweep(**kw):
+        calls.append(kw)
+        return fake_sweep(**kw)
+
+    verbs.sweep = sweep
+    monkeypatch.setattr(study_mod, "load_verbs", lambda: verbs)
+    return calls
+
+
+@pytest.fixture
+def fake_validation(monkeypatch):
+    val = types.ModuleType("longhaul.validation")
+    val.check_all = lambda: [
+        {"id": "S1-verbs-rc-peak", "source": "S1", "what": "RC peak", "expected": 984.0, "model": 960.0,
+         "rel_err": -0.0244, "passed": True, "detail": "within 5%"},
+        {"id": "S1-verbs-ud-peak", "source": "S1", "what": "UD peak", "expected": 967.0, "model": 700.0,
+         "rel_err": -0.276, "passed": False, "detail": "off by 28%"},
+    ]
+    monkeypatch.setitem(sys.modules, "longhaul.validation", val)
+
+
+def test_quick_study_end_to_end_then_warm_cache(tmp_path, fake_sim, fake_validation, capsys):
+    store, out = tmp_path / "res", tmp_path / "out"
+    assert main(["study", "--quick", "--out", str(out), "--store", str(store)]) == 0
+    md = capsys.readouterr().out
+    n_points = len(study_mod.s1_matrix(quick=True))
+    assert len(fake_sim) == n_points
+    assert "**s1-verbs**: ok" in md and f"{n_points} computed, 0 cached" in md
+    assert "**measured**: skipped" in md and "longhaul ingest" in md
+    assert "## Validation: 1 pass, 1 fail" in md
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 3                     # figures embedded
+    assert "<script" not in html and "http://" not in html and "https://" not in html   # self-contained
+    assert "S1-nfs-rdma-read" in html and "not checked" in html            # every published point listed
+    assert "PASS" in html and "FAIL" in html
+    assert "longhaul study --quick --store" in html                        # exact command to reproduce
+    assert "needs messages of at least" in html                            # tuning advice from the model
+    assert (out / "figures" / "s1_rc_write_bw_vs_size.png").exists() and (out / "figures" / "s1_rc_write_bw_vs_size.svg").exists()
+    assert (out / "records.csv").read_text().startswith("transport,op,test")
+    assert len(Store(store).runs(kind="verbs")) == n_points
+
+    t = time.perf_counter()
+    assert main(["study", "--quick", "--out", str(tmp_path / "out2"), "--store", str(store)]) == 0
+    warm = time.perf_counter() - t
+    md2 = capsys.readouterr().out
+    assert len(fake_sim) == n_points                                       # nothing recomputed
+    assert f"0 computed, {n_points} cached" in md2
+    assert warm < 5.0
+
+
+def test_default_out_dir_is_timestamped(tmp_path, fake_sim, fake_validation, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["study", "--quick", "--parts", "s1-verbs", "--no-summary"]) == 0
+    (d,) = list((tmp_path / "study").iterdir())
+    assert len(d.name) == 16 and d.name.endswith("Z") and (d / "report.html").exists()
+    assert (tmp_path / "results" / "manifest.json").exists()              # default store ./results
+
+
+def test_without_simulator_the_part_is_skipped_with_reason(tmp_path, fake_validation, monkeypatch, capsys):
+    def missing():
+        raise ImportError("No module named 'longhaul.sim'")
+
+    monkeypatch.setattr(study_mod, "load_verbs", missing)
+    assert main(["study", "--quick", "--out", str(tmp_path / "o"), "--store", str(tmp_path / "r")]) == 0
+    md = capsys.readouterr().out
+    assert "**s1-verbs**: skipped — the simulator's verbs model is not available" in md
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert "Skipped:</b> the simulator" in html
+
+
+def test_pluggable_parts_skip_fail_and_order(tmp_path, monkeypatch, capsys):
+    def good(ctx):
+        from longhaul import plots
+
+        recs = [{"size_bytes": 2**k, "delay_us": d, "bw_MBps": 900.0 - d / 20 + k} for k in range(4, 12) for d in (0.0, 1000.0)]
+        res = PartResult(records=recs, advice=["fake advice: use bigger messages"], commands=["longhaul fake --go"])
+        res.figures.append(study_mod.Figure("fake_bw", "fake bandwidth", plots.bandwidth_vs_size(recs)))
+        res.tables.append(Table("fake table", [{"a_MBps": 1.5, "b": "x"}]))
+        return res
+
+    def skip(ctx):
+        raise SkipPart("needs a cluster pair and root")
+
+    def broken(ctx):
+        raise ZeroDivisionError("division by zero")
+
+    parts = [StudyPart("fake", "Fake model", good), StudyPart("needs-root", "Needs root", skip),
+             StudyPart("broken", "Broken", broken)]
+    monkeypatch.setattr(study_mod, "PARTS", parts)
+    assert main(["study", "--out", str(tmp_path / "o"), "--store", str(tmp_path / "r")]) == 0
+    md = capsys.readouterr().out
+    assert "**fake**: ok" in md and "**needs-root**: skipped — needs a cluster pair and root" in md
+    assert "**broken**: failed — ZeroDivisionError: division by zero" in md
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert html.index("Fake model") < html.index("Needs root") < html.index("Broken")
+    assert "fake advice" in html and "longhaul fake --go" in html and "fake table" in html
+    assert main(["study", "--parts", "nope", "--out", str(tmp_path / "o2")]) == 2
+    assert "unknown part 'nope'" in capsys.readouterr().err
+    assert main(["study", "--list-parts"]) == 0
+    assert "needs-root" in capsys.readouterr().out
+
+
+def test_register_part(monkeypatch):
+    monkeypatch.setattr(study_mod, "PARTS", list(study_mod.PARTS))
+    study_mod.register_part(StudyPart("ipoib", "IPoIB", lambda ctx: PartResult()), before="validation")
+    names = [p.name for p in study_mod.PARTS]
+    assert names.index("ipoib") == names.index("validation") - 1
+
+
+def test_measured_part_uses_ingested_runs(tmp_path, fake_sim, fake_validation, capsys):
+    fix = Path(__file__).parent / "fixtures" / "ingest"
+    store = tmp_path / "res"
+    for d in ("0", "1000"):
+        assert main(["ingest", str(fix / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", d,
+                     "--store", str(store), "--label", "site-a", "--format", "csv"]) == 0
+    capsys.readouterr()
+    assert main(["study", "--quick", "--out", str(tmp_path / "o"), "--store", str(store)]) == 0
+    md = capsys.readouterr().out
+    assert "**measured**: ok" in md
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert "Measured perftest bandwidth" in html and "Decrease per mile" in html
+    # the comparison table carries the measured peak (916.86 MiB/s printed -> 961.4 MB/s)
+    assert "961.4" in html
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package chromium; in scripts/apt-packages.txt)")
+def test_report_renders_in_headless_chromium(tmp_path, fake_sim, fake_validation, capsys):
+    from PIL import Image
+
+    out = tmp_path / "o"
+    assert main(["study", "--quick", "--out", str(out), "--store", str(tmp_path / "r"), "--no-summary"]) == 0
+    png = tmp_path / "shot.png"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+           "--hide-scrollbars", "--window-size=1200,2400", f"--screenshot={png}", (out / "report.html").as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and png.exists(), proc.stderr[-2000:]
+    img = Image.open(png).convert("L")
+    assert img.size == (1200, 2400)
+    hist = img.histogram()
+    white = sum(hist[250:])
+    dark = sum(hist[:100])
+    total = img.size[0] * img.size[1]
+    assert white < 0.97 * total, "screenshot is (almost) blank"
+    assert dark > 0.002 * total, "no text or lines drawn"
+    # the top of the page holds the title and the parts table: not blank either
+    top = img.crop((0, 0, 1200, 300)).histogram()
+    assert sum(top[:100]) > 0.002 * 1200 * 300
+
+
+def test_interrupted_study_resumes(tmp_path, monkeypatch, fake_validation, capsys):
+    """Ctrl-C in the middle of the S1 sweep: exit 130, finished points kept, the re-run computes the rest."""
+    calls = []
+
+    def sweep(**kw):
+        calls.append(kw)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return fake_sweep(**kw)
+
+    monkeypatch.setattr(study_mod, "load_verbs", lambda: types.SimpleNamespace(sweep=sweep))
+    argv = ["study", "--quick", "--executor", "serial", "--out", str(tmp_path / "o"), "--store", str(tmp_path / "r"),
+            "--parts", "s1-verbs"]
+    assert main(argv) == 130
+    assert "interrupted (completed points are kept" in capsys.readouterr().err
+    assert len(Store(tmp_path / "r").runs(kind="verbs")) == 3
+    assert not (tmp_path / "o" / "report.html").exists()
+    n = len(study_mod.s1_matrix(quick=True))
+    assert main(argv) == 0
+    assert f"{n - 3} computed, 3 cached" in capsys.readouterr().out
