@@ -1,0 +1,19 @@
+"""WAN-aware collectives for MPI programs (mpi4py): ranks are grouped by cluster, and every
+collective crosses the long-haul link once per message instead of once per rank pair.
+
+    from mpi4py import MPI
+    from longhaul.mpi import HierComm
+    h = HierComm(MPI.COMM_WORLD)            # clusters from $LONGHAUL_CLUSTER, else by hostname
+    h.Bcast(buf, root=0)
+    h.Allreduce(sendbuf, recvbuf, op=MPI.SUM)
+
+Buffers are numpy arrays (or anything exposing the buffer protocol with a numpy view).
+Reductions must use commutative operations (all of MPI's built-in ones are): the hierarchical
+order combines values cluster by cluster, so floating-point sums may differ from the flat
+algorithm in the last bits, exactly as they do between MPI's own algorithm choices.
+"""
+
+from longhaul.mpi.hier import HierComm
+from longhaul.mpi.topology import cluster_of_ranks
+
+__all__ = ["HierComm", "cluster_of_ranks"]
