@@ -1,0 +1,191 @@
+//! `longhaul-wan link`: the data plane process. Creates one TUN device per host in each
+//! cluster's namespaces, runs one thread per direction (A->B and B->A, independent link
+//! models) and writes the stats file every interval, on SIGUSR1 and at exit.
+//!
+//! Options (all values; Python's longhaul.emu.dataplane builds them):
+//!   --a NS=IP[,IP..]   a host of cluster A: namespace name and its addresses (repeatable)
+//!   --b NS=IP[,IP..]   the same for cluster B
+//!   --ab SPEC          link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,seed=
+//!   --ba SPEC          link B->A
+//!   --ifname NAME      TUN device name inside each host namespace (default wan0)
+//!   --stats PATH       stats JSON file (default: none)
+//!   --interval-ms N    stats period (default 200)
+//!   --spin-us N        busy-poll window before each release (default 50)
+//!   --rt-priority N    SCHED_FIFO priority of the direction threads, 0 = none (default 10)
+//!   --parent-pid N     exit at once if this process is gone (race-free with PDEATHSIG)
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+
+use crate::args::{parse_kv, Args};
+use crate::dataplane::{self, Counters, LoopOptions, Output};
+use crate::model::{DirectionConfig, LinkModel, QueueLimit};
+use crate::packet::Dest;
+use crate::stats::{render, write_atomically, DirectionStats};
+use crate::sys;
+use crate::tun;
+
+pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
+    let kv = parse_kv(spec)?;
+    let num = |k: &str, default: u64| -> Result<u64, String> {
+        kv.get(k).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{k}: '{v}' is not a whole number")))
+    };
+    let loss: f64 = kv.get("loss").map_or(Ok(0.0), |v| v.parse().map_err(|_| format!("loss: '{v}' is not a number")))?;
+    if !(0.0..1.0).contains(&loss) {
+        return Err(format!("loss {loss} is out of range [0, 1)"));
+    }
+    let queue = match (kv.get("queue_bytes"), kv.get("queue_packets")) {
+        (Some(_), Some(_)) => return Err("give queue_bytes or queue_packets, not both".into()),
+        (_, Some(_)) => QueueLimit::Packets(num("queue_packets", 0)?.max(1)),
+        _ => QueueLimit::Bytes(num("queue_bytes", 4 << 20)?.max(1)),
+    };
+    for k in kv.keys() {
+        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "seed"].contains(&k.as_str()) {
+            return Err(format!("unknown link parameter '{k}'"));
+        }
+    }
+    Ok(DirectionConfig {
+        delay_ns: num("delay_ns", 0)?,
+        jitter_ns: num("jitter_ns", 0)?,
+        rate_bps: num("rate_bps", 0)?,
+        queue,
+        loss,
+        seed: num("seed", 1)?,
+    })
+}
+
+struct Host {
+    ns: String,
+    addresses: Vec<Dest>,
+}
+
+fn parse_host(text: &str) -> Result<Host, String> {
+    let (ns, addrs) = text.split_once('=').ok_or_else(|| format!("host '{text}' is not NS=IP[,IP..]"))?;
+    let mut addresses = Vec::new();
+    for a in addrs.split(',').filter(|a| !a.is_empty()) {
+        match a.parse::<IpAddr>().map_err(|_| format!("'{a}' is not an IP address"))? {
+            IpAddr::V4(v4) => addresses.push(Dest::V4(v4.octets())),
+            IpAddr::V6(v6) => addresses.push(Dest::V6(v6.octets())),
+        }
+    }
+    Ok(Host { ns: ns.to_string(), addresses })
+}
+
+pub fn main(args: &Args) -> Result<(), String> {
+    let hosts_a: Vec<Host> = args.all("a").into_iter().map(parse_host).collect::<Result<_, _>>()?;
+    let hosts_b: Vec<Host> = args.all("b").into_iter().map(parse_host).collect::<Result<_, _>>()?;
+    if hosts_a.is_empty() || hosts_b.is_empty() {
+        return Err("need at least one --a and one --b host".into());
+    }
+    let ab = direction_config(args.get("ab").unwrap_or(""))?;
+    let ba = direction_config(args.get("ba").unwrap_or(""))?;
+    let ifname = args.get("ifname").unwrap_or("wan0");
+    let stats_path = args.get("stats").map(str::to_string);
+    let interval_ms: u64 = args.num("interval-ms", 200)?;
+    let spin_ns = args.num::<u64>("spin-us", 50)? * 1000;
+    let rt_priority: i32 = args.num("rt-priority", 10)?;
+
+    let signals = sys::signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1]);
+    sys::block_signals(&signals);
+    sys::die_with_parent(libc::SIGTERM);
+    if let Some(ppid) = args.get("parent-pid") {
+        // SAFETY: getppid has no preconditions.
+        if ppid.parse::<i32>().ok() != Some(unsafe { libc::getppid() }) {
+            return Err("the controller is already gone".into());
+        }
+    }
+
+    let open_all = |hosts: &[Host]| -> Result<Vec<tun::Tun>, String> {
+        hosts.iter().map(|h| tun::open(&h.ns, ifname).map_err(|e| format!("TUN in namespace {}: {e}", h.ns))).collect()
+    };
+    let tuns_a = open_all(&hosts_a)?;
+    let tuns_b = open_all(&hosts_b)?;
+    let offload = tuns_a.iter().chain(tuns_b.iter()).all(|t| t.offload);
+    let outputs = |tuns: &[tun::Tun], hosts: &[Host]| -> Vec<Output> {
+        tuns.iter().zip(hosts).map(|(t, h)| Output { fd: t.fd.as_raw_fd(), addresses: h.addresses.clone() }).collect()
+    };
+    let fds = |tuns: &[tun::Tun]| tuns.iter().map(|t| t.fd.as_raw_fd()).collect::<Vec<_>>();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters_ab = Arc::new(Counters::default());
+    let counters_ba = Arc::new(Counters::default());
+    let start_ns = sys::mono_ns();
+    let spawn = |name: &str, inputs, outs, cfg: DirectionConfig, counters: Arc<Counters>| {
+        let stop = stop.clone();
+        std::thread::Builder::new().name(name.to_string()).spawn(move || {
+            let opts = LoopOptions { spin_ns, rt_priority };
+            dataplane::run(inputs, outs, LinkModel::new(cfg), counters, stop, opts)
+        })
+    };
+    let t_ab = spawn("ab", fds(&tuns_a), outputs(&tuns_b, &hosts_b), ab.clone(), counters_ab.clone())
+        .map_err(|e| format!("cannot start thread: {e}"))?;
+    let t_ba = spawn("ba", fds(&tuns_b), outputs(&tuns_a, &hosts_a), ba.clone(), counters_ba.clone())
+        .map_err(|e| format!("cannot start thread: {e}"))?;
+
+    let snapshot = |running: bool| -> String {
+        let dirs = [
+            DirectionStats { name: "ab", config: &ab, counters: &counters_ab },
+            DirectionStats { name: "ba", config: &ba, counters: &counters_ba },
+        ];
+        render(&dirs, (sys::mono_ns() - start_ns) as f64 * 1e-9, sys::process_cpu_s(), offload, running)
+    };
+    let publish = |running: bool| {
+        if let Some(p) = &stats_path {
+            let _ = write_atomically(p, &snapshot(running));
+        }
+    };
+    publish(true);
+    println!("ready offload={offload}");
+    let _ = std::io::stdout().flush();
+
+    loop {
+        match sys::wait_signal(&signals, interval_ms) {
+            Some(libc::SIGUSR1) | None => publish(true),
+            Some(_) => break,
+        }
+        if t_ab.is_finished() || t_ba.is_finished() {
+            break;
+        }
+    }
+    stop.store(true, Relaxed);
+    let r_ab = t_ab.join();
+    let r_ba = t_ba.join();
+    publish(false);
+    for r in [r_ab, r_ba] {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("direction thread failed: {e}")),
+            Err(_) => return Err("direction thread panicked".into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn direction_spec_parses_and_rejects() {
+        let c = direction_config("delay_ns=1000000,rate_bps=1000000000,queue_packets=100,loss=0.001,seed=5").unwrap();
+        assert_eq!(c.delay_ns, 1_000_000);
+        assert_eq!(c.queue, QueueLimit::Packets(100));
+        assert!(direction_config("loss=1.5").is_err());
+        assert!(direction_config("delay_ns=-3").is_err());
+        assert!(direction_config("bogus=1").is_err());
+        assert!(direction_config("queue_bytes=1,queue_packets=1").is_err());
+        assert_eq!(direction_config("").unwrap(), DirectionConfig::default());
+    }
+
+    #[test]
+    fn hosts_parse() {
+        let h = parse_host("lh-a0=10.77.1.1,fd00::1").unwrap();
+        assert_eq!(h.ns, "lh-a0");
+        assert_eq!(h.addresses.len(), 2);
+        assert!(parse_host("nope").is_err());
+        assert!(parse_host("ns=300.1.1.1").is_err());
+    }
+}

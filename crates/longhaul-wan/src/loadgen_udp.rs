@@ -1,0 +1,191 @@
+//! UDP tools: `ping-server`/`ping-client` (stop-and-wait ping-pong; RTT percentiles in us)
+//! and `cbr-source`/`cbr-sink` (constant-bit-rate cross traffic; counts what arrives, so
+//! loss = sent - received). Each client prints one JSON line.
+//!
+//! The ping endpoints busy-poll their socket (non-blocking recv in a loop, `--busy-poll 1`,
+//! the default): on a virtual machine a thread that blocks lets its vCPU halt, and waking a
+//! halted vCPU costs tens of microseconds, more after long idle periods (i.e. at larger
+//! delays). Busy-polling keeps that out of the RTT so it measures the link.
+
+use std::io::Write;
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use crate::args::Args;
+use crate::sys::mono_ns;
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+pub fn ping_server(args: &Args) -> Result<(), String> {
+    let bind = args.required("bind")?;
+    let sock = UdpSocket::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
+    let until = Instant::now() + Duration::from_secs_f64(args.num("timeout-s", 60.0)?);
+    let busy = args.num::<u32>("busy-poll", 0)? == 1;
+    if busy {
+        sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+    } else {
+        sock.set_read_timeout(Some(Duration::from_millis(200))).map_err(|e| e.to_string())?;
+    }
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    let mut buf = vec![0u8; 65536];
+    while Instant::now() < until {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                let _ = sock.send_to(&buf[..n], from);
+            }
+            Err(_) if busy => std::hint::spin_loop(),
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+pub fn ping_client(args: &Args) -> Result<(), String> {
+    let connect = args.required("connect")?;
+    let count: usize = args.num("count", 100)?;
+    let interval = Duration::from_micros(args.num("interval-us", 1000)?);
+    let size: usize = args.num::<usize>("size", 64)?.clamp(16, 65000);
+    let bind = args.get("bind").unwrap_or("0.0.0.0:0");
+    let sock = UdpSocket::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
+    sock.connect(connect).map_err(|e| format!("connect {connect}: {e}"))?;
+    let wait = Duration::from_secs_f64(args.num("reply-timeout-s", 1.0)?);
+    let busy = args.num::<u32>("busy-poll", 1)? == 1;
+    if busy {
+        sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+    } else {
+        sock.set_read_timeout(Some(wait)).map_err(|e| e.to_string())?;
+    }
+    let mut out = vec![0u8; size];
+    let mut back = vec![0u8; 65536];
+    let mut rtts: Vec<f64> = Vec::with_capacity(count);
+    let mut next = Instant::now();
+    for seq in 0..count as u64 {
+        out[..8].copy_from_slice(&seq.to_le_bytes());
+        let sent_ns = mono_ns();
+        out[8..16].copy_from_slice(&sent_ns.to_le_bytes());
+        if sock.send(&out).is_err() {
+            continue;
+        }
+        // Replies of earlier, timed-out probes are skipped by sequence number.
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            match sock.recv(&mut back) {
+                Ok(n) if n >= 16 && back[..8] == seq.to_le_bytes() => {
+                    rtts.push((mono_ns() - sent_ns) as f64 / 1000.0);
+                    break;
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(_) => break,
+            }
+        }
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+    let received = rtts.len();
+    let mean = if received > 0 { rtts.iter().sum::<f64>() / received as f64 } else { 0.0 };
+    rtts.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "{{\"count\": {count}, \"received\": {received}, \"rtt_min_us\": {:.3}, \"rtt_p50_us\": {:.3}, \"rtt_p90_us\": {:.3}, \
+         \"rtt_p99_us\": {:.3}, \"rtt_max_us\": {:.3}, \"rtt_mean_us\": {mean:.3}}}",
+        rtts.first().copied().unwrap_or(0.0),
+        percentile(&rtts, 0.5),
+        percentile(&rtts, 0.9),
+        percentile(&rtts, 0.99),
+        rtts.last().copied().unwrap_or(0.0),
+    );
+    Ok(())
+}
+
+/// Constant bit rate: packets of `--size` bytes at `--rate-bps`, sent in bursts every
+/// 200 us (the schedule is exact on average; a burst is what is due since the last one).
+pub fn cbr_source(args: &Args) -> Result<(), String> {
+    let connect = args.required("connect")?;
+    let size: usize = args.num::<usize>("size", 1200)?.clamp(16, 65000);
+    let rate_bps: f64 = args.num("rate-bps", 1e8)?;
+    let seconds: f64 = args.num("duration-s", 5.0)?;
+    if rate_bps <= 0.0 {
+        return Err("--rate-bps must be positive".into());
+    }
+    let sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
+    sock.connect(connect).map_err(|e| format!("connect {connect}: {e}"))?;
+    let mut pkt = vec![0u8; size];
+    let per_s = rate_bps / (size as f64 * 8.0);
+    let start = Instant::now();
+    let (mut sent, mut errors) = (0u64, 0u64);
+    loop {
+        let t = start.elapsed().as_secs_f64();
+        if t >= seconds {
+            break;
+        }
+        let due = (t * per_s) as u64;
+        while sent + errors < due {
+            pkt[..8].copy_from_slice(&(sent + errors).to_le_bytes());
+            match sock.send(&pkt) {
+                Ok(_) => sent += 1,
+                Err(_) => errors += 1, // local buffer full: counted, not retried
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    println!("{{\"packets_sent\": {sent}, \"send_errors\": {errors}, \"size_bytes\": {size}, \"seconds\": {seconds}}}");
+    Ok(())
+}
+
+pub fn cbr_sink(args: &Args) -> Result<(), String> {
+    let bind = args.required("bind")?;
+    let sock = UdpSocket::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
+    let until = Instant::now() + Duration::from_secs_f64(args.num("timeout-s", 60.0)?);
+    let idle = Duration::from_secs_f64(args.num("idle-s", 1.0)?);
+    sock.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    let mut buf = vec![0u8; 65536];
+    let (mut received, mut bytes, mut max_seq) = (0u64, 0u64, 0u64);
+    let mut last: Option<Instant> = None;
+    while Instant::now() < until {
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                received += 1;
+                bytes += n as u64;
+                if n >= 8 {
+                    max_seq = max_seq.max(u64::from_le_bytes(buf[..8].try_into().unwrap()));
+                }
+                last = Some(Instant::now());
+            }
+            Err(_) => {
+                if last.is_some_and(|l| l.elapsed() > idle) {
+                    break;
+                }
+            }
+        }
+    }
+    println!("{{\"packets_received\": {received}, \"bytes_received\": {bytes}, \"max_seq\": {max_seq}}}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&v, 1.0), 100.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}

@@ -1,0 +1,291 @@
+"""Benchmarks of real TCP/UDP traffic through the emulator, as flat records.
+
+``tcp()`` and ``ping()`` take the link options (scalars, or lists for a grid) and return one
+record per point, with ``source`` = "emu", so ``longhaul compare`` can put them beside the
+simulator's. The traffic comes from the project's load generator (``longhaul-wan``
+tcp-source/tcp-sink, ping-client/ping-server, cbr-source/cbr-sink) or from iperf3 when asked
+(``tool="iperf3"``, Debian package iperf3). Throughput is the data acknowledged by the
+receiver in ``duration_s`` seconds after a warm-up of ``omit_s``; ``bw_MBps`` uses MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import select
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+
+from longhaul.emu import system
+from longhaul.emu.options import MAX_MTU, LinkOptions, Queue
+from longhaul.emu.topology import Emulator
+from longhaul.errors import UserError
+
+TOOLS = ("builtin", "iperf3")
+MAX_STREAMS = 128
+MAX_DURATION_S = 3600.0
+_port = itertools.count(20000)
+
+
+def _list(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _link_points(delay_us, rate_gbps, loss, jitter_us, queue, mtu, window, hosts=1) -> Iterator[LinkOptions]:
+    for d, r in itertools.product(_list(delay_us), _list(rate_gbps)):
+        yield LinkOptions.symmetric(delay_us=d, rate_gbps=r, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu,
+                                    hosts=hosts, window=window)
+
+
+class _Tool:
+    """A load-generator process on one host; `ready()` waits for its 'ready' line."""
+
+    def __init__(self, emu: Emulator, side: str, argv: list[str]):
+        self.proc = emu.popen(side, 0, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+
+    def ready(self, timeout_s: float = 10.0) -> "_Tool":
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        line = self.proc.stdout.readline() if r else ""
+        if not line.startswith("ready"):
+            self.proc.kill()
+            raise RuntimeError(f"load generator did not start: {self.proc.stderr.read().strip()[-300:]}")
+        return self
+
+    def result(self, timeout_s: float) -> dict:
+        try:
+            out, err = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise RuntimeError(f"load generator timed out after {timeout_s:.0f} s") from None
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"load generator failed: {err.strip()[-300:]}")
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else {}
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def _cross_traffic(emu: Emulator, gbps: float, seconds: float, size_bytes: int | None) -> tuple[_Tool, _Tool] | None:
+    """UDP constant-bit-rate traffic from A0 to B0 at `gbps` for `seconds`."""
+    if not gbps:
+        return None
+    wan = system.dataplane_binary()
+    size = size_bytes or min(emu.link.mtu - 28, 8972)
+    port = next(_port)
+    sink = _Tool(emu, "b", [wan, "cbr-sink", "--bind", f"{emu.address('b')}:{port}", "--timeout-s",
+                            str(seconds + 30), "--idle-s", "0.5"]).ready()
+    src = _Tool(emu, "a", [wan, "cbr-source", "--connect", f"{emu.address('b')}:{port}", "--rate-bps",
+                           str(gbps * 1e9), "--size", str(size), "--duration-s", str(seconds)])
+    return src, sink
+
+
+def _cross_record(cross, timeout_s: float) -> dict:
+    if cross is None:
+        return {"cross_gbps": 0.0}
+    src, sink = cross
+    s, r = src.result(timeout_s), sink.result(timeout_s)
+    sent = s.get("packets_sent", 0)
+    got = r.get("packets_received", 0)
+    return {"cross_packets_sent": sent, "cross_packets_received": got,
+            "cross_loss": round(1 - got / sent, 6) if sent else None}
+
+
+def _stats_delta(before: dict, after: dict) -> dict:
+    ab0, ab1 = before.get("directions", {}).get("ab", {}), after.get("directions", {}).get("ab", {})
+    dt = after.get("elapsed_s", 0) - before.get("elapsed_s", 0)
+    cpu = after.get("cpu_s", 0) - before.get("cpu_s", 0)
+    return {
+        "emu_cpu_pct": round(100 * cpu / dt, 1) if dt > 0 else None,
+        "drops_queue": ab1.get("drops_queue", 0) - ab0.get("drops_queue", 0),
+        "drops_loss": ab1.get("drops_loss", 0) - ab0.get("drops_loss", 0),
+        "packets_ab": ab1.get("packets_in", 0) - ab0.get("packets_in", 0),
+        "segments_ab": ab1.get("segments_in", 0) - ab0.get("segments_in", 0),
+        "lateness_p50_us": ab1.get("lateness_p50_us"),
+        "lateness_p99_us": ab1.get("lateness_p99_us"),
+        "lateness_max_us": ab1.get("lateness_max_us"),
+        "realtime": ab1.get("realtime"),
+    }
+
+
+def default_omit_s(link: LinkOptions) -> float:
+    """Warm-up left out of the measurement: 10 round trips, between 0.2 and 2 s."""
+    rtt_s = (link.ab.delay_us + link.ba.delay_us) * 1e-6
+    return round(min(2.0, max(0.2, 10 * rtt_s)), 3)
+
+
+def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s: float = 5.0,
+             omit_s: float | None = None, tool: str = "builtin", cross_gbps: float = 0.0,
+             cross_size_bytes: int | None = None) -> dict:
+    """One TCP measurement A0 -> B0 on a running emulator; returns a flat record."""
+    omit = default_omit_s(emu.link) if omit_s is None else omit_s
+    total = duration_s + omit
+    before = emu.stats()
+    cross = _cross_traffic(emu, cross_gbps, total + 0.5, cross_size_bytes)
+    try:
+        if tool == "iperf3":
+            result = _iperf3(emu, streams, cc, duration_s, omit)
+        else:
+            result = _builtin_tcp(emu, streams, cc, duration_s, omit)
+        cross_rec = _cross_record(cross, total + 35)
+    finally:
+        if cross:
+            for t in cross:
+                t.stop()
+    after = emu.stats()
+    rate = emu.link.ab.rate_gbps
+    gbps = result["throughput_gbps"]
+    return {
+        "source": "emu", "tool": tool, **emu.link.record(), "streams": streams, "cc": cc or _default_cc(),
+        "duration_s": duration_s, "omit_s": omit,
+        "bw_MBps": round(gbps * 1e9 / 8 / 1e6, 3), "throughput_gbps": round(gbps, 4),
+        "utilization": round(gbps / rate, 4) if rate else None,
+        "retransmits": result.get("retransmits"), "rtt_us": result.get("rtt_us"),
+        "cross_gbps": cross_gbps, **({k: v for k, v in cross_rec.items() if k != "cross_gbps"}),
+        **_stats_delta(before, after),
+    }
+
+
+def _default_cc() -> str:
+    try:
+        return open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    except OSError:
+        return "default"
+
+
+def _builtin_tcp(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float) -> dict:
+    wan = system.dataplane_binary()
+    port = next(_port)
+    total = duration_s + omit_s
+    sink = _Tool(emu, "b", [wan, "tcp-sink", "--bind", f"{emu.address('b')}:{port}", "--streams", str(streams),
+                            "--omit-s", str(omit_s), "--timeout-s", str(total + 30)]).ready()
+    argv = [wan, "tcp-source", "--connect", f"{emu.address('b')}:{port}", "--streams", str(streams),
+            "--duration-s", str(duration_s), "--omit-s", str(omit_s)]
+    if cc:
+        argv += ["--cc", cc]
+    src = _Tool(emu, "a", argv)
+    try:
+        s = src.result(total + 40)
+        sink.result(40)
+    finally:
+        src.stop()
+        sink.stop()
+    # Sender-side: bytes acknowledged by B's TCP in the window (see loadgen_tcp.rs for why).
+    return {"throughput_gbps": s.get("throughput_bps", 0.0) / 1e9, "retransmits": s.get("retransmits"),
+            "rtt_us": s.get("rtt_us")}
+
+
+def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float) -> dict:
+    if shutil.which("iperf3") is None:
+        raise UserError("--tool iperf3: iperf3 is not installed (Debian package iperf3; scripts/apt-packages.txt)")
+    port = next(_port)
+    server = emu.popen("b", 0, ["iperf3", "-s", "-1", "-B", emu.address("b"), "-p", str(port)],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    argv = ["iperf3", "-c", emu.address("b"), "-B", emu.address("a"), "-p", str(port), "-J",
+            "-t", str(max(1, math.ceil(duration_s))), "-O", str(math.ceil(omit_s)), "-P", str(streams)]
+    if cc:
+        argv += ["-C", cc]
+    try:
+        p = emu.popen("a", 0, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, _ = p.communicate(timeout=duration_s + omit_s + 60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+    try:
+        end = json.loads(out)["end"]
+        received = end["sum_received"]["bits_per_second"]
+        retrans = end["sum_sent"].get("retransmits")
+    except (ValueError, KeyError) as e:
+        raise RuntimeError(f"could not read iperf3's JSON output ({e})") from None
+    return {"throughput_gbps": received / 1e9, "retransmits": retrans, "rtt_us": None}
+
+
+def tcp(*, delay_us: float | Iterable[float] = 0.0, rate_gbps: float | Iterable[float] = 0.0, loss: float = 0.0,
+        jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500,
+        streams: int | Iterable[int] = 1, window: str | int | None = None, cc: str | Iterable[str] | None = None,
+        duration_s: float = 5.0, omit_s: float | None = None, tool: str = "builtin", cross_gbps: float = 0.0,
+        cross_size_bytes: int | None = None, name: str | None = None) -> list[dict]:
+    """TCP throughput A -> B through the emulator, one record per point of the grid
+    delay_us x rate_gbps x streams x cc (lists or scalars). One emulator per link point.
+
+    delay_us: one-way delay (us); rate_gbps: link rate (0 = unlimited); loss: per-packet loss
+    probability; queue: '4MB' / '1000p' (None = one RTT at the rate); mtu: bytes; window:
+    TCP buffer maximum per namespace (bytes or '64M'; None = 4 x BDP, >= 4 MiB); cc:
+    congestion control set per socket; duration_s: measured seconds, after omit_s warm-up."""
+    stream_list = [int(s) for s in _list(streams)]
+    for s in stream_list:
+        if not 1 <= s <= MAX_STREAMS:
+            raise UserError(f"--streams: {s} is out of range [1, {MAX_STREAMS}]")
+    if not 0.1 <= duration_s <= MAX_DURATION_S:
+        raise UserError(f"--duration-s: {duration_s} is out of range [0.1, {MAX_DURATION_S:g}]")
+    if tool not in TOOLS:
+        raise UserError(f"--tool: '{tool}' is not one of {', '.join(TOOLS)}")
+    if not 0 <= cross_gbps <= 100:
+        raise UserError(f"--cross-gbps: {cross_gbps} is out of range [0, 100]")
+    cc_list = [system.check_congestion_control(c) for c in _list(cc)] if cc is not None else [None]
+    records = []
+    for link in list(_link_points(delay_us, rate_gbps, loss, jitter_us, queue, mtu, window)):
+        with Emulator(link, name=name) as emu:
+            for s, c in itertools.product(stream_list, cc_list):
+                records.append(tcp_once(emu, s, c, duration_s, omit_s, tool, cross_gbps, cross_size_bytes))
+    return records
+
+
+def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64,
+              cross_gbps: float = 0.0, cross_size_bytes: int | None = None) -> dict:
+    """UDP ping-pong A0 <-> B0 on a running emulator: RTT percentiles in microseconds."""
+    wan = system.dataplane_binary()
+    port = next(_port)
+    rtt_cfg = emu.link.ab.delay_us + emu.link.ba.delay_us
+    seconds = count * (interval_us + rtt_cfg) * 1e-6
+    before = emu.stats()
+    server = _Tool(emu, "b", [wan, "ping-server", "--bind", f"{emu.address('b')}:{port}",
+                              "--timeout-s", str(seconds + 30)]).ready()
+    cross = _cross_traffic(emu, cross_gbps, seconds + 1.5, cross_size_bytes)
+    try:
+        if cross:
+            time.sleep(0.5)  # the ping should see the loaded link, not its start
+        client = _Tool(emu, "a", [wan, "ping-client", "--connect", f"{emu.address('b')}:{port}", "--count", str(count),
+                                  "--interval-us", str(int(interval_us)), "--size", str(size_bytes)])
+        r = client.result(seconds + count * 1.0 + 30)
+        cross_rec = _cross_record(cross, seconds + 40)
+    finally:
+        server.stop()
+        if cross:
+            for t in cross:
+                t.stop()
+    after = emu.stats()
+    return {
+        "source": "emu", **emu.link.record(), "size_bytes": size_bytes, "count": count, "received": r.get("received"),
+        "rtt_configured_us": rtt_cfg,
+        **{k: r.get(k) for k in ("rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_max_us", "rtt_mean_us")},
+        "cross_gbps": cross_gbps, **{k: v for k, v in cross_rec.items() if k != "cross_gbps"},
+        **_stats_delta(before, after),
+    }
+
+
+def ping(*, delay_us: float | Iterable[float] = 0.0, rate_gbps: float | Iterable[float] = 0.0, loss: float = 0.0,
+         jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500, count: int = 1000,
+         interval_us: float = 1000.0, size_bytes: int = 64, cross_gbps: float = 0.0,
+         cross_size_bytes: int | None = None, name: str | None = None) -> list[dict]:
+    """UDP ping-pong RTT through the emulator, one record per (delay_us, rate_gbps) point."""
+    if not 1 <= count <= 1_000_000:
+        raise UserError(f"--count: {count} is out of range [1, 1000000]")
+    if not 10 <= interval_us <= 1e7:
+        raise UserError(f"--interval-us: {interval_us} is out of range [10, 1e7]")
+    if not 16 <= size_bytes <= min(65000, MAX_MTU):
+        raise UserError(f"--size: {size_bytes} is out of range [16, 65000] bytes")
+    records = []
+    for link in list(_link_points(delay_us, rate_gbps, loss, jitter_us, queue, mtu, None)):
+        with Emulator(link, name=name) as emu:
+            records.append(ping_once(emu, count, interval_us, size_bytes, cross_gbps, cross_size_bytes))
+    return records

@@ -1,0 +1,169 @@
+"""Link parameters of the emulator, with units in their names, and their validation.
+
+Every out-of-range value is a ``UserError`` naming the option and the valid range. The same
+``LinkOptions`` drives the CLI, the scenario files and ``longhaul.emu.bench``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+from longhaul.errors import UserError
+from longhaul.units import MAX_DELAY_US, parse_size
+
+MAX_RATE_GBPS = 100.0
+MIN_RATE_GBPS = 0.001  # 1 Mb/s; 0 means "no rate limit"
+MAX_LOSS = 0.5
+MAX_JITTER_US = 100_000.0
+MIN_MTU, MAX_MTU = 576, 65520  # IPv4 minimum datagram; IPoIB connected mode maximum
+QUEUE_BYTES_RANGE = (65_536, 1 << 30)  # >= one 64 KB super-packet
+QUEUE_PACKETS_RANGE = (8, 1_000_000)
+WINDOW_RANGE = (65_536, 1 << 30)
+MAX_HOSTS = 16
+UNLIMITED_RATE_FOR_BDP_GBPS = 10.0  # rate assumed to size buffers when the link is unlimited
+
+_QUEUE_PACKETS_RE = re.compile(r"^\s*(\d+)\s*(p|pkt|pkts|packets)\s*$", re.IGNORECASE)
+
+
+def _check(value: float, option: str, lo: float, hi: float, unit: str = "") -> float:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not lo <= value <= hi:
+        raise UserError(f"{option}: {value} is out of range [{lo:g}, {hi:g}]{unit}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Drop-tail bottleneck queue: a byte limit or a packet limit (exactly one is set)."""
+
+    bytes: int | None = None
+    packets: int | None = None
+
+    @staticmethod
+    def parse(text: str | int, option: str = "--queue") -> "Queue":
+        """'4MB', '512K', '65536' (bytes, binary suffixes) or '1000p' / '1000pkts' (packets)."""
+        m = _QUEUE_PACKETS_RE.match(str(text))
+        if m:
+            n = int(m.group(1))
+            lo, hi = QUEUE_PACKETS_RANGE
+            if not lo <= n <= hi:
+                raise UserError(f"{option}: {n} packets is out of range [{lo}, {hi}]")
+            return Queue(packets=n)
+        try:
+            b = parse_size(str(text), option)
+        except UserError:
+            raise UserError(f"{option}: '{text}' is not a queue size (bytes like 4MB, 512K, or packets like 1000p)") from None
+        lo, hi = QUEUE_BYTES_RANGE
+        if not lo <= b <= hi:
+            raise UserError(f"{option}: {b} bytes is out of range [{lo}, {hi}] (64K .. 1G)")
+        return Queue(bytes=b)
+
+    def spec(self) -> str:
+        return f"queue_packets={self.packets}" if self.packets is not None else f"queue_bytes={self.bytes}"
+
+    def record(self) -> dict:
+        return {"queue_bytes": self.bytes, "queue_packets": self.packets}
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction of the link. delay_us: one-way propagation delay (us); rate_gbps: link
+    rate at the IP layer (Gb/s, 0 = unlimited); loss: probability a wire packet is lost;
+    jitter_us: extra delay uniform in [-jitter, +jitter] (us, never reorders); queue: the
+    bottleneck queue (None = one round-trip's worth of bytes at the rate, at least 256 KB)."""
+
+    delay_us: float = 0.0
+    rate_gbps: float = 0.0
+    loss: float = 0.0
+    jitter_us: float = 0.0
+    queue: Queue | None = None
+
+    def validated(self, prefix: str = "--") -> "Direction":
+        _check(self.delay_us, f"{prefix}delay-us", 0, MAX_DELAY_US, " us")
+        if self.rate_gbps != 0:
+            _check(self.rate_gbps, f"{prefix}rate-gbps", MIN_RATE_GBPS, MAX_RATE_GBPS, " Gb/s (0 = unlimited)")
+        _check(self.loss, f"{prefix}loss", 0, MAX_LOSS, " (probability per packet)")
+        _check(self.jitter_us, f"{prefix}jitter-us", 0, MAX_JITTER_US, " us")
+        return self
+
+    def effective_queue(self) -> Queue:
+        if self.queue is not None:
+            return self.queue
+        rate = self.rate_gbps or UNLIMITED_RATE_FOR_BDP_GBPS
+        bdp = int(rate * 1e9 / 8 * 2 * self.delay_us * 1e-6)
+        return Queue(bytes=min(max(bdp, 256 * 1024), QUEUE_BYTES_RANGE[1]))
+
+    def spec(self, seed: int) -> str:
+        """The data plane's per-direction spec (integer nanoseconds and bits per second)."""
+        return ",".join([
+            f"delay_ns={round(self.delay_us * 1000)}",
+            f"jitter_ns={round(self.jitter_us * 1000)}",
+            f"rate_bps={round(self.rate_gbps * 1e9)}",
+            self.effective_queue().spec(),
+            f"loss={self.loss!r}",
+            f"seed={seed}",
+        ])
+
+
+@dataclass(frozen=True)
+class LinkOptions:
+    """Everything that defines an emulated pair of clusters.
+
+    ab / ba: the two directions (A->B, B->A); mtu: bytes, on every interface (576..65520);
+    hosts: hosts per cluster (1..16); window: maximum TCP socket buffer in bytes set in every
+    namespace (tcp_rmem/tcp_wmem maxima; None = 4 x the bandwidth-delay product, >= 4 MiB);
+    seed: of the loss and jitter random streams.
+    """
+
+    ab: Direction = field(default_factory=Direction)
+    ba: Direction = field(default_factory=Direction)
+    mtu: int = 1500
+    hosts: int = 1
+    window: int | None = None
+    seed: int = 1
+
+    @staticmethod
+    def symmetric(delay_us: float = 0.0, rate_gbps: float = 0.0, loss: float = 0.0, jitter_us: float = 0.0,
+                  queue: str | int | Queue | None = None, mtu: int = 1500, hosts: int = 1,
+                  window: str | int | None = None, seed: int = 1) -> "LinkOptions":
+        q = queue if isinstance(queue, Queue) or queue is None else Queue.parse(queue)
+        d = Direction(delay_us=delay_us, rate_gbps=rate_gbps, loss=loss, jitter_us=jitter_us, queue=q)
+        w = parse_size(str(window), "--window") if window is not None and not isinstance(window, int) else window
+        return LinkOptions(ab=d, ba=d, mtu=mtu, hosts=hosts, window=w, seed=seed).validated()
+
+    def validated(self) -> "LinkOptions":
+        self.ab.validated()
+        self.ba.validated()
+        if not isinstance(self.mtu, int) or not MIN_MTU <= self.mtu <= MAX_MTU:
+            raise UserError(f"--mtu: {self.mtu} is out of range [{MIN_MTU}, {MAX_MTU}] bytes")
+        if not isinstance(self.hosts, int) or not 1 <= self.hosts <= MAX_HOSTS:
+            raise UserError(f"--hosts: {self.hosts} is out of range [1, {MAX_HOSTS}]")
+        if self.window is not None and not WINDOW_RANGE[0] <= self.window <= WINDOW_RANGE[1]:
+            raise UserError(f"--window: {self.window} bytes is out of range [{WINDOW_RANGE[0]}, {WINDOW_RANGE[1]}] (64K .. 1G)")
+        return self
+
+    def effective_window(self) -> int:
+        if self.window is not None:
+            return self.window
+        worst = max((d.rate_gbps or UNLIMITED_RATE_FOR_BDP_GBPS) * 1e9 / 8 * (self.ab.delay_us + self.ba.delay_us) * 1e-6
+                    for d in (self.ab, self.ba))
+        return int(min(max(4 * worst, 4 << 20), WINDOW_RANGE[1]))
+
+    def with_window(self, window: int | None) -> "LinkOptions":
+        return replace(self, window=window).validated()
+
+    def record(self) -> dict:
+        """Flat description for result records (A->B direction; B->A if it differs)."""
+        r = {
+            "delay_us": self.ab.delay_us,
+            "rate_gbps": self.ab.rate_gbps,
+            "loss": self.ab.loss,
+            "jitter_us": self.ab.jitter_us,
+            **self.ab.effective_queue().record(),
+            "mtu_bytes": self.mtu,
+            "window_bytes": self.effective_window(),
+        }
+        if self.ba != self.ab:
+            r.update({"ba_delay_us": self.ba.delay_us, "ba_rate_gbps": self.ba.rate_gbps, "ba_loss": self.ba.loss})
+        return r

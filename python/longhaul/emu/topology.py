@@ -1,0 +1,208 @@
+"""The ``Emulator``: two clusters of hosts (network namespaces) joined by the data plane.
+
+Per host ``NAME-a<i>`` / ``NAME-b<i>``:
+- ``wan0``: a TUN device owned by the data plane; the route to the other cluster goes
+  through it, so every packet between clusters crosses the emulated link;
+- with more than one host per cluster, ``lan0``: a veth to the cluster's bridge (namespace
+  ``NAME-swa``/``NAME-swb``), so traffic inside a cluster is not delayed;
+- addresses ``10.77.1.<i+1>`` (cluster A) and ``10.77.2.<i+1>`` (cluster B), a range used
+  only inside these namespaces;
+- sysctls: TCP buffer maxima (tcp_rmem/tcp_wmem) = the window, rp_filter off, IPv6 off.
+
+Use as a context manager; it tears everything down on exit, exception, Ctrl-C, SIGTERM and
+SIGHUP; a reaper process does it if the controller is killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from longhaul.emu import state, system
+from longhaul.emu.options import LinkOptions
+from longhaul.errors import UserError
+
+SUBNET = {"a": "10.77.1", "b": "10.77.2"}
+TUN_NAME = "wan0"
+LAN_NAME = "lan0"
+READY_TIMEOUT_S = 10.0
+
+
+class _Terminated(Exception):
+    """SIGTERM/SIGHUP arrived: unwind through __exit__ so the run is torn down."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated(signal.Signals(signum).name)
+
+
+class Emulator:
+    def __init__(self, link: LinkOptions, name: str | None = None, spin_us: int = 50, rt_priority: int = 10):
+        self.link = link.validated()
+        self.name = state.check_name(name) if name else state.new_name()
+        self.spin_us = spin_us
+        self.rt_priority = rt_priority
+        n = link.hosts
+        self.hosts = {side: [f"{self.name}-{side}{i}" for i in range(n)] for side in "ab"}
+        self.switches = [f"{self.name}-sw{side}" for side in "ab"] if n > 1 else []
+        self.dataplane: subprocess.Popen | None = None
+        self.reaper: subprocess.Popen | None = None
+        self.run_state: state.RunState | None = None
+        self._old_handlers: dict = {}
+
+    # -- addresses -------------------------------------------------------------------
+    def address(self, side: str, index: int = 0) -> str:
+        return f"{SUBNET[side]}.{index + 1}"
+
+    def env(self) -> dict[str, str]:
+        """LH_A0=10.77.1.1 ... for commands run on the hosts."""
+        env = {f"LH_{s.upper()}{i}": self.address(s, i) for s in "ab" for i in range(self.link.hosts)}
+        env["LH_EMU_NAME"] = self.name
+        return env
+
+    @property
+    def stats_path(self) -> Path:
+        return self.run_state.dir / "stats.json"
+
+    # -- life cycle ------------------------------------------------------------------
+    def __enter__(self) -> "Emulator":
+        system.require_privileges()
+        binary = system.dataplane_binary()
+        self.run_state = state.claim(self.name, self.hosts["a"] + self.hosts["b"] + self.switches)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, _raise_terminated)
+        try:
+            self._start_reaper()
+            self._create_namespaces()
+            self._start_dataplane(binary)
+            self._configure_hosts()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        # Ignore further SIGTERM/SIGINT while tearing down, so the run is never half removed.
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if self.dataplane is not None and self.dataplane.poll() is None:
+                self.dataplane.terminate()
+                try:
+                    self.dataplane.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    self.dataplane.kill()
+                    self.dataplane.wait()
+            if self.run_state is not None:
+                state.teardown(self.run_state)
+            if self.reaper is not None and self.reaper.poll() is None:
+                self.reaper.kill()
+                self.reaper.wait()
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+            self._old_handlers.clear()
+
+    def _start_reaper(self) -> None:
+        env = dict(os.environ)
+        pkg_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
+        self.reaper = subprocess.Popen(
+            [sys.executable, "-m", "longhaul.emu.reaper", self.name, str(os.getpid())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, env=env)  # own session: Ctrl-C in the terminal does not reach it
+        self.run_state.set_process("reaper", self.reaper.pid)
+
+    def _create_namespaces(self) -> None:
+        window = self.link.effective_window()
+        for ns in self.hosts["a"] + self.hosts["b"] + self.switches:
+            system.ip("netns", "add", ns)
+            system.ip("-n", ns, "link", "set", "lo", "up")
+            system.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+            system.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+            system.sysctl(ns, "net.ipv4.conf.all.rp_filter", "0")
+            system.sysctl(ns, "net.ipv4.conf.default.rp_filter", "0")
+        for ns in self.hosts["a"] + self.hosts["b"]:
+            # Maxima for TCP autotuning: the stock 4 MB tcp_wmem caps one stream at 10 ms to ~1.25 Gb/s.
+            system.sysctl(ns, "net.ipv4.tcp_rmem", f"4096 131072 {window}")
+            system.sysctl(ns, "net.ipv4.tcp_wmem", f"4096 16384 {window}")
+            system.sysctl(ns, "net.ipv4.tcp_no_metrics_save", "1")  # each run starts from a clean slate
+        for side, sw in zip("ab", self.switches):
+            system.ip("-n", sw, "link", "add", "br0", "type", "bridge")
+            self._set_mtu(sw, "br0")
+            system.ip("-n", sw, "link", "set", "br0", "up")
+            for i, ns in enumerate(self.hosts[side]):
+                port = f"p{i}"
+                system.ip("-n", ns, "link", "add", LAN_NAME, "type", "veth", "peer", "name", port, "netns", sw)
+                self._set_mtu(ns, LAN_NAME)
+                self._set_mtu(sw, port)
+                system.ip("-n", sw, "link", "set", port, "master", "br0", "up")
+                system.ip("-n", ns, "addr", "add", f"{self.address(side, i)}/24", "dev", LAN_NAME)
+                system.ip("-n", ns, "link", "set", LAN_NAME, "up")
+
+    def _set_mtu(self, ns: str, dev: str) -> None:
+        try:
+            system.ip("-n", ns, "link", "set", dev, "mtu", str(self.link.mtu))
+        except system.CommandFailed as e:
+            raise UserError(f"--mtu: the kernel refused MTU {self.link.mtu} on {dev} ({e.stderr}); "
+                            "valid range is 576..65520") from None
+
+    def _start_dataplane(self, binary: str) -> None:
+        args = [binary, "link", "--ifname", TUN_NAME, "--stats", str(self.stats_path),
+                "--spin-us", str(self.spin_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
+                "--ab", self.link.ab.spec(self.link.seed), "--ba", self.link.ba.spec(self.link.seed + 1)]
+        for side in "ab":
+            for i, ns in enumerate(self.hosts[side]):
+                args += [f"--{side}", f"{ns}={self.address(side, i)}"]
+        self.dataplane = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+        self.run_state.set_process("dataplane", self.dataplane.pid)
+        ready, _, _ = select.select([self.dataplane.stdout], [], [], READY_TIMEOUT_S)
+        line = self.dataplane.stdout.readline() if ready else ""
+        if not line.startswith("ready"):
+            self.dataplane.kill()
+            err = (self.dataplane.stderr.read() or "no answer").strip().splitlines()
+            raise RuntimeError(f"data plane did not start: {err[-1] if err else 'no answer'}")
+        self.offload = "offload=true" in line
+
+    def _configure_hosts(self) -> None:
+        for side, other in (("a", "b"), ("b", "a")):
+            for i, ns in enumerate(self.hosts[side]):
+                self._set_mtu(ns, TUN_NAME)
+                if self.link.hosts == 1:
+                    system.ip("-n", ns, "addr", "add", f"{self.address(side, i)}/32", "dev", TUN_NAME)
+                system.ip("-n", ns, "link", "set", TUN_NAME, "up")
+                system.ip("-n", ns, "route", "add", f"{SUBNET[other]}.0/24", "dev", TUN_NAME,
+                          "src", self.address(side, i))
+
+    # -- use -------------------------------------------------------------------------
+    def stats(self, refresh: bool = True) -> dict:
+        """The data plane's counters (see crates/longhaul-wan/src/stats.rs for the keys)."""
+        if refresh and self.dataplane is not None and self.dataplane.poll() is None:
+            before = self.stats_path.stat().st_mtime_ns if self.stats_path.exists() else 0
+            self.dataplane.send_signal(signal.SIGUSR1)
+            for _ in range(100):
+                if self.stats_path.exists() and self.stats_path.stat().st_mtime_ns != before:
+                    break
+                time.sleep(0.002)
+        try:
+            return json.loads(self.stats_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def host_cmd(self, side: str, index: int, argv: list[str]) -> list[str]:
+        """argv to run a program on host `side``index` (ip netns exec)."""
+        return ["ip", "netns", "exec", self.hosts[side][index], *argv]
+
+    def popen(self, side: str, index: int, argv: list[str], **kw) -> subprocess.Popen:
+        env = {**os.environ, **self.env(), **kw.pop("env", {})}
+        return subprocess.Popen(self.host_cmd(side, index, argv), env=env, **kw)
