@@ -28,3 +28,15 @@ def cli():
         return proc
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_results_store(tmp_path_factory):
+    """Runs that save to the default store write into a temporary one, never into the checkout."""
+    old = os.environ.get("LONGHAUL_STORE")
+    os.environ["LONGHAUL_STORE"] = str(tmp_path_factory.mktemp("store"))
+    yield
+    if old is None:
+        os.environ.pop("LONGHAUL_STORE", None)
+    else:
+        os.environ["LONGHAUL_STORE"] = old

@@ -98,6 +98,7 @@ def register(subparsers) -> None:
                     help="load generator: the project's own (default) or iperf3")
     bt.add_argument("--cross-gbps", default="0", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s")
     bt.add_argument("--format", choices=FORMATS, default="table")
+    _add_store_options(bt)
     bt.set_defaults(func=_bench_tcp)
     bp = bsub.add_parser("ping", help="UDP ping-pong RTT percentiles A0 <-> B0 (rtt_p50_us, rtt_p99_us)")
     _link_args(bp, lists=True)
@@ -106,6 +107,7 @@ def register(subparsers) -> None:
     bp.add_argument("--size", default="64", help="UDP payload bytes, 16..65000 (default 64)")
     bp.add_argument("--cross-gbps", default="0", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s")
     bp.add_argument("--format", choices=FORMATS, default="table")
+    _add_store_options(bp)
     bp.set_defaults(func=_bench_ping)
 
     sc = sub.add_parser("scenario", help="run the [[bench]] entries of a scenario file on its [link]")
@@ -193,15 +195,37 @@ PING_COLUMNS = ["delay_us", "rate_gbps", "rtt_configured_us", "rtt_min_us", "rtt
                 "received", "count", "lateness_p99_us"]
 
 
+def _add_store_options(p) -> None:
+    from longhaul.results import add_store_option
+    add_store_option(p)
+    p.add_argument("--label", default="", help="label stored with the run (e.g. site or test name)")
+    p.add_argument("--no-store", action="store_true", help="print only; do not save the run in the results store")
+
+
+def _save(args, kind: str, records: list[dict], started_utc: str) -> None:
+    """One emulated run per invocation, keyed by its options and start time (repeats are kept)."""
+    if args.no_store or not records:
+        return
+    from longhaul.results import now_utc, store_from_args
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "format", "store", "no_store")
+               and isinstance(v, (str, int, float, bool, type(None)))}
+    scenario = {"kind": kind, "options": options, "started_utc": started_utc}
+    store_from_args(args).put(scenario, records, source="emu", label=args.label, started_utc=started_utc,
+                              finished_utc=now_utc())
+
+
 def _bench_tcp(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list
+    from longhaul.results import now_utc
+    started = now_utc()
     kw = _bench_link_kwargs(args)
     records = bench.tcp(**kw, streams=parse_int_list(args.streams, "--streams", 1, bench.MAX_STREAMS),
                         cc=args.cc.split(",") if args.cc else None,
                         duration_s=_floats(args.duration_s, "--duration-s", 0.1, 3600)[0],
                         omit_s=_floats(args.omit_s, "--omit-s", 0, 60)[0] if args.omit_s else None,
                         tool=args.tool, cross_gbps=_floats(args.cross_gbps, "--cross-gbps", 0, 100)[0])
+    _save(args, "emu-bench-tcp", records, started)
     emit(records, args.format, columns=TCP_COLUMNS if args.format == "table" else None, title="longhaul emu bench tcp")
     return 0
 
@@ -209,12 +233,15 @@ def _bench_tcp(args) -> int:
 def _bench_ping(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list
+    from longhaul.results import now_utc
+    started = now_utc()
     kw = _bench_link_kwargs(args)
     kw.pop("window")
     records = bench.ping(**kw, count=parse_int_list(args.count, "--count", 1, 1_000_000)[0],
                          interval_us=_floats(args.interval_us, "--interval-us", 10, 1e7)[0],
                          size_bytes=parse_int_list(args.size, "--size", 16, 65000)[0],
                          cross_gbps=_floats(args.cross_gbps, "--cross-gbps", 0, 100)[0])
+    _save(args, "emu-bench-ping", records, started)
     emit(records, args.format, columns=PING_COLUMNS if args.format == "table" else None, title="longhaul emu bench ping")
     return 0
 
