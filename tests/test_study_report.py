@@ -98,6 +98,7 @@ def test_quick_study_end_to_end_then_warm_cache(tmp_path, fake_sim, fake_validat
 
 def test_default_out_dir_is_timestamped(tmp_path, fake_sim, fake_validation, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LONGHAUL_STORE", raising=False)
     assert main(["study", "--quick", "--parts", "s1-verbs", "--no-summary"]) == 0
     (d,) = list((tmp_path / "study").iterdir())
     assert len(d.name) == 16 and d.name.endswith("Z") and (d / "report.html").exists()
