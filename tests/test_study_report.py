@@ -40,6 +40,18 @@ def fake_sweep(transport="rc", op="write", test="bw", sizes=(), delays_us=(), qp
     return out
 
 
+@pytest.fixture(autouse=True)
+def no_emulation(monkeypatch):
+    """These tests are about the study's plumbing: the emulated part (real traffic, ~10 s) is
+    tested in tests/test_emu_study.py."""
+    import longhaul.emu
+
+    def skip(ctx):
+        raise SkipPart("emulation is not part of this test")
+
+    monkeypatch.setattr(longhaul.emu, "study_part", skip)
+
+
 @pytest.fixture
 def fake_sim(monkeypatch):
     """Replace the simulator's verbs model for the study part only (the CLI's own `sim` verb keeps the real one)."""

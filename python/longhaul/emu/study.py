@@ -27,8 +27,9 @@ def study_part(ctx):
     scenario = {"kind": "study-emulated", "delays_us": delays, "rate_gbps": RATE_GBPS, "duration_s": duration}
     cached = ctx.store.get_cached(scenario, same_version=False) if (ctx.store is not None and ctx.use_cache) else None
     if cached is not None:
-        ping = [r for r in cached if "rtt_p50_us" in r]
-        tcp = [r for r in cached if "streams" in r]
+        # The store keeps one table per run: every record has every column, unset ones None.
+        ping = [r for r in cached if r.get("rtt_p50_us") is not None]
+        tcp = [r for r in cached if r.get("streams") is not None]
     else:
         started = now_utc()
         ping = bench.ping(delay_us=delays, rate_gbps=RATE_GBPS, count=100 if ctx.quick else 300, interval_us=1000.0)
