@@ -26,10 +26,48 @@ fn resolve_verbs(scenario_json: &str) -> PyResult<String> {
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Validate and run one TCP (iperf-like) scenario (JSON text); returns the record as JSON text.
+/// With `validate_only`, the scenario is only validated and its resolved parameters returned.
+/// The GIL is released while the simulation runs.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        if validate_only {
+            let r = longhaul_sim::tcp::TcpScenario::from_json(&text)?.resolve()?;
+            serde_json::to_string(&r).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+        } else {
+            let rec = longhaul_sim::run_tcp_json(&text)?;
+            serde_json::to_string(&rec).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+        }
+    });
+    result.map_err(|e| PyValueError::new_err(e.0))
+}
+
+/// Validate and run one MPI scenario (JSON text); returns the record as JSON text. With
+/// `validate_only`, the scenario is only validated (returns "{}"). The GIL is released.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        if validate_only {
+            longhaul_sim::mpi::validate_mpi_json(&text).map(|_| "{}".to_string())
+        } else {
+            let rec = longhaul_sim::mpi::run_mpi_json(&text)?;
+            serde_json::to_string(&rec).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+        }
+    });
+    result.map_err(|e| PyValueError::new_err(e.0))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_verbs, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_verbs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,8 +6,10 @@
 
 pub mod engine;
 pub mod ib;
+pub mod mpi;
 pub mod net;
 pub mod scenario;
+pub mod tcp;
 pub mod topology;
 pub mod workload;
 
@@ -24,4 +26,10 @@ pub fn run_verbs_json(text: &str, seconds: Option<f64>) -> Result<VerbsRecord, S
         Some(s) => return Err(ScenarioError(format!("duration_s: {s} is out of range (0, 3600]"))),
     };
     Ok(run_verbs(&resolved, until))
+}
+
+/// Validate a JSON TCP scenario and run the iperf-like test: the TCP model's public entry point.
+pub fn run_tcp_json(text: &str) -> Result<workload::iperf::TcpRecord, ScenarioError> {
+    let resolved = tcp::TcpScenario::from_json(text)?.resolve()?;
+    Ok(workload::iperf::run_tcp(&resolved))
 }

@@ -38,11 +38,20 @@ def checks() -> dict[str, Callable[[dict, bool], dict]]:
 CHECKS = checks()
 
 
+def _with_gap(row: dict, point: dict) -> dict:
+    """A point the model does not reproduce yet says so (``known_gap`` in its points file)."""
+    gap = point.get("known_gap", "")
+    if gap and not row["passed"]:
+        row = {**row, "known_gap": gap, "detail": f"{row['detail']}; known gap: {gap}"}
+    return row
+
+
 def check(point_id: str, quiet: bool = True) -> dict:
-    return CHECKS[point_id](points()[point_id], quiet)
+    point = points()[point_id]
+    return _with_gap(CHECKS[point_id](point, quiet), point)
 
 
 def check_all(quiet: bool = True) -> list[dict]:
     """Every check the models can run today (one row each)."""
     pts = points()
-    return [fn(pts[pid], quiet) for pid, fn in CHECKS.items()]
+    return [_with_gap(fn(pts[pid], quiet), pts[pid]) for pid, fn in CHECKS.items()]

@@ -1,5 +1,7 @@
-"""The verbs model against the published points (S1 and S3), each a separate test so a report
-names what drifted. Numbers within the point's tolerance; claims as shape assertions."""
+"""Every model against the published points, one test per point so a report names what drifted.
+Numbers within the point's tolerance; claims as shape assertions. A point the model does not
+reproduce yet carries `known_gap` in its points file: the test then checks that it still fails
+(so a fix is noticed) and reports it as an expected failure with the reason."""
 
 from __future__ import annotations
 
@@ -11,12 +13,16 @@ from longhaul import validation
 @pytest.mark.parametrize("point_id", list(validation.CHECKS))
 def test_published_point(point_id):
     row = validation.check(point_id)
+    gap = validation.points()[point_id].get("known_gap")
+    if gap:
+        assert not row["passed"], f"{point_id} now passes: remove its known_gap"
+        pytest.xfail(f"known gap: {gap} (expected {row['expected']}, model {row['model']})")
     assert row["passed"], f"{point_id}: expected {row['expected']}, model {row['model']} ({row['detail']})"
 
 
 def test_validation_data_carries_citations():
     for p in validation.points().values():
-        assert p["source"].startswith(("S1", "S3")) and p["what"]
+        assert p["source"].startswith(("S1", "S2", "S3")) and p["what"]
 
 
 def test_model_code_reads_no_published_values():

@@ -1,0 +1,38 @@
+"""MPI model benchmark (not a timed test): prints wall times and their ratio to the targets.
+
+1. osu_bcast, 128 ranks (32 nodes x 2 per cluster), sizes 1 B .. 1 MiB, delays 10/100/1000 us,
+   default and hierarchical algorithms (target: under 10 s in all).
+2. NAS CG class B skeleton, 64 ranks (16 nodes x 2 per cluster), 5 delays (target: under 10 s).
+Both run the points on all local cores, as the CLI does.
+"""
+
+from __future__ import annotations
+
+import time
+
+from longhaul.sim import mpi
+
+
+def timed(label: str, fn, target_s: float) -> None:
+    t = time.perf_counter()
+    recs = fn()
+    wall = time.perf_counter() - t
+    events = sum(r["sim_events"] for r in recs)
+    bad = [r for r in recs if r["status"] != "ok"]
+    print(f"{label}: {len(recs)} runs, {wall:.2f} s wall (target {target_s:g} s, ratio {wall / target_s:.2f}), "
+          f"{events / wall / 1e6:.1f} M events/s{'; NOT OK: ' + str(len(bad)) if bad else ''}")
+
+
+def main() -> None:
+    sizes = [2**k for k in range(0, 21)]
+    timed("osu_bcast 128 ranks x 21 sizes x 3 delays x 2 algorithms",
+          lambda: [r for a in ("default", "hierarchical")
+                   for r in mpi.osu_sweep("bcast", sizes, [10.0, 100.0, 1000.0], nodes=32, ppn=2, algo=a,
+                                          show_progress=False)], 10.0)
+    timed("NAS CG class B, 64 ranks x 5 delays",
+          lambda: mpi.app_sweep(["cg"], "B", [0.0, 10.0, 100.0, 1000.0, 10000.0], nodes=16, ppn=2,
+                                show_progress=False), 10.0)
+
+
+if __name__ == "__main__":
+    main()

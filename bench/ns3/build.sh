@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build the ns-3 comparison scenario (Debian's ns3 + libns3-dev; their pkg-config files are
+# broken, so headers and libraries are named directly). Prints the binary's path.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="${NS3_BUILD_DIR:-$here/build}"
+mkdir -p "$out"
+bin="$out/tcp_bulk"
+if [[ ! -x "$bin" || "$here/tcp_bulk.cc" -nt "$bin" ]]; then
+  libs=""
+  for m in core network internet point-to-point applications traffic-control stats mobility bridge; do
+    libs="$libs -lns3-$m"
+  done
+  g++ -O2 -std=c++17 -I/usr/include "$here/tcp_bulk.cc" -o "$bin" $libs >&2
+fi
+echo "$bin"

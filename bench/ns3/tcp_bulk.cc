@@ -1,0 +1,119 @@
+// ns-3 side of longhaul's TCP comparison: one bulk TCP flow over a point-to-point link.
+//
+// n0 --[rate, one-way delay, drop-tail queue of N packets]--> n1, BulkSend on n0, PacketSink on
+// n1, with the TCP settings longhaul uses (MSS, SACK, timestamps, initial window 10, delayed
+// ACK every 2nd segment / 40 ms, min RTO 200 ms, fixed socket buffers). The traffic-control
+// layer is removed so the device's drop-tail queue is the bottleneck, as in longhaul.
+//
+// Prints one JSON object: goodput, link packets (both directions), and the cwnd (segments)
+// sampled every interval.
+
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+using namespace ns3;
+
+static uint32_t g_cwnd_bytes = 0;
+static uint64_t g_link_packets = 0;
+static std::vector<double> g_cwnd_trace;
+
+static void CwndChanged(uint32_t, uint32_t now_bytes) { g_cwnd_bytes = now_bytes; }
+static void PhyTx(Ptr<const Packet>) { g_link_packets++; }
+
+static void Sample(double interval_s, uint32_t mss) {
+  g_cwnd_trace.push_back(double(g_cwnd_bytes) / mss);
+  Simulator::Schedule(Seconds(interval_s), &Sample, interval_s, mss);
+}
+
+static void HookCwnd(Ptr<BulkSendApplication> app) {
+  app->GetSocket()->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&CwndChanged));
+}
+
+int main(int argc, char *argv[]) {
+  double rate_gbps = 1.0, delay_ms = 10.0, duration_s = 5.0, interval_s = 0.1;
+  uint32_t queue_packets = 100, mss = 1448, delack_count = 2;
+  uint64_t buffer_bytes = 64 << 20;
+  std::string cc = "NewReno";
+  CommandLine cmd;
+  cmd.AddValue("rate_gbps", "link rate (Gb/s)", rate_gbps);
+  cmd.AddValue("delay_ms", "one-way propagation delay (ms)", delay_ms);
+  cmd.AddValue("duration_s", "simulated seconds", duration_s);
+  cmd.AddValue("interval_s", "cwnd sampling interval (s)", interval_s);
+  cmd.AddValue("queue_packets", "drop-tail queue of the bottleneck device (packets)", queue_packets);
+  cmd.AddValue("mss", "segment size (bytes)", mss);
+  cmd.AddValue("buffer_bytes", "send and receive socket buffers (bytes)", buffer_bytes);
+  cmd.AddValue("cc", "NewReno or Cubic", cc);
+  cmd.AddValue("delack_count", "segments per delayed ACK (1 = ACK every segment)", delack_count);
+  cmd.Parse(argc, argv);
+
+  Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::Tcp" + cc));
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
+  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delack_count));
+  Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buffer_bytes));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buffer_bytes));
+  Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
+  Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
+  Config::SetDefault("ns3::TcpSocketBase::WindowScaling", BooleanValue(true));
+  Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+  // longhaul's CUBIC has no HyStart: compare like with like.
+  Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(false));
+
+  NodeContainer nodes;
+  nodes.Create(2);
+  PointToPointHelper p2p;
+  std::ostringstream rate;
+  rate << rate_gbps << "Gbps";
+  p2p.SetDeviceAttribute("DataRate", StringValue(rate.str()));
+  p2p.SetChannelAttribute("Delay", TimeValue(MicroSeconds(int64_t(delay_ms * 1000))));
+  std::ostringstream q;
+  q << queue_packets << "p";
+  p2p.SetQueue("ns3::DropTailQueue", "MaxSize", QueueSizeValue(QueueSize(q.str())));
+  NetDeviceContainer devices = p2p.Install(nodes);
+
+  InternetStackHelper stack;
+  stack.Install(nodes);
+  Ipv4AddressHelper address;
+  address.SetBase("10.1.1.0", "255.255.255.0");
+  Ipv4InterfaceContainer ifaces = address.Assign(devices);
+  TrafficControlHelper tch;
+  tch.Uninstall(devices);
+
+  uint16_t port = 5001;
+  BulkSendHelper source("ns3::TcpSocketFactory", InetSocketAddress(ifaces.GetAddress(1), port));
+  source.SetAttribute("MaxBytes", UintegerValue(0));
+  source.SetAttribute("SendSize", UintegerValue(mss * 16));
+  ApplicationContainer src = source.Install(nodes.Get(0));
+  src.Start(Seconds(0.0));
+  PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
+  ApplicationContainer dst = sink.Install(nodes.Get(1));
+  dst.Start(Seconds(0.0));
+
+  for (uint32_t i = 0; i < 2; i++) {
+    devices.Get(i)->TraceConnectWithoutContext("PhyTxEnd", MakeCallback(&PhyTx));
+  }
+  // The socket exists once the application has started.
+  Simulator::Schedule(Seconds(1e-6), &HookCwnd, DynamicCast<BulkSendApplication>(src.Get(0)));
+  Simulator::Schedule(Seconds(interval_s), &Sample, interval_s, mss);
+  Simulator::Stop(Seconds(duration_s));
+  Simulator::Run();
+
+  uint64_t rx = DynamicCast<PacketSink>(dst.Get(0))->GetTotalRx();
+  std::cout << "{\"bw_MBps\": " << rx / duration_s / 1e6 << ", \"link_packets\": " << g_link_packets
+            << ", \"cwnd_trace_segs\": [";
+  for (size_t i = 0; i < g_cwnd_trace.size(); i++) {
+    std::cout << (i ? ", " : "") << g_cwnd_trace[i];
+  }
+  std::cout << "]}" << std::endl;
+  Simulator::Destroy();
+  return 0;
+}

@@ -1,0 +1,60 @@
+"""Shared by the ns-3 comparison test and ``bench/tcp_bench.py``: build the ns-3 scenario
+(``bench/ns3/``), run the same bulk-transfer point on ns-3 and on longhaul, and time both.
+
+The point: one TCP flow over a 1 Gb/s (or 10 Gb/s) link with a one-way delay, drop-tail queue of
+``queue_packets``, MSS 1448 (MTU 1500 with timestamps), SACK, initial window 10, min RTO 200 ms,
+socket buffers of ``buffer_bytes``, an ACK for every segment (ns-3 grows the window per ACK,
+Linux and longhaul per acknowledged segment: they agree only without delayed ACKs).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NS3_CC = {"reno": "NewReno", "cubic": "Cubic"}
+
+
+def ns3_available() -> str | None:
+    """None if ns-3 can be used here, else the reason it cannot."""
+    if not Path("/usr/include/ns3/core-module.h").exists():
+        return "ns-3 headers not installed (Debian packages ns3 libns3-dev)"
+    if shutil.which("g++") is None:
+        return "no C++ compiler (g++)"
+    return None
+
+
+def ns3_binary() -> str:
+    return subprocess.run([str(HERE / "ns3" / "build.sh")], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def run_ns3(cc: str, delay_ms: float, rate_gbps: float = 1.0, duration_s: float = 5.0, queue_packets: int = 100,
+            buffer_bytes: int = 64 << 20, interval_s: float = 0.1) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([ns3_binary(), f"--cc={NS3_CC[cc]}", f"--delay_ms={delay_ms}", f"--rate_gbps={rate_gbps}",
+                          f"--duration_s={duration_s}", f"--queue_packets={queue_packets}",
+                          f"--buffer_bytes={buffer_bytes}", f"--interval_s={interval_s}", "--delack_count=1"],
+                         check=True, capture_output=True, text=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rec = json.loads(out)
+    rec["cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return rec
+
+
+def run_longhaul(cc: str, delay_ms: float, rate_gbps: float = 1.0, duration_s: float = 5.0, queue_packets: int = 100,
+                 buffer_bytes: int = 64 << 20, interval_s: float = 0.1, streams: int = 1) -> dict:
+    from longhaul.sim import tcp
+
+    sc = tcp.scenario(link="10gige-lan", stack="ideal", rate_gbps=rate_gbps, delay_us=delay_ms * 1000,
+                      queue_packets=queue_packets, window_bytes=buffer_bytes, cc=cc, duration_s=duration_s,
+                      interval_s=interval_s, delayed_ack=False, cwnd_trace=True, streams=streams)
+    t = time.process_time()
+    rec = tcp.run(sc)
+    rec["cpu_s"] = time.process_time() - t
+    rec["cwnd_trace_segs"] = [row[0] for row in rec["cwnd_trace_segs"]]
+    return rec

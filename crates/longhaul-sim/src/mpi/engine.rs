@@ -1,0 +1,443 @@
+//! The MPI timing engine: ranks play their programs over the simulated two-cluster fabric.
+//!
+//! Inter-node messages go through the InfiniBand verbs layer (`IbHosts`) packet by packet, so
+//! link rates, credits, the extenders, the adapter's in-flight limits and RC acknowledgements
+//! all act on MPI traffic; the protocol on top (`protocol.rs`) is the library's. Intra-node
+//! messages take the shared-memory path (`shm.rs`), modelled per message: two memory copies
+//! through a shared buffer, bounded by a core's copy rate and the node's memory bandwidth.
+//!
+//! A rank's CPU is one timeline (`cpu_free`): MPI calls, copies and compute queue on it, and a
+//! message that arrives while its rank computes is handled when the computation ends (no
+//! asynchronous progress, as in MVAPICH2's default polling mode). A rank may run ahead of
+//! simulated time through computation; everything it then does is stamped with its CPU time,
+//! never earlier.
+//!
+//! Invariants (checked by tests): every message is delivered exactly once and, per pair of
+//! ranks, in the order it was sent; the run is a pure function of the scenario and seed.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::params::{MpiParams, NodeParams};
+use super::placement::Layout;
+use super::program::{Action, Programs, Xfer};
+use super::protocol::{Conn, Wire};
+use crate::engine::time::from_ns;
+use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::ib::{IbHosts, IbPacket, Transport};
+use crate::net::{Fabric, NetEvent, NodeId};
+
+#[derive(Debug, Clone, Copy)]
+pub enum Ev {
+    Net(NetEvent),
+    IbTimer(u32),
+    /// A rank's blocking wait is over: continue its program.
+    Resume(u32),
+    /// An intra-node message's data is in the shared buffer.
+    Shm(u32),
+}
+
+impl From<NetEvent> for Ev {
+    fn from(e: NetEvent) -> Self {
+        Ev::Net(e)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    Eager,
+    Rput,
+    Rget,
+    R3,
+    Shm,
+}
+
+/// One MPI message from `src` to `dst`.
+#[derive(Debug, Clone)]
+pub struct Msg {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    /// Position in the pair's send order (checked at delivery).
+    pub seq: u64,
+    pub proto: Proto,
+    pub send_detached: bool,
+    /// Set once matched with a receive: whether that receive was posted by `Post`.
+    pub recv_detached: Option<bool>,
+    /// When the receiver posted the matching receive (for the shared-memory pipeline).
+    pub recv_posted_at: Time,
+    /// Eager data / RTS / shared-memory data has arrived (time it was handled).
+    pub arrived_at: Option<Time>,
+    /// RDMA reads (RGET chunks) still outstanding at the receiver.
+    pub pending_parts: u32,
+    /// Shared memory: when the sender's last chunk is in the buffer.
+    pub data_at: Time,
+    pub done: u8,
+}
+
+#[derive(Default)]
+pub struct RankState {
+    pub pc: u64,
+    pub cpu_free: Time,
+    /// Requests of the current round not yet complete, and when the last one completed.
+    pub pending: u32,
+    pub round_done: Time,
+    /// Requests posted by `Post` and not yet complete.
+    pub detached: u32,
+    pub detached_done: Time,
+    /// Waiting for the round (`Round`) or for the detached requests (`WaitAll`).
+    pub blocked: bool,
+    pub finished: bool,
+}
+
+/// Receives posted without a message, and messages arrived without a receive, per (src, dst).
+#[derive(Default)]
+pub struct Matching {
+    pub posted: VecDeque<(u64, bool, Time)>,
+    pub unexpected: VecDeque<u32>,
+    pub send_seq: u64,
+    pub recv_seq: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MpiStats {
+    pub messages: u64,
+    pub eager: u64,
+    pub rendezvous: u64,
+    pub shm: u64,
+    pub credit_stalls: u64,
+    pub credit_updates: u64,
+    pub delivered: u64,
+    pub order_violations: u64,
+}
+
+pub struct Mpi {
+    pub layout: Layout,
+    pub params: MpiParams,
+    pub node: NodeParams,
+    pub transport: Transport,
+    pub mtu: u32,
+    /// Fabric host of every rank.
+    pub host: Vec<NodeId>,
+    pub progs: Programs,
+    pub ranks: Vec<RankState>,
+    pub pairs: HashMap<(u32, u32), Matching>,
+    pub msgs: Vec<Msg>,
+    pub free_msgs: Vec<u32>,
+    pub wires: Vec<Wire>,
+    pub free_wires: Vec<u32>,
+    pub conns: Vec<Conn>,
+    pub conn_of: HashMap<(u32, u32), u32>,
+    /// (connection, side) of every queue pair.
+    pub qp_conn: Vec<(u32, u8)>,
+    /// Ranks placed on each node (they share its memory bandwidth).
+    pub local_ranks: Vec<u32>,
+    /// (label, iteration, time) marks per rank.
+    pub marks: Vec<Vec<(u32, u64, Time)>>,
+    pub stats: MpiStats,
+    pub kicks: Vec<NodeId>,
+    pub post_cost: Time,
+    pub call_cost: Time,
+    unfinished: usize,
+}
+
+pub struct World {
+    pub fabric: Fabric<IbPacket>,
+    pub ib: IbHosts,
+    pub mpi: Mpi,
+}
+
+impl Mpi {
+    pub fn new(layout: Layout, params: MpiParams, node: NodeParams, transport: Transport, mtu: u32, host: Vec<NodeId>, progs: Programs, post_ns: f64) -> Self {
+        let n = layout.ranks() as usize;
+        let call_cost = from_ns(params.call_ns);
+        let mut local_ranks = vec![0u32; 2 * layout.nodes_per_cluster as usize];
+        for &nd in &layout.node {
+            local_ranks[nd as usize] += 1;
+        }
+        Mpi {
+            layout,
+            params,
+            node,
+            transport,
+            mtu,
+            host,
+            progs,
+            ranks: (0..n).map(|_| RankState::default()).collect(),
+            pairs: HashMap::new(),
+            msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            wires: Vec::new(),
+            free_wires: Vec::new(),
+            conns: Vec::new(),
+            conn_of: HashMap::new(),
+            qp_conn: Vec::new(),
+            local_ranks,
+            marks: vec![Vec::new(); n],
+            stats: MpiStats::default(),
+            kicks: Vec::new(),
+            post_cost: from_ns(post_ns),
+            call_cost,
+            unfinished: n,
+        }
+    }
+
+    /// Occupy rank `r`'s CPU for `cost` from `t` (or when it is free); returns the end.
+    pub fn cpu(&mut self, r: u32, t: Time, cost: Time) -> Time {
+        let st = &mut self.ranks[r as usize];
+        st.cpu_free = st.cpu_free.max(t) + cost;
+        st.cpu_free
+    }
+
+    /// Rank `r` copies `bytes` in memory from `t` at a core's copy rate, or at its share of the
+    /// node's memory bandwidth (a read and a write per byte; every rank of the node is assumed
+    /// to copy at once, the case of bandwidth tests) if that is lower.
+    pub fn copy(&mut self, r: u32, t: Time, bytes: u64) -> Time {
+        let start = self.ranks[r as usize].cpu_free.max(t);
+        let sharers = self.local_ranks[self.layout.node[r as usize] as usize].max(1) as f64;
+        let rate = self.node.copy_MBps.min(self.node.mem_MBps / (2.0 * sharers)) * 1e6;
+        let end = start + (bytes as f64 / rate * 1e12) as Time;
+        self.ranks[r as usize].cpu_free = end;
+        end
+    }
+
+    pub fn new_msg(&mut self, m: Msg) -> u32 {
+        match self.free_msgs.pop() {
+            Some(i) => {
+                self.msgs[i as usize] = m;
+                i
+            }
+            None => {
+                self.msgs.push(m);
+                (self.msgs.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Start rank `r`'s program at `t`, or continue it after a wait.
+    pub fn advance(&mut self, ib: &mut IbHosts, r: u32, t: Time, q: &mut EventQueue<Ev>) {
+        let ri = r as usize;
+        let len = self.progs.ranks[ri].len() as u64;
+        let total = len * self.progs.repeat;
+        self.ranks[ri].blocked = false;
+        let mut t = t.max(self.ranks[ri].cpu_free);
+        while self.ranks[ri].pc < total {
+            let pc = self.ranks[ri].pc;
+            let (iter, idx) = (pc / len, (pc % len) as usize);
+            // Actions are cloned one at a time so the program can be shared while ranks mutate.
+            let action = self.progs.ranks[ri][idx].clone();
+            match action {
+                Action::Compute(d) => t = self.cpu(r, t, d),
+                Action::Mark(label) => {
+                    let at = t.max(self.ranks[ri].cpu_free);
+                    self.marks[ri].push((label, iter, at));
+                }
+                Action::Local { bytes, .. } => t = self.copy(r, t, bytes),
+                Action::Round { sends, recvs } => {
+                    self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
+                    self.ranks[ri].round_done = t;
+                    self.post_all(ib, r, t, &sends, &recvs, false, q);
+                    if self.ranks[ri].pending > 0 {
+                        self.ranks[ri].pc += 1;
+                        self.ranks[ri].blocked = true;
+                        return;
+                    }
+                    t = t.max(self.ranks[ri].round_done);
+                }
+                Action::Post { sends, recvs } => {
+                    self.ranks[ri].detached += (sends.len() + recvs.len()) as u32;
+                    self.post_all(ib, r, t, &sends, &recvs, true, q);
+                }
+                Action::WaitAll => {
+                    if self.ranks[ri].detached > 0 {
+                        self.ranks[ri].pc += 1;
+                        self.ranks[ri].blocked = true;
+                        return;
+                    }
+                    t = t.max(self.ranks[ri].detached_done);
+                }
+            }
+            self.ranks[ri].pc += 1;
+        }
+        if !self.ranks[ri].finished {
+            self.ranks[ri].finished = true;
+            self.unfinished -= 1;
+        }
+    }
+
+    fn post_all(&mut self, ib: &mut IbHosts, r: u32, t: Time, sends: &[Xfer], recvs: &[Xfer], detached: bool, q: &mut EventQueue<Ev>) {
+        for x in recvs {
+            let at = self.cpu(r, t, self.call_cost);
+            self.post_recv(ib, x.peer, r, x.bytes, detached, at, q);
+        }
+        for x in sends {
+            let at = self.cpu(r, t, self.call_cost);
+            self.post_send(ib, r, x.peer, x.bytes, detached, at, q);
+        }
+    }
+
+    fn post_send(&mut self, ib: &mut IbHosts, src: u32, dst: u32, bytes: u64, detached: bool, t: Time, q: &mut EventQueue<Ev>) {
+        let pair = self.pairs.entry((src, dst)).or_default();
+        let seq = pair.send_seq;
+        pair.send_seq += 1;
+        self.stats.messages += 1;
+        let proto = if self.layout.same_node(src, dst) {
+            Proto::Shm
+        } else if bytes == 0 || bytes + self.params.header_bytes as u64 <= self.params.eager_threshold_bytes as u64 {
+            // An empty message is all header: nothing to move by rendezvous.
+            Proto::Eager
+        } else {
+            self.rndv_proto()
+        };
+        let m = self.new_msg(Msg { src, dst, bytes, seq, proto, send_detached: detached, recv_detached: None, recv_posted_at: 0, arrived_at: None, pending_parts: 0, data_at: 0, done: 0 });
+        match proto {
+            Proto::Shm => self.shm_send(m, t, q),
+            Proto::Eager => self.eager_send(ib, m, t, q),
+            _ => self.rndv_send(ib, m, t),
+        }
+    }
+
+    fn post_recv(&mut self, ib: &mut IbHosts, src: u32, dst: u32, bytes: u64, detached: bool, t: Time, q: &mut EventQueue<Ev>) {
+        let pair = self.pairs.entry((src, dst)).or_default();
+        match pair.unexpected.pop_front() {
+            Some(m) => {
+                let _ = bytes; // the sender's size rules (MPI allows a larger receive buffer)
+                self.msgs[m as usize].recv_detached = Some(detached);
+                self.msgs[m as usize].recv_posted_at = t;
+                self.matched(ib, m, t, q);
+            }
+            None => pair.posted.push_back((bytes, detached, t)),
+        }
+    }
+
+    /// Message `m`'s envelope (eager data, RTS or shared-memory data) reached its receiver at `t`.
+    pub fn arrived(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
+        self.msgs[m as usize].arrived_at = Some(t);
+        let pair = self.pairs.get_mut(&(src, dst)).expect("pair exists once a message was sent");
+        match pair.posted.pop_front() {
+            Some((_, detached, posted_at)) => {
+                self.msgs[m as usize].recv_detached = Some(detached);
+                self.msgs[m as usize].recv_posted_at = posted_at;
+                self.matched(ib, m, t, q);
+            }
+            None => pair.unexpected.push_back(m),
+        }
+    }
+
+    /// The receive and the message have met at `t`.
+    fn matched(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        match self.msgs[m as usize].proto {
+            Proto::Shm => self.shm_matched(m, t, q),
+            Proto::Eager => {
+                // The data is already here: copy it out of the eager (or unexpected) buffer.
+                let (dst, bytes) = (self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
+                let done = self.copy(dst, t, bytes);
+                self.complete_recv(m, done, q);
+            }
+            _ => self.rndv_matched(ib, m, t),
+        }
+    }
+
+    /// The send side of `m` is complete at `t`.
+    pub fn complete_send(&mut self, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        let (src, det) = (self.msgs[m as usize].src, self.msgs[m as usize].send_detached);
+        self.request_done(src, det, t, q);
+        self.finish_side(m);
+    }
+
+    /// The receive side of `m` is complete at `t`: the data is in the user's buffer.
+    pub fn complete_recv(&mut self, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        let msg = &self.msgs[m as usize];
+        let (src, dst, seq, det) = (msg.src, msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
+        let pair = self.pairs.get_mut(&(src, dst)).expect("pair");
+        if seq != pair.recv_seq {
+            self.stats.order_violations += 1;
+        }
+        pair.recv_seq = seq + 1;
+        self.stats.delivered += 1;
+        self.request_done(dst, det, t, q);
+        self.finish_side(m);
+    }
+
+    fn finish_side(&mut self, m: u32) {
+        self.msgs[m as usize].done += 1;
+        if self.msgs[m as usize].done == 2 {
+            self.free_msgs.push(m);
+        }
+    }
+
+    fn request_done(&mut self, r: u32, detached: bool, t: Time, q: &mut EventQueue<Ev>) {
+        let st = &mut self.ranks[r as usize];
+        if detached {
+            st.detached -= 1;
+            st.detached_done = st.detached_done.max(t);
+            let pc = st.pc.saturating_sub(1) as usize % self.progs.ranks[r as usize].len().max(1);
+            let waiting_all = st.blocked && matches!(self.progs.ranks[r as usize][pc], Action::WaitAll);
+            if st.detached == 0 && waiting_all {
+                q.schedule(st.detached_done.max(q.now()), Ev::Resume(r));
+            }
+        } else {
+            st.pending -= 1;
+            st.round_done = st.round_done.max(t);
+            if st.pending == 0 && st.blocked {
+                q.schedule(st.round_done.max(q.now()), Ev::Resume(r));
+            }
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.unfinished == 0
+    }
+}
+
+impl World {
+    fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
+        loop {
+            for (t, qp) in self.ib.timers.drain(..) {
+                q.schedule(t.max(now), Ev::IbTimer(qp));
+            }
+            if self.ib.completions.is_empty() && self.mpi.kicks.is_empty() {
+                return;
+            }
+            let completions = std::mem::take(&mut self.ib.completions);
+            for c in completions {
+                self.mpi.on_completion(&mut self.ib, c, q);
+            }
+            let kicks = std::mem::take(&mut self.mpi.kicks);
+            for (i, &n) in kicks.iter().enumerate() {
+                if !kicks[..i].contains(&n) {
+                    self.fabric.kick(now, n, q, &mut self.ib);
+                }
+            }
+        }
+    }
+
+    /// Start every rank at time 0 and run until all programs end (or nothing can move).
+    pub fn run(&mut self, q: &mut EventQueue<Ev>, limit: Time) -> Stop {
+        for r in 0..self.mpi.ranks.len() as u32 {
+            self.mpi.advance(&mut self.ib, r, 0, q);
+        }
+        self.settle(0, q);
+        run(self, q, limit)
+    }
+}
+
+impl Model for World {
+    type Event = Ev;
+    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
+        match ev {
+            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
+            Ev::IbTimer(qp) => {
+                self.ib.on_timer(now, qp);
+                let n = self.ib.node_of(qp);
+                self.fabric.kick(now, n, q, &mut self.ib);
+            }
+            Ev::Resume(r) => self.mpi.advance(&mut self.ib, r, now, q),
+            Ev::Shm(m) => self.mpi.shm_arrived(&mut self.ib, m, now, q),
+        }
+        self.settle(now, q);
+    }
+    fn finished(&self) -> bool {
+        self.mpi.finished()
+    }
+}

@@ -1,0 +1,245 @@
+//! MPI across two clusters joined by a long-haul link.
+//!
+//! Layers, each in its own file: `placement` (ranks on N nodes x P processes per cluster),
+//! `program` (what ranks do, and the checksum checker), `coll_flat` / `collectives` (flat and
+//! hierarchical algorithms), `engine` + `protocol` + `shm` (the timing model: eager, rendezvous,
+//! credits over IB verbs; shared memory within a node), workloads `osu`, `apps` (NAS), `trace`
+//! (replay), and `scenario` (plain data, validated once).
+
+pub mod apps;
+pub mod coll_flat;
+pub mod collectives;
+pub mod engine;
+pub mod params;
+pub mod placement;
+pub mod program;
+pub mod protocol;
+pub mod scenario;
+pub mod shm;
+pub mod osu;
+pub mod trace;
+
+use serde::Serialize;
+
+use crate::engine::time::{to_s, to_us, S};
+use crate::engine::{EventQueue, Stop};
+use crate::ib::{IbHosts, IbPacket, Transport};
+use crate::net::Fabric;
+use crate::scenario::{ScenarioError, TransportName};
+use crate::topology;
+use engine::{Ev, Mpi, World};
+use placement::{Layout, Placement};
+use scenario::{MpiResolved, MpiScenario, Workload};
+
+/// One MPI run. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 messages/s).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct MpiRecord {
+    pub testbed: String,
+    pub hca: String,
+    pub node: String,
+    pub transport: String,
+    pub workload: String,
+    pub bench: Option<String>,
+    pub app: Option<String>,
+    pub class: Option<String>,
+    pub algo: String,
+    pub size_bytes: Option<u64>,
+    pub ranks: u32,
+    pub nodes: u32,
+    pub ppn: u32,
+    pub pairs: Option<u32>,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub one_way_delay_us: f64,
+    pub distance_km: f64,
+    pub eager_threshold_bytes: u32,
+    pub rndv_protocol: String,
+    pub seed: u64,
+    pub lat_us: Option<f64>,
+    pub lat_min_us: Option<f64>,
+    pub lat_max_us: Option<f64>,
+    pub bw_MBps: Option<f64>,
+    pub msg_rate_Mps: Option<f64>,
+    /// Applications and traces: predicted run time (scaled to the class's iterations).
+    pub run_time_s: Option<f64>,
+    pub compute_s: Option<f64>,
+    pub iterations: u64,
+    pub iterations_simulated: u64,
+    pub large_msg_share: Option<f64>,
+    pub messages: u64,
+    pub eager_messages: u64,
+    pub rendezvous_messages: u64,
+    pub shm_messages: u64,
+    pub credit_stalls: u64,
+    pub delivered_messages: u64,
+    pub order_violations: u64,
+    pub retransmitted_packets: u64,
+    pub sim_time_us: f64,
+    pub sim_events: u64,
+    pub status: String,
+}
+
+/// Simulated time after which a run is abandoned.
+const SIM_TIME_LIMIT: u64 = 3600 * S;
+
+fn lower<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|j| j.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// Validate a JSON MPI scenario and run it.
+pub fn run_mpi_json(text: &str) -> Result<MpiRecord, ScenarioError> {
+    run_mpi(&MpiScenario::from_json(text)?.resolve()?)
+}
+
+/// Validate a JSON MPI scenario without running it (the checks `run_mpi` makes before running).
+pub fn validate_mpi_json(text: &str) -> Result<(), ScenarioError> {
+    let r = MpiScenario::from_json(text)?.resolve()?;
+    let slots = 2 * r.nodes * r.ppn;
+    match &r.workload {
+        Workload::Osu(_) => Ok(()),
+        Workload::App(a) => apps::check_ranks(a.name, slots).map_err(ScenarioError),
+        Workload::Trace(t) => {
+            let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
+            Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map(|_| ()).map_err(|e| ScenarioError(format!("{}: {e}", t.name)))
+        }
+    }
+}
+
+/// Run one resolved MPI scenario.
+pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
+    let one_way = r.base.one_way_delay_us();
+    let auto = r.params.auto;
+    let slots = 2 * r.nodes * r.ppn;
+    // Workload -> (programs, ranks' placement, algorithm name, iterations, extra facts).
+    let (progs, layout, algo_used, full_iters, compute_us, large) = match &r.workload {
+        Workload::Osu(o) => {
+            let ranks = o.bench.ranks(o.pairs.unwrap_or(1), slots);
+            let placement = match (&r.placement, o.bench) {
+                // osu_mbw_mr pairs rank i with rank i + pairs: senders in A, receivers in B.
+                (Placement::Block, osu::OsuBench::MbwMr) => {
+                    let k = ranks / 2;
+                    Placement::Map((0..ranks).map(|x| if x < k { x / r.ppn } else { r.nodes + (x - k) / r.ppn }).collect())
+                }
+                (p, _) => p.clone(),
+            };
+            let layout = Layout::new(r.nodes, r.ppn, ranks, &placement).map_err(ScenarioError)?;
+            let (p, used) = osu::programs(o, &layout, r.algo, one_way, auto);
+            (p, layout, used.to_string(), 1, None, None)
+        }
+        Workload::App(a) => {
+            let layout = Layout::new(r.nodes, r.ppn, slots, &r.placement).map_err(ScenarioError)?;
+            apps::check_ranks(a.name, slots).map_err(ScenarioError)?;
+            let mut app = apps::build(a.name, a.class, &layout, &r.node, a.compute_us_per_iter, r.algo, one_way, auto);
+            if let Some(it) = a.iterations {
+                if !(1..=100_000).contains(&it) {
+                    return Err(ScenarioError(format!("iterations: {it} is out of range [1, 100000]")));
+                }
+                app.programs.repeat = it;
+                app.iterations = it;
+            }
+            (app.programs, layout, r.algo.name().to_string(), app.iterations, Some(app.compute_us_per_iter), Some(app.large_share))
+        }
+        Workload::Trace(t) => {
+            let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
+            let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map_err(|e| ScenarioError(format!("{}: {e}", t.name)))?;
+            let p = trace::programs(&parsed, &layout, r.algo, one_way, auto);
+            program::check(&p, &mut p.zero_buffers()).map_err(|e| ScenarioError(format!("{}: {}", t.name, e.0)))?;
+            (p, layout, r.algo.name().to_string(), 1, None, None)
+        }
+    };
+    let simulated = progs.repeat;
+    let mut fabric: Fabric<IbPacket> = Fabric::new(r.base.seed);
+    let clusters = topology::build(&r.base, &mut fabric, r.nodes as usize);
+    let host: Vec<u32> = layout.node.iter().map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] }).collect();
+    let mut hca = r.base.hca.clone();
+    // MVAPICH2 asks for 4 outstanding RDMA reads per QP (rdma_default_qp_ous_rd_atom).
+    hca.max_rd_atomic = hca.max_rd_atomic.min(4);
+    let post_ns = hca.post_ns;
+    // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
+    let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
+    let transport = match r.transport {
+        TransportName::Rc => Transport::Rc,
+        TransportName::Uc => Transport::Uc,
+        TransportName::Ud => Transport::Ud,
+    };
+    let mpi = Mpi::new(layout.clone(), r.params.clone(), r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
+    let mut world = World { fabric, ib, mpi };
+    let mut q: EventQueue<Ev> = EventQueue::new();
+    let stop = world.run(&mut q, SIM_TIME_LIMIT);
+    let m = &world.mpi;
+    let status = if world.ib.stats.qp_errors > 0 {
+        "qp error: retry count exceeded".to_string()
+    } else if stop == Stop::Finished {
+        "ok".to_string()
+    } else {
+        format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+    };
+    let (mut lat, mut lat_min, mut lat_max, mut bw, mut rate) = (None, None, None, None, None);
+    let mut run_time = None;
+    let (mut bench, mut app, mut class, mut size, mut pairs) = (None, None, None, None, None);
+    let end = m.ranks.iter().map(|x| x.cpu_free).max().unwrap_or(0).max(q.now());
+    match &r.workload {
+        Workload::Osu(o) => {
+            (lat, lat_min, lat_max, bw, rate) = osu::measure(o, &m.marks);
+            bench = Some(o.bench.name().to_string());
+            size = Some(o.size_bytes);
+            pairs = (o.bench == osu::OsuBench::MbwMr).then(|| o.pairs.unwrap_or(1));
+        }
+        Workload::App(a) => {
+            run_time = Some(to_s(end) * full_iters as f64 / simulated as f64);
+            app = Some(lower(&a.name));
+            class = Some(lower(&a.class));
+        }
+        Workload::Trace(_) => run_time = Some(to_s(end)),
+    }
+    let workload = match &r.workload {
+        Workload::Osu(_) => "osu",
+        Workload::App(_) => "app",
+        Workload::Trace(_) => "trace",
+    };
+    Ok(MpiRecord {
+        testbed: r.base.testbed.clone(),
+        hca: r.base.hca.name.clone(),
+        node: r.node.name.clone(),
+        transport: lower(&r.transport),
+        workload: workload.into(),
+        bench,
+        app,
+        class,
+        algo: algo_used,
+        size_bytes: size,
+        ranks: layout.ranks(),
+        nodes: r.nodes,
+        ppn: r.ppn,
+        pairs,
+        delay_us: r.base.delay_us,
+        fibre_km: r.base.fibre_km,
+        one_way_delay_us: one_way,
+        distance_km: one_way / 5.0,
+        eager_threshold_bytes: r.params.eager_threshold_bytes,
+        rndv_protocol: lower(&r.params.rndv),
+        seed: r.base.seed,
+        lat_us: lat,
+        lat_min_us: lat_min,
+        lat_max_us: lat_max,
+        bw_MBps: bw,
+        msg_rate_Mps: rate,
+        run_time_s: run_time,
+        compute_s: compute_us.map(|c| c * full_iters as f64 * 1e-6),
+        iterations: full_iters,
+        iterations_simulated: simulated,
+        large_msg_share: large,
+        messages: m.stats.messages,
+        eager_messages: m.stats.eager,
+        rendezvous_messages: m.stats.rendezvous,
+        shm_messages: m.stats.shm,
+        credit_stalls: m.stats.credit_stalls,
+        delivered_messages: m.stats.delivered,
+        order_violations: m.stats.order_violations,
+        retransmitted_packets: world.ib.stats.retransmitted_packets,
+        sim_time_us: to_us(q.now()),
+        sim_events: q.events_handled(),
+        status,
+    })
+}

@@ -1,0 +1,126 @@
+//! Parameters of the MPI library and of the compute nodes, each with its physical meaning and
+//! the source of its default.
+//!
+//! Protocol defaults are MVAPICH2's of 2008 (the library [S1] measured), from its gen2 channel
+//! source `ibv_param.c` / `ibv_param.h` (MVAPICH2 1.0-1.2) for an InfiniHost III Ex DDR
+//! ("MLX_PCI_EX_DDR") small cluster, and from the MVAPICH2 user guide's parameter list.
+
+use serde::{Deserialize, Serialize};
+
+use super::collectives::AutoRule;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rndv {
+    /// RTS, CTS with the receive buffer's key, RDMA write from the sender, FIN.
+    Rput,
+    /// RTS with the send buffer's key, RDMA read by the receiver, FIN back to the sender.
+    Rget,
+    /// RTS, CTS, then the data copied through eager buffers (no zero copy).
+    R3,
+}
+
+/// The MPI library's point-to-point protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiParams {
+    /// Messages up to this many payload bytes go eagerly; the MPI header rides along, so an
+    /// 8 KiB message at an 8 KiB threshold already needs rendezvous (as in MVAPICH2, whose
+    /// test is payload + header <= threshold). Default 8 KiB: "rendezvous protocol above 8 KB
+    /// (MVAPICH2 default)" [S1 3.4]; ibv_param.c sizes the eager buffer (vbuf) at 9 KiB with
+    /// the threshold just below it for this adapter.
+    pub eager_threshold_bytes: u32,
+    pub rndv: Rndv,
+    /// Eager buffers the receiver pre-registers per peer = credits the sender holds per peer
+    /// (the RDMA fast path's ring, num_rdma_buffer = 16 for MLX_PCI_EX_DDR in ibv_param.c).
+    pub eager_credits: u32,
+    /// The receiver sends an explicit credit update once this many buffers are freed and no
+    /// message to the sender has carried them back (piggybacking otherwise).
+    pub credit_update_after: u32,
+    /// MPI packet header on every eager and control message (MPIDI_CH3_Pkt_t plus the vbuf
+    /// trailer; assumed 64 bytes).
+    pub header_bytes: u32,
+    /// Largest RDMA operation the library posts; longer rendezvous data is split
+    /// (RDMA_MAX_RDMA_SIZE = 4 MiB in ibv_param.h).
+    pub max_rdma_bytes: u32,
+    /// Chunk of R3 (copy-based rendezvous) data: one eager buffer.
+    pub r3_chunk_bytes: u32,
+    /// Software cost of one MPI call on the CPU (matching, request handling), ns (assumed).
+    pub call_ns: f64,
+    /// MPI over UD/UC: frames one sender may have unacknowledged per peer (MVAPICH2-UD's
+    /// MV2_UD_SENDWINDOW_SIZE, 400 in the MVAPICH2 1.7+ user guide).
+    pub ud_window: u32,
+    /// The receiver acknowledges every this many frames explicitly (else piggybacked).
+    pub ud_ack_every: u32,
+    /// Shared-memory eager limit within a node (MV2_SMP_EAGERSIZE; MVAPICH2 1.x default 8 KiB
+    /// on x86_64); larger intra-node messages pipeline through the shared buffer in chunks
+    /// of this size.
+    pub smp_chunk_bytes: u32,
+    /// When `auto` picks the hierarchical collective (see `collectives::AutoRule`): one-way
+    /// delay of 50 us (10 km: a binomial tree's extra WAN crossings then cost more than a
+    /// leader's extra intra-cluster step of a few us) or messages of 64 KiB and more (the flat
+    /// algorithms move several times the message over the WAN).
+    pub auto: AutoRule,
+}
+
+impl Default for MpiParams {
+    fn default() -> Self {
+        MpiParams {
+            eager_threshold_bytes: 8192,
+            rndv: Rndv::Rput,
+            eager_credits: 16,
+            credit_update_after: 8,
+            header_bytes: 64,
+            max_rdma_bytes: 4 << 20,
+            r3_chunk_bytes: 8192,
+            call_ns: 200.0,
+            ud_window: 400,
+            ud_ack_every: 32,
+            smp_chunk_bytes: 8192,
+            auto: AutoRule { min_delay_us: 50.0, min_bytes: 64 << 10 },
+        }
+    }
+}
+
+/// A compute node: what bounds intra-node (shared-memory) messages and compute.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(non_snake_case)]
+pub struct NodeParams {
+    pub name: String,
+    /// One core's memory copy rate for large buffers (MB/s, 10^6): what a shared-memory copy
+    /// in or out runs at.
+    pub copy_MBps: f64,
+    /// The node's sustained memory bandwidth (MB/s): shared by all copies on the node; each
+    /// copied byte costs a read and a write.
+    pub mem_MBps: f64,
+    /// One-way latency of the shared-memory channel (flag write seen by the polling peer), ns.
+    pub shm_latency_ns: f64,
+    /// Sustained compute rate of one core on the NAS kernels (Mop/s as NPB counts them).
+    pub core_mops: f64,
+}
+
+impl NodeParams {
+    /// Dual-socket Xeon of 2007 (the [S1] clusters' era; S1 does not name its CPUs):
+    /// assumed like the Clovertown below.
+    pub fn s1_node() -> Self {
+        NodeParams { name: "xeon-2007".into(), ..Self::clovertown() }
+    }
+    /// Intel Clovertown (Xeon 5300, 1333 MT/s FSB, DDR2-667 FB-DIMM): ~6 GB/s sustained
+    /// (STREAM-class figures of the platform), ~1.7 GB/s single-core copy (assumed).
+    pub fn clovertown() -> Self {
+        NodeParams { name: "clovertown".into(), copy_MBps: 1700.0, mem_MBps: 6000.0, shm_latency_ns: 500.0, core_mops: 400.0 }
+    }
+    /// Intel Harpertown (Xeon 5400, 1600 MT/s FSB, 12 MB L2): ~8 GB/s sustained, ~2.3 GB/s
+    /// single-core copy (assumed).
+    pub fn harpertown() -> Self {
+        NodeParams { name: "harpertown".into(), copy_MBps: 2300.0, mem_MBps: 8000.0, shm_latency_ns: 400.0, core_mops: 500.0 }
+    }
+    /// Intel Nehalem-EP (Xeon 5500, 3 DDR3-1066 channels per socket, QPI): ~35 GB/s sustained,
+    /// ~3.5 GB/s single-core copy (assumed).
+    pub fn nehalem() -> Self {
+        NodeParams { name: "nehalem".into(), copy_MBps: 3500.0, mem_MBps: 35000.0, shm_latency_ns: 250.0, core_mops: 700.0 }
+    }
+}
+
+pub const RNDV_NAMES: [&str; 3] = ["rput", "rget", "r3"];

@@ -1,0 +1,286 @@
+//! What each rank does: a program of actions that the timing engine plays and that the data
+//! checker executes on checksums.
+//!
+//! Every workload (OSU benchmarks, collectives, application skeletons, replayed traces) is
+//! lowered to this one form: compute, rounds of non-blocking sends and receives completed by a
+//! wait-all, local block copies, and time marks. Messages between a pair of ranks match in
+//! posting order (MPI's non-overtaking rule with one tag), so no wildcard matching is needed.
+//!
+//! Data model (for the checker only; the engine uses `bytes`): a rank's buffer is a vector of
+//! 64-bit block checksums. A transfer names the sender's source blocks and the receiver's
+//! destination blocks; `reduce` adds (wrapping) instead of copying. Running a collective's
+//! program through [`check`] must leave every rank with the expected checksums whatever the
+//! algorithm, which is how the algorithms are proved equivalent.
+
+use crate::engine::Time;
+
+/// One message of a round, seen from the rank that posts it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Xfer {
+    pub peer: u32,
+    pub bytes: u64,
+    /// Sender: blocks read; receiver: blocks written (same length on both sides).
+    pub blocks: Vec<u32>,
+    /// Receiver adds into its blocks instead of overwriting them.
+    pub reduce: bool,
+}
+
+impl Xfer {
+    pub fn new(peer: u32, bytes: u64, blocks: Vec<u32>, reduce: bool) -> Self {
+        Xfer { peer, bytes, blocks, reduce }
+    }
+    /// A message that carries no checked data (benchmark payloads, acks, barrier tokens).
+    pub fn plain(peer: u32, bytes: u64) -> Self {
+        Xfer { peer, bytes, blocks: Vec::new(), reduce: false }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// The CPU computes for this long; no MPI progress happens meanwhile.
+    Compute(Time),
+    /// Post every receive, then every send, then wait for all of them.
+    Round { sends: Vec<Xfer>, recvs: Vec<Xfer> },
+    /// Post receives and sends without waiting (MPI_Irecv / MPI_Isend); a later `WaitAll`
+    /// completes them, so communication overlaps whatever comes in between.
+    Post { sends: Vec<Xfer>, recvs: Vec<Xfer> },
+    /// Wait for every request posted by `Post` so far.
+    WaitAll,
+    /// Copy blocks within the rank's own buffer (src, dst) and charge a memory copy of `bytes`.
+    Local { moves: Vec<(u32, u32)>, bytes: u64 },
+    /// Record the current time under `label` (measurement points).
+    Mark(u32),
+}
+
+impl Action {
+    pub fn send(x: Xfer) -> Action {
+        Action::Round { sends: vec![x], recvs: Vec::new() }
+    }
+    pub fn recv(x: Xfer) -> Action {
+        Action::Round { sends: Vec::new(), recvs: vec![x] }
+    }
+    pub fn sendrecv(s: Xfer, r: Xfer) -> Action {
+        Action::Round { sends: vec![s], recvs: vec![r] }
+    }
+}
+
+/// Every rank's actions; the whole list is played `repeat` times (iterations of an application).
+#[derive(Debug, Clone, Default)]
+pub struct Programs {
+    pub ranks: Vec<Vec<Action>>,
+    pub repeat: u64,
+}
+
+impl Programs {
+    pub fn new(ranks: usize) -> Self {
+        Programs { ranks: vec![Vec::new(); ranks], repeat: 1 }
+    }
+    pub fn size(&self) -> usize {
+        self.ranks.len()
+    }
+    pub fn mark_all(&mut self, label: u32) {
+        for p in &mut self.ranks {
+            p.push(Action::Mark(label));
+        }
+    }
+    pub fn compute_all(&mut self, t: Time) {
+        if t > 0 {
+            for p in &mut self.ranks {
+                p.push(Action::Compute(t));
+            }
+        }
+    }
+    /// Messages and bytes posted by all ranks in one pass (for sanity checks and records).
+    pub fn totals(&self) -> (u64, u64) {
+        let mut n = 0;
+        let mut b = 0;
+        for p in &self.ranks {
+            for a in p {
+                if let Action::Round { sends, .. } | Action::Post { sends, .. } = a {
+                    n += sends.len() as u64;
+                    b += sends.iter().map(|x| x.bytes).sum::<u64>();
+                }
+            }
+        }
+        (n, b)
+    }
+}
+
+impl Programs {
+    /// Checksum buffers large enough for every block the programs touch (all zero).
+    pub fn zero_buffers(&self) -> Vec<Vec<u64>> {
+        let mut top = 0u32;
+        for a in self.ranks.iter().flatten() {
+            match a {
+                Action::Round { sends, recvs } | Action::Post { sends, recvs } => {
+                    for x in sends.iter().chain(recvs) {
+                        top = top.max(x.blocks.iter().copied().max().map_or(0, |b| b + 1));
+                    }
+                }
+                Action::Local { moves, .. } => top = top.max(moves.iter().map(|&(s, d)| s.max(d) + 1).max().unwrap_or(0)),
+                _ => {}
+            }
+        }
+        vec![vec![0; top as usize]; self.ranks.len()]
+    }
+}
+
+/// The bytes of blocks `blocks` when `total` bytes are split into `nblocks` nearly equal blocks.
+pub fn block_bytes(total: u64, nblocks: u32, blocks: impl IntoIterator<Item = u32>) -> u64 {
+    let n = nblocks.max(1) as u64;
+    blocks.into_iter().map(|b| (total * (b as u64 + 1)) / n - (total * b as u64) / n).sum()
+}
+
+/// Why a program set cannot complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckError(pub String);
+
+/// Deliver message `m` into receive `x` of rank `r`.
+fn apply(r: usize, x: &Xfer, m: (u64, Vec<u64>), buf: &mut [u64]) -> Result<(), CheckError> {
+    let (bytes, vals) = m;
+    if bytes != x.bytes || vals.len() != x.blocks.len() {
+        return Err(CheckError(format!(
+            "rank {r} receives {} bytes / {} blocks from {} but {} bytes / {} blocks were sent",
+            x.bytes,
+            x.blocks.len(),
+            x.peer,
+            bytes,
+            vals.len()
+        )));
+    }
+    for (&b, v) in x.blocks.iter().zip(vals) {
+        let slot = &mut buf[b as usize];
+        *slot = if x.reduce { slot.wrapping_add(v) } else { v };
+    }
+    Ok(())
+}
+
+type Wires = std::collections::HashMap<(u32, u32), std::collections::VecDeque<(u64, Vec<u64>)>>;
+
+/// Match the detached receives of rank `r` that can be matched, in posting order per peer.
+fn match_detached(r: usize, pending: &mut Vec<Xfer>, wires: &mut Wires, buf: &mut [u64]) -> Result<bool, CheckError> {
+    let mut blocked: Vec<u32> = Vec::new();
+    let mut keep = Vec::new();
+    let mut any = false;
+    for x in pending.drain(..) {
+        let avail = !blocked.contains(&x.peer) && wires.get(&(x.peer, r as u32)).is_some_and(|q| !q.is_empty());
+        if avail {
+            let m = wires.get_mut(&(x.peer, r as u32)).and_then(|q| q.pop_front()).expect("available");
+            apply(r, &x, m, buf)?;
+            any = true;
+        } else {
+            blocked.push(x.peer);
+            keep.push(x);
+        }
+    }
+    *pending = keep;
+    Ok(any)
+}
+
+/// Execute the programs on checksum buffers (`buffers[rank]`), ignoring time. Sends read the
+/// sender's blocks when its round starts; receives apply in posting order when matched.
+/// Returns an error if the programs deadlock or a pair's message sizes disagree.
+pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckError> {
+    use std::collections::HashMap;
+    let n = progs.size();
+    let mut pc = vec![0usize; n];
+    // Messages in flight per (src, dst): (bytes, block values).
+    let mut wires: Wires = HashMap::new();
+    let mut posted = vec![false; n];
+    // Receives posted by `Post` and not yet matched, per rank, in posting order.
+    let mut detached: Vec<Vec<Xfer>> = vec![Vec::new(); n];
+    let total: usize = progs.ranks.iter().map(|p| p.len()).sum::<usize>() * progs.repeat as usize;
+    let mut done = 0usize;
+    let len = |r: usize| progs.ranks[r].len() * progs.repeat as usize;
+    while done < total {
+        let mut progress = false;
+        for r in 0..n {
+            while pc[r] < len(r) {
+                progress |= match_detached(r, &mut detached[r], &mut wires, &mut buffers[r])?;
+                let a = &progs.ranks[r][pc[r] % progs.ranks[r].len()];
+                match a {
+                    Action::Compute(_) | Action::Mark(_) => {}
+                    Action::Post { sends, recvs } => {
+                        for s in sends {
+                            let vals = s.blocks.iter().map(|&b| buffers[r][b as usize]).collect();
+                            wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
+                        }
+                        detached[r].extend(recvs.iter().cloned());
+                    }
+                    Action::WaitAll => {
+                        if !detached[r].is_empty() {
+                            break;
+                        }
+                    }
+                    Action::Local { moves, .. } => {
+                        let snap: Vec<u64> = moves.iter().map(|&(s, _)| buffers[r][s as usize]).collect();
+                        for (&(_, d), v) in moves.iter().zip(snap) {
+                            buffers[r][d as usize] = v;
+                        }
+                    }
+                    Action::Round { sends, recvs } => {
+                        if !posted[r] {
+                            for s in sends {
+                                let vals = s.blocks.iter().map(|&b| buffers[r][b as usize]).collect();
+                                wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
+                            }
+                            posted[r] = true;
+                            progress = true;
+                        }
+                        let ready = recvs.iter().all(|x| {
+                            let need = recvs.iter().chain(&detached[r]).filter(|y| y.peer == x.peer).count();
+                            wires.get(&(x.peer, r as u32)).is_some_and(|q| q.len() >= need)
+                        });
+                        if !ready {
+                            break;
+                        }
+                        for x in recvs {
+                            let m = wires.get_mut(&(x.peer, r as u32)).and_then(|q| q.pop_front()).expect("ready");
+                            apply(r, x, m, &mut buffers[r])?;
+                        }
+                        posted[r] = false;
+                    }
+                }
+                pc[r] += 1;
+                done += 1;
+                progress = true;
+            }
+        }
+        if !progress {
+            let stuck: Vec<usize> = (0..n).filter(|&r| pc[r] < len(r)).take(4).collect();
+            return Err(CheckError(format!("deadlock: ranks {stuck:?} wait for messages that are never sent")));
+        }
+    }
+    if let Some(((s, d), q)) = wires.iter().find(|(_, q)| !q.is_empty()) {
+        return Err(CheckError(format!("{} message(s) from {s} to {d} are never received", q.len())));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_partition_the_bytes_exactly() {
+        for total in [0u64, 1, 7, 1000, 1 << 20] {
+            for n in [1u32, 3, 64, 128] {
+                assert_eq!(block_bytes(total, n, 0..n), total);
+            }
+        }
+    }
+
+    #[test]
+    fn checker_moves_and_reduces_blocks_and_finds_deadlocks() {
+        let mut p = Programs::new(2);
+        p.ranks[0].push(Action::send(Xfer::new(1, 8, vec![0], false)));
+        p.ranks[1].push(Action::recv(Xfer::new(0, 8, vec![1], true)));
+        let mut bufs = vec![vec![5, 0], vec![0, 2]];
+        check(&p, &mut bufs).unwrap();
+        assert_eq!(bufs[1][1], 7);
+        let mut dead = Programs::new(2);
+        dead.ranks[0].push(Action::recv(Xfer::plain(1, 1)));
+        dead.ranks[1].push(Action::recv(Xfer::plain(0, 1)));
+        assert!(check(&dead, &mut [vec![], vec![]]).unwrap_err().0.contains("deadlock"));
+    }
+}

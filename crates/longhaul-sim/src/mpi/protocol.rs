@@ -1,0 +1,404 @@
+//! The inter-node point-to-point protocol over the verbs layer, MVAPICH2-like.
+//!
+//! - One connection (a queue pair on each node) per pair of ranks, set up on first use
+//!   (MVAPICH2's on-demand connection management).
+//! - Eager: the sender copies the message behind an MPI header into a pre-registered buffer
+//!   and sends it; the receiver copies it out. Each direction holds `eager_credits` buffers at
+//!   the receiver; a message waits for a credit, and freed buffers go back as credits
+//!   piggybacked on reverse traffic or in an explicit update after `credit_update_after`.
+//! - Rendezvous: RTS; RPUT: CTS, RDMA write(s), FIN; RGET: RDMA read(s) by the receiver, FIN
+//!   back; R3: CTS, then the data copied through eager buffers. Control messages use eager
+//!   buffers too (and so credits), as in MVAPICH2.
+//! - Over UD and UC the library provides reliability itself: the credits become a send window
+//!   of `ud_window` frames acknowledged every `ud_ack_every` frames (or piggybacked). UD frames
+//!   are one MTU, so UD messages are fragmented and rendezvous falls back to R3 (no RDMA); UC
+//!   has RDMA write but no read, so RGET falls back to RPUT. Without loss no frame needs
+//!   resending; retransmission after loss is not modelled for UD/UC (the scenario rejects loss
+//!   with them).
+
+use std::collections::VecDeque;
+
+use super::engine::{Ev, Mpi, Proto};
+use super::params::Rndv;
+use crate::engine::{EventQueue, Time};
+use crate::ib::{Completion, CompletionKind, IbHosts, Op, Transport};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Eager data (possibly one UD fragment: `last` marks the final one).
+    Eager { last: bool },
+    Rts,
+    Cts,
+    Fin,
+    /// R3 rendezvous data through eager buffers.
+    R3 { last: bool },
+    /// Explicit credit (or UD/UC acknowledgement) update.
+    Credit,
+    /// RPUT data by RDMA write.
+    Write { last: bool },
+    /// RGET data by RDMA read (posted by the receiver).
+    Read,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Wire {
+    pub kind: Kind,
+    pub msg: u32,
+    /// Credits for the reverse direction carried by this message.
+    pub credits: u32,
+    /// Completions still expected for this work request (send side and/or receive side).
+    pub uses: u8,
+}
+
+/// One direction of a connection.
+#[derive(Default)]
+pub struct Dir {
+    pub credits: u32,
+    /// Credits the receiver of this direction has freed and not yet returned.
+    pub owed: u32,
+    /// Work waiting for credits, in order: (wire, bytes, op).
+    pub backlog: VecDeque<(u32, u32, Op)>,
+    /// Wires posted as sends/writes in this direction, in order: the receiver's completions.
+    pub inbox: VecDeque<u32>,
+}
+
+/// Two ranks on different nodes: `ranks[0]` < `ranks[1]`, `qps[i]` on `ranks[i]`'s node;
+/// `dirs[i]` carries traffic from `ranks[i]` to the other.
+pub struct Conn {
+    pub ranks: [u32; 2],
+    pub qps: [u32; 2],
+    pub dirs: [Dir; 2],
+}
+
+impl Mpi {
+    pub fn rndv_proto(&self) -> Proto {
+        match (self.transport, self.params.rndv) {
+            (Transport::Ud, _) | (_, Rndv::R3) => Proto::R3,
+            (Transport::Uc, Rndv::Rget) | (_, Rndv::Rput) => Proto::Rput,
+            (_, Rndv::Rget) => Proto::Rget,
+        }
+    }
+
+    /// Payload bytes one eager/control frame can carry.
+    fn frame_payload(&self) -> u64 {
+        match self.transport {
+            Transport::Ud => (self.mtu - self.params.header_bytes) as u64,
+            _ => u64::MAX,
+        }
+    }
+
+    fn initial_credits(&self) -> u32 {
+        match self.transport {
+            Transport::Rc => self.params.eager_credits,
+            _ => self.params.ud_window,
+        }
+    }
+
+    fn update_after(&self) -> u32 {
+        match self.transport {
+            Transport::Rc => self.params.credit_update_after,
+            _ => self.params.ud_ack_every,
+        }
+    }
+
+    /// Kinds that occupy an eager buffer (RC) or a window slot (UD/UC) at the receiver.
+    fn needs_credit(&self, k: Kind) -> bool {
+        match k {
+            Kind::Credit | Kind::Read => false,
+            Kind::Write { .. } => self.transport != Transport::Rc,
+            _ => true,
+        }
+    }
+
+    /// The connection between `a` and `b` (created on first use) and the direction a -> b.
+    fn conn(&mut self, ib: &mut IbHosts, a: u32, b: u32) -> (u32, usize) {
+        let key = (a.min(b), a.max(b));
+        let c = match self.conn_of.get(&key) {
+            Some(&c) => c,
+            None => {
+                let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
+                let (qa, qb) = ib.connect(na, nb, self.transport, self.mtu, 0);
+                if self.transport == Transport::Ud {
+                    // MVAPICH2-UD keeps a deep pool of posted receives; they never run out here.
+                    ib.post_recv(qa, u32::MAX / 2);
+                    ib.post_recv(qb, u32::MAX / 2);
+                }
+                let c = self.conns.len() as u32;
+                let credits = self.initial_credits();
+                let dir = || Dir { credits, ..Dir::default() };
+                self.conns.push(Conn { ranks: [key.0, key.1], qps: [qa, qb], dirs: [dir(), dir()] });
+                let need = qb as usize + 1;
+                if self.qp_conn.len() < need {
+                    self.qp_conn.resize(need, (u32::MAX, 0));
+                }
+                self.qp_conn[qa as usize] = (c, 0);
+                self.qp_conn[qb as usize] = (c, 1);
+                self.conn_of.insert(key, c);
+                c
+            }
+        };
+        (c, usize::from(a != key.0))
+    }
+
+    fn new_wire(&mut self, w: Wire) -> u32 {
+        match self.free_wires.pop() {
+            Some(i) => {
+                self.wires[i as usize] = w;
+                i
+            }
+            None => {
+                self.wires.push(w);
+                (self.wires.len() - 1) as u32
+            }
+        }
+    }
+
+    fn release_wire(&mut self, w: u32) {
+        self.wires[w as usize].uses -= 1;
+        if self.wires[w as usize].uses == 0 {
+            self.free_wires.push(w);
+        }
+    }
+
+    /// Send a wire of `kind` for message `m` from rank `from` to rank `to`, ready at `t`.
+    fn send_wire(&mut self, ib: &mut IbHosts, from: u32, to: u32, kind: Kind, m: u32, bytes: u32, op: Op, t: Time) {
+        let (c, d) = self.conn(ib, from, to);
+        let uses = if matches!(kind, Kind::Read) { 1 } else { 2 };
+        let w = self.new_wire(Wire { kind, msg: m, credits: 0, uses });
+        let ready = self.cpu(from, t, self.post_cost);
+        let needs = self.needs_credit(kind);
+        let dir = &mut self.conns[c as usize].dirs[d];
+        if needs && (dir.credits == 0 || !dir.backlog.is_empty()) {
+            self.stats.credit_stalls += 1;
+            dir.backlog.push_back((w, bytes, op));
+            return;
+        }
+        if needs {
+            dir.credits -= 1;
+        }
+        self.post_wire(ib, c, d, w, bytes, op, ready);
+    }
+
+    fn post_wire(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+        let conn = &mut self.conns[c as usize];
+        // Piggyback what this side owes the other direction.
+        let back = &mut conn.dirs[1 - d];
+        self.wires[w as usize].credits = std::mem::take(&mut back.owed);
+        let qp = conn.qps[d];
+        if op != Op::Read {
+            conn.dirs[d].inbox.push_back(w);
+        }
+        ib.post_send(qp, op, bytes, w as u64, ready);
+        self.kicks.push(ib.node_of(qp));
+    }
+
+    /// Credits came back to direction `d` of connection `c` at `t`: release waiting work.
+    fn add_credits(&mut self, ib: &mut IbHosts, c: u32, d: usize, n: u32, t: Time) {
+        if n == 0 {
+            return;
+        }
+        self.conns[c as usize].dirs[d].credits += n;
+        loop {
+            let dir = &mut self.conns[c as usize].dirs[d];
+            let Some(&(w, bytes, op)) = dir.backlog.front() else { break };
+            let needs = self.needs_credit(self.wires[w as usize].kind);
+            let dir = &mut self.conns[c as usize].dirs[d];
+            if needs && dir.credits == 0 {
+                break;
+            }
+            dir.backlog.pop_front();
+            if needs {
+                dir.credits -= 1;
+            }
+            let from = self.conns[c as usize].ranks[d];
+            let ready = self.cpu(from, t, self.post_cost);
+            self.post_wire(ib, c, d, w, bytes, op, ready);
+        }
+    }
+
+    /// The receiver of direction `d` freed a buffer at `t`; return credits when enough are owed.
+    fn free_buffer(&mut self, ib: &mut IbHosts, c: u32, d: usize, t: Time) {
+        let after = self.update_after();
+        let dir = &mut self.conns[c as usize].dirs[d];
+        dir.owed += 1;
+        if dir.owed >= after {
+            self.stats.credit_updates += 1;
+            let [a, b] = self.conns[c as usize].ranks;
+            let (from, to) = if d == 0 { (b, a) } else { (a, b) };
+            let hdr = self.params.header_bytes;
+            self.send_wire(ib, from, to, Kind::Credit, u32::MAX, hdr, Op::Send, t);
+        }
+    }
+
+    pub fn eager_send(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        self.stats.eager += 1;
+        let (src, dst, bytes) = (self.msgs[m as usize].src, self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
+        let done = self.copy(src, t, bytes);
+        self.send_frames(ib, src, dst, m, bytes, done, |last| Kind::Eager { last });
+        // Buffered: the send request is complete once the data is copied.
+        self.complete_send(m, done, q);
+    }
+
+    /// Send `bytes` of message `m` as eager-buffer frames (one unless UD fragments it).
+    fn send_frames(&mut self, ib: &mut IbHosts, from: u32, to: u32, m: u32, bytes: u64, t: Time, kind: fn(bool) -> Kind) {
+        let per = self.frame_payload();
+        let hdr = self.params.header_bytes as u64;
+        let mut left = bytes;
+        loop {
+            let n = left.min(per);
+            left -= n;
+            self.send_wire(ib, from, to, kind(left == 0), m, (n + hdr) as u32, Op::Send, t);
+            if left == 0 {
+                break;
+            }
+        }
+    }
+
+    pub fn rndv_send(&mut self, ib: &mut IbHosts, m: u32, t: Time) {
+        self.stats.rendezvous += 1;
+        let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
+        let hdr = self.params.header_bytes;
+        self.send_wire(ib, src, dst, Kind::Rts, m, hdr, Op::Send, t);
+    }
+
+    /// The receive for rendezvous message `m` is posted and its RTS has arrived (at `t`).
+    pub fn rndv_matched(&mut self, ib: &mut IbHosts, m: u32, t: Time) {
+        let msg = &self.msgs[m as usize];
+        let (src, dst, bytes, proto) = (msg.src, msg.dst, msg.bytes, msg.proto);
+        let hdr = self.params.header_bytes;
+        match proto {
+            Proto::Rget => {
+                let chunks = self.rdma_chunks(bytes);
+                self.msgs[m as usize].pending_parts = chunks.len() as u32;
+                for len in chunks {
+                    self.send_wire(ib, dst, src, Kind::Read, m, len, Op::Read, t);
+                }
+            }
+            _ => self.send_wire(ib, dst, src, Kind::Cts, m, hdr, Op::Send, t),
+        }
+    }
+
+    fn rdma_chunks(&self, bytes: u64) -> Vec<u32> {
+        let max = self.params.max_rdma_bytes as u64;
+        let n = bytes.div_ceil(max).max(1);
+        (0..n).map(|i| (bytes.min((i + 1) * max) - i * max) as u32).collect()
+    }
+
+    /// A verbs completion for one of the MPI queue pairs.
+    pub fn on_completion(&mut self, ib: &mut IbHosts, c: Completion, q: &mut EventQueue<Ev>) {
+        let (conn, side) = self.qp_conn[c.qp as usize];
+        let side = side as usize;
+        match c.kind {
+            CompletionKind::Recv => {
+                // Arrived on side's QP: it travelled in the other side's direction.
+                let d = 1 - side;
+                let w = self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
+                self.on_arrival(ib, conn, d, w, c.at, q);
+                self.release_wire(w);
+            }
+            CompletionKind::Send => {
+                let w = c.id as u32;
+                let wire = self.wires[w as usize];
+                match wire.kind {
+                    // RPUT: the sender's buffer is free once the last write is acknowledged (RC)
+                    // or has left the adapter (UC).
+                    Kind::Write { last: true } => self.complete_send(wire.msg, c.at, q),
+                    Kind::Read => self.read_done(ib, wire.msg, c.at, q),
+                    _ => {}
+                }
+                self.release_wire(w);
+            }
+        }
+    }
+
+    fn read_done(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        self.msgs[m as usize].pending_parts -= 1;
+        if self.msgs[m as usize].pending_parts > 0 {
+            return;
+        }
+        let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
+        let hdr = self.params.header_bytes;
+        let done = self.cpu(dst, t, self.call_cost);
+        self.send_wire(ib, dst, src, Kind::Fin, m, hdr, Op::Send, done);
+        self.complete_recv(m, done, q);
+    }
+
+    /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at`.
+    fn on_arrival(&mut self, ib: &mut IbHosts, conn: u32, d: usize, w: u32, at: Time, q: &mut EventQueue<Ev>) {
+        let wire = self.wires[w as usize];
+        let me = self.conns[conn as usize].ranks[1 - d];
+        let t = self.cpu(me, at, 0);
+        self.add_credits(ib, conn, 1 - d, wire.credits, t);
+        let m = wire.msg;
+        match wire.kind {
+            Kind::Credit | Kind::Write { .. } => {}
+            Kind::Eager { last } => {
+                if last {
+                    let t = self.cpu(me, t, self.call_cost);
+                    self.arrived(ib, m, t, q);
+                }
+            }
+            Kind::Rts => {
+                let t = self.cpu(me, t, self.call_cost);
+                self.arrived(ib, m, t, q);
+            }
+            Kind::Cts => self.on_cts(ib, m, t, q),
+            Kind::Fin => {
+                let t = self.cpu(me, t, self.call_cost);
+                match self.msgs[m as usize].proto {
+                    Proto::Rget => self.complete_send(m, t, q),
+                    _ => self.complete_recv(m, t, q),
+                }
+            }
+            Kind::R3 { last } => {
+                let bytes = (self.params.r3_chunk_bytes as u64).min(self.frame_payload()).min(self.msgs[m as usize].bytes);
+                let t = self.copy(me, t, bytes);
+                if last {
+                    self.complete_recv(m, t, q);
+                }
+            }
+            Kind::Read => unreachable!("reads complete at the requester"),
+        }
+        if self.needs_credit(wire.kind) {
+            let t = self.ranks[me as usize].cpu_free;
+            self.free_buffer(ib, conn, d, t);
+        }
+    }
+
+    /// Clear to send: push the data.
+    fn on_cts(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+        let (src, dst, bytes, proto) = {
+            let x = &self.msgs[m as usize];
+            (x.src, x.dst, x.bytes, x.proto)
+        };
+        let t = self.cpu(src, t, self.call_cost);
+        match proto {
+            Proto::R3 => {
+                let chunk = (self.params.r3_chunk_bytes as u64).min(self.frame_payload());
+                let hdr = self.params.header_bytes as u64;
+                let mut left = bytes;
+                let mut at = t;
+                // At least one chunk, so that an empty message still tells the receiver it is done.
+                loop {
+                    let n = left.min(chunk);
+                    left -= n;
+                    at = self.copy(src, at, n);
+                    self.send_wire(ib, src, dst, Kind::R3 { last: left == 0 }, m, (n + hdr) as u32, Op::Send, at);
+                    if left == 0 {
+                        break;
+                    }
+                }
+                self.complete_send(m, at, q);
+            }
+            _ => {
+                let chunks = self.rdma_chunks(bytes);
+                for (i, len) in chunks.iter().enumerate() {
+                    let last = i + 1 == chunks.len();
+                    self.send_wire(ib, src, dst, Kind::Write { last }, m, *len, Op::Write, t);
+                }
+                let hdr = self.params.header_bytes;
+                self.send_wire(ib, src, dst, Kind::Fin, m, hdr, Op::Send, t);
+            }
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The MPI scenario: plain data (JSON/TOML), validated once into [`MpiResolved`].
+//!
+//! The long-haul path reuses the verbs scenario's `testbed`/`hca`/`path` (same names, same
+//! checks); `cluster` places the ranks; `mpi` sets the library; exactly one of `osu`, `app`
+//! or `trace` says what runs. [S2]'s platforms are extra testbeds (`s2-ct-ddr`, `s2-ht-ddr`,
+//! `s2-nh-ddr`, `s2-nh-qdr`): two nodes of one fabric, no long-haul link unless asked for.
+
+use serde::{Deserialize, Serialize};
+
+use super::apps::{AppName, NasClass};
+use super::collectives::Algo;
+use super::osu::OsuBench;
+use super::params::{MpiParams, NodeParams, Rndv};
+use super::placement::{Layout, Placement};
+use crate::ib::HcaProfile;
+use crate::net::{Generation, IbLink};
+use crate::scenario::{OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError(msg.into()))
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Nodes per cluster (default: as many as the workload needs with `ppn`).
+    pub nodes: Option<u32>,
+    /// Processes per node (default 1).
+    pub ppn: Option<u32>,
+    /// "block" (default) or "cyclic"; `rank_map` gives the node of every rank instead.
+    pub placement: Option<String>,
+    pub rank_map: Option<Vec<u32>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MpiSpec {
+    pub transport: Option<TransportName>,
+    /// Signed so that a negative value is reported, not misparsed.
+    pub eager_threshold_bytes: Option<i64>,
+    pub rndv_protocol: Option<Rndv>,
+    pub eager_credits: Option<u32>,
+    pub algo: Option<Algo>,
+    pub ud_window: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OsuSpec {
+    pub bench: OsuBench,
+    pub size_bytes: u64,
+    pub iterations: Option<u64>,
+    pub warmup: Option<u64>,
+    /// Messages in flight per window (bw, bibw, mbw_mr; OSU's 64).
+    pub window: Option<u32>,
+    /// Sender/receiver pairs (mbw_mr).
+    pub pairs: Option<u32>,
+    pub root: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    pub name: AppName,
+    pub class: NasClass,
+    /// Compute time per iteration (us); default from the NAS operation count and the node.
+    pub compute_us_per_iter: Option<f64>,
+    /// Iterations to simulate (default: the class's); time is scaled to the full count.
+    pub iterations: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Where the trace came from (named in error messages).
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MpiScenario {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_testbed")]
+    pub testbed: String,
+    pub hca: Option<String>,
+    /// Override the node profile: xeon-2007, clovertown, harpertown, nehalem.
+    pub node: Option<String>,
+    #[serde(default)]
+    pub path: PathSpec,
+    #[serde(default)]
+    pub cluster: ClusterSpec,
+    #[serde(default)]
+    pub mpi: MpiSpec,
+    pub osu: Option<OsuSpec>,
+    pub app: Option<AppSpec>,
+    pub trace: Option<TraceSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_testbed() -> String {
+    "s1".into()
+}
+
+pub const TESTBEDS: [&str; 8] = ["s1", "s1-connectx", "s3", "ndr", "s2-ct-ddr", "s2-ht-ddr", "s2-nh-ddr", "s2-nh-qdr"];
+pub const NODES: [&str; 4] = ["xeon-2007", "clovertown", "harpertown", "nehalem"];
+
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Osu(OsuSpec),
+    App(AppSpec),
+    Trace(TraceSpec),
+}
+
+/// Every parameter of an MPI run, in range.
+#[derive(Debug, Clone)]
+pub struct MpiResolved {
+    /// The path (and adapter) as the verbs model resolves it.
+    pub base: Resolved,
+    pub node: NodeParams,
+    pub params: MpiParams,
+    pub transport: TransportName,
+    pub algo: Algo,
+    pub nodes: u32,
+    pub ppn: u32,
+    pub placement: Placement,
+    pub workload: Workload,
+}
+
+/// An [S2] platform: the adapter on its PCIe generation, and the fabric generation.
+fn s2_platform(name: &str) -> Option<(HcaProfile, Generation, NodeParams)> {
+    let ddr = |pcie_gen: u32| HcaProfile { name: format!("connectx-ddr-pcie{pcie_gen}"), pcie_gen, ..HcaProfile::connectx() };
+    let qdr = HcaProfile { name: "connectx-qdr-pcie2".into(), ..HcaProfile::connectx2() };
+    match name {
+        "s2-ct-ddr" => Some((ddr(1), Generation::Ddr, NodeParams::clovertown())),
+        "s2-ht-ddr" => Some((ddr(2), Generation::Ddr, NodeParams::harpertown())),
+        "s2-nh-ddr" => Some((ddr(2), Generation::Ddr, NodeParams::nehalem())),
+        "s2-nh-qdr" => Some((qdr, Generation::Qdr, NodeParams::nehalem())),
+        _ => None,
+    }
+}
+
+fn node_by_name(n: &str) -> Option<NodeParams> {
+    match n {
+        "xeon-2007" => Some(NodeParams::s1_node()),
+        "clovertown" => Some(NodeParams::clovertown()),
+        "harpertown" => Some(NodeParams::harpertown()),
+        "nehalem" => Some(NodeParams::nehalem()),
+        _ => None,
+    }
+}
+
+impl MpiScenario {
+    pub fn from_json(text: &str) -> Result<MpiScenario, ScenarioError> {
+        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+    }
+
+    /// Ranks the workload needs with `nodes` x `ppn` slots per cluster.
+    fn ranks_needed(&self, slots_per_cluster: u32) -> u32 {
+        match (&self.osu, &self.app) {
+            (Some(o), _) => o.bench.ranks(o.pairs.unwrap_or(1), 2 * slots_per_cluster),
+            _ => 2 * slots_per_cluster,
+        }
+    }
+
+    pub fn resolve(&self) -> Result<MpiResolved, ScenarioError> {
+        let workload = match (&self.osu, &self.app, &self.trace) {
+            (Some(o), None, None) => Workload::Osu(o.clone()),
+            (None, Some(a), None) => Workload::App(a.clone()),
+            (None, None, Some(t)) => Workload::Trace(t.clone()),
+            _ => return err("workload: give exactly one of osu, app, trace"),
+        };
+        let s2 = s2_platform(&self.testbed);
+        if s2.is_none() && !TESTBEDS.contains(&self.testbed.as_str()) {
+            return err(format!("testbed: unknown '{}' (valid: {})", self.testbed, TESTBEDS.join(", ")));
+        }
+        let mut path = self.path.clone();
+        let base_testbed = match &s2 {
+            Some((_, g, _)) => {
+                // One fabric: a plain IB link between the two switches unless a path is given.
+                path.extender = path.extender.or(Some("none".into()));
+                path.wan_generation = path.wan_generation.or(Some(*g));
+                if *g == Generation::Qdr { "s3" } else { "s1-connectx" }
+            }
+            None => self.testbed.as_str(),
+        };
+        let transport = self.mpi.transport.unwrap_or(TransportName::Rc);
+        if transport != TransportName::Rc && path.loss.unwrap_or(0.0) > 0.0 {
+            return err("loss: MPI over UD/UC is modelled without packet loss (valid with ud/uc: 0; use transport rc)");
+        }
+        let verbs = VerbsSpec { transport: TransportName::Rc, op: OpName::Send, test: TestName::Bw, size_bytes: 1, iterations: None, tx_depth: None, rx_depth: None, qps: None, outstanding_reads: None, timeout_exp: None, retry_count: None };
+        let sc = Scenario { seed: self.seed, testbed: base_testbed.into(), hca: self.hca.clone(), path, verbs };
+        let mut base = sc.resolve()?;
+        base.testbed = self.testbed.clone();
+        let mut node = NodeParams::s1_node();
+        if let Some((hca, g, n)) = s2 {
+            if self.hca.is_none() {
+                base.hca = hca;
+            }
+            base.switch.link = IbLink { width: 4, generation: g };
+            node = n;
+        }
+        if let Some(n) = &self.node {
+            node = node_by_name(n).ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
+        }
+        let mut params = MpiParams::default();
+        let m = &self.mpi;
+        if let Some(t) = m.eager_threshold_bytes {
+            if !(0..=(1 << 30)).contains(&t) {
+                return err(format!("eager_threshold_bytes: {t} is out of range [0, 1073741824]"));
+            }
+            params.eager_threshold_bytes = t as u32;
+        }
+        if let Some(r) = m.rndv_protocol {
+            params.rndv = r;
+        }
+        if let Some(c) = m.eager_credits {
+            if !(1..=4096).contains(&c) {
+                return err(format!("eager_credits: {c} is out of range [1, 4096]"));
+            }
+            params.eager_credits = c;
+            params.credit_update_after = params.credit_update_after.min(c.div_ceil(2));
+        }
+        if let Some(w) = m.ud_window {
+            if !(1..=65536).contains(&w) {
+                return err(format!("ud_window: {w} is out of range [1, 65536]"));
+            }
+            params.ud_window = w;
+            params.ud_ack_every = params.ud_ack_every.min(w.div_ceil(2));
+        }
+        if transport == TransportName::Ud && base.mtu_bytes <= params.header_bytes {
+            return err("mtu_bytes: too small for MPI over UD (the MPI header must fit in one packet)");
+        }
+        let c = &self.cluster;
+        let ppn = c.ppn.unwrap_or(1);
+        if !(1..=256).contains(&ppn) {
+            return err(format!("ppn: {ppn} is out of range [1, 256]"));
+        }
+        let nodes = match c.nodes {
+            Some(n) => n,
+            None => match &workload {
+                Workload::Osu(o) => o.bench.ranks(o.pairs.unwrap_or(1), u32::MAX).div_ceil(2).div_ceil(ppn).max(1),
+                _ => 1,
+            },
+        };
+        if !(1..=4096).contains(&nodes) {
+            return err(format!("nodes: {nodes} is out of range [1, 4096] (per cluster)"));
+        }
+        let placement = match (&c.rank_map, c.placement.as_deref()) {
+            (Some(map), None | Some("map")) => Placement::Map(map.clone()),
+            (Some(_), Some(p)) => return err(format!("placement: '{p}' conflicts with rank_map (omit placement or set it to map)")),
+            (None, None | Some("block")) => Placement::Block,
+            (None, Some("cyclic")) => Placement::Cyclic,
+            (None, Some(p)) => return err(format!("placement: unknown '{p}' (valid: block, cyclic, or a rank_map)")),
+        };
+        let ranks = self.ranks_needed(nodes * ppn);
+        Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
+        if let Workload::Osu(o) = &workload {
+            o.validate(ranks)?;
+        }
+        Ok(MpiResolved { base, node, params, transport, algo: m.algo.unwrap_or(Algo::Default), nodes, ppn, placement, workload })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn osu(extra: &str) -> String {
+        format!(r#"{{"osu": {{"bench": "bw", "size_bytes": 8192}} {extra}}}"#)
+    }
+
+    #[test]
+    fn defaults_resolve_and_bad_input_names_the_parameter() {
+        let r = MpiScenario::from_json(&osu("")).unwrap().resolve().unwrap();
+        assert_eq!((r.nodes, r.ppn, r.params.eager_threshold_bytes), (1, 1, 8192));
+        let bad = |extra: &str| MpiScenario::from_json(&osu(extra)).and_then(|s| s.resolve()).unwrap_err().0;
+        assert!(bad(r#", "mpi": {"eager_threshold_bytes": -1}"#).starts_with("eager_threshold_bytes"));
+        assert!(bad(r#", "testbed": "moon""#).starts_with("testbed"));
+        assert!(bad(r#", "cluster": {"placement": "spiral"}"#).starts_with("placement"));
+        assert!(bad(r#", "app": {"name": "cg", "class": "B"}"#).starts_with("workload"));
+        assert!(bad(r#", "mpi": {"algo": "fastest"}"#).starts_with("scenario"));
+    }
+
+    #[test]
+    fn s2_testbeds_pick_their_adapter_and_node() {
+        let r = MpiScenario::from_json(&osu(r#", "testbed": "s2-ct-ddr""#)).unwrap().resolve().unwrap();
+        assert_eq!(r.base.hca.pcie_gen, 1);
+        assert_eq!(r.node.name, "clovertown");
+        assert!(r.base.extender.is_none());
+    }
+}

@@ -1,0 +1,190 @@
+//! A plain-text trace of an MPI application and its conversion to rank programs (the replayer
+//! is the engine itself).
+//!
+//! Format: one event per line; `#` starts a comment; blank lines are ignored.
+//!
+//! ```text
+//! ranks 4                      # first statement: how many ranks
+//! 0 compute 150.5              # rank 0 computes for 150.5 us
+//! 0 send 1 65536               # blocking send of 65536 bytes to rank 1 (MPI_Send)
+//! 1 recv 0 65536               # blocking receive from rank 0 (MPI_Recv)
+//! 2 isend 3 1024               # non-blocking (MPI_Isend / MPI_Irecv) ...
+//! 3 irecv 2 1024
+//! 2 waitall                    # ... completed by MPI_Waitall
+//! 3 waitall
+//! * bcast 0 4096               # a collective on all ranks: bcast ROOT BYTES
+//! * allreduce 8                # allreduce BYTES, alltoall BYTES (per pair), scatter ROOT BYTES,
+//! * barrier                    # barrier
+//! ```
+//!
+//! Each rank's events run in file order; messages between two ranks match in order. A rank's
+//! `isend`/`irecv` must be followed by its `waitall` before the end of the trace.
+
+use super::collectives::{self, Algo, AutoRule, Collective};
+use super::placement::Layout;
+use super::program::{Action, Programs, Xfer};
+use crate::engine::time::from_us;
+
+#[derive(Debug)]
+pub struct Parsed {
+    pub ranks: u32,
+    lines: Vec<(usize, Option<u32>, Event)>,
+}
+
+#[derive(Debug)]
+enum Event {
+    Compute(f64),
+    Send(u32, u64, bool),
+    Recv(u32, u64, bool),
+    WaitAll,
+    Coll(Collective, u32, u64),
+}
+
+/// Parse `text` (named `name` in errors: "NAME:LINE: problem").
+pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
+    let mut ranks: Option<u32> = None;
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let ln = i + 1;
+        let e = |m: String| format!("{name}:{ln}: {m}");
+        let body = raw.split('#').next().unwrap_or("").trim();
+        if body.is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = body.split_whitespace().collect();
+        if f[0] == "ranks" {
+            let n: u32 = f.get(1).and_then(|s| s.parse().ok()).filter(|&n| (1..=65536).contains(&n)).ok_or_else(|| e("'ranks N' needs N in 1..65536".into()))?;
+            if ranks.is_some() || !lines.is_empty() {
+                return Err(e("'ranks' must be the first statement, once".into()));
+            }
+            ranks = Some(n);
+            continue;
+        }
+        let n = ranks.ok_or_else(|| e("the trace must start with 'ranks N'".into()))?;
+        let who = if f[0] == "*" {
+            None
+        } else {
+            let r: u32 = f[0].parse().map_err(|_| e(format!("'{}' is not a rank or '*'", f[0])))?;
+            if r >= n {
+                return Err(e(format!("rank {r} does not exist (ranks 0..{})", n - 1)));
+            }
+            Some(r)
+        };
+        let op = *f.get(1).ok_or_else(|| e("missing event after the rank".into()))?;
+        let num = |k: usize, what: &str| -> Result<f64, String> {
+            let s = f.get(k).ok_or_else(|| e(format!("{op}: missing {what}")))?;
+            let v: f64 = s.parse().map_err(|_| e(format!("{op}: {what} '{s}' is not a number")))?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(e(format!("{op}: {what} {s} must be >= 0")));
+            }
+            Ok(v)
+        };
+        let peer = |k: usize| -> Result<u32, String> {
+            let v = num(k, "peer rank")?;
+            if v.fract() != 0.0 || v >= n as f64 {
+                return Err(e(format!("{op}: peer {v} is not a rank (0..{})", n - 1)));
+            }
+            Ok(v as u32)
+        };
+        let bytes = |k: usize| -> Result<u64, String> {
+            let v = num(k, "byte count")?;
+            if v.fract() != 0.0 || v > (1u64 << 30) as f64 {
+                return Err(e(format!("{op}: {v} bytes is not a whole number in 0..1073741824")));
+            }
+            Ok(v as u64)
+        };
+        let expect = |k: usize| -> Result<(), String> {
+            if f.len() != k {
+                return Err(e(format!("{op}: expected {} fields, got {}", k, f.len())));
+            }
+            Ok(())
+        };
+        let needs_rank = |r: Option<u32>| r.ok_or_else(|| e(format!("{op}: a point-to-point event needs a rank, not '*'")));
+        let ev = match op {
+            "compute" => {
+                expect(3)?;
+                Event::Compute(num(2, "time (us)")?)
+            }
+            "send" | "isend" | "recv" | "irecv" => {
+                expect(4)?;
+                let me = needs_rank(who)?;
+                let (p, b) = (peer(2)?, bytes(3)?);
+                if p == me {
+                    return Err(e(format!("{op}: rank {me} cannot message itself")));
+                }
+                let blocking = !op.starts_with('i');
+                if op.ends_with("send") { Event::Send(p, b, blocking) } else { Event::Recv(p, b, blocking) }
+            }
+            "waitall" => {
+                expect(2)?;
+                needs_rank(who)?;
+                Event::WaitAll
+            }
+            "bcast" | "scatter" => {
+                expect(4)?;
+                let c = if op == "bcast" { Collective::Bcast } else { Collective::Scatter };
+                Event::Coll(c, peer(2)?, bytes(3)?)
+            }
+            "allreduce" | "alltoall" => {
+                expect(3)?;
+                let c = if op == "allreduce" { Collective::Allreduce } else { Collective::Alltoall };
+                Event::Coll(c, 0, bytes(2)?)
+            }
+            "barrier" => {
+                expect(2)?;
+                Event::Coll(Collective::Barrier, 0, 0)
+            }
+            other => return Err(e(format!("unknown event '{other}' (valid: compute, send, recv, isend, irecv, waitall, bcast, scatter, allreduce, alltoall, barrier)"))),
+        };
+        if who.is_some() && matches!(ev, Event::Coll(..)) {
+            return Err(e(format!("{op}: collectives involve every rank; write '* {op} ...'")));
+        }
+        lines.push((ln, who, ev));
+    }
+    let ranks = ranks.ok_or_else(|| format!("{name}:1: empty trace (it must start with 'ranks N')"))?;
+    Ok(Parsed { ranks, lines })
+}
+
+/// Rank programs of a parsed trace on `layout`.
+pub fn programs(t: &Parsed, layout: &Layout, algo: Algo, one_way_us: f64, auto: AutoRule) -> Programs {
+    let mut p = Programs::new(t.ranks as usize);
+    for (_, who, ev) in &t.lines {
+        match (ev, *who) {
+            (Event::Coll(c, root, b), _) => {
+                collectives::emit(&mut p, layout, *c, *root, *b, algo, one_way_us, auto);
+            }
+            (Event::Compute(us), None) => p.compute_all(from_us(*us)),
+            (Event::Compute(us), Some(r)) => p.ranks[r as usize].push(Action::Compute(from_us(*us))),
+            (Event::Send(q, b, true), Some(r)) => p.ranks[r as usize].push(Action::send(Xfer::plain(*q, *b))),
+            (Event::Recv(q, b, true), Some(r)) => p.ranks[r as usize].push(Action::recv(Xfer::plain(*q, *b))),
+            (Event::Send(q, b, false), Some(r)) => p.ranks[r as usize].push(Action::Post { sends: vec![Xfer::plain(*q, *b)], recvs: vec![] }),
+            (Event::Recv(q, b, false), Some(r)) => p.ranks[r as usize].push(Action::Post { sends: vec![], recvs: vec![Xfer::plain(*q, *b)] }),
+            (Event::WaitAll, Some(r)) => p.ranks[r as usize].push(Action::WaitAll),
+            _ => unreachable!("parse() rejects rank-less point-to-point events"),
+        }
+    }
+    // A trailing wait completes any request the trace left open.
+    for r in &mut p.ranks {
+        if r.iter().any(|a| matches!(a, Action::Post { .. })) {
+            r.push(Action::WaitAll);
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_event_and_reports_file_and_line() {
+        let t = parse("app.trace", "ranks 2\n# hi\n0 compute 10\n0 isend 1 8\n1 recv 0 8\n0 waitall\n* allreduce 8\n* barrier\n").unwrap();
+        assert_eq!(t.ranks, 2);
+        let bad = |s: &str| parse("x.trace", s).unwrap_err();
+        assert_eq!(bad("ranks 2\n0 send 5 8\n"), "x.trace:2: send: peer 5 is not a rank (0..1)");
+        assert!(bad("0 send 1 8\n").starts_with("x.trace:1: the trace must start"));
+        assert!(bad("ranks 2\n0 jump\n").contains("unknown event 'jump'"));
+        assert!(bad("ranks 2\n0 compute -1\n").contains("must be >= 0"));
+        assert!(bad("ranks 2\n0 bcast 0 8\n").contains("write '* bcast"));
+    }
+}

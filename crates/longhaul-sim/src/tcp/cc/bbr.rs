@@ -1,0 +1,233 @@
+//! BBR v1 (N. Cardwell, Y. Cheng, C. S. Gunn, S. H. Yeganeh, V. Jacobson, "BBR: congestion-based
+//! congestion control", ACM Queue 14(5), 2016; draft-cardwell-iccrg-bbr-congestion-control-00).
+//!
+//! BBR models the path by two numbers: the bottleneck bandwidth BtlBw (the maximum delivery rate
+//! seen over the last 10 round trips) and the round-trip propagation time RTprop (the minimum RTT
+//! over the last 10 s). It paces at pacing_gain x BtlBw and caps data in flight at
+//! cwnd_gain x BtlBw x RTprop (+ 3 segments for delayed/stretched ACKs). States:
+//! - Startup: both gains 2/ln 2 = 2.885 (doubles the rate each round) until BtlBw stops growing
+//!   by 25% for 3 rounds ("full pipe");
+//! - Drain: pacing gain ln 2 / 2 to empty the queue Startup built, until in flight <= BDP;
+//! - ProbeBW: pacing gain cycles 1.25, 0.75, 1, 1, 1, 1, 1, 1 (one phase per RTprop), cwnd gain 2;
+//! - ProbeRTT: when RTprop is 10 s old, cwnd = 4 segments for 200 ms to re-measure it.
+//!
+//! Loss does not set the rate; during recovery the window follows packet conservation
+//! (in flight + newly delivered), restored on exit.
+
+use super::{AckInfo, CongestionControl, Window};
+use crate::engine::time::{to_s, MS, S};
+use crate::engine::Time;
+
+const HIGH_GAIN: f64 = 2.885;
+const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
+const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+const BW_WINDOW_ROUNDS: u64 = 10;
+const RTPROP_WINDOW: Time = 10 * S;
+const PROBE_RTT_TIME: Time = 200 * MS;
+const MIN_CWND: f64 = 4.0;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+pub struct Bbr {
+    mode: Mode,
+    /// (round, rate in segments/s): the max filter's samples within the window.
+    bw_samples: Vec<(u64, f64)>,
+    rt_prop: Time,
+    rt_prop_stamp: Time,
+    round: u64,
+    next_round_delivered: u64,
+    full_bw: f64,
+    full_bw_rounds: u32,
+    cycle_index: usize,
+    cycle_stamp: Time,
+    probe_rtt_done: Option<Time>,
+    prior_cwnd: f64,
+    initial_cwnd: f64,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    pacing: f64,
+}
+
+impl Bbr {
+    /// `phase_seed` picks the ProbeBW phase a flow starts in (BBR randomises it so that flows
+    /// do not probe in lock-step); never the 0.75 phase.
+    pub fn new(initial_cwnd: f64, phase_seed: u64) -> Self {
+        let idx = [0usize, 2, 3, 4, 5, 6, 7][(phase_seed % 7) as usize];
+        Bbr {
+            mode: Mode::Startup,
+            bw_samples: Vec::new(),
+            rt_prop: Time::MAX,
+            rt_prop_stamp: 0,
+            round: 0,
+            next_round_delivered: 0,
+            full_bw: 0.0,
+            full_bw_rounds: 0,
+            cycle_index: idx,
+            cycle_stamp: 0,
+            probe_rtt_done: None,
+            prior_cwnd: initial_cwnd,
+            initial_cwnd,
+            pacing_gain: HIGH_GAIN,
+            cwnd_gain: HIGH_GAIN,
+            pacing: 0.0,
+        }
+    }
+
+    fn btl_bw(&self) -> f64 {
+        self.bw_samples.iter().map(|s| s.1).fold(0.0, f64::max)
+    }
+
+    /// Bandwidth-delay product in segments (None before any RTT sample).
+    fn bdp(&self) -> Option<f64> {
+        (self.rt_prop != Time::MAX && self.btl_bw() > 0.0).then(|| self.btl_bw() * to_s(self.rt_prop))
+    }
+
+    fn update_round(&mut self, a: &AckInfo) -> bool {
+        if a.sample_prior_delivered >= self.next_round_delivered {
+            self.next_round_delivered = a.delivered;
+            self.round += 1;
+            return true;
+        }
+        false
+    }
+
+    fn update_bw(&mut self, a: &AckInfo) {
+        let Some(rate) = a.delivery_rate else { return };
+        let round = self.round;
+        self.bw_samples.retain(|s| s.0 + BW_WINDOW_ROUNDS > round);
+        self.bw_samples.push((round, rate));
+    }
+
+    fn check_full_pipe(&mut self, round_start: bool) {
+        if self.mode != Mode::Startup || !round_start {
+            return;
+        }
+        let bw = self.btl_bw();
+        if bw >= self.full_bw * 1.25 {
+            self.full_bw = bw;
+            self.full_bw_rounds = 0;
+            return;
+        }
+        self.full_bw_rounds += 1;
+        if self.full_bw_rounds >= 3 {
+            self.mode = Mode::Drain;
+            self.pacing_gain = DRAIN_GAIN;
+            self.cwnd_gain = HIGH_GAIN;
+        }
+    }
+
+    fn enter_probe_bw(&mut self, now: Time) {
+        self.mode = Mode::ProbeBw;
+        self.cwnd_gain = 2.0;
+        self.cycle_stamp = now;
+        self.pacing_gain = CYCLE[self.cycle_index];
+    }
+
+    fn advance_cycle(&mut self, a: &AckInfo) {
+        let bdp = self.bdp().unwrap_or(0.0);
+        let elapsed = a.now.saturating_sub(self.cycle_stamp) > self.rt_prop;
+        let gain = CYCLE[self.cycle_index];
+        let next = if gain > 1.0 {
+            elapsed && a.in_flight_segs >= gain * bdp
+        } else if gain < 1.0 {
+            elapsed || a.in_flight_segs <= bdp
+        } else {
+            elapsed
+        };
+        if next {
+            self.cycle_index = (self.cycle_index + 1) % CYCLE.len();
+            self.cycle_stamp = a.now;
+            self.pacing_gain = CYCLE[self.cycle_index];
+        }
+    }
+
+    fn update_rt_prop(&mut self, a: &AckInfo, w: &Window) {
+        let expired = a.now.saturating_sub(self.rt_prop_stamp) > RTPROP_WINDOW;
+        if let Some(r) = a.rtt {
+            if r <= self.rt_prop || expired {
+                self.rt_prop = r;
+                self.rt_prop_stamp = a.now;
+            }
+        }
+        if expired && self.mode != Mode::ProbeRtt && self.mode != Mode::Startup {
+            self.mode = Mode::ProbeRtt;
+            self.pacing_gain = 1.0;
+            self.prior_cwnd = w.cwnd;
+            self.probe_rtt_done = None;
+        }
+        if self.mode == Mode::ProbeRtt {
+            if self.probe_rtt_done.is_none() && a.in_flight_segs <= MIN_CWND {
+                self.probe_rtt_done = Some(a.now + PROBE_RTT_TIME);
+            }
+            if self.probe_rtt_done.is_some_and(|t| a.now >= t) {
+                self.rt_prop_stamp = a.now;
+                self.enter_probe_bw(a.now);
+            }
+        }
+    }
+}
+
+impl CongestionControl for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn on_ack(&mut self, w: &mut Window, a: &AckInfo) {
+        let round_start = self.update_round(a);
+        self.update_bw(a);
+        self.check_full_pipe(round_start);
+        if self.mode == Mode::Drain && self.bdp().is_some_and(|b| a.in_flight_segs <= b) {
+            self.enter_probe_bw(a.now);
+        }
+        if self.mode == Mode::ProbeBw {
+            self.advance_cycle(a);
+        }
+        self.update_rt_prop(a, w);
+        let bw = self.btl_bw();
+        if bw > 0.0 {
+            self.pacing = self.pacing_gain * bw;
+        } else if a.srtt > 0 {
+            self.pacing = HIGH_GAIN * self.initial_cwnd / to_s(a.srtt);
+        }
+        let target = match self.bdp() {
+            Some(b) => self.cwnd_gain * b + 3.0,
+            None => HIGH_GAIN * self.initial_cwnd,
+        };
+        if a.in_recovery {
+            // Packet conservation: never send more than what left the network.
+            w.cwnd = w.cwnd.max(a.in_flight_segs + a.acked_segs).max(MIN_CWND);
+        } else if self.full_bw_rounds >= 3 || self.mode != Mode::Startup {
+            w.cwnd = (w.cwnd + a.acked_segs).min(target);
+        } else {
+            w.cwnd += a.acked_segs;
+        }
+        if self.mode == Mode::ProbeRtt {
+            w.cwnd = w.cwnd.min(MIN_CWND);
+        }
+        w.cwnd = w.cwnd.max(MIN_CWND);
+    }
+
+    fn on_congestion(&mut self, w: &mut Window, _now: Time, in_flight_segs: f64) {
+        self.prior_cwnd = w.cwnd;
+        w.cwnd = in_flight_segs.max(MIN_CWND);
+    }
+
+    fn on_rto(&mut self, w: &mut Window, _now: Time, _in_flight_segs: f64) {
+        self.prior_cwnd = w.cwnd;
+        w.cwnd = 1.0;
+    }
+
+    fn on_recovery_exit(&mut self, w: &mut Window) {
+        w.cwnd = w.cwnd.max(self.prior_cwnd);
+    }
+
+    fn pacing_rate(&self) -> Option<f64> {
+        (self.pacing > 0.0).then_some(self.pacing)
+    }
+}

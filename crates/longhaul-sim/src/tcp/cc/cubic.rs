@@ -1,0 +1,109 @@
+//! CUBIC (RFC 8312; Ha, Rhee, Xu, "CUBIC: a new TCP-friendly high-speed TCP variant", 2008),
+//! Linux's default since 2.6.19.
+//!
+//! After a loss at window W_max the window follows W(t) = C (t - K)^3 + W_max with
+//! K = cbrt(W_max (1 - beta) / C), C = 0.4, beta = 0.7 (section 4.1), t the time since the
+//! congestion epoch began; per ACK cwnd moves (W(t + RTT) - cwnd) / cwnd toward the target
+//! (section 4.3, using the minimum RTT as Linux does). In the TCP-friendly region (section 4.2)
+//! it never grows slower than an AIMD flow with alpha = 3 (1 - beta) / (1 + beta). Fast
+//! convergence (section 4.6): a flow that lost before reaching its previous W_max releases
+//! bandwidth by remembering W_max (1 + beta) / 2. A loss sets ssthresh = cwnd * beta (4.5).
+//! HyStart (Linux's slow-start exit heuristic) is not modelled: slow start runs to ssthresh or loss.
+
+use super::{AckInfo, CongestionControl, Window};
+use crate::engine::time::to_s;
+use crate::engine::Time;
+
+const C: f64 = 0.4;
+const BETA: f64 = 0.7;
+
+#[derive(Default)]
+pub struct Cubic {
+    w_max: f64,
+    w_last_max: f64,
+    k: f64,
+    /// Start of the current congestion-avoidance epoch (None: begins at the next ACK).
+    epoch: Option<Time>,
+    /// The AIMD-equivalent window of the TCP-friendly region.
+    w_est: f64,
+}
+
+impl CongestionControl for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn on_ack(&mut self, w: &mut Window, a: &AckInfo) {
+        if a.in_recovery {
+            return;
+        }
+        let left = w.slow_start(a.acked_segs);
+        if left <= 0.0 {
+            return;
+        }
+        let start = *self.epoch.get_or_insert_with(|| {
+            if self.w_max < w.cwnd {
+                // No loss yet (or cwnd already past it): the plateau is here, K = 0.
+                self.w_max = w.cwnd;
+                self.k = 0.0;
+            } else {
+                self.k = (self.w_max * (1.0 - BETA) / C).cbrt();
+            }
+            self.w_est = w.cwnd;
+            a.now
+        });
+        let rtt = to_s(if a.min_rtt == Time::MAX { a.srtt } else { a.min_rtt });
+        let t = to_s(a.now - start) + rtt;
+        let target = C * (t - self.k).powi(3) + self.w_max;
+        self.w_est += 3.0 * (1.0 - BETA) / (1.0 + BETA) * left / w.cwnd;
+        if target > w.cwnd {
+            w.cwnd += (target - w.cwnd) / w.cwnd * left;
+        } else {
+            // At or above the target: creep (Linux: one segment per 100 cwnd of ACKs).
+            w.cwnd += 0.01 * left / w.cwnd;
+        }
+        if self.w_est > w.cwnd {
+            w.cwnd = self.w_est;
+        }
+    }
+
+    fn on_congestion(&mut self, w: &mut Window, _now: Time, _in_flight_segs: f64) {
+        self.epoch = None;
+        if w.cwnd < self.w_last_max {
+            self.w_last_max = w.cwnd;
+            self.w_max = w.cwnd * (1.0 + BETA) / 2.0;
+        } else {
+            self.w_last_max = w.cwnd;
+            self.w_max = w.cwnd;
+        }
+        w.ssthresh = (w.cwnd * BETA).max(2.0);
+        w.cwnd = w.ssthresh;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::{MS, S};
+
+    /// After a loss at W_max the window returns to W_max after K seconds (the cubic's plateau).
+    #[test]
+    fn returns_to_w_max_after_k() {
+        let mut cc = Cubic::default();
+        let mut w = Window { cwnd: 1000.0, ssthresh: 1.0 };
+        cc.on_congestion(&mut w, 0, 1000.0);
+        assert!((w.cwnd - 700.0).abs() < 1e-9);
+        let k = (1000.0_f64 * 0.3 / 0.4).cbrt(); // 9.09 s
+        let rtt = 100 * MS;
+        let mut now = 0;
+        while to_s(now) < k - 0.002 {
+            now += rtt;
+            // one RTT worth of ACKs, as one aggregate
+            let a = AckInfo { now, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
+                delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false };
+            cc.on_ack(&mut w, &a);
+        }
+        assert!((w.cwnd - 1000.0).abs() < 15.0, "cwnd at K: {}", w.cwnd);
+        assert!(now < 10 * S);
+    }
+}

@@ -1,0 +1,156 @@
+//! Congestion control: one trait, one file per algorithm.
+//!
+//! The sender owns loss detection and recovery (SACK scoreboard, fast retransmit, RTO) and asks
+//! its algorithm only how the window moves: on each acknowledgement that delivers data, when a
+//! loss starts a recovery episode, when the retransmission timer expires, and (BBR) how fast to
+//! pace. Windows are in segments (fractional, like Linux's snd_cwnd plus its fractional counter).
+
+pub mod bbr;
+pub mod bic;
+pub mod cubic;
+pub mod highspeed;
+pub mod htcp;
+pub mod reno;
+pub mod scalable;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Time;
+
+/// The congestion window and slow-start threshold the sender enforces (segments).
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub cwnd: f64,
+    pub ssthresh: f64,
+}
+
+impl Window {
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Standard slow start (RFC 5681 section 3.1, growing by the segments acknowledged as Linux
+    /// does): returns the acknowledged segments left over once cwnd reaches ssthresh.
+    pub fn slow_start(&mut self, acked: f64) -> f64 {
+        let room = (self.ssthresh - self.cwnd).max(0.0);
+        let used = acked.min(room);
+        self.cwnd += used;
+        acked - used
+    }
+}
+
+/// What one acknowledgement tells the algorithm.
+#[derive(Debug, Clone, Copy)]
+pub struct AckInfo {
+    pub now: Time,
+    /// Segments newly delivered (cumulatively acknowledged or SACKed) by this ACK.
+    pub acked_segs: f64,
+    /// RTT sample from this ACK (Karn's rule applied), if any.
+    pub rtt: Option<Time>,
+    pub min_rtt: Time,
+    pub srtt: Time,
+    /// Segments in flight after processing this ACK.
+    pub in_flight_segs: f64,
+    /// Delivery-rate sample (segments per second, RFC-draft "delivery rate estimation"), if any.
+    pub delivery_rate: Option<f64>,
+    /// Total segments delivered so far, and the total when the sampled segment was sent
+    /// (BBR's round counting).
+    pub delivered: u64,
+    pub sample_prior_delivered: u64,
+    /// True while the sender is in fast recovery or RTO recovery.
+    pub in_recovery: bool,
+}
+
+pub trait CongestionControl: Send {
+    fn name(&self) -> &'static str;
+    /// Grow (or shape) the window after an ACK that delivered data.
+    fn on_ack(&mut self, w: &mut Window, a: &AckInfo);
+    /// A loss was detected by duplicate ACKs / SACK: set ssthresh and the recovery cwnd.
+    fn on_congestion(&mut self, w: &mut Window, now: Time, in_flight_segs: f64);
+    /// The retransmission timer expired: by default a congestion event and cwnd = 1 segment
+    /// (RFC 5681 section 3.1, "loss window").
+    fn on_rto(&mut self, w: &mut Window, now: Time, in_flight_segs: f64) {
+        self.on_congestion(w, now, in_flight_segs);
+        w.cwnd = 1.0;
+    }
+    /// Fast recovery ended (everything outstanding at its start is acknowledged).
+    fn on_recovery_exit(&mut self, w: &mut Window) {
+        w.cwnd = w.cwnd.min(w.ssthresh.max(2.0));
+    }
+    /// Pacing rate in segments per second (None: send as the window allows).
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// The algorithms by name (Linux's tcp_congestion_control names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CcName {
+    Reno,
+    Cubic,
+    Bic,
+    Htcp,
+    Scalable,
+    Highspeed,
+    Bbr,
+}
+
+impl CcName {
+    pub const NAMES: [&'static str; 7] = ["reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr"];
+
+    pub fn build(self, initial_cwnd: f64, phase_seed: u64) -> Box<dyn CongestionControl> {
+        match self {
+            CcName::Reno => Box::new(reno::Reno),
+            CcName::Cubic => Box::new(cubic::Cubic::default()),
+            CcName::Bic => Box::new(bic::Bic::default()),
+            CcName::Htcp => Box::new(htcp::Htcp::default()),
+            CcName::Scalable => Box::new(scalable::Scalable),
+            CcName::Highspeed => Box::new(highspeed::HighSpeed),
+            CcName::Bbr => Box::new(bbr::Bbr::new(initial_cwnd, phase_seed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::MS;
+
+    fn ack(now: Time) -> AckInfo {
+        AckInfo {
+            now,
+            acked_segs: 1.0,
+            rtt: Some(10 * MS),
+            min_rtt: 10 * MS,
+            srtt: 10 * MS,
+            in_flight_segs: 100.0,
+            delivery_rate: Some(10_000.0),
+            delivered: now / MS,
+            sample_prior_delivered: (now / MS).saturating_sub(100),
+            in_recovery: false,
+        }
+    }
+
+    /// Every algorithm grows the window without loss and shrinks it on a loss; none returns a
+    /// window below one segment or a non-finite value.
+    #[test]
+    fn every_variant_grows_then_backs_off() {
+        for name in [CcName::Reno, CcName::Cubic, CcName::Bic, CcName::Htcp, CcName::Scalable, CcName::Highspeed, CcName::Bbr] {
+            let mut cc = name.build(10.0, 1);
+            let mut w = Window { cwnd: 100.0, ssthresh: 50.0 };
+            for i in 0..2000u64 {
+                cc.on_ack(&mut w, &ack(i * MS / 10 + MS));
+                assert!(w.cwnd.is_finite() && w.cwnd >= 1.0, "{name:?}: {}", w.cwnd);
+            }
+            assert!(w.cwnd > 100.0 || name == CcName::Bbr, "{name:?} did not grow: {}", w.cwnd);
+            let before = w.cwnd;
+            cc.on_congestion(&mut w, 300 * MS, before);
+            if name != CcName::Bbr {
+                assert!(w.ssthresh < before && w.ssthresh >= 2.0, "{name:?}: {} -> {}", before, w.ssthresh);
+            }
+            cc.on_rto(&mut w, 400 * MS, before);
+            assert!(w.cwnd >= 1.0 && w.cwnd <= 4.0, "{name:?} after RTO: {}", w.cwnd);
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The TCP hosts: every connection's sender and receiver, the CPU cost of the host stack, the
+//! link layer's fragmentation, cross-traffic sources, and the [`Endpoints`] glue to the fabric.
+//!
+//! A host's port takes, in order: ACKs whose receive processing has finished, the remaining
+//! fragments of a datagram being sent (IPoIB connected mode), then data from its connections
+//! round-robin, then cross traffic. Stack costs run on one timeline per core: a sender cannot hand
+//! a segment over before its core is free; a receiver's ACK leaves only once its core has processed
+//! the segment, so a slow receiver adds delay and, through the window, slows the sender.
+
+use std::collections::VecDeque;
+
+use super::cross::CrossSource;
+use super::link::Framing;
+use super::params::{HostStack, TcpParams, WindowSpec};
+use super::receiver::{AckNow, Receiver};
+use super::segment::{Kind, TcpPacket};
+use super::sender::{Next, Sender, NEVER};
+use super::cc::CcName;
+use crate::engine::time::from_ns;
+use crate::engine::Time;
+use crate::net::{Endpoints, NodeId, Pull};
+
+/// One TCP connection (an iperf stream): sender on `src`, receiver on `dst`.
+pub struct Conn {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub tx: Sender,
+    pub rx: Receiver,
+    core: usize,
+    /// The earliest timer event scheduled for this connection (NEVER: none).
+    timer_at: Time,
+    /// Reassembly of connected-mode datagrams: next fragment expected, and whether one was lost.
+    frag_next: u16,
+    frag_broken: bool,
+    pub datagrams_lost_in_fragments: u64,
+}
+
+impl Conn {
+    fn due(&self) -> Time {
+        self.tx.rto_at.min(self.rx.delack_at)
+    }
+}
+
+/// Stack costs in picoseconds (per packet) and picoseconds per byte.
+struct Costs {
+    tx_pkt: Time,
+    tx_byte: Time,
+    rx_pkt: Time,
+    rx_byte: Time,
+    ack: Time,
+}
+
+#[derive(Default)]
+struct Host {
+    /// ACKs to send, each with the time its segment's processing finishes.
+    ctrl: VecDeque<(Time, TcpPacket)>,
+    frags: VecDeque<TcpPacket>,
+    conns: Vec<u32>,
+    rr: usize,
+    cores_free: Vec<Time>,
+    cross: Vec<usize>,
+}
+
+pub struct TcpHosts {
+    pub conns: Vec<Conn>,
+    hosts: Vec<Host>,
+    pub cross: Vec<CrossSource>,
+    pub framing: Framing,
+    costs: Costs,
+    cores: usize,
+    /// Timer events to schedule: (time, connection).
+    pub timers: Vec<(Time, u32)>,
+    pub acks_sent: u64,
+}
+
+impl TcpHosts {
+    pub fn new(node_count: usize, framing: Framing, stack: &HostStack) -> Self {
+        let cores = stack.cores.max(1) as usize;
+        TcpHosts {
+            conns: Vec::new(),
+            hosts: (0..node_count).map(|_| Host { cores_free: vec![0; cores], ..Host::default() }).collect(),
+            cross: Vec::new(),
+            framing,
+            costs: Costs {
+                tx_pkt: from_ns(stack.tx_pkt_ns),
+                tx_byte: from_ns(stack.tx_byte_ns),
+                rx_pkt: from_ns(stack.rx_pkt_ns),
+                rx_byte: from_ns(stack.rx_byte_ns),
+                ack: from_ns(stack.ack_ns),
+            },
+            cores,
+            timers: Vec::new(),
+            acks_sent: 0,
+        }
+    }
+
+    /// Open a connection from `src` to `dst` (already established: the handshake is not modelled).
+    pub fn connect(&mut self, src: NodeId, dst: NodeId, p: &TcpParams, cc: CcName) -> u32 {
+        let mss = self.framing.mss();
+        let id = self.conns.len() as u32;
+        let rx = Receiver::new(mss, p.window, p.ack_every_segs, p.delack_timeout);
+        let send_limit_bytes = match p.window {
+            WindowSpec::Fixed { bytes } => bytes,
+            WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
+        };
+        let tx = Sender::new(p, cc, send_limit_bytes / mss as u64, rx.window_segs(), id as u64);
+        self.conns.push(Conn { src, dst, tx, rx, core: id as usize % self.cores, timer_at: NEVER, frag_next: 0, frag_broken: false, datagrams_lost_in_fragments: 0 });
+        self.hosts[src as usize].conns.push(id);
+        id
+    }
+
+    pub fn add_cross(&mut self, c: CrossSource) {
+        let src = c.src as usize;
+        self.cross.push(c);
+        self.hosts[src].cross.push(self.cross.len() - 1);
+    }
+
+    /// Schedule a timer event if this connection's earliest deadline moved earlier.
+    fn arm(&mut self, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        let due = conn.due();
+        if due < conn.timer_at {
+            conn.timer_at = due;
+            self.timers.push((due, c));
+        }
+    }
+
+    /// A timer event of connection `c` fired: RTO and/or delayed ACK.
+    pub fn on_timer(&mut self, now: Time, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        if conn.timer_at <= now {
+            conn.timer_at = NEVER;
+        }
+        if conn.tx.rto_at <= now {
+            conn.tx.on_rto(now);
+        }
+        if conn.rx.delack_at <= now {
+            self.queue_ack(c, now);
+        }
+        self.arm(c);
+    }
+
+    fn queue_ack(&mut self, c: u32, ready: Time) {
+        let conn = &mut self.conns[c as usize];
+        let a = conn.rx.make_ack();
+        let mut pkt = TcpPacket::data(conn.src, c, a.ack, self.framing.ack_bytes(a.n_sack));
+        pkt.kind = Kind::Ack;
+        pkt.sack = a.sack;
+        pkt.n_sack = a.n_sack as u8;
+        pkt.rwnd_segs = a.rwnd_segs;
+        let dst = conn.dst as usize;
+        self.hosts[dst].ctrl.push_back((ready, pkt));
+        self.acks_sent += 1;
+    }
+
+    /// A whole data segment reached its receiver: charge the stack, then acknowledge.
+    fn on_segment(&mut self, now: Time, c: u32, seg: u64) {
+        let costs = &self.costs;
+        let mss = self.framing.mss() as u64;
+        let conn = &mut self.conns[c as usize];
+        let core = &mut self.hosts[conn.dst as usize].cores_free[conn.core];
+        *core = (*core).max(now) + costs.rx_pkt + costs.rx_byte * mss;
+        let done = *core;
+        let rtt = conn.tx.rtt.srtt();
+        match conn.rx.on_data(now, seg, rtt) {
+            AckNow::Now => self.queue_ack(c, done),
+            AckNow::Delayed => self.arm(c),
+        }
+    }
+
+    /// The port of `node` is free: the next packet from `conn`'s sender, if it can send.
+    fn pull_conn(&mut self, now: Time, node: NodeId, c: u32) -> Result<TcpPacket, Time> {
+        let h = &self.hosts[node as usize];
+        let conn = &self.conns[c as usize];
+        let free = h.cores_free[conn.core];
+        if free > now {
+            return Err(free);
+        }
+        match self.conns[c as usize].tx.next(now) {
+            Next::Blocked => Err(NEVER),
+            Next::Later(t) => Err(t),
+            Next::Send(seg, _) => {
+                let f = self.framing;
+                let conn = &self.conns[c as usize];
+                let (dst, core) = (conn.dst, conn.core);
+                let ip = f.data_ip_bytes();
+                let frags = f.fragments(ip);
+                let host = &mut self.hosts[node as usize];
+                host.cores_free[core] = now + self.costs.tx_pkt + self.costs.tx_byte * f.mss() as u64;
+                let mut first = TcpPacket::data(dst, c, seg, f.fragment_bytes(ip, 0));
+                first.frags = frags as u16;
+                for i in 1..frags {
+                    let mut p = first;
+                    p.frag = i as u16;
+                    p.wire = f.fragment_bytes(ip, i);
+                    host.frags.push_back(p);
+                }
+                self.arm(c);
+                Ok(first)
+            }
+        }
+    }
+}
+
+impl Endpoints<TcpPacket> for TcpHosts {
+    fn deliver(&mut self, now: Time, _node: NodeId, pkt: TcpPacket) {
+        match pkt.kind {
+            Kind::Data => {
+                let conn = &mut self.conns[pkt.conn as usize];
+                if pkt.frags > 1 {
+                    // RC delivers fragments in order; a gap means the WAN lost one of them.
+                    if pkt.frag == 0 {
+                        conn.frag_broken = false;
+                    } else if pkt.frag != conn.frag_next {
+                        conn.frag_broken = true;
+                    }
+                    conn.frag_next = pkt.frag + 1;
+                    if pkt.frag + 1 < pkt.frags {
+                        return;
+                    }
+                    if conn.frag_broken {
+                        conn.datagrams_lost_in_fragments += 1;
+                        return;
+                    }
+                }
+                self.on_segment(now, pkt.conn, pkt.seg);
+            }
+            Kind::Ack => {
+                let ack_cost = self.costs.ack;
+                let conn = &mut self.conns[pkt.conn as usize];
+                let core = &mut self.hosts[conn.src as usize].cores_free[conn.core];
+                *core = (*core).max(now) + ack_cost;
+                conn.tx.on_ack(now, pkt.seg, pkt.sack_blocks(), pkt.rwnd_segs);
+                self.arm(pkt.conn);
+            }
+            Kind::Cross => {
+                if pkt.frag + 1 == pkt.frags {
+                    let c = &mut self.cross[pkt.conn as usize];
+                    c.received_bytes += c.ip_bytes as u64;
+                }
+            }
+        }
+    }
+
+    fn pull(&mut self, now: Time, node: NodeId) -> Pull<TcpPacket> {
+        let mut wait = NEVER;
+        let h = &mut self.hosts[node as usize];
+        if let Some(&(ready, pkt)) = h.ctrl.front() {
+            if ready <= now {
+                h.ctrl.pop_front();
+                return Pull::Ready(pkt);
+            }
+            wait = ready;
+        }
+        if let Some(p) = h.frags.pop_front() {
+            return Pull::Ready(p);
+        }
+        let n = h.conns.len();
+        for k in 0..n {
+            let h = &self.hosts[node as usize];
+            let i = (h.rr + k) % n;
+            let c = h.conns[i];
+            match self.pull_conn(now, node, c) {
+                Ok(pkt) => {
+                    self.hosts[node as usize].rr = (i + 1) % n;
+                    return Pull::Ready(pkt);
+                }
+                Err(t) => wait = wait.min(t),
+            }
+        }
+        let f = self.framing;
+        for k in 0..self.hosts[node as usize].cross.len() {
+            let ci = self.hosts[node as usize].cross[k];
+            let c = &mut self.cross[ci];
+            if c.due() > now {
+                wait = wait.min(c.due());
+                continue;
+            }
+            c.take();
+            let ip = c.ip_bytes;
+            let frags = f.fragments(ip);
+            let mut first = TcpPacket::data(c.dst, ci as u32, 0, f.fragment_bytes(ip, 0));
+            first.kind = Kind::Cross;
+            first.frags = frags as u16;
+            let host = &mut self.hosts[node as usize];
+            for i in 1..frags {
+                let mut p = first;
+                p.frag = i as u16;
+                p.wire = f.fragment_bytes(ip, i);
+                host.frags.push_back(p);
+            }
+            return Pull::Ready(first);
+        }
+        if wait == NEVER {
+            Pull::Idle
+        } else {
+            Pull::Later(wait)
+        }
+    }
+
+    fn sent(&mut self, _node: NodeId, _pkt: &TcpPacket, _done_at: Time) {}
+}

@@ -1,0 +1,33 @@
+//! TCP over long-haul links: segments, the sender and receiver state machines, congestion
+//! control behind one trait, the link layers TCP/IP runs on (IPoIB datagram and connected mode,
+//! 10GigE LAN/WAN PHY, SONET OC-192), cross traffic, and the hosts that plug all of it into the
+//! fabric through [`crate::net::Endpoints`].
+//!
+//! Layers, each readable alone: [`segment`] (what travels) → [`link`] (how many bytes it costs on
+//! the wire) → [`rtt`], [`cc`] → [`sender`], [`receiver`] → [`hosts`] (CPU costs, fragmentation,
+//! cross traffic) → [`path`] (the topology) → [`scenario`] (plain data, validated once).
+//!
+//! Modelling choices that hold everywhere:
+//! - bulk transfer in whole segments: sequence numbers count MSS-sized segments (64-bit, so no
+//!   wrap-around), which is what an iperf stream sends;
+//! - the kernel socket buffers are modelled by their effect (in-flight limit at the sender,
+//!   advertised window at the receiver), not by skb accounting;
+//! - host stack costs are one CPU timeline per core, charged per packet and per byte.
+
+pub mod cc;
+pub mod cross;
+pub mod hosts;
+pub mod link;
+pub mod params;
+pub mod path;
+pub mod receiver;
+pub mod rtt;
+pub mod scenario;
+pub mod segment;
+pub mod sender;
+
+pub use cc::CcName;
+pub use link::LinkKind;
+pub use params::{HostStack, TcpParams, WindowSpec};
+pub use scenario::{TcpResolved, TcpScenario};
+pub use segment::{Kind, TcpPacket};

@@ -1,0 +1,138 @@
+//! Parameters of TCP and of the host stack, one struct per mechanism, each field with its
+//! physical meaning and the source of its default.
+//!
+//! Stock-Linux defaults come from the kernel's documentation (Documentation/networking/
+//! ip-sysctl.rst) and include/net/tcp.h of Linux 5.x/6.x: tcp_rmem = 4096 131072 6291456,
+//! tcp_wmem = 4096 16384 4194304, tcp_adv_win_scale = 1, TCP_RTO_MIN = 200 ms, TCP_RTO_MAX =
+//! 120 s, TCP_TIMEOUT_INIT = 1 s, TCP_DELACK_MIN = 40 ms, TCP_INIT_CWND = 10, CUBIC.
+
+use serde::Serialize;
+
+use crate::engine::time::{MS, S};
+use crate::engine::Time;
+
+/// How the socket buffers are sized.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum WindowSpec {
+    /// `iperf -w BYTES`: SO_SNDBUF and SO_RCVBUF set to BYTES. Linux doubles the value it is
+    /// given (socket(7): "to allow space for bookkeeping overhead") and advertises half of its
+    /// buffer (tcp_adv_win_scale = 1), so the usable window is about BYTES at both ends.
+    Fixed { bytes: u64 },
+    /// Linux auto-tuning: the receive buffer grows each round trip to twice what the application
+    /// read in the last one (dynamic right-sizing, tcp_rcv_space_adjust) from tcp_rmem[1] up to
+    /// tcp_rmem[2]; the advertised window is half of it. The send buffer grows with cwnd up to
+    /// tcp_wmem[2] (tcp_sndbuf_expand), and data in flight never exceeds it.
+    Auto { rmem_initial_bytes: u64, rmem_max_bytes: u64, wmem_max_bytes: u64 },
+}
+
+impl WindowSpec {
+    /// Stock Linux (ip-sysctl.rst: tcp_rmem[1] = 131072, tcp_rmem[2] = 6291456 since 4.20;
+    /// tcp_wmem[2] = 4194304).
+    pub fn linux_auto() -> Self {
+        WindowSpec::Auto { rmem_initial_bytes: 131_072, rmem_max_bytes: 6_291_456, wmem_max_bytes: 4_194_304 }
+    }
+}
+
+/// The fraction of the receive buffer Linux advertises as window: 1 - 2^-tcp_adv_win_scale
+/// with the default tcp_adv_win_scale = 1 (ip-sysctl.rst).
+pub const ADV_WINDOW_FRACTION: f64 = 0.5;
+
+/// TCP protocol parameters of both ends (the same stack on every host).
+#[derive(Debug, Clone, Serialize)]
+pub struct TcpParams {
+    /// Initial congestion window in segments (RFC 6928: 10; Linux TCP_INIT_CWND since 2.6.39).
+    pub initial_cwnd_segs: u32,
+    /// Retransmission timeout before the first RTT sample (RFC 6298 section 2.1: 1 s).
+    pub initial_rto: Time,
+    /// Lower bound of the RTO (Linux TCP_RTO_MIN = 200 ms; RFC 6298 suggests 1 s).
+    pub min_rto: Time,
+    /// Upper bound of the backed-off RTO (Linux TCP_RTO_MAX = 120 s; RFC 6298 allows >= 60 s).
+    pub max_rto: Time,
+    /// Delayed-ACK timeout (Linux TCP_DELACK_MIN = 40 ms; RFC 1122 caps it at 500 ms).
+    pub delack_timeout: Time,
+    /// ACK at least every this many full-sized segments (RFC 5681 section 4.2: 2).
+    pub ack_every_segs: u32,
+    /// Duplicate-ACK / SACK threshold for fast retransmit (RFC 5681, RFC 6675: 3).
+    pub dupthresh: u32,
+    /// Selective acknowledgements (RFC 2018; Linux tcp_sack = 1). Off: NewReno (RFC 6582).
+    pub sack: bool,
+    pub window: WindowSpec,
+}
+
+impl Default for TcpParams {
+    fn default() -> Self {
+        TcpParams {
+            initial_cwnd_segs: 10,
+            initial_rto: S,
+            min_rto: 200 * MS,
+            max_rto: 120 * S,
+            delack_timeout: 40 * MS,
+            ack_every_segs: 2,
+            dupthresh: 3,
+            sack: true,
+            window: WindowSpec::linux_auto(),
+        }
+    }
+}
+
+/// What the host's network stack costs in CPU time: the reason TCP over IPoIB peaks below the
+/// verbs rate. Charged on the core that runs the connection, per packet and per payload byte
+/// (copy to/from user space, software checksum when the adapter does not offload it).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HostStack {
+    pub name: String,
+    /// Sender: per segment handed to the adapter (system call share, TCP/IP output, driver post).
+    pub tx_pkt_ns: f64,
+    /// Sender: per payload byte (copy from user space, checksum if not offloaded).
+    pub tx_byte_ns: f64,
+    /// Receiver: per segment (interrupt, IP/TCP input, ACK generation).
+    pub rx_pkt_ns: f64,
+    /// Receiver: per payload byte (checksum if not offloaded, copy to user space).
+    pub rx_byte_ns: f64,
+    /// Sender: per ACK processed.
+    pub ack_ns: f64,
+    /// Cores that run stack work in parallel; connection i runs on core i mod cores.
+    pub cores: u32,
+}
+
+impl HostStack {
+    /// The [S1] hosts: 2007-era Xeons (front-side bus) with InfiniHost III and OFED 1.2 IPoIB,
+    /// which offloads neither checksums nor segmentation, and takes its interrupts on one core.
+    /// Per-byte costs are assumed from the memory bandwidth of such hosts (one copy at ~1.5 GB/s
+    /// plus a software checksum pass); the receive per-byte cost was checked once for the
+    /// profile against [S1] Fig 4(a) (IPoIB connected mode, 64 KB MTU).
+    pub fn s1() -> Self {
+        HostStack { name: "s1".into(), tx_pkt_ns: 2000.0, tx_byte_ns: 0.45, rx_pkt_ns: 4000.0, rx_byte_ns: 1.0, ack_ns: 1000.0, cores: 1 }
+    }
+
+    /// The [S3] hosts: Westmere-class Xeons with ConnectX-2 (checksum offload, faster memory).
+    /// Assumed: roughly three times the [S1] per-byte throughput, interrupts spread over cores.
+    pub fn s3() -> Self {
+        HostStack { name: "s3".into(), tx_pkt_ns: 1000.0, tx_byte_ns: 0.12, rx_pkt_ns: 1500.0, rx_byte_ns: 0.3, ack_ns: 400.0, cores: 4 }
+    }
+
+    /// A current server with segmentation and receive offloads (TSO/GRO) amortising per-packet
+    /// work, checksum offload and multi-queue NICs: assumed ~100 Gb/s of copy bandwidth per core.
+    pub fn modern() -> Self {
+        HostStack { name: "modern".into(), tx_pkt_ns: 100.0, tx_byte_ns: 0.02, rx_pkt_ns: 150.0, rx_byte_ns: 0.06, ack_ns: 50.0, cores: 8 }
+    }
+
+    /// No stack cost at all: the network alone limits TCP (analytic checks, ns-3 comparisons).
+    pub fn ideal() -> Self {
+        HostStack { name: "ideal".into(), tx_pkt_ns: 0.0, tx_byte_ns: 0.0, rx_pkt_ns: 0.0, rx_byte_ns: 0.0, ack_ns: 0.0, cores: 1 }
+    }
+
+    /// The stack of a testbed profile (the same names as the verbs model's testbeds).
+    pub fn for_testbed(testbed: &str) -> Option<Self> {
+        match testbed {
+            "s1" | "s1-connectx" => Some(Self::s1()),
+            "s3" => Some(Self::s3()),
+            "ndr" | "modern" => Some(Self::modern()),
+            "ideal" => Some(Self::ideal()),
+            _ => None,
+        }
+    }
+
+    pub const NAMES: [&'static str; 6] = ["s1", "s1-connectx", "s3", "ndr", "modern", "ideal"];
+}

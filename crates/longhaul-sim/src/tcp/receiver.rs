@@ -1,0 +1,233 @@
+//! The receiving side of one connection: in-order delivery, out-of-order ranges, SACK blocks,
+//! delayed acknowledgements and the advertised window.
+//!
+//! - ACK policy (RFC 5681 section 4.2, RFC 1122): at least every second full-sized segment, or
+//!   when the delayed-ACK timer expires; at once for an out-of-order segment, a duplicate, or a
+//!   segment that fills (part of) a hole.
+//! - SACK blocks (RFC 2018 section 4): the first block holds the segment that triggered the
+//!   ACK, the others the most recently changed ranges, up to [`MAX_SACK_BLOCKS`].
+//! - Window: fixed, or Linux's receive-buffer auto-tuning (see [`WindowSpec::Auto`]). The
+//!   round-trip time the auto-tuning needs is the sender's smoothed RTT, which Linux's receiver
+//!   estimates from TCP timestamps.
+
+use super::params::{WindowSpec, ADV_WINDOW_FRACTION};
+use super::segment::MAX_SACK_BLOCKS;
+use crate::engine::Time;
+
+pub const NEVER: Time = Time::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckNow {
+    /// Acknowledge at once.
+    Now,
+    /// Wait for another segment or the delayed-ACK timer (`delack_at`).
+    Delayed,
+}
+
+/// An acknowledgement's content.
+#[derive(Debug, Clone, Copy)]
+pub struct AckContent {
+    pub ack: u64,
+    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    pub n_sack: usize,
+    pub rwnd_segs: u64,
+}
+
+pub struct Receiver {
+    /// Next segment expected: everything below has been delivered in order, exactly once.
+    pub rcv_nxt: u64,
+    /// Out-of-order ranges [start, end) above rcv_nxt, sorted, with the time each last changed.
+    ooo: Vec<(u64, u64, u64)>,
+    change: u64,
+    /// The range the last segment landed in (reported first).
+    latest: Option<u64>,
+    unacked: u32,
+    ack_every: u32,
+    delack: Time,
+    pub delack_at: Time,
+    mss: u64,
+    window_bytes: u64,
+    max_window_bytes: u64,
+    autotune: bool,
+    mark_time: Time,
+    mark_seg: u64,
+    pub duplicates: u64,
+}
+
+impl Receiver {
+    pub fn new(mss: u32, window: WindowSpec, ack_every: u32, delack: Time) -> Self {
+        let (window_bytes, max_window_bytes, autotune) = match window {
+            WindowSpec::Fixed { bytes } => (bytes, bytes, false),
+            WindowSpec::Auto { rmem_initial_bytes, rmem_max_bytes, .. } => (
+                (rmem_initial_bytes as f64 * ADV_WINDOW_FRACTION) as u64,
+                (rmem_max_bytes as f64 * ADV_WINDOW_FRACTION) as u64,
+                true,
+            ),
+        };
+        Receiver {
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            change: 0,
+            latest: None,
+            unacked: 0,
+            ack_every: ack_every.max(1),
+            delack,
+            delack_at: NEVER,
+            mss: mss as u64,
+            window_bytes,
+            max_window_bytes,
+            autotune,
+            mark_time: 0,
+            mark_seg: 0,
+            duplicates: 0,
+        }
+    }
+
+    /// The window offered now, in whole segments (at least one).
+    pub fn window_segs(&self) -> u64 {
+        (self.window_bytes / self.mss).max(1)
+    }
+
+    pub fn ooo_ranges(&self) -> usize {
+        self.ooo.len()
+    }
+
+    /// Dynamic right-sizing: once per round trip, offer twice what was delivered in the last one.
+    fn autotune(&mut self, now: Time, rtt: Time) {
+        if !self.autotune || rtt == 0 || now < self.mark_time + rtt {
+            return;
+        }
+        let copied = (self.rcv_nxt - self.mark_seg) * self.mss;
+        if 2 * copied > self.window_bytes {
+            self.window_bytes = (2 * copied).min(self.max_window_bytes);
+        }
+        self.mark_time = now;
+        self.mark_seg = self.rcv_nxt;
+    }
+
+    /// Segment `seg` arrived at `now`; `rtt` is the connection's smoothed RTT (auto-tuning).
+    pub fn on_data(&mut self, now: Time, seg: u64, rtt: Time) -> AckNow {
+        let in_ooo = self.ooo.iter().any(|r| r.0 <= seg && seg < r.1);
+        if seg < self.rcv_nxt || in_ooo {
+            self.duplicates += 1;
+            return AckNow::Now;
+        }
+        self.change += 1;
+        if seg == self.rcv_nxt {
+            let had_holes = !self.ooo.is_empty();
+            self.rcv_nxt += 1;
+            if self.ooo.first().is_some_and(|r| r.0 == self.rcv_nxt) {
+                self.rcv_nxt = self.ooo.remove(0).1;
+            }
+            self.latest = None;
+            self.autotune(now, rtt);
+            if had_holes {
+                return AckNow::Now;
+            }
+            self.unacked += 1;
+            if self.unacked >= self.ack_every {
+                return AckNow::Now;
+            }
+            if self.delack_at == NEVER {
+                self.delack_at = now + self.delack;
+            }
+            return AckNow::Delayed;
+        }
+        // Out of order: extend a neighbouring range or start a new one, merging if they touch.
+        let i = self.ooo.partition_point(|r| r.1 < seg);
+        if i < self.ooo.len() && self.ooo[i].1 == seg {
+            self.ooo[i].1 = seg + 1;
+            if i + 1 < self.ooo.len() && self.ooo[i + 1].0 == seg + 1 {
+                self.ooo[i].1 = self.ooo.remove(i + 1).1;
+            }
+            self.ooo[i].2 = self.change;
+        } else if i < self.ooo.len() && self.ooo[i].0 == seg + 1 {
+            self.ooo[i].0 = seg;
+            self.ooo[i].2 = self.change;
+        } else {
+            self.ooo.insert(i, (seg, seg + 1, self.change));
+        }
+        self.latest = Some(seg);
+        AckNow::Now
+    }
+
+    /// Build the ACK to send now (clears the delayed-ACK state).
+    pub fn make_ack(&mut self) -> AckContent {
+        self.unacked = 0;
+        self.delack_at = NEVER;
+        let mut sack = [(0, 0); MAX_SACK_BLOCKS];
+        let mut n = 0;
+        if let Some(seg) = self.latest {
+            if let Some(r) = self.ooo.iter().find(|r| r.0 <= seg && seg < r.1) {
+                sack[0] = (r.0, r.1);
+                n = 1;
+            }
+        }
+        if !self.ooo.is_empty() {
+            // The most recently changed other ranges (a small partial selection).
+            let mut recent: Vec<&(u64, u64, u64)> = self.ooo.iter().filter(|r| n == 0 || (r.0, r.1) != sack[0]).collect();
+            recent.sort_unstable_by_key(|r| std::cmp::Reverse(r.2));
+            for r in recent.into_iter().take(MAX_SACK_BLOCKS - n) {
+                sack[n] = (r.0, r.1);
+                n += 1;
+            }
+        }
+        AckContent { ack: self.rcv_nxt, sack, n_sack: n, rwnd_segs: self.window_segs() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::MS;
+
+    fn rx() -> Receiver {
+        Receiver::new(1000, WindowSpec::Fixed { bytes: 100_000 }, 2, 40 * MS)
+    }
+
+    #[test]
+    fn delayed_ack_every_second_segment() {
+        let mut r = rx();
+        assert_eq!(r.on_data(0, 0, MS), AckNow::Delayed);
+        assert_eq!(r.delack_at, 40 * MS);
+        assert_eq!(r.on_data(1, 1, MS), AckNow::Now);
+        let a = r.make_ack();
+        assert_eq!((a.ack, a.n_sack, a.rwnd_segs), (2, 0, 100));
+        assert_eq!(r.delack_at, NEVER);
+    }
+
+    #[test]
+    fn holes_produce_sack_blocks_latest_first() {
+        let mut r = rx();
+        r.on_data(0, 0, MS);
+        assert_eq!(r.on_data(0, 2, MS), AckNow::Now);
+        r.on_data(0, 5, MS);
+        r.on_data(0, 3, MS);
+        let a = r.make_ack();
+        assert_eq!(a.ack, 1);
+        assert_eq!(&a.sack[..a.n_sack], &[(2, 4), (5, 6)]);
+        // Filling the first hole delivers through 4 and acknowledges at once.
+        assert_eq!(r.on_data(0, 1, MS), AckNow::Now);
+        assert_eq!(r.rcv_nxt, 4);
+        assert_eq!(r.on_data(0, 4, MS), AckNow::Now);
+        assert_eq!(r.rcv_nxt, 6);
+        assert_eq!(r.on_data(0, 2, MS), AckNow::Now);
+        assert_eq!(r.duplicates, 1);
+    }
+
+    #[test]
+    fn autotuning_grows_to_twice_the_delivered_and_stops_at_the_max() {
+        let mut r = Receiver::new(1000, WindowSpec::Auto { rmem_initial_bytes: 20_000, rmem_max_bytes: 200_000, wmem_max_bytes: 0 }, 2, 40 * MS);
+        assert_eq!(r.window_segs(), 10);
+        for s in 0..40 {
+            r.on_data(s * MS / 10, s, MS);
+        }
+        assert!(r.window_segs() > 10 && r.window_segs() <= 100, "{}", r.window_segs());
+        // A steady 10 segments per RTT settles at twice that; a faster flow reaches the cap.
+        assert!((20..=22).contains(&r.window_segs()), "{}", r.window_segs());
+        for s in 40..4000 {
+            r.on_data(4 * MS + (s - 40) * MS / 100, s, MS);
+        }
+        assert_eq!(r.window_segs(), 100);
+    }
+}

@@ -1,0 +1,88 @@
+//! Round-trip time estimation and the retransmission timeout (RFC 6298).
+//!
+//! SRTT and RTTVAR follow section 2 with alpha = 1/8 and beta = 1/4; RTO = SRTT + max(G, 4 RTTVAR)
+//! clamped to [min_rto, max_rto] (G, the clock granularity, is one picosecond here). Karn's
+//! algorithm (section 3) is the caller's job: only segments sent once give samples. Backoff
+//! doubles the RTO on every expiry (section 5.5) and is cleared by the next new acknowledgement.
+
+use crate::engine::Time;
+
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    srtt: Option<f64>,
+    rttvar: f64,
+    pub min_rtt: Time,
+    rto: Time,
+    backoff: u32,
+    min_rto: Time,
+    max_rto: Time,
+}
+
+impl RttEstimator {
+    pub fn new(initial_rto: Time, min_rto: Time, max_rto: Time) -> Self {
+        RttEstimator { srtt: None, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto }
+    }
+
+    pub fn sample(&mut self, r: Time) {
+        let rf = r as f64;
+        match self.srtt {
+            None => {
+                self.srtt = Some(rf);
+                self.rttvar = rf / 2.0;
+            }
+            Some(s) => {
+                self.rttvar = 0.75 * self.rttvar + 0.25 * (s - rf).abs();
+                self.srtt = Some(0.875 * s + 0.125 * rf);
+            }
+        }
+        self.min_rtt = self.min_rtt.min(r);
+        let s = self.srtt.expect("set above");
+        let rto = (s + (4.0 * self.rttvar).max(1.0)) as Time;
+        self.rto = rto.clamp(self.min_rto, self.max_rto);
+    }
+
+    /// Smoothed RTT (before any sample: the minimum seen, or 0).
+    pub fn srtt(&self) -> Time {
+        self.srtt.map(|s| s as Time).unwrap_or(if self.min_rtt == Time::MAX { 0 } else { self.min_rtt })
+    }
+
+    pub fn has_sample(&self) -> bool {
+        self.srtt.is_some()
+    }
+
+    /// The current timeout including backoff.
+    pub fn rto(&self) -> Time {
+        self.rto.saturating_mul(1 << self.backoff.min(30)).min(self.max_rto)
+    }
+
+    pub fn back_off(&mut self) {
+        self.backoff += 1;
+    }
+
+    pub fn clear_backoff(&mut self) {
+        self.backoff = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::{MS, S};
+
+    #[test]
+    fn rfc6298_first_sample_and_backoff() {
+        let mut e = RttEstimator::new(S, 200 * MS, 120 * S);
+        assert_eq!(e.rto(), S);
+        e.sample(100 * MS);
+        // SRTT = R, RTTVAR = R/2: RTO = R + 4 R/2 = 300 ms.
+        assert_eq!(e.rto(), 300 * MS);
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), 1200 * MS);
+        e.clear_backoff();
+        // Tiny RTTs are floored at the minimum RTO.
+        let mut f = RttEstimator::new(S, 200 * MS, 120 * S);
+        f.sample(MS);
+        assert_eq!(f.rto(), 200 * MS);
+    }
+}

@@ -1,0 +1,426 @@
+//! The TCP scenario: plain data (JSON or TOML) naming the link, the path, the TCP stack and the
+//! iperf-like workload. Validated once, here, into a [`TcpResolved`] whose every field is in
+//! range; errors are one line naming the parameter and its valid range.
+//!
+//! The IPoIB path is the verbs model's two-cluster path (same testbeds, extenders, fabric), so
+//! its path fields are checked by [`crate::scenario::Scenario::resolve`] with the same messages.
+
+use serde::{Deserialize, Serialize};
+
+use super::cc::CcName;
+use super::link::{Framing, LinkKind, MIN_MTU};
+use super::params::{HostStack, TcpParams, WindowSpec};
+use crate::engine::time::{MS, S};
+use crate::engine::Time;
+use crate::net::{ExtenderParams, WanFraming};
+use crate::scenario::{OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec, MAX_DELAY_US};
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError(msg.into()))
+}
+
+fn in_range_f(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, ScenarioError> {
+    if !v.is_finite() || v < lo || v > hi {
+        return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
+    }
+    Ok(v)
+}
+
+fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ScenarioError> {
+    if v < lo || v > hi {
+        return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
+    }
+    Ok(v)
+}
+
+/// The long-haul path (every field optional).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TcpPathSpec {
+    /// Delay added on the long-haul link, one way (us): the extender's setting, or a WAN emulator.
+    pub delay_us: Option<f64>,
+    /// Fibre on the long-haul link (km, 5 us per km).
+    pub fibre_km: Option<f64>,
+    /// "longbow-xr", "longbow-c103", "generic" or "none". IPoIB default: the testbed's extender;
+    /// Ethernet/SONET default: none (IP routers at both ends of the WAN).
+    pub extender: Option<String>,
+    /// IPoIB only: how the extenders frame IB on the WAN (ib, oc192, 10gige-lan, 10gige-wan).
+    pub wan_framing: Option<WanFraming>,
+    /// Ethernet/SONET only: WAN payload rate (Gb/s) instead of the link type's.
+    pub rate_gbps: Option<f64>,
+    /// Bottleneck queue (drop-tail on the WAN egress): bytes, or packets of one MTU each.
+    /// IPoIB: the extender's credit buffer (bytes only).
+    pub queue_bytes: Option<u64>,
+    pub queue_packets: Option<u64>,
+    /// Probability that a packet is corrupted on the WAN (each direction).
+    pub loss: Option<f64>,
+    /// IB MTU under IPoIB (2048 or 4096).
+    pub ib_mtu_bytes: Option<u32>,
+}
+
+/// TCP and the iperf-like workload (every field optional: stock Linux and iperf defaults).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    /// Congestion control (default cubic, Linux's default).
+    pub cc: Option<String>,
+    /// IP MTU (default: the link's Linux default).
+    pub mtu_bytes: Option<u32>,
+    /// Parallel streams between one host pair (iperf -P; default 1).
+    pub streams: Option<u32>,
+    /// Socket buffer (iperf -w); unset = Linux auto-tuning.
+    pub window_bytes: Option<u64>,
+    /// Auto-tuning maxima (tcp_rmem[2], tcp_wmem[2]).
+    pub rmem_max_bytes: Option<u64>,
+    pub wmem_max_bytes: Option<u64>,
+    pub initial_cwnd_segs: Option<u32>,
+    pub sack: Option<bool>,
+    /// false = acknowledge every segment (Linux quickack).
+    pub delayed_ack: Option<bool>,
+    pub min_rto_ms: Option<f64>,
+    /// Test length (iperf -t; default 10 s).
+    pub duration_s: Option<f64>,
+    /// Throughput time-series interval (iperf -i; default 1 s, or a tenth of a shorter test).
+    pub interval_s: Option<f64>,
+    /// Record each stream's cwnd at every interval.
+    pub cwnd_trace: Option<bool>,
+}
+
+/// Constant-bit-rate UDP cross traffic on the WAN, from a second host pair.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CrossSpec {
+    /// IP-level rate while on (Gb/s).
+    pub gbps: f64,
+    pub start_s: Option<f64>,
+    /// On/off bursts: on for on_ms, off for off_ms (unset: always on).
+    pub on_ms: Option<f64>,
+    pub off_ms: Option<f64>,
+    /// Datagram size (IP bytes; default the MTU).
+    pub packet_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TcpScenario {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Hardware profile: s1, s1-connectx, s3, ndr (IPoIB: the fabric and hosts; Ethernet: the
+    /// hosts), or for Ethernet also "modern" / "ideal". Default: s1 for IPoIB, modern otherwise.
+    pub testbed: Option<String>,
+    /// Override the profile's host stack (s1, s3, modern, ideal).
+    pub stack: Option<String>,
+    /// ipoib-ud, ipoib-cm, 10gige-lan, 10gige-wan, oc192.
+    pub link: String,
+    #[serde(default)]
+    pub path: TcpPathSpec,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    pub cross: Option<CrossSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// The Ethernet/SONET path: hosts on 10GigE, two IP boxes (routers or extenders) and the WAN.
+#[derive(Debug, Clone, Serialize)]
+pub struct EthPath {
+    pub host_gbps: f64,
+    pub host_frame_overhead_bytes: u32,
+    pub wan_gbps: f64,
+    pub wan_frame_overhead_bytes: u32,
+    pub queue_limit_bytes: u64,
+    /// Store-and-forward latency and per-packet engine time of the boxes at each end (ns).
+    pub box_latency_ns: f64,
+    pub box_packet_ns: f64,
+    pub extender: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossResolved {
+    pub gbps: f64,
+    pub start: Time,
+    pub on: Time,
+    pub off: Time,
+    pub ip_bytes: u32,
+}
+
+/// Every parameter the TCP model uses, in range.
+#[derive(Debug, Clone, Serialize)]
+pub struct TcpResolved {
+    pub seed: u64,
+    pub testbed: String,
+    pub link: LinkKind,
+    pub mtu_bytes: u32,
+    pub mss_bytes: u32,
+    pub ib_mtu_bytes: u32,
+    pub stack: HostStack,
+    pub params: TcpParams,
+    pub cc: CcName,
+    pub streams: u32,
+    pub duration: Time,
+    pub interval: Time,
+    pub cwnd_trace: bool,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub loss: f64,
+    /// The WAN's payload rate (Gb/s): what cross traffic may not exceed.
+    pub wan_gbps: f64,
+    /// IPoIB: the verbs model's resolved path. Ethernet/SONET: `eth`.
+    #[serde(skip)]
+    pub ib: Option<Resolved>,
+    pub eth: Option<EthPath>,
+    pub cross: Option<CrossResolved>,
+}
+
+impl TcpResolved {
+    pub fn framing(&self) -> Framing {
+        Framing { kind: self.link, mtu: self.mtu_bytes, ib_mtu: self.ib_mtu_bytes }
+    }
+
+    /// One-way delay of the long-haul link (us): fibre plus the added delay (as in verbs).
+    pub fn one_way_delay_us(&self) -> f64 {
+        self.fibre_km * 5.0 + self.delay_us
+    }
+}
+
+/// Router forwarding latency for the Ethernet/SONET path (assumed: a store-and-forward lookup).
+const ROUTER_LATENCY_NS: f64 = 1000.0;
+/// 10GBASE-R: the hosts' NIC rate on Ethernet/SONET paths (IEEE 802.3ae).
+const HOST_NIC_GBPS: f64 = 10.0;
+/// Bottleneck queue floor when it is sized by the bandwidth-delay product: ns-3's default
+/// drop-tail queue (100 packets), so short paths still absorb a burst.
+const MIN_QUEUE_PACKETS: u64 = 100;
+
+pub const STREAMS_MAX: u64 = 1024;
+
+impl TcpScenario {
+    pub fn from_json(text: &str) -> Result<TcpScenario, ScenarioError> {
+        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+    }
+
+    pub fn from_toml(text: &str) -> Result<TcpScenario, ScenarioError> {
+        toml::from_str(text).map_err(|e| ScenarioError(format!("scenario: {}", e.message())))
+    }
+
+    pub fn resolve(&self) -> Result<TcpResolved, ScenarioError> {
+        let link = match self.link.as_str() {
+            "ipoib-ud" => LinkKind::IpoibUd,
+            "ipoib-cm" => LinkKind::IpoibCm,
+            "10gige-lan" => LinkKind::TenGigELan,
+            "10gige-wan" => LinkKind::TenGigEWan,
+            "oc192" => LinkKind::Oc192,
+            other => return err(format!("link: unknown '{other}' (valid: {})", LinkKind::NAMES.join(", "))),
+        };
+        let testbed = self.testbed.clone().unwrap_or_else(|| if link.is_ipoib() { "s1" } else { "modern" }.into());
+        let valid_testbeds = if link.is_ipoib() { &HostStack::NAMES[..4] } else { &HostStack::NAMES[..] };
+        if !valid_testbeds.contains(&testbed.as_str()) {
+            return err(format!("testbed: unknown '{testbed}' for {} (valid: {})", link.name(), valid_testbeds.join(", ")));
+        }
+        let stack_name = self.stack.clone().unwrap_or_else(|| testbed.clone());
+        let stack = HostStack::for_testbed(&stack_name)
+            .ok_or_else(|| ScenarioError(format!("stack: unknown '{stack_name}' (valid: s1, s3, modern, ideal)")))?;
+        let p = &self.path;
+        let delay_us = in_range_f("delay_us", p.delay_us.unwrap_or(0.0), 0.0, MAX_DELAY_US)?;
+        let fibre_km = in_range_f("fibre_km", p.fibre_km.unwrap_or(0.0), 0.0, MAX_DELAY_US / 5.0)?;
+        let loss = in_range_f("loss", p.loss.unwrap_or(0.0), 0.0, 0.5)?;
+        let ib_mtu = p.ib_mtu_bytes.unwrap_or(2048);
+        if ![2048, 4096].contains(&ib_mtu) {
+            return err(format!("ib_mtu_bytes: {ib_mtu} is not an IPoIB IB MTU (valid: 2048, 4096)"));
+        }
+        let t = &self.tcp;
+        let (lo, hi) = link.mtu_range(ib_mtu);
+        let mtu = t.mtu_bytes.unwrap_or(link.default_mtu(ib_mtu));
+        if mtu < lo || mtu > hi {
+            return err(format!("mtu_bytes: {mtu} is out of range for {} [{lo}, {hi}]", link.name()));
+        }
+        debug_assert!(mtu >= MIN_MTU);
+        let cc_name = t.cc.clone().unwrap_or_else(|| "cubic".into());
+        let cc: CcName = serde_json::from_value(serde_json::Value::String(cc_name.clone()))
+            .map_err(|_| ScenarioError(format!("cc: unknown '{cc_name}' (valid: {})", CcName::NAMES.join(", "))))?;
+        let streams = in_range_u("streams", t.streams.unwrap_or(1) as u64, 1, STREAMS_MAX)? as u32;
+        let mss = (mtu - super::link::TCP_IP_HEADER_BYTES) as u64;
+        let window = match t.window_bytes {
+            Some(w) => WindowSpec::Fixed { bytes: in_range_u("window_bytes", w, mss, 1 << 32)? },
+            None => {
+                let WindowSpec::Auto { rmem_initial_bytes, rmem_max_bytes, wmem_max_bytes } = WindowSpec::linux_auto() else { unreachable!() };
+                WindowSpec::Auto {
+                    rmem_initial_bytes,
+                    rmem_max_bytes: in_range_u("rmem_max_bytes", t.rmem_max_bytes.unwrap_or(rmem_max_bytes), 2 * mss, 1 << 32)?,
+                    wmem_max_bytes: in_range_u("wmem_max_bytes", t.wmem_max_bytes.unwrap_or(wmem_max_bytes), mss, 1 << 32)?,
+                }
+            }
+        };
+        let mut params = TcpParams { window, ..TcpParams::default() };
+        params.initial_cwnd_segs = in_range_u("initial_cwnd_segs", t.initial_cwnd_segs.unwrap_or(params.initial_cwnd_segs) as u64, 1, 1000)? as u32;
+        params.sack = t.sack.unwrap_or(true);
+        if t.delayed_ack == Some(false) {
+            params.ack_every_segs = 1;
+        }
+        if let Some(ms) = t.min_rto_ms {
+            params.min_rto = (in_range_f("min_rto_ms", ms, 1.0, 60_000.0)? * MS as f64) as Time;
+        }
+        let duration_s = in_range_f("duration_s", t.duration_s.unwrap_or(10.0), 1e-3, 3600.0)?;
+        let interval_s = in_range_f("interval_s", t.interval_s.unwrap_or(if duration_s >= 2.0 { 1.0 } else { duration_s / 10.0 }), duration_s / 10_000.0, duration_s)?;
+
+        let (ib, eth, wan_gbps) = if link.is_ipoib() {
+            if p.rate_gbps.is_some() {
+                return err("rate_gbps: only for Ethernet/SONET links (IPoIB runs at the testbed's IB rates)");
+            }
+            if p.queue_packets.is_some() {
+                return err("queue_packets: IPoIB paths are credit flow-controlled; give the extender buffer as queue_bytes");
+            }
+            let verbs_path = PathSpec {
+                delay_us: Some(delay_us),
+                fibre_km: Some(fibre_km),
+                extender: p.extender.clone(),
+                wan_framing: p.wan_framing,
+                extender_buffer_bytes: p.queue_bytes,
+                loss: Some(loss),
+                mtu_bytes: Some(ib_mtu),
+                ..PathSpec::default()
+            };
+            let verbs = VerbsSpec {
+                transport: TransportName::Ud,
+                op: OpName::Send,
+                test: TestName::Bw,
+                size_bytes: 1,
+                iterations: None,
+                tx_depth: None,
+                rx_depth: None,
+                qps: None,
+                outstanding_reads: None,
+                timeout_exp: None,
+                retry_count: None,
+            };
+            let r = Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?;
+            let wan = match &r.extender {
+                Some(e) => e.framing.payload_gbps(&e.wan),
+                None => r.wan.data_gbps(),
+            };
+            (Some(r), None, wan)
+        } else {
+            if p.wan_framing.is_some() {
+                return err("wan_framing: only for IPoIB over a range extender (Ethernet/SONET links are framed by their type)");
+            }
+            let framing = match link {
+                LinkKind::TenGigELan => WanFraming::TenGigELan,
+                LinkKind::TenGigEWan => WanFraming::TenGigEWan,
+                _ => WanFraming::Oc192,
+            };
+            let dummy = crate::net::IbLink { width: 4, generation: crate::net::Generation::Sdr };
+            let wan_gbps = match p.rate_gbps {
+                Some(g) => in_range_f("rate_gbps", g, 0.001, 400.0)?,
+                None => framing.payload_gbps(&dummy),
+            };
+            let ext = match p.extender.as_deref() {
+                None | Some("none") => None,
+                Some("generic") => Some(ExtenderParams::generic(dummy)),
+                Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)")))?),
+            };
+            let one_way_s = (fibre_km * 5.0 + delay_us) * 1e-6;
+            let frame = (mtu + framing.frame_overhead_bytes()) as u64;
+            let queue = match (p.queue_bytes, p.queue_packets) {
+                (Some(_), Some(_)) => return err("queue_bytes, queue_packets: give only one"),
+                (Some(b), None) => in_range_u("queue_bytes", b, mtu as u64, 1 << 40)?,
+                (None, Some(n)) => in_range_u("queue_packets", n, 1, 1 << 30)? * mtu as u64,
+                // Default: one bandwidth-delay product (Villamizar & Song, 1994), at least 100 packets.
+                (None, None) => match &ext {
+                    Some(e) => e.buffer_bytes,
+                    None => ((wan_gbps * 1e9 / 8.0 * 2.0 * one_way_s) as u64).max(MIN_QUEUE_PACKETS * frame),
+                },
+            };
+            let eth = EthPath {
+                host_gbps: HOST_NIC_GBPS.max(wan_gbps),
+                host_frame_overhead_bytes: WanFraming::TenGigELan.frame_overhead_bytes(),
+                wan_gbps,
+                wan_frame_overhead_bytes: framing.frame_overhead_bytes(),
+                queue_limit_bytes: queue,
+                box_latency_ns: ext.as_ref().map(|e| e.latency_ns).unwrap_or(ROUTER_LATENCY_NS),
+                box_packet_ns: ext.as_ref().map(|e| e.packet_ns).unwrap_or(0.0),
+                extender: ext.map(|e| e.name),
+            };
+            (None, Some(eth), wan_gbps)
+        };
+
+        let cross = match &self.cross {
+            None => None,
+            Some(c) => {
+                if !c.gbps.is_finite() || c.gbps <= 0.0 || c.gbps > wan_gbps {
+                    return err(format!("cross_gbps: {} is out of range (0, {wan_gbps:.4}] (the WAN line rate of {})", c.gbps, link.name()));
+                }
+                let start = in_range_f("cross.start_s", c.start_s.unwrap_or(0.0), 0.0, 3600.0)?;
+                let on = in_range_f("cross.on_ms", c.on_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
+                let off = in_range_f("cross.off_ms", c.off_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
+                if (on > 0.0) != (off > 0.0) {
+                    return err("cross.on_ms, cross.off_ms: give both (bursts) or neither (constant rate)");
+                }
+                let ip = in_range_u("cross.packet_bytes", c.packet_bytes.unwrap_or(mtu) as u64, 64, mtu as u64)? as u32;
+                Some(CrossResolved { gbps: c.gbps, start: (start * S as f64) as Time, on: (on * MS as f64) as Time, off: (off * MS as f64) as Time, ip_bytes: ip })
+            }
+        };
+
+        Ok(TcpResolved {
+            seed: self.seed,
+            testbed,
+            link,
+            mtu_bytes: mtu,
+            mss_bytes: mss as u32,
+            ib_mtu_bytes: ib_mtu,
+            stack,
+            params,
+            cc,
+            streams,
+            duration: (duration_s * S as f64) as Time,
+            interval: (interval_s * S as f64) as Time,
+            cwnd_trace: t.cwnd_trace.unwrap_or(false),
+            delay_us,
+            fibre_km,
+            loss,
+            wan_gbps,
+            ib,
+            eth,
+            cross,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(json: &str) -> Result<TcpResolved, String> {
+        TcpScenario::from_json(json).and_then(|s| s.resolve()).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn defaults_are_stock_linux() {
+        let r = resolve(r#"{"link": "10gige-lan"}"#).unwrap();
+        assert_eq!(r.cc, CcName::Cubic);
+        assert_eq!((r.mtu_bytes, r.mss_bytes, r.streams), (1500, 1448, 1));
+        assert_eq!(r.params.initial_cwnd_segs, 10);
+        assert_eq!(r.params.window, WindowSpec::linux_auto());
+        let ud = resolve(r#"{"link": "ipoib-ud"}"#).unwrap();
+        assert_eq!((ud.mtu_bytes, ud.testbed.as_str()), (2044, "s1"));
+        assert!((ud.wan_gbps - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_input_names_the_parameter_and_range() {
+        let cases = [
+            (r#"{"link": "fddi"}"#, "link: unknown 'fddi'"),
+            (r#"{"link": "10gige-lan", "tcp": {"cc": "vegas"}}"#, "cc: unknown 'vegas'"),
+            (r#"{"link": "ipoib-ud", "tcp": {"mtu_bytes": 4000}}"#, "mtu_bytes: 4000 is out of range for ipoib-ud [576, 2044]"),
+            (r#"{"link": "10gige-lan", "path": {"loss": -0.1}}"#, "loss: -0.1 is out of range"),
+            (r#"{"link": "10gige-lan", "cross": {"gbps": 12}}"#, "cross_gbps: 12 is out of range (0, 10.0000]"),
+            (r#"{"link": "10gige-lan", "tcp": {"streams": 0}}"#, "streams: 0 is out of range [1, 1024]"),
+            (r#"{"link": "10gige-lan", "tcp": {"bogus": 1}}"#, "unknown field `bogus`"),
+        ];
+        for (json, want) in cases {
+            let e = resolve(json).unwrap_err();
+            assert!(e.contains(want), "{json}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

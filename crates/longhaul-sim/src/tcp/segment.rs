@@ -1,0 +1,66 @@
+//! The packet TCP puts on the fabric: a data segment, an acknowledgement, or a cross-traffic
+//! datagram. No payload bytes are stored; `wire` says what the packet costs on the link.
+//!
+//! Sequence space: data is counted in whole segments of one MSS (see the module docs), so `seg`
+//! is a segment number and SACK blocks are half-open segment ranges.
+
+use crate::net::{NodeId, Routable};
+
+/// SACK blocks one ACK can carry: 3 when timestamps are on (40 option bytes: 10 for the
+/// timestamp option, 2 + 8 per block; RFC 2018 section 3, RFC 7323).
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A data segment (or, over IPoIB connected mode, one IB fragment of it).
+    Data,
+    /// A cumulative acknowledgement with SACK blocks and the receive window.
+    Ack,
+    /// A cross-traffic UDP datagram (counted at its destination, never acknowledged).
+    Cross,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct TcpPacket {
+    pub dst: NodeId,
+    /// Connection index (cross traffic: its source index); also the flow for path choice.
+    pub conn: u32,
+    pub kind: Kind,
+    /// Data: segment number. Ack: the next segment expected (cumulative ACK).
+    pub seg: u64,
+    /// Ack: SACK blocks [start, end) in segments, most recent first; `n_sack` are valid.
+    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    pub n_sack: u8,
+    /// Ack: the receive window the receiver offers, in segments past `seg`.
+    pub rwnd_segs: u64,
+    /// IPoIB connected mode: this fragment's index and the fragment count of its datagram.
+    pub frag: u16,
+    pub frags: u16,
+    /// Bytes this packet occupies on the link (headers included, framing excluded).
+    pub wire: u32,
+}
+
+impl TcpPacket {
+    pub fn data(dst: NodeId, conn: u32, seg: u64, wire: u32) -> Self {
+        TcpPacket { dst, conn, kind: Kind::Data, seg, sack: [(0, 0); MAX_SACK_BLOCKS], n_sack: 0, rwnd_segs: 0, frag: 0, frags: 1, wire }
+    }
+
+    pub fn sack_blocks(&self) -> &[(u64, u64)] {
+        &self.sack[..self.n_sack as usize]
+    }
+}
+
+impl Routable for TcpPacket {
+    #[inline]
+    fn dst(&self) -> NodeId {
+        self.dst
+    }
+    #[inline]
+    fn wire_bytes(&self) -> u32 {
+        self.wire
+    }
+    #[inline]
+    fn flow(&self) -> u32 {
+        self.conn
+    }
+}

@@ -1,0 +1,504 @@
+//! The sending side of one connection: what to send next, what an ACK means, and what to do
+//! when the retransmission timer expires.
+//!
+//! Loss detection and recovery (the congestion window itself moves in [`super::cc`]):
+//! - SACK scoreboard (RFC 2018, RFC 6675): every outstanding segment has flags SACKED, LOST,
+//!   RETRANS; a segment counts as lost once a segment at least `dupthresh` above it has been
+//!   SACKed (the forward-acknowledgement rule, Mathis & Mahdavi SIGCOMM 1996, Linux's default
+//!   until 4.15), so the test is one pointer that only moves forward;
+//! - without SACK, NewReno (RFC 6582): the third duplicate ACK marks the first unacknowledged
+//!   segment lost, and each partial ACK in recovery marks the next one;
+//! - the pipe is Linux's packets-in-flight: outstanding - SACKed - lost + retransmitted, and the
+//!   sender transmits while pipe < cwnd, retransmissions first (RFC 6675 section 5);
+//! - fast recovery ends when everything outstanding at its start is acknowledged;
+//! - RTO (RFC 6298, [`super::rtt`]): restarted by every ACK of new data; on expiry every
+//!   un-SACKed segment is marked lost, cwnd falls to one segment and the timer backs off.
+//!
+//! A retransmission that is lost again is only recovered by the RTO (no RACK).
+//!
+//! Delivery-rate samples for BBR follow draft-cheng-iccrg-delivery-rate-estimation: each
+//! segment remembers the delivered count and time when it was sent.
+
+use std::collections::VecDeque;
+
+use super::cc::{AckInfo, CcName, CongestionControl, Window};
+use super::params::TcpParams;
+use super::rtt::RttEstimator;
+use crate::engine::time::S;
+use crate::engine::Time;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+const RETRANS: u8 = 4;
+/// Sent more than once (Karn: no RTT sample from its ACK).
+const EVER_RETRANS: u8 = 8;
+
+pub const NEVER: Time = Time::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct SegState {
+    flags: u8,
+    sent_at: Time,
+    delivered: u64,
+    delivered_time: Time,
+    first_sent_time: Time,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Fast recovery after a loss detected by SACK / duplicate ACKs.
+    Recovery,
+    /// Recovery after a retransmission timeout.
+    Loss,
+}
+
+/// What the sender can do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Send this segment (true: a retransmission).
+    Send(u64, bool),
+    /// Pacing: nothing before this time.
+    Later(Time),
+    /// Window-limited (cwnd, receive window or send buffer): wait for an ACK or a timer.
+    Blocked,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SenderStats {
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub fast_recoveries: u64,
+    pub timeouts: u64,
+}
+
+pub struct Sender {
+    una: u64,
+    nxt: u64,
+    segs: VecDeque<SegState>,
+    /// SACKed ranges [start, end) inside [una, nxt), sorted and disjoint.
+    sacked: Vec<(u64, u64)>,
+    sacked_out: u64,
+    lost_out: u64,
+    retrans_out: u64,
+    high_sacked: u64,
+    /// Segments below this have been examined by the loss rule.
+    lost_scan: u64,
+    /// One past the highest segment ever marked lost (bounds the retransmission search).
+    lost_hi: u64,
+    retx_scan: u64,
+    state: State,
+    recovery_point: u64,
+    dupacks: u32,
+    /// Entering recovery allows one retransmission whatever the window (RFC 6675 section 5,
+    /// step 4.3: the first lost segment is retransmitted at once).
+    fast_retransmit: bool,
+    pub win: Window,
+    cc: Box<dyn CongestionControl>,
+    pub rtt: RttEstimator,
+    /// Receive window offered by the peer, in segments past `una`.
+    peer_rwnd: u64,
+    /// Send-buffer limit on data in flight, in segments.
+    send_limit: u64,
+    sack: bool,
+    dupthresh: u64,
+    delivered: u64,
+    delivered_time: Time,
+    first_sent_time: Time,
+    next_send_at: Time,
+    /// When the retransmission timer expires (NEVER: not armed).
+    pub rto_at: Time,
+    pub stats: SenderStats,
+}
+
+impl Sender {
+    /// `send_limit_segs`: the send buffer in segments; `initial_rwnd_segs`: the window the peer
+    /// offers in its SYN-ACK.
+    pub fn new(p: &TcpParams, cc: CcName, send_limit_segs: u64, initial_rwnd_segs: u64, phase_seed: u64) -> Self {
+        let iw = p.initial_cwnd_segs as f64;
+        Sender {
+            una: 0,
+            nxt: 0,
+            segs: VecDeque::new(),
+            sacked: Vec::new(),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            high_sacked: 0,
+            lost_scan: 0,
+            lost_hi: 0,
+            retx_scan: 0,
+            state: State::Open,
+            recovery_point: 0,
+            dupacks: 0,
+            fast_retransmit: false,
+            win: Window { cwnd: iw, ssthresh: f64::INFINITY },
+            cc: cc.build(iw, phase_seed),
+            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto),
+            peer_rwnd: initial_rwnd_segs,
+            send_limit: send_limit_segs.max(1),
+            sack: p.sack,
+            dupthresh: p.dupthresh as u64,
+            delivered: 0,
+            delivered_time: 0,
+            first_sent_time: 0,
+            next_send_at: 0,
+            rto_at: NEVER,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// Segments in flight (Linux's tcp_packets_in_flight).
+    pub fn pipe(&self) -> u64 {
+        (self.nxt - self.una) - self.sacked_out - self.lost_out + self.retrans_out
+    }
+
+    pub fn acked(&self) -> u64 {
+        self.una
+    }
+
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    fn flags(&mut self, seg: u64) -> &mut u8 {
+        let i = (seg - self.una) as usize;
+        &mut self.segs[i].flags
+    }
+
+    /// The lowest segment marked lost and not yet retransmitted.
+    fn next_retransmission(&mut self) -> Option<u64> {
+        self.retx_scan = self.retx_scan.max(self.una);
+        let hi = self.lost_hi.min(self.nxt);
+        while self.retx_scan < hi {
+            let f = *self.flags(self.retx_scan);
+            if f & LOST != 0 && f & (RETRANS | SACKED) == 0 {
+                return Some(self.retx_scan);
+            }
+            self.retx_scan += 1;
+        }
+        None
+    }
+
+    fn stamp(&mut self, now: Time) -> SegState {
+        if self.pipe() == 0 {
+            // Nothing in flight: a new delivery-rate interval starts here.
+            self.first_sent_time = now;
+            self.delivered_time = now;
+        }
+        SegState { flags: 0, sent_at: now, delivered: self.delivered, delivered_time: self.delivered_time, first_sent_time: self.first_sent_time }
+    }
+
+    /// Decide the next transmission at `now`; the caller sends it at once.
+    pub fn next(&mut self, now: Time) -> Next {
+        if self.next_send_at > now {
+            return Next::Later(self.next_send_at);
+        }
+        let window_open = (self.pipe() as f64) < self.win.cwnd.floor().max(1.0);
+        if !window_open && !self.fast_retransmit {
+            return Next::Blocked;
+        }
+        let retx = self.next_retransmission();
+        if !window_open && retx.is_none() {
+            return Next::Blocked;
+        }
+        self.fast_retransmit = false;
+        let out = if let Some(seg) = retx {
+            let st = self.stamp(now);
+            let i = (seg - self.una) as usize;
+            let s = &mut self.segs[i];
+            *s = SegState { flags: s.flags | RETRANS | EVER_RETRANS, ..st };
+            self.retrans_out += 1;
+            self.stats.retransmits += 1;
+            self.retx_scan = seg + 1;
+            Next::Send(seg, true)
+        } else {
+            let edge = self.una + self.peer_rwnd.min(self.send_limit);
+            if self.nxt >= edge {
+                return Next::Blocked;
+            }
+            let st = self.stamp(now);
+            self.segs.push_back(st);
+            self.nxt += 1;
+            Next::Send(self.nxt - 1, false)
+        };
+        self.stats.segments_sent += 1;
+        if let Some(rate) = self.cc.pacing_rate() {
+            self.next_send_at = now + (S as f64 / rate) as Time;
+        }
+        if self.rto_at == NEVER {
+            self.rto_at = now + self.rtt.rto();
+        }
+        out
+    }
+
+    /// Mark [s, e) SACKed; returns the segments newly covered, and updates the rate sample.
+    fn apply_sack(&mut self, s: u64, e: u64, sample: &mut Option<SegState>) -> u64 {
+        let (s, e) = (s.max(self.una), e.min(self.nxt));
+        if s >= e {
+            return 0;
+        }
+        // Ranges overlapping or touching [s, e) merge into one; only the gaps between them are new.
+        let first = self.sacked.partition_point(|r| r.1 < s);
+        let mut last = first;
+        let mut gaps = Vec::new();
+        let mut cursor = s;
+        let (mut lo, mut hi) = (s, e);
+        while last < self.sacked.len() && self.sacked[last].0 <= e {
+            let (rs, re) = self.sacked[last];
+            if rs > cursor {
+                gaps.push((cursor, rs.min(e)));
+            }
+            cursor = cursor.max(re);
+            lo = lo.min(rs);
+            hi = hi.max(re);
+            last += 1;
+        }
+        if cursor < e {
+            gaps.push((cursor, e));
+        }
+        self.sacked.splice(first..last, [(lo, hi)]);
+        let mut newly = 0;
+        for (gs, ge) in gaps {
+            for seg in gs..ge {
+                let i = (seg - self.una) as usize;
+                let st = self.segs[i];
+                if st.flags & SACKED != 0 {
+                    continue;
+                }
+                if st.flags & LOST != 0 {
+                    self.lost_out -= 1;
+                }
+                if st.flags & RETRANS != 0 {
+                    self.retrans_out -= 1;
+                }
+                self.segs[i].flags = (st.flags | SACKED) & !(LOST | RETRANS);
+                self.sacked_out += 1;
+                newly += 1;
+                if sample.is_none_or(|p| st.delivered >= p.delivered) {
+                    *sample = Some(st);
+                }
+            }
+        }
+        self.high_sacked = self.high_sacked.max(e);
+        newly
+    }
+
+    fn mark_lost(&mut self, seg: u64) {
+        let f = self.flags(seg);
+        if *f & (SACKED | LOST) == 0 {
+            *f |= LOST;
+            self.lost_out += 1;
+        }
+        self.lost_hi = self.lost_hi.max(seg + 1);
+    }
+
+    /// Process an acknowledgement: cumulative `ack`, SACK blocks, and the peer's window.
+    pub fn on_ack(&mut self, now: Time, ack: u64, sack: &[(u64, u64)], rwnd_segs: u64) {
+        self.peer_rwnd = rwnd_segs;
+        let ack = ack.min(self.nxt);
+        let mut newly = 0u64;
+        let mut rtt = None;
+        let mut sample: Option<SegState> = None;
+        let advanced = ack > self.una;
+        if advanced {
+            for _ in self.una..ack {
+                let st = self.segs.pop_front().expect("outstanding segment");
+                if st.flags & SACKED != 0 {
+                    self.sacked_out -= 1;
+                } else {
+                    if st.flags & LOST != 0 {
+                        self.lost_out -= 1;
+                    }
+                    if st.flags & RETRANS != 0 {
+                        self.retrans_out -= 1;
+                    }
+                    newly += 1;
+                    if sample.is_none_or(|p| st.delivered >= p.delivered) {
+                        sample = Some(st);
+                    }
+                }
+                if st.flags & EVER_RETRANS == 0 {
+                    rtt = Some(now - st.sent_at);
+                }
+            }
+            self.una = ack;
+            let keep = self.sacked.partition_point(|r| r.1 <= ack);
+            self.sacked.drain(..keep);
+            if let Some(r) = self.sacked.first_mut() {
+                r.0 = r.0.max(ack);
+            }
+            self.lost_scan = self.lost_scan.max(ack);
+            self.rtt.clear_backoff();
+            self.dupacks = 0;
+        } else if ack == self.una && self.nxt > self.una {
+            self.dupacks += 1;
+        }
+        if self.sack {
+            for &(s, e) in sack {
+                newly += self.apply_sack(s, e, &mut sample);
+            }
+        }
+        if let Some(r) = rtt {
+            self.rtt.sample(r);
+        }
+        self.detect_losses(advanced);
+        self.update_state(now);
+        let mut rate = None;
+        if newly > 0 {
+            self.delivered += newly;
+            self.delivered_time = now;
+            if let Some(p) = sample {
+                let interval = (now - p.delivered_time).max(p.sent_at - p.first_sent_time);
+                if interval > 0 {
+                    rate = Some((self.delivered - p.delivered) as f64 * S as f64 / interval as f64);
+                }
+                self.first_sent_time = p.sent_at;
+            }
+            let info = AckInfo {
+                now,
+                acked_segs: newly as f64,
+                rtt,
+                min_rtt: self.rtt.min_rtt,
+                srtt: self.rtt.srtt(),
+                in_flight_segs: self.pipe() as f64,
+                delivery_rate: rate,
+                delivered: self.delivered,
+                sample_prior_delivered: sample.map(|p| p.delivered).unwrap_or(0),
+                in_recovery: self.state == State::Recovery,
+            };
+            self.cc.on_ack(&mut self.win, &info);
+        }
+        if self.una == self.nxt {
+            self.rto_at = NEVER;
+        } else if advanced {
+            self.rto_at = now + self.rtt.rto();
+        }
+    }
+
+    fn detect_losses(&mut self, advanced: bool) {
+        if self.sack {
+            let limit = self.high_sacked.saturating_sub(self.dupthresh).min(self.nxt);
+            while self.lost_scan < limit {
+                let s = self.lost_scan;
+                self.mark_lost(s);
+                self.lost_scan += 1;
+            }
+        }
+        if self.una == self.nxt {
+            return;
+        }
+        let partial = advanced && self.state == State::Recovery && self.una < self.recovery_point;
+        if self.dupacks as u64 >= self.dupthresh || (!self.sack && partial) {
+            let una = self.una;
+            self.mark_lost(una);
+        }
+    }
+
+    fn update_state(&mut self, now: Time) {
+        if self.state != State::Open && self.una >= self.recovery_point {
+            if self.state == State::Recovery {
+                self.cc.on_recovery_exit(&mut self.win);
+            }
+            self.state = State::Open;
+        }
+        if self.state == State::Open && self.lost_out > 0 {
+            self.state = State::Recovery;
+            self.recovery_point = self.nxt;
+            self.stats.fast_recoveries += 1;
+            self.fast_retransmit = true;
+            // FlightSize (RFC 5681): the data outstanding when the loss is detected.
+            let flight = (self.nxt - self.una) as f64;
+            self.cc.on_congestion(&mut self.win, now, flight);
+        }
+    }
+
+    /// The retransmission timer fired at `now` (a stale firing is ignored).
+    pub fn on_rto(&mut self, now: Time) {
+        if self.una == self.nxt {
+            self.rto_at = NEVER;
+            return;
+        }
+        if now < self.rto_at {
+            return;
+        }
+        self.stats.timeouts += 1;
+        let flight = (self.nxt - self.una - self.sacked_out) as f64;
+        self.cc.on_rto(&mut self.win, now, flight);
+        self.rtt.back_off();
+        for s in self.segs.iter_mut() {
+            if s.flags & SACKED == 0 {
+                s.flags = (s.flags | LOST) & !RETRANS;
+            }
+        }
+        self.lost_out = self.nxt - self.una - self.sacked_out;
+        self.retrans_out = 0;
+        self.lost_scan = self.lost_scan.max(self.nxt);
+        self.lost_hi = self.nxt;
+        self.retx_scan = self.una;
+        self.state = State::Loss;
+        self.recovery_point = self.nxt;
+        self.dupacks = 0;
+        self.next_send_at = now;
+        self.rto_at = now + self.rtt.rto();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::MS;
+
+    fn sender() -> Sender {
+        Sender::new(&TcpParams::default(), CcName::Reno, 1 << 20, 1 << 20, 0)
+    }
+
+    fn send_all(s: &mut Sender, now: Time) -> Vec<(u64, bool)> {
+        let mut out = Vec::new();
+        while let Next::Send(seg, r) = s.next(now) {
+            out.push((seg, r));
+        }
+        out
+    }
+
+    #[test]
+    fn initial_window_then_growth() {
+        let mut s = sender();
+        assert_eq!(send_all(&mut s, 0).len(), 10);
+        s.on_ack(10 * MS, 2, &[], 1000);
+        // Slow start: 2 acked -> cwnd 12, 8 in flight -> 4 more.
+        assert_eq!(send_all(&mut s, 10 * MS).len(), 4);
+    }
+
+    #[test]
+    fn sack_loss_triggers_fast_retransmit_of_the_hole_only() {
+        let mut s = sender();
+        send_all(&mut s, 0);
+        // Segment 0 lost; 1..4 arrive: each SACK-bearing duplicate ACK grows the block.
+        for k in 2..=3 {
+            s.on_ack(MS, 0, &[(1, k)], 1000);
+        }
+        assert_eq!(s.stats.fast_recoveries, 0, "two SACKed segments are not yet a loss");
+        s.on_ack(MS, 0, &[(1, 4)], 1000);
+        assert_eq!(s.stats.fast_recoveries, 1);
+        assert!((s.win.cwnd - 5.0).abs() < 1e-9, "Reno halves the flight of 10: {}", s.win.cwnd);
+        let sent = send_all(&mut s, MS);
+        assert_eq!(sent.first(), Some(&(0, true)));
+        assert_eq!(sent.iter().filter(|x| x.1).count(), 1);
+        s.on_ack(2 * MS, 10, &[], 1000);
+        assert_eq!(s.pipe(), s.nxt - 10);
+    }
+
+    #[test]
+    fn rto_marks_everything_lost_and_backs_off() {
+        let mut s = sender();
+        send_all(&mut s, 0);
+        let at = s.rto_at;
+        assert_eq!(at, crate::engine::time::S);
+        s.on_rto(at);
+        assert_eq!(s.stats.timeouts, 1);
+        assert_eq!(s.win.cwnd, 1.0);
+        assert_eq!(send_all(&mut s, at), vec![(0, true)]);
+        assert_eq!(s.rto_at, at + 2 * crate::engine::time::S);
+    }
+}

@@ -1,0 +1,222 @@
+//! An iperf-like TCP benchmark over the simulated long-haul path: 1..N parallel streams between
+//! one host pair for a fixed time, optionally with UDP cross traffic from a second host pair.
+//!
+//! Like iperf, throughput is what the receiving application got in order, divided by the test
+//! length (slow start included); `bw_MBps` uses MB = 10^6 bytes. The time series holds the
+//! aggregate throughput of each interval (iperf -i), the optional cwnd trace each stream's
+//! congestion window at the same instants.
+
+use serde::Serialize;
+
+use crate::engine::time::{to_s, to_us};
+use crate::engine::{run, EventQueue, Model, Time};
+use crate::net::{Fabric, NetEvent, NodeId};
+use crate::tcp::cross::CrossSource;
+use crate::tcp::hosts::TcpHosts;
+use crate::tcp::path::{self, TcpPath};
+use crate::tcp::scenario::TcpResolved;
+use crate::tcp::TcpPacket;
+
+/// One measured point. Field names carry their unit (MB = 10^6 bytes).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct TcpRecord {
+    pub testbed: String,
+    pub stack: String,
+    pub link: String,
+    pub cc: String,
+    pub mtu_bytes: u32,
+    pub mss_bytes: u32,
+    pub streams: u32,
+    /// "auto" or the fixed socket buffer in bytes.
+    pub window: String,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub one_way_delay_us: f64,
+    pub distance_km: f64,
+    pub loss: f64,
+    pub cross_gbps: f64,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub wan_gbps: f64,
+    /// Aggregate goodput of the TCP streams.
+    pub bw_MBps: f64,
+    pub stream_bw_MBps: Vec<f64>,
+    pub retransmits: u64,
+    pub stream_retransmits: Vec<u64>,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    /// Smallest RTT any stream measured.
+    pub min_rtt_us: f64,
+    pub cross_bw_MBps: f64,
+    pub wan_drops_queue: u64,
+    pub wan_drops_loss: u64,
+    /// Packets sent on the long-haul link, both directions (the benchmarks' unit of work).
+    pub link_packets: u64,
+    pub sim_events: u64,
+    pub series_t_s: Vec<f64>,
+    pub series_bw_MBps: Vec<f64>,
+    /// Per sample instant, each stream's cwnd in segments (empty unless asked for).
+    pub cwnd_trace_segs: Vec<Vec<f64>>,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Ev {
+    Net(NetEvent),
+    Timer(u32),
+}
+
+impl From<NetEvent> for Ev {
+    fn from(e: NetEvent) -> Self {
+        Ev::Net(e)
+    }
+}
+
+struct World {
+    fabric: Fabric<TcpPacket>,
+    tcp: TcpHosts,
+    interval: Time,
+    next_sample: Time,
+    last_bytes: u64,
+    series: Vec<(f64, f64)>,
+    trace: Option<Vec<Vec<f64>>>,
+}
+
+impl World {
+    fn delivered_bytes(&self) -> u64 {
+        let mss = self.tcp.framing.mss() as u64;
+        self.tcp.conns.iter().map(|c| c.rx.rcv_nxt * mss).sum()
+    }
+
+    /// Close every interval that ended by `now` (sampled at the first event after its end).
+    fn sample(&mut self, now: Time) {
+        while now >= self.next_sample {
+            let bytes = self.delivered_bytes();
+            let mbps = (bytes - self.last_bytes) as f64 / to_s(self.interval) / 1e6;
+            self.series.push((to_s(self.next_sample), mbps));
+            self.last_bytes = bytes;
+            if let Some(t) = self.trace.as_mut() {
+                t.push(self.tcp.conns.iter().map(|c| c.tx.win.cwnd).collect());
+            }
+            self.next_sample += self.interval;
+        }
+    }
+
+    fn settle(&mut self, q: &mut EventQueue<Ev>) {
+        let now = q.now();
+        for (t, c) in self.tcp.timers.drain(..) {
+            q.schedule(t.max(now), Ev::Timer(c));
+        }
+    }
+}
+
+impl Model for World {
+    type Event = Ev;
+    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
+        if now >= self.next_sample {
+            self.sample(now);
+        }
+        match ev {
+            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.tcp),
+            Ev::Timer(c) => {
+                self.tcp.on_timer(now, c);
+                let (src, dst) = (self.tcp.conns[c as usize].src, self.tcp.conns[c as usize].dst);
+                self.fabric.kick(now, src, q, &mut self.tcp);
+                self.fabric.kick(now, dst, q, &mut self.tcp);
+            }
+        }
+        if !self.tcp.timers.is_empty() {
+            self.settle(q);
+        }
+    }
+    fn finished(&self) -> bool {
+        false
+    }
+}
+
+fn start(r: &TcpResolved) -> (World, TcpPath) {
+    let mut fabric: Fabric<TcpPacket> = Fabric::new(r.seed);
+    let hosts_per_side = if r.cross.is_some() { 2 } else { 1 };
+    let p = path::build(r, &mut fabric, hosts_per_side);
+    let mut tcp = TcpHosts::new(fabric.nodes.len(), r.framing(), &r.stack);
+    for _ in 0..r.streams {
+        tcp.connect(p.hosts_a[0], p.hosts_b[0], &r.params, r.cc);
+    }
+    if let Some(c) = &r.cross {
+        tcp.add_cross(CrossSource::new(p.hosts_a[1], p.hosts_b[1], c.ip_bytes, c.gbps, c.start, c.on, c.off));
+    }
+    let world = World {
+        fabric,
+        tcp,
+        interval: r.interval,
+        next_sample: r.interval,
+        last_bytes: 0,
+        series: Vec::new(),
+        trace: r.cwnd_trace.then(Vec::new),
+    };
+    (world, p)
+}
+
+/// Run one iperf-like test for the scenario's duration.
+pub fn run_tcp(r: &TcpResolved) -> TcpRecord {
+    let (mut world, p) = start(r);
+    let mut q: EventQueue<Ev> = EventQueue::new();
+    let senders: Vec<NodeId> = [p.hosts_a.clone(), p.hosts_b.clone()].concat();
+    for h in senders {
+        world.fabric.kick(0, h, &mut q, &mut world.tcp);
+    }
+    world.settle(&mut q);
+    run(&mut world, &mut q, r.duration);
+    world.sample(r.duration);
+    record(r, &world, &p, &q)
+}
+
+fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRecord {
+    let secs = to_s(r.duration);
+    let mss = r.mss_bytes as u64;
+    let stream_bw: Vec<f64> = w.tcp.conns.iter().map(|c| (c.rx.rcv_nxt * mss) as f64 / secs / 1e6).collect();
+    let stream_retx: Vec<u64> = w.tcp.conns.iter().map(|c| c.tx.stats.retransmits).collect();
+    let min_rtt = w.tcp.conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
+    let (ab, ba) = (&w.fabric.ports[p.wan_ab as usize].stats, &w.fabric.ports[p.wan_ba as usize].stats);
+    let window = match r.params.window {
+        crate::tcp::WindowSpec::Fixed { bytes } => bytes.to_string(),
+        crate::tcp::WindowSpec::Auto { .. } => "auto".to_string(),
+    };
+    let one_way = r.one_way_delay_us();
+    TcpRecord {
+        testbed: r.testbed.clone(),
+        stack: r.stack.name.clone(),
+        link: r.link.name().to_string(),
+        cc: w.tcp.conns.first().map(|c| c.tx.cc_name()).unwrap_or_default().to_string(),
+        mtu_bytes: r.mtu_bytes,
+        mss_bytes: r.mss_bytes,
+        streams: r.streams,
+        window,
+        delay_us: r.delay_us,
+        fibre_km: r.fibre_km,
+        one_way_delay_us: one_way,
+        distance_km: one_way / 5.0,
+        loss: r.loss,
+        cross_gbps: r.cross.as_ref().map(|c| c.gbps).unwrap_or(0.0),
+        duration_s: secs,
+        seed: r.seed,
+        wan_gbps: r.wan_gbps,
+        bw_MBps: stream_bw.iter().sum(),
+        stream_bw_MBps: stream_bw,
+        retransmits: stream_retx.iter().sum(),
+        stream_retransmits: stream_retx,
+        timeouts: w.tcp.conns.iter().map(|c| c.tx.stats.timeouts).sum(),
+        fast_recoveries: w.tcp.conns.iter().map(|c| c.tx.stats.fast_recoveries).sum(),
+        min_rtt_us: if min_rtt == Time::MAX { 0.0 } else { to_us(min_rtt) },
+        cross_bw_MBps: w.tcp.cross.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / secs / 1e6,
+        wan_drops_queue: ab.drops_queue + ba.drops_queue,
+        wan_drops_loss: ab.drops_loss + ba.drops_loss,
+        link_packets: ab.tx_packets + ba.tx_packets,
+        sim_events: q.events_handled(),
+        series_t_s: w.series.iter().map(|s| s.0).collect(),
+        series_bw_MBps: w.series.iter().map(|s| s.1).collect(),
+        cwnd_trace_segs: w.trace.clone().unwrap_or_default(),
+        status: "ok".into(),
+    }
+}

@@ -1,0 +1,168 @@
+"""``longhaul sim mpi``: MPI across the simulated long-haul path (osu, app, replay, tune)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from longhaul import units
+from longhaul.errors import UserError
+from longhaul.output import FORMATS, emit
+from longhaul.sim import mpi
+
+P2P_COLUMNS = ["bench", "size_bytes", "delay_us", "distance_km", "lat_us", "bw_MBps", "msg_rate_Mps", "status"]
+COLL_COLUMNS = ["bench", "algo", "size_bytes", "delay_us", "distance_km", "ranks", "lat_us", "lat_min_us", "lat_max_us",
+                "status"]
+APP_COLUMNS = ["app", "class", "ranks", "delay_us", "distance_km", "run_time_s", "compute_s", "large_msg_share",
+               "messages", "status"]
+TUNE_COLUMNS = ["size_bytes", "delay_us", "default_threshold_bytes", "default_bw_MBps", "best_threshold_bytes",
+                "best_threshold_bw_MBps", "threshold_gain_pct", "best_pairs", "best_pairs_bw_MBps", "pairs_gain_pct"]
+
+
+def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
+    if where:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--delay-us", default=None, metavar="LIST",
+                       help="range-extender delay setting, one way, us (comma list; 0..200000; default 0)")
+        g.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km)")
+        g.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
+    p.add_argument("--nodes", type=int, default=None, metavar="N",
+                   help="nodes per cluster (1..4096; default: what the benchmark needs)")
+    p.add_argument("--ppn", type=int, default=None, metavar="P", help="processes per node (1..256; default 1)")
+    p.add_argument("--placement", choices=mpi.PLACEMENTS, default=None,
+                   help="rank placement: block (ranks 0..NP-1 in cluster A) or cyclic (default block)")
+    p.add_argument("--algo", choices=mpi.ALGOS, default=None,
+                   help="collective algorithm: default (MPICH2 1.0 choice), hierarchical (one WAN crossing), "
+                        "auto (hierarchical from 50 us one-way or 64 KiB)")
+    p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
+                   help="eager/rendezvous threshold in bytes (K/M suffixes; >= 0; default 8K, MVAPICH2's)")
+    p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
+    p.add_argument("--transport", choices=mpi.TRANSPORTS, default=None, help="IB transport under MPI (default rc)")
+    p.add_argument("--eager-credits", type=int, default=None, metavar="N",
+                   help="eager buffers per peer (1..4096; default 16, MVAPICH2's RDMA fast path)")
+    p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
+                   help="hardware profile (default s1: the S1 testbed; s2-* = S2's platforms)")
+    p.add_argument("--node", choices=mpi.NODES, default=None, help="override the profile's node (CPU/memory)")
+    p.add_argument("--loss", type=float, default=None, metavar="P", help="WAN packet corruption probability (rc only)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+
+
+def register(models: argparse._SubParsersAction) -> None:
+    p = models.add_parser("mpi", help="MPI across clusters: OSU benchmarks, NAS skeletons, trace replay, tuning",
+                          description="MPI (MVAPICH2-like) across two clusters joined by the simulated long-haul path.")
+    sub = p.add_subparsers(dest="mpi_cmd", metavar="COMMAND", required=True)
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+
+    o = sub.add_parser("osu", help="OSU micro-benchmarks", formatter_class=fmt,
+                       description="OSU-style benchmarks. MB = 10^6 bytes. Columns follow OSU: size, latency "
+                                   "(us) or bandwidth (MB/s) and message rate (M/s).")
+    o.add_argument("--bench", required=True, choices=mpi.BENCHES, help="benchmark")
+    o.add_argument("--sizes", default=None, metavar="LIST",
+                   help="message sizes: comma list or power-of-two range (1:1M); default 1:4M (latency 1:1M, "
+                        "collectives 1:1M); 0..1G")
+    o.add_argument("--pairs", type=int, default=None, metavar="K", help="process pairs for mbw_mr (1..65536; default 1)")
+    o.add_argument("--iterations", type=int, default=None, metavar="N", help="measured iterations (default 10)")
+    o.add_argument("--window", type=int, default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (64)")
+    _common(o)
+    o.set_defaults(func=run_osu)
+
+    a = sub.add_parser("app", help="NAS skeletons: run time vs delay", formatter_class=fmt,
+                       description="NAS IS/FT/CG/MG/LU skeletons; run time scaled to the class's iterations.")
+    a.add_argument("--app", required=True, default=None, metavar="LIST",
+                   help="comma list of is, ft, cg, mg, lu")
+    a.add_argument("--class", dest="klass", choices=mpi.CLASSES, default="B", help="NAS class")
+    a.add_argument("--compute-us", type=float, default=None, metavar="US",
+                   help="compute time per iteration (us; default from NAS operation counts and the node)")
+    a.add_argument("--iterations", type=int, default=None, metavar="N",
+                   help="iterations to simulate and report (default: the class's, at most 10 simulated)")
+    _common(a)
+    a.set_defaults(func=run_app)
+
+    r = sub.add_parser("replay", help="replay a text trace", formatter_class=fmt,
+                       description="Replay a trace (format: docs/mpi.md; 'ranks N' then 'RANK EVENT ...' lines).")
+    r.add_argument("trace", metavar="TRACE", help="trace file")
+    _common(r)
+    r.set_defaults(func=run_replay)
+
+    t = sub.add_parser("tune", help="eager threshold and process pairs that maximise bandwidth", formatter_class=fmt,
+                       description="Simulate candidate eager thresholds and numbers of process pairs for one "
+                                   "message size and print the best with the predicted gain.")
+    t.add_argument("--size", required=True, metavar="SIZE", help="message size (bytes, K/M suffixes)")
+    _common(t)
+    t.set_defaults(func=run_tune)
+
+
+def _points(args) -> list[dict]:
+    if args.distance_km is None and args.distance_miles is None:
+        return [{"delay_us": d} for d in units.parse_float_list(args.delay_us or "0", "--delay-us", 0, units.MAX_DELAY_US)]
+    km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
+    return [{"fibre_km": k} for k in km]
+
+
+def _params(args) -> dict:
+    thr = None
+    if args.rndv_threshold is not None:
+        text = str(args.rndv_threshold).strip()
+        if text.startswith("-"):
+            raise UserError(f"--rndv-threshold: {text} is below zero (valid: 0 .. 1G bytes)")
+        thr = units.parse_size(text, "--rndv-threshold")
+    return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
+                placement=args.placement, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
+                transport=args.transport, eager_credits=args.eager_credits, loss=args.loss)
+
+
+def run_osu(args: argparse.Namespace) -> int:
+    coll = args.bench in ("bcast", "scatter", "alltoall", "allreduce")
+    default = "1:1M" if coll or args.bench == "latency" else "1:4M"
+    sizes = units.parse_sizes(args.sizes or default, "--sizes", 0, 1 << 30)
+    recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
+                         iterations=args.iterations, window=args.window, **_params(args))
+    cols = COLL_COLUMNS if coll else P2P_COLUMNS
+    emit(recs, args.format, cols, title=f"longhaul sim mpi osu --bench {args.bench} ({recs[0]['testbed']})")
+    return 0
+
+
+def run_app(args: argparse.Namespace) -> int:
+    apps = [a.strip().lower() for a in args.app.split(",") if a.strip()]
+    for a in apps:
+        if a not in mpi.APPS:
+            raise UserError(f"--app: unknown '{a}' (valid: {', '.join(mpi.APPS)})")
+    if not apps:
+        raise UserError("--app: empty list (valid: is, ft, cg, mg, lu)")
+    recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
+                         iterations=args.iterations, workers=args.workers, **_params(args))
+    emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    path = Path(args.trace)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"{args.trace}: cannot read the trace ({getattr(err, 'strerror', None) or err})") from None
+    recs = mpi.replay(text, str(path), where=_points(args), workers=args.workers, **_params(args))
+    emit(recs, args.format, ["ranks", "delay_us", "distance_km", "run_time_s", "messages", "status"],
+         title=f"longhaul sim mpi replay {path.name}")
+    return 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    size = units.parse_size(args.size, "--size")
+    if not 1 <= size <= 1 << 30:
+        raise UserError(f"--size: {size} bytes is out of range [1, 1073741824]")
+    params = {k: v for k, v in _params(args).items() if k not in ("eager_threshold_bytes", "nodes", "ppn")}
+    rows = []
+    for w in _points(args):
+        delay = w.get("delay_us", w.get("fibre_km", 0.0) * units.FIBRE_DELAY_US_PER_KM)
+        rows.append(mpi.tune(size, delay, workers=args.workers, **params))
+    emit(rows, args.format, TUNE_COLUMNS, title="longhaul sim mpi tune")
+    if args.format == "table":
+        for r in rows:
+            print(f"At {r['delay_us']:g} us one way, {r['size_bytes']} B messages: eager threshold "
+                  f"{r['best_threshold_bytes']} B gives {r['best_threshold_bw_MBps']:.1f} MB/s "
+                  f"({r['threshold_gain_pct']:+.0f}% vs 8 KB); {r['best_pairs']} process pair(s) give "
+                  f"{r['best_pairs_bw_MBps']:.1f} MB/s ({r['pairs_gain_pct']:+.0f}% vs one pair).")
+    return 0

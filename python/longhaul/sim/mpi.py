@@ -1,0 +1,164 @@
+"""MPI across the simulated long-haul path: OSU-style benchmarks, NAS skeletons, trace replay,
+and threshold advice.
+
+``scenario()`` builds the plain-data MPI scenario the Rust core validates and runs; ``run()`` runs
+one; ``run_many()`` runs several on local cores; ``osu_sweep()`` / ``app_sweep()`` run the
+cross-product of sizes (or apps) and delays; ``tune()`` searches the eager threshold and the
+number of process pairs with the simulator itself. Records are flat dicts whose keys carry their
+unit (``bw_MBps`` with MB = 10^6 bytes, ``lat_us``, ``msg_rate_Mps``, ``run_time_s``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from longhaul import _core
+from longhaul.errors import UserError
+from longhaul.output import progress
+
+BENCHES = ("latency", "bw", "bibw", "mbw_mr", "bcast", "scatter", "alltoall", "allreduce")
+ALGOS = ("default", "hierarchical", "auto")
+RNDV = ("rput", "rget", "r3")
+TRANSPORTS = ("rc", "ud", "uc")
+APPS = ("is", "ft", "cg", "mg", "lu")
+CLASSES = ("A", "B", "C")
+TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "s2-ct-ddr", "s2-ht-ddr", "s2-nh-ddr", "s2-nh-qdr")
+NODES = ("xeon-2007", "clovertown", "harpertown", "nehalem")
+PLACEMENTS = ("block", "cyclic")
+
+_PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
+              "switch_buffer_bytes")
+_CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map")
+_MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "algo", "ud_window")
+_TOP_KEYS = ("seed", "testbed", "hca", "node")
+
+
+def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None = None, trace: dict | None = None,
+             **params) -> dict:
+    """An MPI scenario dict: ``base`` updated with a workload table and ``params`` (None = unset)."""
+    sc = json.loads(json.dumps(base or {}))
+    if not isinstance(sc, dict):
+        raise UserError("scenario: the file must hold a table/object")
+    for table in ("path", "cluster", "mpi"):
+        sc.setdefault(table, {})
+    for key, table in (("osu", osu), ("app", app), ("trace", trace)):
+        if table is not None:
+            sc[key] = {k: v for k, v in table.items() if v is not None}
+    for key, value in params.items():
+        if value is None:
+            continue
+        if key in _PATH_KEYS:
+            sc["path"][key] = value
+        elif key in _CLUSTER_KEYS:
+            sc["cluster"][key] = value
+        elif key in _MPI_KEYS:
+            sc["mpi"][key] = value
+        elif key in _TOP_KEYS:
+            sc[key] = value
+        else:
+            raise UserError(f"unknown MPI scenario parameter '{key}'")
+    return sc
+
+
+def validate(sc: dict) -> None:
+    """Raise UserError with the core's one-line message if the scenario is invalid."""
+    try:
+        _core.run_mpi(json.dumps(sc), True)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def run(sc: dict) -> dict:
+    """Run one scenario; returns its record."""
+    try:
+        return json.loads(_core.run_mpi(json.dumps(sc)))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def run_many(scenarios: Sequence[dict], workers: int | None = None, show_progress: bool = True,
+             description: str = "simulating MPI") -> list[dict]:
+    """Validate all, then run in parallel threads (the core releases the GIL); input order kept."""
+    for sc in scenarios:
+        validate(sc)
+    if not scenarios:
+        return []
+    workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results: Iterable[dict] = pool.map(run, scenarios)
+        if show_progress:
+            results = progress(results, len(scenarios), description)
+        return list(results)
+
+
+def osu_sweep(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), workers: int | None = None,
+              show_progress: bool = True, base: dict | None = None, iterations: int | None = None,
+              warmup: int | None = None, window: int | None = None, pairs: int | None = None,
+              root: int | None = None, where: Sequence[dict] | None = None, **params) -> list[dict]:
+    """Every (delay, size) point of one OSU benchmark. ``where`` replaces ``delays_us`` with path
+    dicts (e.g. ``[{"fibre_km": 10}]``); ``params`` take any scenario parameter."""
+    points = list(where) if where is not None else [{"delay_us": d} for d in delays_us]
+    scs = [scenario(base, osu={"bench": bench, "size_bytes": s, "iterations": iterations, "warmup": warmup,
+                               "window": window, "pairs": pairs, "root": root}, **{**params, **w})
+           for w in points for s in sizes]
+    return run_many(scs, workers=workers, show_progress=show_progress, description=f"osu {bench}")
+
+
+def app_sweep(apps: Sequence[str], klass: str = "B", delays_us: Sequence[float] = (0.0,),
+              compute_us_per_iter: float | None = None, iterations: int | None = None, workers: int | None = None,
+              show_progress: bool = True, base: dict | None = None, where: Sequence[dict] | None = None,
+              **params) -> list[dict]:
+    """NAS skeleton run times for every (app, delay)."""
+    points = list(where) if where is not None else [{"delay_us": d} for d in delays_us]
+    scs = [scenario(base, app={"name": a, "class": klass, "compute_us_per_iter": compute_us_per_iter,
+                               "iterations": iterations}, **{**params, **w})
+           for a in apps for w in points]
+    return run_many(scs, workers=workers, show_progress=show_progress, description="NAS skeletons")
+
+
+def replay(text: str, name: str, delays_us: Sequence[float] = (0.0,), workers: int | None = None,
+           show_progress: bool = True, where: Sequence[dict] | None = None, **params) -> list[dict]:
+    """Replay a trace (see docs/mpi.md for the format) at every delay."""
+    points = list(where) if where is not None else [{"delay_us": d} for d in delays_us]
+    scs = [scenario(None, trace={"name": name, "text": text}, **{**params, **w}) for w in points]
+    return run_many(scs, workers=workers, show_progress=show_progress, description=f"replay {name}")
+
+
+#: Eager thresholds tried by ``tune`` (bytes): MVAPICH2's default and powers of two above it.
+TUNE_THRESHOLDS = (8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
+TUNE_PAIRS = (1, 2, 4, 8, 16)
+
+
+def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRESHOLDS,
+         pairs: Sequence[int] = TUNE_PAIRS, workers: int | None = None, show_progress: bool = True,
+         **params) -> dict:
+    """Advice for one message size on one path: the eager threshold maximising osu_bw bandwidth,
+    the number of process pairs maximising osu_mbw_mr aggregate bandwidth (with the best
+    threshold), and the predicted gains over the defaults (8 KB threshold, one pair). Every
+    number comes from simulating the candidates, so the advice follows the model's mechanisms
+    (rendezvous round trips, eager credits, the adapter's in-flight limit, the WAN rate)."""
+    cands = sorted({t for t in thresholds if t >= 0} | {8192})
+    scs = [scenario(None, osu={"bench": "bw", "size_bytes": size_bytes}, delay_us=delay_us,
+                    eager_threshold_bytes=t, **params) for t in cands]
+    recs = run_many(scs, workers=workers, show_progress=show_progress, description="tune: threshold")
+    by_t = {t: r["bw_MBps"] or 0.0 for t, r in zip(cands, recs)}
+    best_t = max(cands, key=lambda t: (by_t[t], -t))
+    pscs = [scenario(None, osu={"bench": "mbw_mr", "size_bytes": size_bytes, "pairs": k}, delay_us=delay_us,
+                     eager_threshold_bytes=best_t, **params) for k in pairs]
+    precs = run_many(pscs, workers=workers, show_progress=show_progress, description="tune: pairs")
+    by_k = {k: r["bw_MBps"] or 0.0 for k, r in zip(pairs, precs)}
+    top = max(by_k.values())
+    # The fewest pairs within 5% of the best: more processes cost cores for little gain.
+    best_k = min(k for k in pairs if by_k[k] >= 0.95 * top)
+    base_bw = by_t[8192]
+    return {"size_bytes": size_bytes, "delay_us": delay_us,
+            "default_threshold_bytes": 8192, "default_bw_MBps": base_bw,
+            "best_threshold_bytes": best_t, "best_threshold_bw_MBps": by_t[best_t],
+            "threshold_gain_pct": 100.0 * (by_t[best_t] / base_bw - 1.0) if base_bw else None,
+            "best_pairs": best_k, "best_pairs_bw_MBps": by_k[best_k],
+            "pairs_gain_pct": 100.0 * (by_k[best_k] / by_t[best_t] - 1.0) if by_t[best_t] else None,
+            "bw_by_threshold_MBps": {str(t): by_t[t] for t in cands},
+            "bw_by_pairs_MBps": {str(k): by_k[k] for k in pairs}}

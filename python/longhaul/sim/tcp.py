@@ -1,0 +1,150 @@
+"""iperf-like TCP benchmarks on the simulated long-haul path.
+
+``scenario()`` builds the plain-data scenario the Rust core validates and runs; ``run()`` runs
+one; ``run_many()`` runs several on local cores with a progress bar; ``sweep()`` runs the
+cross-product of delays, streams and windows. Records are flat dicts whose keys carry their unit
+(``bw_MBps`` with MB = 10^6 bytes; per-stream lists ``stream_bw_MBps``, ``stream_retransmits``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from longhaul import _core
+from longhaul.errors import UserError
+from longhaul.output import progress
+
+LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
+CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
+TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "modern", "ideal")
+STACKS = ("s1", "s3", "modern", "ideal")
+EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
+
+#: Stock Linux (ip-sysctl.rst) and iperf defaults the model uses when a parameter is unset.
+LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_bytes": 4194304,
+                  "initial_cwnd_segs": 10, "delayed_ack_ms": 40, "min_rto_ms": 200, "duration_s": 10.0}
+
+_PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "queue_bytes", "queue_packets",
+              "loss", "ib_mtu_bytes")
+_TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
+             "sack", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
+_CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
+               "cross_packet_bytes": "packet_bytes"}
+
+
+def scenario(base: dict | None = None, **params) -> dict:
+    """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset).
+    ``cross_gbps`` = 0 means no cross traffic."""
+    sc = json.loads(json.dumps(base or {}))
+    if not isinstance(sc, dict):
+        raise UserError("scenario: the file must hold a table/object with 'link' and 'path'/'tcp'/'cross' tables")
+    for table in ("path", "tcp"):
+        sc.setdefault(table, {})
+        if not isinstance(sc[table], dict):
+            raise UserError(f"scenario: '{table}' must be a table/object, got {type(sc[table]).__name__}")
+    for key, value in params.items():
+        if value is None:
+            continue
+        if key in _PATH_KEYS:
+            sc["path"][key] = value
+        elif key in _TCP_KEYS:
+            sc["tcp"][key] = value
+        elif key in _CROSS_KEYS:
+            if key == "cross_gbps" and value == 0:
+                sc.pop("cross", None)
+                continue
+            sc.setdefault("cross", {})[_CROSS_KEYS[key]] = value
+        elif key in ("seed", "testbed", "stack", "link"):
+            sc[key] = value
+        else:
+            raise UserError(f"unknown scenario parameter '{key}'")
+    if "cross" in sc and "gbps" not in sc["cross"]:
+        raise UserError("cross_gbps: the cross-traffic rate is required when other cross options are given")
+    sc.setdefault("link", "10gige-lan")
+    return sc
+
+
+def validate(sc: dict) -> dict:
+    """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
+    try:
+        return json.loads(_core.run_tcp(json.dumps(sc), validate_only=True))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def run(sc: dict) -> dict:
+    """Run one scenario; returns its record."""
+    try:
+        return json.loads(_core.run_tcp(json.dumps(sc)))
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def run_many(scenarios: Sequence[dict], workers: int | None = None, show_progress: bool = True,
+             description: str = "simulating tcp") -> list[dict]:
+    """Run scenarios in parallel threads (the core releases the GIL); records in input order."""
+    for sc in scenarios:
+        validate(sc)
+    if not scenarios:
+        return []
+    workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results: Iterable[dict] = pool.map(run, scenarios)
+        if show_progress:
+            results = progress(results, len(scenarios), description)
+        return list(results)
+
+
+def sweep(link: str = "10gige-lan", delays_us: Sequence[float] = (0.0,), streams: Sequence[int] = (1,),
+          windows: Sequence[int | None] = (None,), cc: str | None = None, mtu_bytes: int | None = None,
+          duration_s: float | None = None, testbed: str | None = None, seed: int = 1, base: dict | None = None,
+          workers: int | None = None, show_progress: bool = True, **params) -> list[dict]:
+    """Every (delay, streams, window) point of one link; a window of None means Linux auto-tuning.
+    ``params`` takes any other scenario parameter (``loss``, ``cross_gbps``, ``stack``, ``fibre_km`` ...)."""
+    scenarios = [
+        scenario(base, link=link, testbed=testbed, seed=seed, cc=cc, mtu_bytes=mtu_bytes, duration_s=duration_s,
+                 delay_us=d, streams=n, window_bytes=w, **params)
+        for d in delays_us for n in streams for w in windows
+    ]
+    return run_many(scenarios, workers=workers, show_progress=show_progress, description=f"tcp {link}")
+
+
+# ----------------------------------------------------------------------------- study part
+#: The S1 delays, and the settings of the S1 IPoIB experiments used by the validation
+#: (iperf -w 256K on the hosts of the time gives a 384 KiB window; see points_tcp.toml).
+STUDY_DELAYS_US = (0.0, 10.0, 100.0, 1000.0, 10000.0)
+STUDY_WINDOW_BYTES = 393216
+
+
+def run_study_part(ctx) -> "object":
+    """``longhaul study`` part: IPoIB-UD and IPoIB-CM TCP bandwidth vs delay, 1..8 streams, on
+    the S1 profile (figures, a table, tuning advice). Register with
+    ``longhaul.study.register_part(StudyPart("tcp-ipoib", "TCP over IPoIB (simulator)", run_study_part), before="validation")``."""
+    from longhaul import plots
+    from longhaul.study import Figure, PartResult, Table
+
+    streams = (1, 4) if ctx.quick else (1, 2, 4, 8)
+    duration = 2.0 if ctx.quick else 5.0
+    recs = []
+    for link in ("ipoib-ud", "ipoib-cm"):
+        recs += sweep(link, delays_us=STUDY_DELAYS_US, streams=streams, windows=[STUDY_WINDOW_BYTES], testbed="s1",
+                      duration_s=duration, workers=ctx.workers, show_progress=False)
+    out = PartResult(records=recs, computed=len(recs))
+    for link in ("ipoib-ud", "ipoib-cm"):
+        sel = [r for r in recs if r["link"] == link]
+        out.figures.append(Figure(f"tcp_{link}_bw_vs_delay", f"TCP over {link}: bandwidth vs delay, one curve per stream count (model)",
+                                  plots.bandwidth_vs_delay(sel, series="streams", title=f"TCP over {link} (S1 hosts, 384 KiB window)")))
+    out.tables.append(Table("TCP over IPoIB, aggregate MB/s (model)",
+                            [{k: r[k] for k in ("link", "mtu_bytes", "streams", "delay_us", "bw_MBps", "retransmits")} for r in recs]))
+    one = {(r["link"], r["delay_us"]): r["bw_MBps"] for r in recs if r["streams"] == 1}
+    best = {(r["link"], r["delay_us"]): max(x["bw_MBps"] for x in recs if x["link"] == r["link"] and x["delay_us"] == r["delay_us"]) for r in recs}
+    for (link, d), bw in sorted(one.items()):
+        if bw < 0.7 * best[(link, d)]:
+            out.advice.append(f"{link} at {d:g} us: one stream gets {bw:.0f} MB/s, {max(streams)} streams {best[(link, d)]:.0f}: "
+                              f"the window (not the link) limits a single stream; use parallel streams or a larger socket buffer "
+                              f"(window >= bandwidth x round trip).")
+    out.commands.append("longhaul sim tcp --link ipoib-cm --delay-us 0,10,100,1000,10000 --streams 1,2,4,8 --window 384K --profile s1")
+    return out

@@ -1,0 +1,102 @@
+"""`longhaul sim mpi` as a user runs it: OSU benchmarks with unit-carrying keys, NAS skeletons,
+trace replay, threshold advice, determinism, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def records(cli, *args):
+    proc = cli("sim", "mpi", *args, "--format", "json", check=True)
+    return json.loads(proc.stdout)
+
+
+def test_osu_bw_issue_form_and_units(cli):
+    recs = records(cli, "osu", "--bench", "bw", "--delay-us", "0,1000", "--sizes", "8K,1M", "--nodes", "1", "--ppn", "1",
+                   "--algo", "default", "--rndv-threshold", "8K", "--rndv-protocol", "rput", "--transport", "rc")
+    assert len(recs) == 4
+    for key in ("size_bytes", "lat_us", "bw_MBps", "msg_rate_Mps", "delay_us", "distance_km"):
+        assert key in recs[0]
+    by = {(r["delay_us"], r["size_bytes"]): r["bw_MBps"] for r in recs}
+    assert by[(1000, 8192)] < by[(0, 8192)] < 1000.0
+    assert all(r["status"] == "ok" and r["order_violations"] == 0 for r in recs)
+
+
+@pytest.mark.parametrize("fmt,marker", [("table", "bw_MBps"), ("csv", "bench,size_bytes"), ("json", '"bw_MBps"')])
+def test_formats(cli, fmt, marker):
+    out = cli("sim", "mpi", "osu", "--bench", "bw", "--sizes", "4K", "--format", fmt, check=True).stdout
+    assert marker in out
+
+
+def test_latency_distance_units_and_collectives(cli):
+    lat = records(cli, "osu", "--bench", "latency", "--sizes", "4", "--distance-km", "10")[0]
+    assert 50.0 < lat["lat_us"] < 60.0  # 10 km = 50 us one way
+    for bench in ("bcast", "scatter", "alltoall", "allreduce"):
+        recs = records(cli, "osu", "--bench", bench, "--sizes", "1K", "--nodes", "2", "--ppn", "2", "--delay-us", "100",
+                       "--algo", "hierarchical")
+        r = recs[0]
+        assert r["ranks"] == 8 and r["algo"] == "hierarchical" and 0 < r["lat_min_us"] <= r["lat_us"] <= r["lat_max_us"]
+
+
+def test_transports_and_rendezvous_protocols(cli):
+    for t in ("rc", "ud", "uc"):
+        for proto in ("rput", "rget", "r3"):
+            r = records(cli, "osu", "--bench", "bw", "--sizes", "64K", "--transport", t, "--rndv-protocol", proto,
+                        "--delay-us", "10")[0]
+            assert r["status"] == "ok" and r["bw_MBps"] > 100, (t, proto, r)
+
+
+def test_mbw_mr_pairs_scale_message_rate(cli):
+    one = records(cli, "osu", "--bench", "mbw_mr", "--sizes", "8", "--pairs", "1", "--delay-us", "1000")[0]
+    four = records(cli, "osu", "--bench", "mbw_mr", "--sizes", "8", "--pairs", "4", "--delay-us", "1000")[0]
+    assert four["msg_rate_Mps"] >= 3 * one["msg_rate_Mps"]
+
+
+def test_app_replay_and_tune(cli, tmp_path):
+    recs = records(cli, "app", "--app", "is,cg", "--class", "A", "--nodes", "2", "--ppn", "2", "--delay-us", "0,1000",
+                   "--iterations", "2")
+    t = {(r["app"], r["delay_us"]): r["run_time_s"] for r in recs}
+    assert t[("cg", 1000)] > t[("cg", 0)] > 0
+    trace = tmp_path / "t.trace"
+    trace.write_text("ranks 2\n0 compute 100\n0 send 1 65536\n1 recv 0 65536\n* allreduce 8\n")
+    rep = records(cli, "replay", str(trace), "--delay-us", "0,1000")
+    assert rep[1]["run_time_s"] > rep[0]["run_time_s"] >= 100e-6
+    tune = records(cli, "tune", "--size", "8K", "--delay-us", "1000")[0]
+    assert tune["best_threshold_bytes"] > 8192 and tune["threshold_gain_pct"] > 0 and tune["best_pairs"] >= 1
+
+
+def test_same_seed_same_bits(cli):
+    args = ("osu", "--bench", "bcast", "--sizes", "64K", "--nodes", "2", "--ppn", "2", "--delay-us", "100", "--format", "json")
+    assert cli("sim", "mpi", *args, check=True).stdout == cli("sim", "mpi", *args, check=True).stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("osu", "--bench", "bw", "--rndv-threshold", "-1"), "--rndv-threshold"),
+    (("osu", "--bench", "nope"), "invalid choice"),
+    (("osu", "--bench", "bcast", "--algo", "fastest"), "invalid choice"),
+    (("osu", "--bench", "mbw_mr", "--pairs", "4", "--nodes", "1"), "slots"),
+    (("app", "--app", "cg", "--nodes", "3"), "power-of-two"),
+    (("app", "--app", "xx"), "--app"),
+    (("osu", "--bench", "bw", "--delay-us", "-5"), "--delay-us"),
+    (("osu", "--bench", "bw", "--transport", "ud", "--loss", "0.1"), "loss"),
+])
+def test_bad_input_is_one_line_exit_2(cli, args, needle):
+    proc = cli("sim", "mpi", *args)
+    assert proc.returncode == 2
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
+
+
+def test_malformed_trace_reports_file_and_line(cli, tmp_path):
+    bad = tmp_path / "bad.trace"
+    bad.write_text("ranks 2\n0 send 1 64\n1 recv 0 64\n0 frobnicate 3\n")
+    proc = cli("sim", "mpi", "replay", str(bad))
+    assert proc.returncode == 2
+    assert f"{bad}:4: unknown event 'frobnicate'" in proc.stderr
+    missing = cli("sim", "mpi", "replay", str(tmp_path / "none.trace"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    deadlock = tmp_path / "dead.trace"
+    deadlock.write_text("ranks 2\n0 recv 1 8\n1 recv 0 8\n")
+    proc = cli("sim", "mpi", "replay", str(deadlock))
+    assert proc.returncode == 2 and "deadlock" in proc.stderr

@@ -1,0 +1,73 @@
+"""``longhaul sim tcp`` as a user runs it: records with units, formats, and bad input as one line
+with exit status 2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from longhaul.sim import tcp
+
+
+def test_json_records_carry_units_and_per_stream_values(cli):
+    proc = cli("sim", "tcp", "--link", "ipoib-ud", "--delay-us", "0,1000", "--streams", "1,2", "--window", "256K",
+               "--duration-s", "0.5", "--format", "json", check=True)
+    recs = json.loads(proc.stdout)
+    assert len(recs) == 4
+    for r in recs:
+        assert {"bw_MBps", "stream_bw_MBps", "retransmits", "delay_us", "distance_km", "mtu_bytes"} <= r.keys()
+        assert len(r["stream_bw_MBps"]) == r["streams"]
+        assert r["bw_MBps"] == pytest.approx(sum(r["stream_bw_MBps"]))
+    one = {r["delay_us"]: r["bw_MBps"] for r in recs if r["streams"] == 1}
+    assert one[1000.0] < 0.6 * one[0.0], "a 256 KiB window cannot fill a 2 ms round trip"
+
+
+def test_csv_and_table_and_distance(cli):
+    proc = cli("sim", "tcp", "--link", "10gige-lan", "--distance-km", "100", "--cc", "bbr", "--duration-s", "0.2",
+               "--format", "csv", check=True)
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert rows[0]["cc"] == "bbr" and float(rows[0]["distance_km"]) == pytest.approx(100.0)
+    table = cli("sim", "tcp", "--link", "oc192", "--duration-s", "0.1", check=True).stdout
+    assert "MB = 10^6 bytes" in table and "oc192" in table
+
+
+def test_help_lists_units_defaults_and_ranges(cli):
+    out = cli("sim", "tcp", "--help", check=True).stdout
+    for text in ("--link", "--mtu", "--delay-us", "--streams", "--window", "--cc", "--loss", "--cross-gbps",
+                 "--duration-s", "--format", "576..65520", "auto", "cubic", "0..0.5"):
+        assert text in out, text
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--cc", "vegas"], "--cc"),
+    (["--link", "fddi"], "--link"),
+    (["--link", "ipoib-ud", "--mtu", "4000"], "mtu_bytes: 4000 is out of range for ipoib-ud [576, 2044]"),
+    (["--link", "10gige-lan", "--mtu", "100"], "mtu_bytes: 100 is out of range"),
+    (["--loss", "-0.1"], "--loss: -0.1 is out of range [0, 0.5]"),
+    (["--link", "10gige-lan", "--cross-gbps", "12"], "cross_gbps: 12 is out of range (0, 10.0000]"),
+    (["--streams", "0"], "--streams: 0 is out of range [1, 1024]"),
+    (["--window", "lots"], "--window"),
+    (["--delay-us", "-5"], "--delay-us"),
+])
+def test_bad_input_is_one_line_and_exit_2(cli, args, words):
+    proc = cli("sim", "tcp", "--duration-s", "0.01", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert words in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_library_sweep_and_determinism():
+    a = tcp.sweep("10gige-wan", delays_us=[500], streams=[2], duration_s=0.3, loss=1e-3, show_progress=False)
+    b = tcp.sweep("10gige-wan", delays_us=[500], streams=[2], duration_s=0.3, loss=1e-3, show_progress=False)
+    assert a == b and a[0]["retransmits"] > 0
+    assert a[0]["wan_gbps"] == pytest.approx(9.584_64 * 64 / 66)
+
+
+def test_cross_traffic_bursts_share_the_wan():
+    r = tcp.run(tcp.scenario(link="10gige-lan", stack="ideal", delay_us=1000, duration_s=1, window_bytes=64 << 20,
+                             cross_gbps=4, cross_on_ms=10, cross_off_ms=10))
+    assert r["cross_bw_MBps"] == pytest.approx(250, rel=0.1)
+    assert r["bw_MBps"] + r["cross_bw_MBps"] <= 10e3 / 8
