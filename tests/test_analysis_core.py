@@ -56,7 +56,8 @@ def test_dpm_of_constant_profile_is_zero(level, delays, repeats):
 def test_dpm_of_linear_profile_is_its_slope(slope, delays):
     recs = recs_from(lambda s, d, k: 30000 - slope * miles_from_delay_us(d), delays=delays)
     for r in decrease_per_mile(recs, bound=30000):
-        assert r["D_MBps_per_mile"] == pytest.approx(slope, rel=1e-6, abs=1e-9)
+        # 30000 minus a tiny slope x distance cancels: allow float error on the differences.
+        assert r["D_MBps_per_mile"] == pytest.approx(slope, rel=1e-6, abs=1e-7)
 
 
 def test_hoeffding_halfwidth_formula_and_coverage():
