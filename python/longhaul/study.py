@@ -365,8 +365,15 @@ def run_emulated(ctx: StudyContext) -> PartResult:
     return fn(ctx)
 
 
+def _models():
+    """The TCP and MPI parts (``longhaul.study_models``), imported when they run."""
+    return importlib.import_module("longhaul.study_models")
+
+
 PARTS: list[StudyPart] = [
     StudyPart("s1-verbs", "S1 verbs over the WAN (simulator)", run_s1_verbs),
+    StudyPart("tcp", "TCP over IPoIB (simulator)", lambda ctx: _models().run_tcp(ctx)),
+    StudyPart("mpi", "MPI across the clusters (simulator)", lambda ctx: _models().run_mpi(ctx)),
     StudyPart("validation", "Validation against every published point", run_validation),
     StudyPart("measured", "Your measurements (ingested)", run_measured),
     StudyPart("emulated", "Link emulator", run_emulated),

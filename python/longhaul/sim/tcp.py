@@ -30,7 +30,7 @@ LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_by
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "queue_bytes", "queue_packets",
               "loss", "ib_mtu_bytes")
 _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
-             "sack", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
+             "sack", "hystart", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
 _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
                "cross_packet_bytes": "packet_bytes"}
 
@@ -119,20 +119,22 @@ STUDY_DELAYS_US = (0.0, 10.0, 100.0, 1000.0, 10000.0)
 STUDY_WINDOW_BYTES = 393216
 
 
-def run_study_part(ctx) -> "object":
-    """``longhaul study`` part: IPoIB-UD and IPoIB-CM TCP bandwidth vs delay, 1..8 streams, on
-    the S1 profile (figures, a table, tuning advice). Register with
-    ``longhaul.study.register_part(StudyPart("tcp-ipoib", "TCP over IPoIB (simulator)", run_study_part), before="validation")``."""
+def study_scenarios(quick: bool) -> tuple[list[dict], tuple[int, ...]]:
+    """The study's TCP matrix: IPoIB-UD and IPoIB-CM on the S1 hosts, bandwidth vs delay and streams."""
+    streams = (1, 4) if quick else (1, 2, 4, 8)
+    duration = 1.0 if quick else 5.0
+    delays = STUDY_DELAYS_US[::2] if quick else STUDY_DELAYS_US
+    scs = [scenario(link=link, testbed="s1", delay_us=d, streams=s, window_bytes=STUDY_WINDOW_BYTES, duration_s=duration)
+           for link in ("ipoib-ud", "ipoib-cm") for d in delays for s in streams]
+    return scs, streams
+
+
+def study_presentation(recs: list[dict], streams: Sequence[int]) -> "object":
+    """Figures, a table and tuning advice for the study's TCP records."""
     from longhaul import plots
     from longhaul.study import Figure, PartResult, Table
 
-    streams = (1, 4) if ctx.quick else (1, 2, 4, 8)
-    duration = 2.0 if ctx.quick else 5.0
-    recs = []
-    for link in ("ipoib-ud", "ipoib-cm"):
-        recs += sweep(link, delays_us=STUDY_DELAYS_US, streams=streams, windows=[STUDY_WINDOW_BYTES], testbed="s1",
-                      duration_s=duration, workers=ctx.workers, show_progress=False)
-    out = PartResult(records=recs, computed=len(recs))
+    out = PartResult(records=recs)
     for link in ("ipoib-ud", "ipoib-cm"):
         sel = [r for r in recs if r["link"] == link]
         out.figures.append(Figure(f"tcp_{link}_bw_vs_delay", f"TCP over {link}: bandwidth vs delay, one curve per stream count (model)",
