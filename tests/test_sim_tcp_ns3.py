@@ -20,6 +20,16 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 KNOWN_70MS = pytest.mark.xfail(strict=False, reason="ssthresh after the slow-start overshoot: ns-3 uses pipe/2, Linux cwnd/2")
 
 
+@pytest.fixture(autouse=True)
+def _no_hystart(monkeypatch):
+    """bench/ns3/tcp_bulk.cc turns ns-3's HyStart off (ns::TcpCubic::HyStart = false): compare
+    like with like, plain slow start on the longhaul side too (tcp.hystart = false)."""
+    from longhaul.sim import tcp
+
+    scenario = tcp.scenario
+    monkeypatch.setattr(tcp, "scenario", lambda *a, **kw: scenario(*a, **kw, hystart=False))
+
+
 def _shape_alike(a: list[float], b: list[float]) -> float:
     """Pearson correlation of the two cwnd series over their common length."""
     n = min(len(a), len(b))

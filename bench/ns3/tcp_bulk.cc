@@ -65,7 +65,7 @@ int main(int argc, char *argv[]) {
   Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
   Config::SetDefault("ns3::TcpSocketBase::WindowScaling", BooleanValue(true));
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
-  // longhaul's CUBIC has no HyStart: compare like with like.
+  // HyStart off on both sides (the test runs longhaul with --no-hystart): compare like with like.
   Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(false));
 
   NodeContainer nodes;

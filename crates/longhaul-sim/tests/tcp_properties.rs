@@ -72,6 +72,26 @@ fn every_congestion_control_recovers_from_loss() {
     }
 }
 
+/// HyStart (on by default for CUBIC, as in Linux) ends slow start before a one-BDP drop-tail
+/// queue overflows on a 100 ms, 1 Gb/s path: no drop in 2 s and line rate by the end; plain slow
+/// start overshoots and loses thousands of segments. Reno never uses HyStart.
+#[test]
+fn hystart_ends_cubic_slow_start_before_the_queue_overflows() {
+    let sc = |cc: &str, hystart: bool| {
+        run_tcp_json(&format!(
+            r#"{{"link": "10gige-lan", "stack": "ideal", "path": {{"delay_us": 50000, "rate_gbps": 1, "queue_bytes": 12500000}},
+                "tcp": {{"cc": "{cc}", "hystart": {hystart}, "window_bytes": 50000000, "duration_s": 2, "interval_s": 0.25}}}}"#
+        ))
+        .unwrap()
+    };
+    let on = sc("cubic", true);
+    assert_eq!(on.wan_drops_queue, 0, "HyStart exit still overflowed the queue");
+    assert!(*on.series_bw_MBps.last().unwrap() > 110.0, "not at line rate: {:?}", on.series_bw_MBps);
+    let off = sc("cubic", false);
+    assert!(off.wan_drops_queue > 10_000, "plain slow start should overshoot: {} drops", off.wan_drops_queue);
+    assert_eq!(sc("reno", true).retransmits, sc("reno", false).retransmits, "Reno must ignore hystart");
+}
+
 #[test]
 fn cross_traffic_takes_its_share_of_the_wan() {
     let base = r#""link": "10gige-lan", "stack": "ideal", "path": {"delay_us": 1000}, "tcp": {"duration_s": 2, "window_bytes": 67108864}"#;

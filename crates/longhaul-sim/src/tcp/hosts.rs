@@ -103,7 +103,7 @@ impl TcpHosts {
             WindowSpec::Fixed { bytes } => bytes,
             WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
         };
-        let tx = Sender::new(p, cc, send_limit_bytes / mss as u64, rx.window_segs(), id as u64);
+        let tx = Sender::new(p, cc, mss, send_limit_bytes / mss as u64, rx.window_segs(), id as u64);
         self.conns.push(Conn { src, dst, tx, rx, core: id as usize % self.cores, timer_at: NEVER, frag_next: 0, frag_broken: false, datagrams_lost_in_fragments: 0 });
         self.hosts[src as usize].conns.push(id);
         id

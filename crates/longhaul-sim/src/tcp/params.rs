@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::cc::hystart::HyStartParams;
 use crate::engine::time::{MS, S};
 use crate::engine::Time;
 
@@ -57,6 +58,9 @@ pub struct TcpParams {
     pub dupthresh: u32,
     /// Selective acknowledgements (RFC 2018; Linux tcp_sack = 1). Off: NewReno (RFC 6582).
     pub sack: bool,
+    /// HyStart slow-start exit for CUBIC (Linux tcp_cubic hystart = 1, on since 2.6.29; the
+    /// other algorithms never use it, as in Linux). None: plain slow start.
+    pub hystart: Option<HyStartParams>,
     pub window: WindowSpec,
 }
 
@@ -71,6 +75,7 @@ impl Default for TcpParams {
             ack_every_segs: 2,
             dupthresh: 3,
             sack: true,
+            hystart: Some(HyStartParams::linux()),
             window: WindowSpec::linux_auto(),
         }
     }

@@ -75,6 +75,8 @@ pub struct TcpSpec {
     pub wmem_max_bytes: Option<u64>,
     pub initial_cwnd_segs: Option<u32>,
     pub sack: Option<bool>,
+    /// false = plain slow start for CUBIC (Linux: tcp_cubic hystart=0); default on, as Linux.
+    pub hystart: Option<bool>,
     /// false = acknowledge every segment (Linux quickack).
     pub delayed_ack: Option<bool>,
     pub min_rto_ms: Option<f64>,
@@ -255,6 +257,9 @@ impl TcpScenario {
         let mut params = TcpParams { window, ..TcpParams::default() };
         params.initial_cwnd_segs = in_range_u("initial_cwnd_segs", t.initial_cwnd_segs.unwrap_or(params.initial_cwnd_segs) as u64, 1, 1000)? as u32;
         params.sack = t.sack.unwrap_or(true);
+        if t.hystart == Some(false) {
+            params.hystart = None;
+        }
         if t.delayed_ack == Some(false) {
             params.ack_every_segs = 1;
         }

@@ -21,6 +21,7 @@
 
 use std::collections::VecDeque;
 
+use super::cc::hystart::HyStart;
 use super::cc::{AckInfo, CcName, CongestionControl, Window};
 use super::params::TcpParams;
 use super::rtt::RttEstimator;
@@ -114,8 +115,9 @@ pub struct Sender {
 impl Sender {
     /// `send_limit_segs`: the send buffer in segments; `initial_rwnd_segs`: the window the peer
     /// offers in its SYN-ACK.
-    pub fn new(p: &TcpParams, cc: CcName, send_limit_segs: u64, initial_rwnd_segs: u64, phase_seed: u64) -> Self {
+    pub fn new(p: &TcpParams, cc: CcName, mss_bytes: u32, send_limit_segs: u64, initial_rwnd_segs: u64, phase_seed: u64) -> Self {
         let iw = p.initial_cwnd_segs as f64;
+        let hystart = p.hystart.map(|h| HyStart::new(h, mss_bytes));
         Sender {
             una: 0,
             nxt: 0,
@@ -133,7 +135,7 @@ impl Sender {
             dupacks: 0,
             fast_retransmit: false,
             win: Window { cwnd: iw, ssthresh: f64::INFINITY },
-            cc: cc.build(iw, phase_seed),
+            cc: cc.build(iw, phase_seed, hystart),
             rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto),
             peer_rwnd: initial_rwnd_segs,
             send_limit: send_limit_segs.max(1),
@@ -366,6 +368,8 @@ impl Sender {
                 delivered: self.delivered,
                 sample_prior_delivered: sample.map(|p| p.delivered).unwrap_or(0),
                 in_recovery: self.state == State::Recovery,
+                snd_una: self.una,
+                snd_nxt: self.nxt,
             };
             self.cc.on_ack(&mut self.win, &info);
         }
@@ -450,7 +454,7 @@ mod tests {
     use crate::engine::time::MS;
 
     fn sender() -> Sender {
-        Sender::new(&TcpParams::default(), CcName::Reno, 1 << 20, 1 << 20, 0)
+        Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0)
     }
 
     fn send_all(s: &mut Sender, now: Time) -> Vec<(u64, bool)> {

@@ -60,6 +60,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--extender", choices=tcp.EXTENDERS, default=None,
                    help="boxes at the WAN ends: an extender pair, or none (IPoIB: plain IB link; Ethernet: IP routers)")
     p.add_argument("--no-sack", action="store_true", help="turn SACK off (NewReno recovery)")
+    p.add_argument("--no-hystart", action="store_true",
+                   help="CUBIC: plain slow start, without Linux's HyStart exit (tcp_cubic hystart=0)")
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
     p.add_argument("--initial-cwnd", type=int, default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
@@ -120,7 +122,8 @@ def run_tcp(args: argparse.Namespace) -> int:
         link=args.link or (None if base and "link" in base else "ipoib-ud"),
         testbed=args.profile, stack=args.stack, seed=args.seed, cc=args.cc, mtu_bytes=args.mtu, loss=args.loss,
         duration_s=args.duration_s, interval_s=args.interval_s, extender=args.extender, rate_gbps=args.rate_gbps,
-        sack=False if args.no_sack else None, delayed_ack=False if args.no_delayed_ack else None,
+        sack=False if args.no_sack else None, hystart=False if args.no_hystart else None,
+        delayed_ack=False if args.no_delayed_ack else None,
         initial_cwnd_segs=args.initial_cwnd, cwnd_trace=True if args.cwnd_trace else None,
         **_queue(args.queue), **cross,
     )

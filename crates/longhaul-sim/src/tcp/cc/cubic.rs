@@ -8,24 +8,41 @@
 //! it never grows slower than an AIMD flow with alpha = 3 (1 - beta) / (1 + beta). Fast
 //! convergence (section 4.6): a flow that lost before reaching its previous W_max releases
 //! bandwidth by remembering W_max (1 + beta) / 2. A loss sets ssthresh = cwnd * beta (4.5).
-//! HyStart (Linux's slow-start exit heuristic) is not modelled: slow start runs to ssthresh or loss.
+//!
+//! As in Linux (net/ipv4/tcp_cubic.c):
+//! - slow start ends by [`HyStart`] when it is on (Linux's default), else at ssthresh or a loss;
+//! - until the first loss (W_max unknown, e.g. after a HyStart exit) the window grows at least
+//!   one segment per 20 acknowledged (5% per RTT: `ca->cnt` capped at 20 while
+//!   `last_max_cwnd == 0`), since the cubic around K = 0 alone would barely move;
+//! - a retransmission timeout forgets W_max and re-arms HyStart (cubictcp_state on TCP_CA_Loss).
 
+use super::hystart::HyStart;
 use super::{AckInfo, CongestionControl, Window};
 use crate::engine::time::to_s;
 use crate::engine::Time;
 
 const C: f64 = 0.4;
 const BETA: f64 = 0.7;
+/// Growth per acknowledged segment before the first loss: Linux's cnt <= 20.
+const NO_LOSS_MIN_GROWTH_PER_SEG: f64 = 1.0 / 20.0;
 
 #[derive(Default)]
 pub struct Cubic {
     w_max: f64,
+    /// The window at the last loss (0: no loss since the start or the last timeout).
     w_last_max: f64,
     k: f64,
     /// Start of the current congestion-avoidance epoch (None: begins at the next ACK).
     epoch: Option<Time>,
     /// The AIMD-equivalent window of the TCP-friendly region.
     w_est: f64,
+    hystart: Option<HyStart>,
+}
+
+impl Cubic {
+    pub fn new(hystart: Option<HyStart>) -> Self {
+        Cubic { hystart, ..Cubic::default() }
+    }
 }
 
 impl CongestionControl for Cubic {
@@ -36,6 +53,11 @@ impl CongestionControl for Cubic {
     fn on_ack(&mut self, w: &mut Window, a: &AckInfo) {
         if a.in_recovery {
             return;
+        }
+        if let Some(h) = self.hystart.as_mut() {
+            if h.on_ack(w, a) {
+                w.ssthresh = w.cwnd;
+            }
         }
         let left = w.slow_start(a.acked_segs);
         if left <= 0.0 {
@@ -56,12 +78,16 @@ impl CongestionControl for Cubic {
         let t = to_s(a.now - start) + rtt;
         let target = C * (t - self.k).powi(3) + self.w_max;
         self.w_est += 3.0 * (1.0 - BETA) / (1.0 + BETA) * left / w.cwnd;
-        if target > w.cwnd {
-            w.cwnd += (target - w.cwnd) / w.cwnd * left;
+        let mut growth_per_seg = if target > w.cwnd {
+            (target - w.cwnd) / w.cwnd
         } else {
             // At or above the target: creep (Linux: one segment per 100 cwnd of ACKs).
-            w.cwnd += 0.01 * left / w.cwnd;
+            0.01 / w.cwnd
+        };
+        if self.w_last_max == 0.0 {
+            growth_per_seg = growth_per_seg.max(NO_LOSS_MIN_GROWTH_PER_SEG);
         }
+        w.cwnd += growth_per_seg * left;
         if self.w_est > w.cwnd {
             w.cwnd = self.w_est;
         }
@@ -79,6 +105,16 @@ impl CongestionControl for Cubic {
         w.ssthresh = (w.cwnd * BETA).max(2.0);
         w.cwnd = w.ssthresh;
     }
+
+    fn on_rto(&mut self, w: &mut Window, now: Time, in_flight_segs: f64) {
+        self.on_congestion(w, now, in_flight_segs);
+        w.cwnd = 1.0;
+        // Linux resets CUBIC's state on entering Loss, keeping only the ssthresh just computed.
+        *self = Cubic::new(self.hystart.take().map(|mut h| {
+            h.on_rto();
+            h
+        }));
+    }
 }
 
 #[cfg(test)]
@@ -89,7 +125,7 @@ mod tests {
     /// After a loss at W_max the window returns to W_max after K seconds (the cubic's plateau).
     #[test]
     fn returns_to_w_max_after_k() {
-        let mut cc = Cubic::default();
+        let mut cc = Cubic::new(None);
         let mut w = Window { cwnd: 1000.0, ssthresh: 1.0 };
         cc.on_congestion(&mut w, 0, 1000.0);
         assert!((w.cwnd - 700.0).abs() < 1e-9);
@@ -100,10 +136,37 @@ mod tests {
             now += rtt;
             // one RTT worth of ACKs, as one aggregate
             let a = AckInfo { now, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false };
+                delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0 };
             cc.on_ack(&mut w, &a);
         }
         assert!((w.cwnd - 1000.0).abs() < 15.0, "cwnd at K: {}", w.cwnd);
         assert!(now < 10 * S);
+    }
+
+    /// Slow start left without a loss (a HyStart exit): W_max is unknown and the window grows 5%
+    /// per RTT (Linux's cnt <= 20), not along the flat cubic around K = 0; a timeout restores it.
+    #[test]
+    fn grows_five_percent_per_rtt_until_the_first_loss() {
+        let rtt = 100 * MS;
+        let run = |cc: &mut Cubic, w: &mut Window, rounds: u64| {
+            for i in 1..=rounds {
+                let a = AckInfo { now: i * rtt, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
+                    delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0 };
+                cc.on_ack(w, &a);
+            }
+        };
+        let mut cc = Cubic::new(None);
+        let mut w = Window { cwnd: 1000.0, ssthresh: 1000.0 };
+        run(&mut cc, &mut w, 10);
+        let expected = 1000.0 * 1.05_f64.powi(10);
+        assert!((w.cwnd - expected).abs() < 0.01 * expected, "cwnd {} vs {expected}", w.cwnd);
+        let flight = w.cwnd;
+        cc.on_congestion(&mut w, 0, flight);
+        let after_loss = w.cwnd;
+        run(&mut cc, &mut w, 10);
+        assert!(w.cwnd < 1.2 * after_loss, "after a loss the cubic governs: {} from {after_loss}", w.cwnd);
+        let flight = w.cwnd;
+        cc.on_rto(&mut w, 0, flight);
+        assert!(cc.w_last_max == 0.0 && cc.w_max == 0.0, "a timeout forgets W_max, as Linux");
     }
 }

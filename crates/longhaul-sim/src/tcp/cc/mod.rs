@@ -10,6 +10,7 @@ pub mod bic;
 pub mod cubic;
 pub mod highspeed;
 pub mod htcp;
+pub mod hystart;
 pub mod reno;
 pub mod scalable;
 
@@ -59,6 +60,9 @@ pub struct AckInfo {
     pub sample_prior_delivered: u64,
     /// True while the sender is in fast recovery or RTO recovery.
     pub in_recovery: bool,
+    /// Oldest unacknowledged and next new segment after this ACK (HyStart's rounds).
+    pub snd_una: u64,
+    pub snd_nxt: u64,
 }
 
 pub trait CongestionControl: Send {
@@ -99,10 +103,12 @@ pub enum CcName {
 impl CcName {
     pub const NAMES: [&'static str; 7] = ["reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr"];
 
-    pub fn build(self, initial_cwnd: f64, phase_seed: u64) -> Box<dyn CongestionControl> {
+    /// `hystart`: the slow-start exit CUBIC uses (None: plain slow start). Linux uses HyStart
+    /// only in tcp_cubic.c, so the other algorithms ignore it.
+    pub fn build(self, initial_cwnd: f64, phase_seed: u64, hystart: Option<hystart::HyStart>) -> Box<dyn CongestionControl> {
         match self {
             CcName::Reno => Box::new(reno::Reno),
-            CcName::Cubic => Box::new(cubic::Cubic::default()),
+            CcName::Cubic => Box::new(cubic::Cubic::new(hystart)),
             CcName::Bic => Box::new(bic::Bic::default()),
             CcName::Htcp => Box::new(htcp::Htcp::default()),
             CcName::Scalable => Box::new(scalable::Scalable),
@@ -129,6 +135,8 @@ mod tests {
             delivered: now / MS,
             sample_prior_delivered: (now / MS).saturating_sub(100),
             in_recovery: false,
+            snd_una: now / MS,
+            snd_nxt: now / MS + 100,
         }
     }
 
@@ -137,7 +145,7 @@ mod tests {
     #[test]
     fn every_variant_grows_then_backs_off() {
         for name in [CcName::Reno, CcName::Cubic, CcName::Bic, CcName::Htcp, CcName::Scalable, CcName::Highspeed, CcName::Bbr] {
-            let mut cc = name.build(10.0, 1);
+            let mut cc = name.build(10.0, 1, None);
             let mut w = Window { cwnd: 100.0, ssthresh: 50.0 };
             for i in 0..2000u64 {
                 cc.on_ack(&mut w, &ack(i * MS / 10 + MS));
