@@ -19,8 +19,7 @@ proptest! {
         bench in prop::sample::select(vec!["bw", "bibw", "latency", "alltoall", "bcast", "allreduce", "scatter"]),
         size in prop::sample::select(vec![1u64, 100, 8192, 70000, 300000]),
         transport in prop::sample::select(vec!["rc", "ud", "uc"]),
-        // RGET is left out: see the known gap in docs/mpi.md (reads in both directions stall).
-        rndv in prop::sample::select(vec!["rput", "r3"]),
+        rndv in prop::sample::select(vec!["rput", "rget", "r3"]),
         thr in prop::sample::select(vec![0u64, 8192, 65536]),
         lossy in any::<bool>(),
         ppn in 1u32..3,
@@ -44,4 +43,16 @@ fn rendezvous_round_trips_cost_medium_messages_at_distance() {
     let bw = |thr: u64, delay: f64| run_mpi_json(&scenario("bw", 8192, "rc", "rput", thr, 0.0, delay, 1, 1)).unwrap().bw_MBps.unwrap();
     assert!(bw(65536, 1000.0) > bw(8192, 1000.0));
     assert!(bw(8192, 0.0) > 5.0 * bw(8192, 1000.0));
+}
+
+#[test]
+fn rdma_reads_both_ways_on_one_connection_need_no_retransmission() {
+    // RGET in osu_bibw: each side's QP both reads and serves reads, with sends in between;
+    // the responder must answer in PSN order (no ACK coalesced past a read) for this to flow.
+    for delay in [0.0, 1000.0] {
+        let r = run_mpi_json(&scenario("bibw", 65536, "rc", "rget", 8192, 0.0, delay, 1, 1)).unwrap();
+        assert_eq!(r.status, "ok");
+        assert_eq!(r.retransmitted_packets, 0, "delay {delay} us");
+        assert_eq!(r.delivered_messages, r.messages);
+    }
 }

@@ -2,7 +2,7 @@
 //! (ACKs/NAKs first, then read responses, then new data round-robin over queue pairs), the
 //! receive engine, completions for the application and retransmission timers.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use super::hca::HcaProfile;
 use super::headers::{self, psn_diff, Kind, Op, PSN_MASK};
@@ -54,8 +54,14 @@ struct HostCosts {
 
 struct HostState {
     costs: HostCosts,
-    qps: Vec<u32>,
-    rr: usize,
+    /// Queue pairs of this host that may have work requests left to transmit, by id (ids grow
+    /// in creation order, so this is the host's round-robin order). Only these are scanned for
+    /// the next packet, so a host with hundreds of idle connections (MPI) costs no more per
+    /// packet than one with a few; an entry found idle is dropped, and posting or rewinding
+    /// (go-back-N) puts it back.
+    active: BTreeSet<u32>,
+    /// The round-robin resumes at the first active queue pair with an id at least this.
+    rr_next: u32,
     engine_free: Time,
     rx_free: Time,
     /// QPs with an ACK/NAK to send, in the order they became pending.
@@ -101,8 +107,8 @@ impl IbHosts {
                 poll: from_ns(hca.poll_ns),
                 pcie: Rate::from_gbps(hca.pcie_data_gbps()),
             },
-            qps: Vec::new(),
-            rr: 0,
+            active: BTreeSet::new(),
+            rr_next: 0,
             engine_free: 0,
             rx_free: 0,
             ctrl: VecDeque::new(),
@@ -116,13 +122,20 @@ impl IbHosts {
         let qb = qa + 1;
         self.qps.push(Qp::new(qa, a, qb, b, transport, mtu, initial_psn));
         self.qps.push(Qp::new(qb, b, qa, a, transport, mtu, initial_psn));
-        self.host(a).qps.push(qa);
-        self.host(b).qps.push(qb);
+        self.host(a);
+        self.host(b);
         (qa, qb)
     }
 
     pub fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
         self.qps[qp as usize].post(op, len, id, ready_at);
+        self.activate(qp);
+    }
+
+    /// `qp` has work requests to (re)transmit.
+    fn activate(&mut self, qp: u32) {
+        let node = self.qps[qp as usize].node;
+        self.host(node).active.insert(qp);
     }
 
     pub fn post_recv(&mut self, qp: u32, count: u32) {
@@ -161,6 +174,7 @@ impl IbHosts {
             let una = q.una_psn;
             q.rewind_to(una);
             q.last_progress = now;
+            self.activate(qp);
             self.arm_timer(qp, now);
         } else {
             q.timer_at = due;
@@ -174,14 +188,20 @@ impl IbHosts {
 
     /// Requester side: cumulative acknowledgement of everything before `psn_excl`.
     fn requester_ack(&mut self, qp: u32, psn_excl: u32, now: Time, at: Time, by_response: bool) {
-        let done = self.qps[qp as usize].ack_through(psn_excl, now, by_response);
-        for w in done {
-            self.complete(qp, CompletionKind::Send, w.op, w.id, w.len, at);
-        }
+        let completions = &mut self.completions;
+        self.qps[qp as usize].ack_through(psn_excl, now, by_response, |w| {
+            completions.push(Completion { qp, kind: CompletionKind::Send, op: w.op, id: w.id, bytes: w.len, at });
+        });
     }
 
     fn queue_ack(&mut self, qp: u32, psn: u32, ready: Time) {
         let q = &mut self.qps[qp as usize];
+        if !q.reads.is_empty() {
+            // Coalescing this ACK with one sent ahead of the read responses would acknowledge
+            // past the read and leave the requester waiting for a timeout.
+            q.ack_after_reads = Some(psn);
+            return;
+        }
         let fresh = q.ack_psn.is_none() && q.nak_psn.is_none();
         q.ack_psn = Some(psn);
         q.ack_ready = ready;
@@ -307,6 +327,11 @@ impl IbHosts {
 
     /// Requester side of a read response packet: it is the acknowledgement of its PSN.
     fn on_read_response(&mut self, p: &IbPacket, now: Time, seen: Time) {
+        if psn_diff(p.psn, self.qps[p.qp as usize].una_psn) > 0 {
+            // A response implicitly acknowledges the requests before its read (IBA vol. 1
+            // 9.7.5.1.2): sends whose ACK the responder put after its read responses.
+            self.requester_ack(p.qp, p.psn, now, seen, false);
+        }
         let q = &mut self.qps[p.qp as usize];
         if p.psn != q.una_psn {
             return; // a gap or a duplicate: the ACK timer recovers gaps
@@ -375,18 +400,39 @@ impl IbHosts {
                 q.reads.pop_front();
                 if q.reads.is_empty() {
                     h.resp.pop_front();
+                    if let Some(psn) = q.ack_after_reads.take() {
+                        if q.ack_psn.is_none() && q.nak_psn.is_none() {
+                            h.ctrl.push_back(qp);
+                        }
+                        q.ack_psn = Some(psn);
+                        q.ack_ready = ready;
+                    }
                 }
             }
             h.engine_free = ready;
             return Some((pkt, ready));
         }
         // 3. requester data, round-robin over this host's queue pairs
-        let n = h.qps.len();
         let mut earliest: Option<Time> = None;
-        for k in 0..n {
-            let qp = h.qps[(h.rr + k) % n];
+        let start = h.rr_next;
+        let mut cursor = start;
+        let mut wrapped = false;
+        loop {
+            let Some(&qp) = h.active.range(cursor..).next() else {
+                if wrapped || start == 0 {
+                    break;
+                }
+                wrapped = true;
+                cursor = 0;
+                continue;
+            };
+            if wrapped && qp >= start {
+                break;
+            }
+            cursor = qp + 1;
             let q = &mut self.qps[qp as usize];
             if q.failed || q.cur >= q.sq.len() {
+                h.active.remove(&qp);
                 continue;
             }
             if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= hca_inflight {
@@ -436,7 +482,7 @@ impl IbHosts {
             }
             self.stats.data_packets += 1;
             h.engine_free = ready;
-            h.rr = (h.rr + k + 1) % n;
+            h.rr_next = qp + 1;
             if q.transport == Transport::Rc {
                 if q.last_progress == 0 {
                     q.last_progress = now;
@@ -474,6 +520,7 @@ impl Endpoints<IbPacket> for IbHosts {
                 if psn_diff(pkt.psn, q.una_psn) == 0 {
                     q.rewind_to(pkt.psn);
                     q.last_progress = now;
+                    self.activate(pkt.qp);
                 }
             }
         }

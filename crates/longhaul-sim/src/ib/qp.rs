@@ -75,6 +75,9 @@ pub struct Qp {
     pub nak_sent: bool,
     pub ack_psn: Option<u32>,
     pub ack_ready: Time,
+    /// An ACK for packets that came after a read request whose responses are still going out:
+    /// the responder answers in PSN order (IBA vol. 1 9.7.5.1), so it is sent after them.
+    pub ack_after_reads: Option<u32>,
     pub nak_psn: Option<u32>,
     pub reads: VecDeque<ReadJob>,
     /// Receive work requests posted (consumed by incoming sends).
@@ -111,6 +114,7 @@ impl Qp {
             nak_sent: false,
             ack_psn: None,
             ack_ready: 0,
+            ack_after_reads: None,
             nak_psn: None,
             reads: VecDeque::new(),
             rq_posted: 0,
@@ -172,11 +176,12 @@ impl Qp {
         }
     }
 
-    /// Acknowledge every PSN before `psn` (exclusive); returns how many work requests that
-    /// completed, oldest first (they are popped from the send queue).
+    /// Acknowledge every PSN before `psn` (exclusive); the work requests that completed are
+    /// popped from the send queue and handed to `done`, oldest first (a callback rather than a
+    /// returned list: this runs for every ACK).
     ///
     /// An ACK or NAK never acknowledges read responses: only their arrival does (`by_response`).
-    pub fn ack_through(&mut self, psn_exclusive: u32, now: Time, by_response: bool) -> Vec<Wqe> {
+    pub fn ack_through(&mut self, psn_exclusive: u32, now: Time, by_response: bool, mut done: impl FnMut(Wqe)) {
         let mut psn_exclusive = psn_exclusive;
         if !by_response {
             if let Some(r) = self.sq.iter().take(self.cur).find(|w| w.op == Op::Read) {
@@ -187,12 +192,11 @@ impl Qp {
             }
         }
         if psn_diff(psn_exclusive, self.una_psn) <= 0 || psn_diff(psn_exclusive, self.send_psn()) > 0 {
-            return Vec::new();
+            return;
         }
         self.una_psn = psn_exclusive;
         self.last_progress = now;
         self.retries = 0;
-        let mut done = Vec::new();
         while let Some(w) = self.sq.front() {
             let end = (w.first_psn + w.npkts) & PSN_MASK;
             if psn_diff(self.una_psn, end) < 0 || self.cur == 0 {
@@ -201,9 +205,8 @@ impl Qp {
             if w.op == Op::Read {
                 self.reads_outstanding = self.reads_outstanding.saturating_sub(1);
             }
-            done.push(self.sq.pop_front().expect("front"));
+            done(self.sq.pop_front().expect("front"));
             self.cur -= 1;
         }
-        done
     }
 }

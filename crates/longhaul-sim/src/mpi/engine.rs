@@ -15,7 +15,10 @@
 //! Invariants (checked by tests): every message is delivered exactly once and, per pair of
 //! ranks, in the order it was sent; the run is a pure function of the scenario and seed.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 use super::params::{MpiParams, NodeParams};
 use super::placement::Layout;
@@ -29,7 +32,8 @@ use crate::net::{Fabric, NetEvent, NodeId};
 #[derive(Debug, Clone, Copy)]
 pub enum Ev {
     Net(NetEvent),
-    IbTimer(u32),
+    /// The earliest pending RC retransmission timer (see `Timers`) is due.
+    IbTimer,
     /// A rank's blocking wait is over: continue its program.
     Resume(u32),
     /// An intra-node message's data is in the shared buffer.
@@ -89,6 +93,28 @@ pub struct RankState {
     pub finished: bool,
 }
 
+/// Hashes a pair of ranks with one multiply per word (the Fx scheme): the engine looks pairs
+/// up for every message and connection, and SipHash's flooding resistance buys nothing here.
+/// No map keyed by it is ever iterated, so the hash cannot change a run.
+#[derive(Default)]
+pub struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(b as u32);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+pub type PairMap<V> = HashMap<(u32, u32), V, BuildHasherDefault<PairHasher>>;
+
 /// Receives posted without a message, and messages arrived without a receive, per (src, dst).
 #[derive(Default)]
 pub struct Matching {
@@ -118,15 +144,16 @@ pub struct Mpi {
     pub mtu: u32,
     /// Fabric host of every rank.
     pub host: Vec<NodeId>,
-    pub progs: Programs,
+    /// Shared so that a rank can play its actions by reference while the engine mutates.
+    pub progs: Rc<Programs>,
     pub ranks: Vec<RankState>,
-    pub pairs: HashMap<(u32, u32), Matching>,
+    pub pairs: PairMap<Matching>,
     pub msgs: Vec<Msg>,
     pub free_msgs: Vec<u32>,
     pub wires: Vec<Wire>,
     pub free_wires: Vec<u32>,
     pub conns: Vec<Conn>,
-    pub conn_of: HashMap<(u32, u32), u32>,
+    pub conn_of: PairMap<u32>,
     /// (connection, side) of every queue pair.
     pub qp_conn: Vec<(u32, u8)>,
     /// Ranks placed on each node (they share its memory bandwidth).
@@ -144,6 +171,35 @@ pub struct World {
     pub fabric: Fabric<IbPacket>,
     pub ib: IbHosts,
     pub mpi: Mpi,
+    pub timers: Timers,
+}
+
+/// The RC retransmission timers of every queue pair, kept apart from the event queue: each of
+/// the thousands of connections a collective opens arms one about a second ahead, and almost
+/// none fires in a run. In the event queue they would deepen every push and pop; here only the
+/// earliest is an event.
+#[derive(Default)]
+pub struct Timers {
+    due: BinaryHeap<Reverse<(Time, u32)>>,
+    /// When the live `Ev::IbTimer` in the event queue fires (events superseded by an earlier
+    /// one are ignored when they come up).
+    event_at: Option<Time>,
+}
+
+impl Timers {
+    fn arm(&mut self, at: Time, qp: u32, q: &mut EventQueue<Ev>) {
+        self.due.push(Reverse((at, qp)));
+        self.reschedule(q);
+    }
+
+    fn reschedule(&mut self, q: &mut EventQueue<Ev>) {
+        if let Some(&Reverse((at, _))) = self.due.peek() {
+            if self.event_at.is_none_or(|e| at < e) {
+                self.event_at = Some(at);
+                q.schedule(at, Ev::IbTimer);
+            }
+        }
+    }
 }
 
 impl Mpi {
@@ -161,15 +217,15 @@ impl Mpi {
             transport,
             mtu,
             host,
-            progs,
+            progs: Rc::new(progs),
             ranks: (0..n).map(|_| RankState::default()).collect(),
-            pairs: HashMap::new(),
+            pairs: PairMap::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             wires: Vec::new(),
             free_wires: Vec::new(),
             conns: Vec::new(),
-            conn_of: HashMap::new(),
+            conn_of: PairMap::default(),
             qp_conn: Vec::new(),
             local_ranks,
             marks: vec![Vec::new(); n],
@@ -216,26 +272,25 @@ impl Mpi {
     /// Start rank `r`'s program at `t`, or continue it after a wait.
     pub fn advance(&mut self, ib: &mut IbHosts, r: u32, t: Time, q: &mut EventQueue<Ev>) {
         let ri = r as usize;
-        let len = self.progs.ranks[ri].len() as u64;
-        let total = len * self.progs.repeat;
+        let progs = Rc::clone(&self.progs);
+        let len = progs.ranks[ri].len() as u64;
+        let total = len * progs.repeat;
         self.ranks[ri].blocked = false;
         let mut t = t.max(self.ranks[ri].cpu_free);
         while self.ranks[ri].pc < total {
             let pc = self.ranks[ri].pc;
             let (iter, idx) = (pc / len, (pc % len) as usize);
-            // Actions are cloned one at a time so the program can be shared while ranks mutate.
-            let action = self.progs.ranks[ri][idx].clone();
-            match action {
-                Action::Compute(d) => t = self.cpu(r, t, d),
-                Action::Mark(label) => {
+            match &progs.ranks[ri][idx] {
+                &Action::Compute(d) => t = self.cpu(r, t, d),
+                &Action::Mark(label) => {
                     let at = t.max(self.ranks[ri].cpu_free);
                     self.marks[ri].push((label, iter, at));
                 }
-                Action::Local { bytes, .. } => t = self.copy(r, t, bytes),
+                &Action::Local { bytes, .. } => t = self.copy(r, t, bytes),
                 Action::Round { sends, recvs } => {
                     self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
                     self.ranks[ri].round_done = t;
-                    self.post_all(ib, r, t, &sends, &recvs, false, q);
+                    self.post_all(ib, r, t, sends, recvs, false, q);
                     if self.ranks[ri].pending > 0 {
                         self.ranks[ri].pc += 1;
                         self.ranks[ri].blocked = true;
@@ -245,7 +300,7 @@ impl Mpi {
                 }
                 Action::Post { sends, recvs } => {
                     self.ranks[ri].detached += (sends.len() + recvs.len()) as u32;
-                    self.post_all(ib, r, t, &sends, &recvs, true, q);
+                    self.post_all(ib, r, t, sends, recvs, true, q);
                 }
                 Action::WaitAll => {
                     if self.ranks[ri].detached > 0 {
@@ -393,8 +448,8 @@ impl Mpi {
 impl World {
     fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
         loop {
-            for (t, qp) in self.ib.timers.drain(..) {
-                q.schedule(t.max(now), Ev::IbTimer(qp));
+            for (t, qp) in std::mem::take(&mut self.ib.timers) {
+                self.timers.arm(t.max(now), qp, q);
             }
             if self.ib.completions.is_empty() && self.mpi.kicks.is_empty() {
                 return;
@@ -427,10 +482,21 @@ impl Model for World {
     fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
         match ev {
             Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
-            Ev::IbTimer(qp) => {
-                self.ib.on_timer(now, qp);
-                let n = self.ib.node_of(qp);
-                self.fabric.kick(now, n, q, &mut self.ib);
+            Ev::IbTimer => {
+                if self.timers.event_at != Some(now) {
+                    return self.settle(now, q); // superseded by an earlier timer event
+                }
+                self.timers.event_at = None;
+                while let Some(&Reverse((at, qp))) = self.timers.due.peek() {
+                    if at > now {
+                        break;
+                    }
+                    self.timers.due.pop();
+                    self.ib.on_timer(now, qp);
+                    let n = self.ib.node_of(qp);
+                    self.fabric.kick(now, n, q, &mut self.ib);
+                }
+                self.timers.reschedule(q);
             }
             Ev::Resume(r) => self.mpi.advance(&mut self.ib, r, now, q),
             Ev::Shm(m) => self.mpi.shm_arrived(&mut self.ib, m, now, q),

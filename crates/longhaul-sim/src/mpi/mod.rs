@@ -163,8 +163,12 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         TransportName::Uc => Transport::Uc,
         TransportName::Ud => Transport::Ud,
     };
-    let mpi = Mpi::new(layout.clone(), r.params.clone(), r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
-    let mut world = World { fabric, ib, mpi };
+    let mut params = r.params.clone();
+    if ib.hca.name.starts_with("connectx") {
+        params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
+    }
+    let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
+    let mut world = World { fabric, ib, mpi, timers: Default::default() };
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let m = &world.mpi;

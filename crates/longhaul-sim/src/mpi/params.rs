@@ -33,9 +33,13 @@ pub struct MpiParams {
     pub rndv: Rndv,
     /// Eager buffers the receiver pre-registers per peer = credits the sender holds per peer
     /// (the RDMA fast path's ring, num_rdma_buffer = 16 for MLX_PCI_EX_DDR in ibv_param.c).
+    /// Over RC a message that finds none free goes through the send/receive channel instead
+    /// (shared receive queue, MV2_USE_SRQ=1 by default); over UD/UC this is the send window.
     pub eager_credits: u32,
     /// The receiver sends an explicit credit update once this many buffers are freed and no
-    /// message to the sender has carried them back (piggybacking otherwise).
+    /// message to the sender has carried them back (piggybacking otherwise): more than half
+    /// the ring, MVAPICH2's `rfp.rdma_credit > num_rdma_buffer / 2` (MRAILI_Send_noop_if_needed,
+    /// gen2 ibv_send.c), so 9 of 16.
     pub credit_update_after: u32,
     /// MPI packet header on every eager and control message (MPIDI_CH3_Pkt_t plus the vbuf
     /// trailer; assumed 64 bytes).
@@ -45,6 +49,17 @@ pub struct MpiParams {
     pub max_rdma_bytes: u32,
     /// Chunk of R3 (copy-based rendezvous) data: one eager buffer.
     pub r3_chunk_bytes: u32,
+    /// Message coalescing over RC (MVAPICH2 since 1.0, gen2 `ibv_send.c`, `rdma_use_coalesce`
+    /// = 1, `rdma_coalesce_threshold` = 6 in ibv_param.c): once this many eager-buffer sends
+    /// to a peer are outstanding (posted, not completed), the next small messages are packed
+    /// into one buffer that is posted as a single work request when a send completes, so a
+    /// burst of control messages (RTS, CTS, FIN, credit updates) costs the adapter one message
+    /// in flight. 0 = off; MVAPICH2 turns it off on ConnectX adapters (MLX_CX_*), and so does
+    /// the engine for those profiles.
+    pub coalesce_after: u32,
+    /// Payload of one eager buffer (vbuf), what a coalesced work request can hold: 9 KiB for
+    /// an InfiniHost III Ex DDR (the size the 8 KiB threshold sits just below).
+    pub vbuf_bytes: u32,
     /// Software cost of one MPI call on the CPU (matching, request handling), ns (assumed).
     pub call_ns: f64,
     /// MPI over UD/UC: frames one sender may have unacknowledged per peer (MVAPICH2-UD's
@@ -69,10 +84,12 @@ impl Default for MpiParams {
             eager_threshold_bytes: 8192,
             rndv: Rndv::Rput,
             eager_credits: 16,
-            credit_update_after: 8,
+            credit_update_after: 9,
             header_bytes: 64,
             max_rdma_bytes: 4 << 20,
             r3_chunk_bytes: 8192,
+            coalesce_after: 6,
+            vbuf_bytes: 9216,
             call_ns: 200.0,
             ud_window: 400,
             ud_ack_every: 32,

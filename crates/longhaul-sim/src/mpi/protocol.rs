@@ -3,12 +3,19 @@
 //! - One connection (a queue pair on each node) per pair of ranks, set up on first use
 //!   (MVAPICH2's on-demand connection management).
 //! - Eager: the sender copies the message behind an MPI header into a pre-registered buffer
-//!   and sends it; the receiver copies it out. Each direction holds `eager_credits` buffers at
-//!   the receiver; a message waits for a credit, and freed buffers go back as credits
-//!   piggybacked on reverse traffic or in an explicit update after `credit_update_after`.
+//!   and sends it; the receiver copies it out. Over RC each direction has `eager_credits`
+//!   per-peer buffers at the receiver (MVAPICH2's RDMA fast-path ring); freed buffers go back
+//!   as credits piggybacked on reverse traffic (messages with an MPI header only) or in an
+//!   explicit update after `credit_update_after`. A message that finds the ring full does not
+//!   wait: it takes the send/receive channel, whose shared receive queue has no per-peer limit
+//!   (MVAPICH2's default MV2_USE_SRQ=1), and may be coalesced there.
 //! - Rendezvous: RTS; RPUT: CTS, RDMA write(s), FIN; RGET: RDMA read(s) by the receiver, FIN
-//!   back; R3: CTS, then the data copied through eager buffers. Control messages use eager
-//!   buffers too (and so credits), as in MVAPICH2.
+//!   back; R3: CTS, then the data copied through eager buffers. Control messages travel like
+//!   eager ones, as in MVAPICH2.
+//! - Coalescing (RC send/receive channel, `MpiParams::coalesce_after`): once a few sends to a
+//!   peer are outstanding, small messages are packed into one held buffer, posted as one work
+//!   request when a send completes (or when the next message does not fit); the receiver
+//!   handles its messages in order. The messages of a buffer are chained through `Wire::next`.
 //! - Over UD and UC the library provides reliability itself: the credits become a send window
 //!   of `ud_window` frames acknowledged every `ud_ack_every` frames (or piggybacked). UD frames
 //!   are one MTU, so UD messages are fragmented and rendezvous falls back to R3 (no RDMA); UC
@@ -48,6 +55,21 @@ pub struct Wire {
     pub credits: u32,
     /// Completions still expected for this work request (send side and/or receive side).
     pub uses: u8,
+    /// The next message coalesced into the same buffer (`NO_WIRE`: none).
+    pub next: u32,
+    /// It took one of the receiver's per-peer eager buffers (a credit), freed on arrival.
+    pub ring: bool,
+}
+
+pub const NO_WIRE: u32 = u32::MAX;
+
+/// A coalescing buffer held back until a send completes: its first and last message.
+#[derive(Clone, Copy)]
+pub struct Held {
+    head: u32,
+    tail: u32,
+    bytes: u32,
+    ready: Time,
 }
 
 /// One direction of a connection.
@@ -60,6 +82,9 @@ pub struct Dir {
     pub backlog: VecDeque<(u32, u32, Op)>,
     /// Wires posted as sends/writes in this direction, in order: the receiver's completions.
     pub inbox: VecDeque<u32>,
+    /// Send work requests posted in this direction and not completed (coalescing's trigger).
+    pub sends_out: u32,
+    pub held: Option<Held>,
 }
 
 /// Two ranks on different nodes: `ranks[0]` < `ranks[1]`, `qps[i]` on `ranks[i]`'s node;
@@ -153,10 +178,18 @@ impl Mpi {
         }
     }
 
+    /// One completion of the work request headed by `w`: every message chained to it is done
+    /// on that side.
     fn release_wire(&mut self, w: u32) {
-        self.wires[w as usize].uses -= 1;
-        if self.wires[w as usize].uses == 0 {
-            self.free_wires.push(w);
+        let mut w = w;
+        while w != NO_WIRE {
+            let wire = &mut self.wires[w as usize];
+            let next = wire.next;
+            wire.uses -= 1;
+            if wire.uses == 0 {
+                self.free_wires.push(w);
+            }
+            w = next;
         }
     }
 
@@ -164,26 +197,79 @@ impl Mpi {
     fn send_wire(&mut self, ib: &mut IbHosts, from: u32, to: u32, kind: Kind, m: u32, bytes: u32, op: Op, t: Time) {
         let (c, d) = self.conn(ib, from, to);
         let uses = if matches!(kind, Kind::Read) { 1 } else { 2 };
-        let w = self.new_wire(Wire { kind, msg: m, credits: 0, uses });
+        let w = self.new_wire(Wire { kind, msg: m, credits: 0, uses, next: NO_WIRE, ring: false });
         let ready = self.cpu(from, t, self.post_cost);
         let needs = self.needs_credit(kind);
+        let rc = self.transport == Transport::Rc;
         let dir = &mut self.conns[c as usize].dirs[d];
-        if needs && (dir.credits == 0 || !dir.backlog.is_empty()) {
+        if needs && dir.credits > 0 && dir.backlog.is_empty() && dir.held.is_none() {
+            // A free eager buffer at the receiver (RC: the RDMA fast path's ring), and nothing
+            // held that it would overtake.
+            dir.credits -= 1;
+            self.wires[w as usize].ring = true;
+            return self.post_now(ib, c, d, w, bytes, op, ready);
+        }
+        if needs {
             self.stats.credit_stalls += 1;
+        }
+        if needs && !rc {
+            // UD/UC: the window is full; wait for acknowledgements.
             dir.backlog.push_back((w, bytes, op));
             return;
         }
-        if needs {
-            dir.credits -= 1;
+        // RC without a free ring buffer, or a message that needs none: the send/receive channel
+        // (MVAPICH2's shared receive queue has no per-peer limit), coalesced when it can be.
+        if op == Op::Send && self.try_append(c, d, w, bytes, ready) {
+            return;
         }
         self.post_wire(ib, c, d, w, bytes, op, ready);
     }
 
+    /// Pack wire `w` into the held buffer of direction `d` if there is one with room.
+    fn try_append(&mut self, c: u32, d: usize, w: u32, bytes: u32, ready: Time) -> bool {
+        let Some(h) = self.conns[c as usize].dirs[d].held else { return false };
+        if h.bytes + bytes > self.params.vbuf_bytes {
+            return false;
+        }
+        self.wires[h.tail as usize].next = w;
+        self.conns[c as usize].dirs[d].held = Some(Held { tail: w, bytes: h.bytes + bytes, ready: h.ready.max(ready), ..h });
+        true
+    }
+
+    /// Post wire `w` (with what is chained to it) as one work request, or hold it to coalesce.
     fn post_wire(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+        let coalesce = self.params.coalesce_after;
+        if op == Op::Send && coalesce > 0 && self.transport == Transport::Rc {
+            if self.conns[c as usize].dirs[d].held.is_some() {
+                self.flush_held(ib, c, d); // did not fit: it goes first
+            }
+            let dir = &mut self.conns[c as usize].dirs[d];
+            if dir.sends_out >= coalesce {
+                dir.held = Some(Held { head: w, tail: w, bytes, ready });
+                return;
+            }
+        }
+        self.post_now(ib, c, d, w, bytes, op, ready);
+    }
+
+    fn flush_held(&mut self, ib: &mut IbHosts, c: u32, d: usize) {
+        if let Some(h) = self.conns[c as usize].dirs[d].held.take() {
+            self.post_now(ib, c, d, h.head, h.bytes, Op::Send, h.ready);
+        }
+    }
+
+    fn post_now(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
         let conn = &mut self.conns[c as usize];
-        // Piggyback what this side owes the other direction.
-        let back = &mut conn.dirs[1 - d];
-        self.wires[w as usize].credits = std::mem::take(&mut back.owed);
+        if op == Op::Send {
+            conn.dirs[d].sends_out += 1;
+        }
+        // Piggyback what this side owes the other direction, on messages that carry an MPI
+        // header: an RDMA write or read moves user data only and its peer sees no message, so
+        // credits put on it would be lost.
+        if op == Op::Send {
+            let back = &mut conn.dirs[1 - d];
+            self.wires[w as usize].credits = std::mem::take(&mut back.owed);
+        }
         let qp = conn.qps[d];
         if op != Op::Read {
             conn.dirs[d].inbox.push_back(w);
@@ -192,7 +278,8 @@ impl Mpi {
         self.kicks.push(ib.node_of(qp));
     }
 
-    /// Credits came back to direction `d` of connection `c` at `t`: release waiting work.
+    /// Credits came back to direction `d` of connection `c` at `t`: release work waiting for
+    /// window slots (UD/UC; RC never waits, see `send_wire`).
     fn add_credits(&mut self, ib: &mut IbHosts, c: u32, d: usize, n: u32, t: Time) {
         if n == 0 {
             return;
@@ -209,10 +296,11 @@ impl Mpi {
             dir.backlog.pop_front();
             if needs {
                 dir.credits -= 1;
+                self.wires[w as usize].ring = true;
             }
             let from = self.conns[c as usize].ranks[d];
             let ready = self.cpu(from, t, self.post_cost);
-            self.post_wire(ib, c, d, w, bytes, op, ready);
+            self.post_now(ib, c, d, w, bytes, op, ready);
         }
     }
 
@@ -292,9 +380,13 @@ impl Mpi {
             CompletionKind::Recv => {
                 // Arrived on side's QP: it travelled in the other side's direction.
                 let d = 1 - side;
-                let w = self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
-                self.on_arrival(ib, conn, d, w, c.at, q);
-                self.release_wire(w);
+                let head = self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
+                let mut w = head;
+                while w != NO_WIRE {
+                    self.on_arrival(ib, conn, d, w, c.at, q);
+                    w = self.wires[w as usize].next;
+                }
+                self.release_wire(head);
             }
             CompletionKind::Send => {
                 let w = c.id as u32;
@@ -305,6 +397,14 @@ impl Mpi {
                     Kind::Write { last: true } => self.complete_send(wire.msg, c.at, q),
                     Kind::Read => self.read_done(ib, wire.msg, c.at, q),
                     _ => {}
+                }
+                if c.op == Op::Send {
+                    let d = side;
+                    self.conns[conn as usize].dirs[d].sends_out -= 1;
+                    if let Some(h) = self.conns[conn as usize].dirs[d].held.as_mut() {
+                        h.ready = h.ready.max(c.at);
+                        self.flush_held(ib, conn, d);
+                    }
                 }
                 self.release_wire(w);
             }
@@ -359,7 +459,7 @@ impl Mpi {
             }
             Kind::Read => unreachable!("reads complete at the requester"),
         }
-        if self.needs_credit(wire.kind) {
+        if wire.ring {
             let t = self.ranks[me as usize].cpu_free;
             self.free_buffer(ib, conn, d, t);
         }

@@ -222,7 +222,7 @@ impl MpiScenario {
                 return err(format!("eager_credits: {c} is out of range [1, 4096]"));
             }
             params.eager_credits = c;
-            params.credit_update_after = params.credit_update_after.min(c.div_ceil(2));
+            params.credit_update_after = c / 2 + 1; // more than half the ring, as the default
         }
         if let Some(w) = m.ud_window {
             if !(1..=65536).contains(&w) {
