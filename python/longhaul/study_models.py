@@ -5,19 +5,8 @@ and turns the records into figures, tables and advice. Registered into ``longhau
 from __future__ import annotations
 
 from longhaul import sweep as _sweep
+from longhaul.sim.points import mpi_point, tcp_point
 from longhaul.study import Figure, PartResult, SkipPart, StudyContext, Table
-
-
-def tcp_point(sc: dict) -> list[dict]:
-    from longhaul.sim import tcp
-
-    return [tcp.run(sc)]
-
-
-def mpi_point(sc: dict) -> list[dict]:
-    from longhaul.sim import mpi
-
-    return [mpi.run(sc)]
 
 
 def _run(ctx: StudyContext, fn, scenarios: list[dict], kind: str, label: str):

@@ -1,0 +1,26 @@
+"""Point functions for ``longhaul.sweep``: one full model scenario in, its records out.
+Module-level (importable by name) so MPI workers of a distributed sweep can load them."""
+
+from __future__ import annotations
+
+
+def verbs_point(sc: dict) -> list[dict]:
+    from longhaul.sim import verbs
+
+    return [verbs.run(sc)]
+
+
+def tcp_point(sc: dict) -> list[dict]:
+    from longhaul.sim import tcp
+
+    return [tcp.run(sc)]
+
+
+def mpi_point(sc: dict) -> list[dict]:
+    from longhaul.sim import mpi
+
+    return [mpi.run(sc)]
+
+
+#: model name -> (point function, scenario builder module)
+MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point}
