@@ -115,6 +115,9 @@ def register(subparsers) -> None:
     sc.add_argument("--format", choices=FORMATS, default="table")
     sc.set_defaults(func=_scenario)
 
+    from longhaul.emu.mpi_cli import register as register_mpi
+    register_mpi(sub, _link_args)
+
 
 def _shell(args) -> int:
     from longhaul.emu.topology import Emulator

@@ -111,7 +111,8 @@ def gains(records: list[dict]) -> list[dict]:
         point = (r["bench"], *base_key, r["delay_us"], r["size_bytes"])
         row = {"bench": r["bench"], "what": what, "delay_us": r["delay_us"], "size_bytes": r["size_bytes"]}
         for src in ("sim", "emu"):
-            new, old = by.get((src, r["bench"], r["algo"], r["eager_limit_bytes"], r["delay_us"], r["size_bytes"])), by.get((src, *point))
+            new = by.get((src, *(r.get(k) for k in KEYS)))
+            old = by.get((src, *point))
             if not new or not old or not new.get(metric) or not old.get(metric):
                 row[f"{src}_gain_pct"] = None
                 continue
@@ -131,8 +132,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mpi", help="MPI: the simulator's MPI model vs real Open MPI through the emulator",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", default="bw", help="latency | bw | bibw | mbw_mr | bcast | allreduce | alltoall (default bw)")
-    p.add_argument("--sizes", default="64K,1M,4M", help="message sizes, bytes: comma list or power-of-two range (default 64K,1M,4M)")
-    p.add_argument("--delay-us", default="1000,10000", metavar="LIST", help="one-way delays, us, 0..200000 (default 1000,10000)")
+    p.add_argument("--sizes", default="64K,1M,4M",
+                   help="message sizes, bytes: comma list or power-of-two range (default 64K,1M,4M)")
+    p.add_argument("--delay-us", default="1000,10000", metavar="LIST",
+                   help="one-way delays, us, 0..200000 (default 1000,10000)")
     p.add_argument("--algo", default="default", metavar="LIST",
                    help="collectives: default, hierarchical or both (comma list; gains are printed with both)")
     p.add_argument("--eager-limit", metavar="LIST",

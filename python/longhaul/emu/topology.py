@@ -7,7 +7,10 @@ Per host ``NAME-a<i>`` / ``NAME-b<i>``:
   ``NAME-swa``/``NAME-swb``), so traffic inside a cluster is not delayed;
 - addresses ``10.77.1.<i+1>`` (cluster A) and ``10.77.2.<i+1>`` (cluster B), a range used
   only inside these namespaces;
-- sysctls: TCP buffer maxima (tcp_rmem/tcp_wmem) = the window, rp_filter off, IPv6 off.
+- sysctls: TCP buffer maxima (tcp_rmem/tcp_wmem) = the window, rp_filter off, IPv6 off;
+- with ``management=True``, ``mgmt0``: a veth to the bridge of namespace ``NAME-mg``
+  (``10.77.250.0/24``), for launchers such as ``mpirun`` that must reach every host without
+  their control traffic crossing, or being counted on, the emulated link.
 
 Use as a context manager; it tears everything down on exit, exception, Ctrl-C, SIGTERM and
 SIGHUP; a reaper process does it if the controller is killed with SIGKILL.
@@ -31,6 +34,9 @@ from longhaul.errors import UserError
 SUBNET = {"a": "10.77.1", "b": "10.77.2"}
 TUN_NAME = "wan0"
 LAN_NAME = "lan0"
+MGMT_NAME = "mgmt0"
+MGMT_SUBNET = "10.77.250"
+MGMT_HOST_OFFSET = {"a": 1, "b": 101}  # A hosts .1.., B hosts .101..; the launcher's namespace is .254
 READY_TIMEOUT_S = 10.0
 
 
@@ -43,7 +49,8 @@ def _raise_terminated(signum, frame):
 
 
 class Emulator:
-    def __init__(self, link: LinkOptions, name: str | None = None, spin_us: int = 50, rt_priority: int = 10):
+    def __init__(self, link: LinkOptions, name: str | None = None, spin_us: int = 50, rt_priority: int = 10,
+                 management: bool = False):
         self.link = link.validated()
         self.name = state.check_name(name) if name else state.new_name()
         self.spin_us = spin_us
@@ -51,6 +58,7 @@ class Emulator:
         n = link.hosts
         self.hosts = {side: [f"{self.name}-{side}{i}" for i in range(n)] for side in "ab"}
         self.switches = [f"{self.name}-sw{side}" for side in "ab"] if n > 1 else []
+        self.management = f"{self.name}-mg" if management else None
         self.dataplane: subprocess.Popen | None = None
         self.reaper: subprocess.Popen | None = None
         self.run_state: state.RunState | None = None
@@ -59,6 +67,9 @@ class Emulator:
     # -- addresses -------------------------------------------------------------------
     def address(self, side: str, index: int = 0) -> str:
         return f"{SUBNET[side]}.{index + 1}"
+
+    def management_address(self, side: str, index: int = 0) -> str:
+        return f"{MGMT_SUBNET}.{MGMT_HOST_OFFSET[side] + index}"
 
     def env(self) -> dict[str, str]:
         """LH_A0=10.77.1.1 ... for commands run on the hosts."""
@@ -74,7 +85,8 @@ class Emulator:
     def __enter__(self) -> "Emulator":
         system.require_privileges()
         binary = system.dataplane_binary()
-        self.run_state = state.claim(self.name, self.hosts["a"] + self.hosts["b"] + self.switches)
+        extra = [self.management] if self.management else []
+        self.run_state = state.claim(self.name, self.hosts["a"] + self.hosts["b"] + self.switches + extra)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._old_handlers[sig] = signal.signal(sig, _raise_terminated)
         try:
@@ -82,6 +94,8 @@ class Emulator:
             self._create_namespaces()
             self._start_dataplane(binary)
             self._configure_hosts()
+            if self.management:
+                self._create_management()
         except BaseException:
             self.close()
             raise
@@ -183,6 +197,21 @@ class Emulator:
                 system.ip("-n", ns, "link", "set", TUN_NAME, "up")
                 system.ip("-n", ns, "route", "add", f"{SUBNET[other]}.0/24", "dev", TUN_NAME,
                           "src", self.address(side, i))
+
+    def _create_management(self) -> None:
+        mg = self.management
+        system.ip("netns", "add", mg)
+        system.ip("-n", mg, "link", "set", "lo", "up")
+        system.ip("-n", mg, "link", "add", "br0", "type", "bridge")
+        system.ip("-n", mg, "addr", "add", f"{MGMT_SUBNET}.254/24", "dev", "br0")
+        system.ip("-n", mg, "link", "set", "br0", "up")
+        for side in "ab":
+            for i, ns in enumerate(self.hosts[side]):
+                port = f"m{side}{i}"
+                system.ip("-n", ns, "link", "add", MGMT_NAME, "type", "veth", "peer", "name", port, "netns", mg)
+                system.ip("-n", mg, "link", "set", port, "master", "br0", "up")
+                system.ip("-n", ns, "addr", "add", f"{self.management_address(side, i)}/24", "dev", MGMT_NAME)
+                system.ip("-n", ns, "link", "set", MGMT_NAME, "up")
 
     # -- use -------------------------------------------------------------------------
     def stats(self, refresh: bool = True) -> dict:
