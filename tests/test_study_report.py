@@ -70,7 +70,7 @@ def fake_sim(monkeypatch):
 @pytest.fixture
 def fake_validation(monkeypatch):
     val = types.ModuleType("longhaul.validation")
-    val.check_all = lambda: [
+    val.check_all = lambda **kw: [
         {"id": "S1-verbs-rc-peak", "source": "S1", "what": "RC peak", "expected": 984.0, "model": 960.0,
          "rel_err": -0.0244, "passed": True, "detail": "within 5%"},
         {"id": "S1-verbs-ud-peak", "source": "S1", "what": "UD peak", "expected": 967.0, "model": 700.0,

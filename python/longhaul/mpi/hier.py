@@ -64,7 +64,16 @@ class HierComm:
         root_leader = self.leaders[root_cluster]
         self._move(buf, root, root_leader, tag=7101)
         if self.is_leader and self.nclusters > 1:
-            self.wan.Bcast(buf, root=root_cluster)  # leaders are ranked by cluster index in `wan`
+            # Leaders are ranked by cluster index in `wan`. The root's leader starts the WAN
+            # transfer without waiting for it, and serves its own cluster meanwhile.
+            req = self.wan.Ibcast(buf, root=root_cluster)
+            if self.rank != root_leader:
+                req.Wait()
+                self.local.Bcast(buf, root=0)
+                return
+            self.local.Bcast(buf, root=0)
+            req.Wait()
+            return
         self.local.Bcast(buf, root=0)
 
     # ------------------------------------------------------------------ reductions

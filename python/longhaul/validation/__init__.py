@@ -53,10 +53,10 @@ def check(point_id: str, quiet: bool = True) -> dict:
     return _with_gap(CHECKS[point_id](point, quiet), point)
 
 
-def check_all(quiet: bool = True) -> list[dict]:
-    """Every check the models can run today (one row each), several at a time: the simulator
-    releases the GIL, so threads use every core."""
+def check_all(quiet: bool = True, models: list[str] | None = None) -> list[dict]:
+    """Every check the models can run today (one row each; only those of ``models`` if given),
+    several at a time: the simulator releases the GIL, so threads use every core."""
     pts = points()
+    todo = [(pid, fn) for pid, fn in CHECKS.items() if models is None or pts[pid]["model_name"] in models]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        rows = pool.map(lambda item: _with_gap(item[1](pts[item[0]], quiet), pts[item[0]]), CHECKS.items())
-        return list(rows)
+        return list(pool.map(lambda item: _with_gap(item[1](pts[item[0]], quiet), pts[item[0]]), todo))
