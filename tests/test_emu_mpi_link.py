@@ -84,7 +84,7 @@ def test_mpi_library_not_installed_names_the_debian_package(library, package, tm
 @pytest.mark.skipif(shutil.which("mpiexec.hydra") is None, reason="needs MPICH's mpiexec.hydra (Debian package mpich)")
 def test_mpich_cross_cluster_data_crosses_the_link(leaves_nothing):
     # One rank per cluster: with more, MPICH 4.0/UCX sometimes hangs in MPI_Finalize at a
-    # nonzero delay (docs/emu-mpi.md, limits).
+    # nonzero delay (README, "Real MPI across the emulated link", limits).
     rec = run_traffic("--mpi", "mpich", "--delay-us", "1000", "--timeout-s", "60", cross=3 * MIB, local=0)
     assert [c for _, c in (ranks_seen(rec)[r] for r in range(2))] == ["a", "b"]
     assert 3 * MIB <= rec["wan_bytes_ab"] <= 3 * MIB * 1.08 + 64_000, rec["wan_bytes_ab"]

@@ -15,7 +15,7 @@ import tcp_ns3  # noqa: E402
 REASON = tcp_ns3.ns3_available()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-# 70 ms: known difference, see docs/tcp.md ("ns-3 comparison"): after the slow-start overshoot
+# 70 ms: known difference, see README, "Simulating TCP" ("ns-3 comparison"): after the slow-start overshoot
 # ns-3 sets ssthresh from the pipe, Linux (and longhaul) from cwnd, so longhaul recovers faster.
 KNOWN_70MS = pytest.mark.xfail(strict=False, reason="ssthresh after the slow-start overshoot: ns-3 uses pipe/2, Linux cwnd/2")
 

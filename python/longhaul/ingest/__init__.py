@@ -4,7 +4,7 @@ Each parser turns one tool's text output into records with explicit units (``siz
 ``bw_MBps`` with MB = 10^6 bytes, ``lat_us``, ``msg_rate_Mps``, ``rate_gbps``). A file in another
 format stops with ``IngestError`` naming the tool, the file and the line (exit status 2).
 
-Where the formats come from (looked up, not guessed; see docs/results.md):
+Where the formats come from (looked up, not guessed; see README, "Results store, ingest, analysis and the study"):
   * perftest (linux-rdma/perftest, src/perftest_parameters.h RESULT_FMT / RESULT_FMT_G /
     RESULT_FMT_LAT / REPORT_FMT*, and print_report_bw in src/perftest_parameters.c, whose
     ``format_factor`` is 0x100000 for "MB/sec" (so perftest's MB is 2^20 bytes, printed as
