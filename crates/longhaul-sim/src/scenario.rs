@@ -12,7 +12,8 @@ use crate::net::{ExtenderParams, Generation, IbLink, SwitchParams, WanFraming};
 #[error("{0}")]
 pub struct ScenarioError(pub String);
 
-fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
+/// A one-line scenario error (shared by every model's scenario validation).
+pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(msg.into()))
 }
 
@@ -149,14 +150,14 @@ impl Resolved {
     }
 }
 
-fn in_range_f(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, ScenarioError> {
+pub(crate) fn in_range_f(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, ScenarioError> {
     if !v.is_finite() || v < lo || v > hi {
         return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
     }
     Ok(v)
 }
 
-fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ScenarioError> {
+pub(crate) fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ScenarioError> {
     if v < lo || v > hi {
         return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
     }

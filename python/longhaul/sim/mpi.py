@@ -11,13 +11,11 @@ unit (``bw_MBps`` with MB = 10^6 bytes, ``lat_us``, ``msg_rate_Mps``, ``run_time
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 from longhaul import _core
+from longhaul.sim import core
 from longhaul.errors import UserError
-from longhaul.output import progress
 
 BENCHES = ("latency", "bw", "bibw", "mbw_mr", "bcast", "scatter", "alltoall", "allreduce")
 ALGOS = ("default", "hierarchical", "auto")
@@ -64,34 +62,19 @@ def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None
 
 
 def validate(sc: dict) -> None:
-    """Raise UserError with the core's one-line message if the scenario is invalid."""
-    try:
-        _core.run_mpi(json.dumps(sc), True)
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
+    core.call(_core.run_mpi, sc, True)
 
 
 def run(sc: dict) -> dict:
     """Run one scenario; returns its record."""
-    try:
-        return json.loads(_core.run_mpi(json.dumps(sc)))
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    return core.call(_core.run_mpi, sc)
 
 
 def run_many(scenarios: Sequence[dict], workers: int | None = None, show_progress: bool = True,
              description: str = "simulating MPI") -> list[dict]:
     """Validate all, then run in parallel threads (the core releases the GIL); input order kept."""
-    for sc in scenarios:
-        validate(sc)
-    if not scenarios:
-        return []
-    workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results: Iterable[dict] = pool.map(run, scenarios)
-        if show_progress:
-            results = progress(results, len(scenarios), description)
-        return list(results)
+    return core.run_parallel(run, validate, scenarios, workers, show_progress, description)
 
 
 def osu_sweep(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), workers: int | None = None,

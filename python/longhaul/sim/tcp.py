@@ -9,13 +9,11 @@ cross-product of delays, streams and windows. Records are flat dicts whose keys 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 from longhaul import _core
+from longhaul.sim import core
 from longhaul.errors import UserError
-from longhaul.output import progress
 
 LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
 CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
@@ -69,33 +67,18 @@ def scenario(base: dict | None = None, **params) -> dict:
 
 def validate(sc: dict) -> dict:
     """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
-    try:
-        return json.loads(_core.run_tcp(json.dumps(sc), validate_only=True))
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    return core.call(_core.run_tcp, sc, validate_only=True)
 
 
 def run(sc: dict) -> dict:
     """Run one scenario; returns its record."""
-    try:
-        return json.loads(_core.run_tcp(json.dumps(sc)))
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    return core.call(_core.run_tcp, sc)
 
 
 def run_many(scenarios: Sequence[dict], workers: int | None = None, show_progress: bool = True,
              description: str = "simulating tcp") -> list[dict]:
-    """Run scenarios in parallel threads (the core releases the GIL); records in input order."""
-    for sc in scenarios:
-        validate(sc)
-    if not scenarios:
-        return []
-    workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results: Iterable[dict] = pool.map(run, scenarios)
-        if show_progress:
-            results = progress(results, len(scenarios), description)
-        return list(results)
+    """Validate all, then run in parallel threads (the core releases the GIL); input order kept."""
+    return core.run_parallel(run, validate, scenarios, workers, show_progress, description)
 
 
 def sweep(link: str = "10gige-lan", delays_us: Sequence[float] = (0.0,), streams: Sequence[int] = (1,),

@@ -8,13 +8,11 @@ Records are flat dicts whose keys carry their unit (``bw_MBps`` with MB = 10^6 b
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 from longhaul import _core
+from longhaul.sim import core
 from longhaul.errors import UserError
-from longhaul.output import progress
 
 TRANSPORTS = ("rc", "uc", "ud")
 OPS = ("send", "write", "read")
@@ -59,31 +57,18 @@ def scenario(base: dict | None = None, **params) -> dict:
 
 def validate(sc: dict) -> dict:
     """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
-    try:
-        return json.loads(_core.resolve_verbs(json.dumps(sc)))
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    return core.call(_core.resolve_verbs, sc)
 
 
 def run(sc: dict) -> dict:
     """Run one scenario; returns its record."""
-    try:
-        return json.loads(_core.run_verbs(json.dumps(sc)))
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    return core.call(_core.run_verbs, sc)
 
 
 def run_many(scenarios: Sequence[dict], workers: int | None = None, show_progress: bool = True,
              description: str = "simulating") -> list[dict]:
-    """Run scenarios in parallel threads (the core releases the GIL); records in input order."""
-    for sc in scenarios:
-        validate(sc)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results: Iterable[dict] = pool.map(run, scenarios)
-        if show_progress:
-            results = progress(results, len(scenarios), description)
-        return list(results)
+    """Validate all, then run in parallel threads (the core releases the GIL); input order kept."""
+    return core.run_parallel(run, validate, scenarios, workers, show_progress, description)
 
 
 def sweep(transport: str = "rc", op: str = "write", test: str = "bw", sizes: Sequence[int] = (65536,),

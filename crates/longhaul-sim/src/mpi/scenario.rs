@@ -14,11 +14,7 @@ use super::params::{MpiParams, NodeParams, Rndv};
 use super::placement::{Layout, Placement};
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
-use crate::scenario::{OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
-
-fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
-    Err(ScenarioError(msg.into()))
-}
+use crate::scenario::{err, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

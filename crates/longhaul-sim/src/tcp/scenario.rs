@@ -13,25 +13,7 @@ use super::params::{HostStack, TcpParams, WindowSpec};
 use crate::engine::time::{MS, S};
 use crate::engine::Time;
 use crate::net::{ExtenderParams, WanFraming};
-use crate::scenario::{OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec, MAX_DELAY_US};
-
-fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
-    Err(ScenarioError(msg.into()))
-}
-
-fn in_range_f(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, ScenarioError> {
-    if !v.is_finite() || v < lo || v > hi {
-        return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
-    }
-    Ok(v)
-}
-
-fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ScenarioError> {
-    if v < lo || v > hi {
-        return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
-    }
-    Ok(v)
-}
+use crate::scenario::{err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec, MAX_DELAY_US};
 
 /// The long-haul path (every field optional).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

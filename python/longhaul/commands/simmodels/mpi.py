@@ -81,7 +81,7 @@ def register(models: argparse._SubParsersAction) -> None:
     a.set_defaults(func=run_app)
 
     r = sub.add_parser("replay", help="replay a text trace", formatter_class=fmt,
-                       description="Replay a trace (format: README, "MPI across clusters"; 'ranks N' then 'RANK EVENT ...' lines).")
+                       description="Replay a trace (format: README, MPI across clusters, trace format; 'ranks N' then 'RANK EVENT ...' lines).")
     r.add_argument("trace", metavar="TRACE", help="trace file")
     _common(r)
     r.set_defaults(func=run_replay)
