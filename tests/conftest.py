@@ -46,3 +46,14 @@ def _private_results_store(tmp_path_factory):
         os.environ.pop("LONGHAUL_STORE", None)
     else:
         os.environ["LONGHAUL_STORE"] = old
+
+
+@pytest.fixture(autouse=True)
+def _no_mpi_in_this_process():
+    """Importing mpi4py.MPI initialises MPI in the pytest process; Open MPI then sets OMPI_*
+    variables in the C environment, and every later `mpirun` the suite starts fails silently.
+    Fail the test that does it, so the cause is found where it is."""
+    import sys
+
+    yield
+    assert "mpi4py.MPI" not in sys.modules, "this test initialised MPI in the pytest process: run MPI in a subprocess"

@@ -13,7 +13,18 @@ order combines values cluster by cluster, so floating-point sums may differ from
 algorithm in the last bits, exactly as they do between MPI's own algorithm choices.
 """
 
-from longhaul.mpi.hier import HierComm
-from longhaul.mpi.topology import cluster_of_ranks
-
 __all__ = ["HierComm", "cluster_of_ranks"]
+
+
+def __getattr__(name: str):
+    # Imported on first use: importing mpi4py.MPI initialises MPI, which a process that only
+    # launches MPI jobs (the emulator's controller, a test runner) must not do.
+    if name == "HierComm":
+        from longhaul.mpi.hier import HierComm
+
+        return HierComm
+    if name == "cluster_of_ranks":
+        from longhaul.mpi.topology import cluster_of_ranks
+
+        return cluster_of_ranks
+    raise AttributeError(f"module 'longhaul.mpi' has no attribute {name!r}")

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from collections.abc import Sequence
 
 ENV_CLUSTER = "LONGHAUL_CLUSTER"
 
 
 def local_cluster_label(pattern: str | None = None, hostname: str | None = None) -> str:
-    """This process's cluster label (before agreement across ranks)."""
-    from mpi4py import MPI
-
+    """This process's cluster label (before agreement across ranks). Needs no MPI: the host name
+    is the one MPI_Get_processor_name reports on Linux."""
     env = os.environ.get(ENV_CLUSTER)
     if env:
         return env
-    host = hostname or MPI.Get_processor_name()
+    host = hostname or socket.gethostname()
     if pattern:
         m = re.match(pattern, host)
         if not m or not m.groups():
