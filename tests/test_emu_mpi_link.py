@@ -5,6 +5,7 @@ is one line, exit 2, nothing left behind; a killed controller leaves no MPI proc
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -30,12 +31,10 @@ def run_traffic(*options: str, cross: int, local: int) -> dict:
 
 
 def ranks_seen(record: dict) -> dict[int, tuple[str, str]]:
-    out = {}
-    for line in record["stdout"].splitlines():
-        if line.startswith("rank "):
-            _, r, _, host, _, cluster = line.split()
-            out[int(r)] = (host, cluster)
-    return out
+    # mpirun forwards each rank's output separately, so lines of different ranks can run together
+    # ("... cluster brank 3 host ..."): find the reports wherever they are.
+    return {int(r): (host, cluster)
+            for r, host, cluster in re.findall(r"rank (\d+) host (\S+?) cluster ([ab])", record["stdout"])}
 
 
 def test_block_placement_cross_cluster_data_crosses_the_link_and_local_data_does_not(leaves_nothing):
