@@ -13,6 +13,19 @@ from longhaul.errors import UserError
 from longhaul.output import progress
 
 
+def base_copy(base: dict | None, tables: tuple[str, ...]) -> dict:
+    """A deep copy of a scenario read from a file (or {}), checked to be a table whose ``tables``
+    are tables too (created when missing)."""
+    sc = json.loads(json.dumps(base or {}))
+    if not isinstance(sc, dict):
+        raise UserError(f"scenario: the file must hold a table/object (with {', '.join(tables)} tables)")
+    for table in tables:
+        sc.setdefault(table, {})
+        if not isinstance(sc[table], dict):
+            raise UserError(f"scenario: '{table}' must be a table/object, got {type(sc[table]).__name__}")
+    return sc
+
+
 def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
     """``entry(json(sc), ...)`` decoded; a ValueError from the core is bad input."""
     try:

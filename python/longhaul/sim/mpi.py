@@ -10,7 +10,6 @@ unit (``bw_MBps`` with MB = 10^6 bytes, ``lat_us``, ``msg_rate_Mps``, ``run_time
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from longhaul import _core
@@ -37,11 +36,7 @@ _TOP_KEYS = ("seed", "testbed", "hca", "node")
 def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None = None, trace: dict | None = None,
              **params) -> dict:
     """An MPI scenario dict: ``base`` updated with a workload table and ``params`` (None = unset)."""
-    sc = json.loads(json.dumps(base or {}))
-    if not isinstance(sc, dict):
-        raise UserError("scenario: the file must hold a table/object")
-    for table in ("path", "cluster", "mpi"):
-        sc.setdefault(table, {})
+    sc = core.base_copy(base, ("path", "cluster", "mpi"))
     for key, table in (("osu", osu), ("app", app), ("trace", trace)):
         if table is not None:
             sc[key] = {k: v for k, v in table.items() if v is not None}

@@ -8,7 +8,6 @@ cross-product of delays, streams and windows. Records are flat dicts whose keys 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from longhaul import _core
@@ -36,13 +35,7 @@ _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": 
 def scenario(base: dict | None = None, **params) -> dict:
     """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset).
     ``cross_gbps`` = 0 means no cross traffic."""
-    sc = json.loads(json.dumps(base or {}))
-    if not isinstance(sc, dict):
-        raise UserError("scenario: the file must hold a table/object with 'link' and 'path'/'tcp'/'cross' tables")
-    for table in ("path", "tcp"):
-        sc.setdefault(table, {})
-        if not isinstance(sc[table], dict):
-            raise UserError(f"scenario: '{table}' must be a table/object, got {type(sc[table]).__name__}")
+    sc = core.base_copy(base, ("path", "tcp"))
     for key, value in params.items():
         if value is None:
             continue

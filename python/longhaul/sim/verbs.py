@@ -7,7 +7,6 @@ Records are flat dicts whose keys carry their unit (``bw_MBps`` with MB = 10^6 b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from longhaul import _core
@@ -34,13 +33,7 @@ _VERBS_KEYS = ("transport", "op", "test", "size_bytes", "iterations", "tx_depth"
 
 def scenario(base: dict | None = None, **params) -> dict:
     """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset)."""
-    sc = json.loads(json.dumps(base or {}))
-    if not isinstance(sc, dict):
-        raise UserError("scenario: the file must hold a table/object with 'path' and 'verbs' tables")
-    for table in ("path", "verbs"):
-        sc.setdefault(table, {})
-        if not isinstance(sc[table], dict):
-            raise UserError(f"scenario: '{table}' must be a table/object, got {type(sc[table]).__name__}")
+    sc = core.base_copy(base, ("path", "verbs"))
     for key, value in params.items():
         if value is None:
             continue
