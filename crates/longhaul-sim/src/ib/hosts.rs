@@ -204,17 +204,20 @@ impl IbHosts {
         }
         let fresh = q.ack_psn.is_none() && q.nak_psn.is_none();
         q.ack_psn = Some(psn);
-        q.ack_ready = ready;
-        let node = q.node;
-        if fresh {
-            self.host(node).ctrl.push_back(qp);
-        }
+        self.ctrl_pending(qp, fresh, ready);
     }
 
     fn queue_nak(&mut self, qp: u32, psn: u32, ready: Time) {
         let q = &mut self.qps[qp as usize];
         let fresh = q.ack_psn.is_none() && q.nak_psn.is_none();
         q.nak_psn = Some(psn);
+        self.ctrl_pending(qp, fresh, ready);
+    }
+
+    /// An ACK or NAK of `qp` is ready at `ready`; a QP with none pending joins its host's queue
+    /// (one entry per QP: later ones coalesce into it).
+    fn ctrl_pending(&mut self, qp: u32, fresh: bool, ready: Time) {
+        let q = &mut self.qps[qp as usize];
         q.ack_ready = ready;
         let node = q.node;
         if fresh {

@@ -10,12 +10,13 @@ use serde::Serialize;
 
 use crate::engine::time::{to_s, to_us};
 use crate::engine::{run, EventQueue, Model, Time};
-use crate::net::{Fabric, NetEvent, NodeId};
+use crate::net::{Fabric, NodeId};
 use crate::tcp::cross::CrossSource;
 use crate::tcp::hosts::TcpHosts;
 use crate::tcp::path::{self, TcpPath};
 use crate::tcp::scenario::TcpResolved;
 use crate::tcp::TcpPacket;
+use crate::workload::Ev;
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -59,18 +60,6 @@ pub struct TcpRecord {
     /// Per sample instant, each stream's cwnd in segments (empty unless asked for).
     pub cwnd_trace_segs: Vec<Vec<f64>>,
     pub status: String,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum Ev {
-    Net(NetEvent),
-    Timer(u32),
-}
-
-impl From<NetEvent> for Ev {
-    fn from(e: NetEvent) -> Self {
-        Ev::Net(e)
-    }
 }
 
 struct World {

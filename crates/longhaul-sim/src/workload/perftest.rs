@@ -12,9 +12,10 @@ use serde::Serialize;
 use crate::engine::time::{from_ns, to_s, to_us, S};
 use crate::engine::{run, EventQueue, Model, Stop, Time};
 use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
-use crate::net::{Fabric, NetEvent, NodeId};
+use crate::net::{Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
+use crate::workload::Ev;
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 per second).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -53,18 +54,6 @@ pub struct VerbsRecord {
     pub delivered_bytes: u64,
     /// "ok", or why the run did not complete (e.g. "qp error: retry count exceeded").
     pub status: String,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum Ev {
-    Net(NetEvent),
-    Timer(u32),
-}
-
-impl From<NetEvent> for Ev {
-    fn from(e: NetEvent) -> Self {
-        Ev::Net(e)
-    }
 }
 
 /// One requester queue pair driven by the benchmark.
