@@ -198,3 +198,31 @@ def test_cli_balance_and_compare(tmp_path, capsys):
     (row,) = json.loads(capsys.readouterr().out)
     assert row["measured"] == 955.6 and row["measured_rel_err"] == pytest.approx((955.6 - 950) / 950)
     assert main(["analyse", "compare", "--store", str(store), "--point", "nope"]) == 2
+
+
+def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_path):
+    """Fit the tcp-stack model to the TCP simulator's own output: the fitted stack costs must be
+    the simulated S1 receiver's (HostStack::s1: 4000 ns per segment, 1.0 ns per byte, the busiest
+    core), the window the iperf -w 1M given, and a limit no point reaches reported unconstrained."""
+    recs = []
+    for mtu in ("4096", "65520"):
+        out = cli("sim", "tcp", "--link", "ipoib-cm", "--mtu", mtu, "--delay-us", "0,3000,6000", "--streams", "1,2",
+                  "--window", "1M", "--duration-s", "0.3", "--format", "json", check=True).stdout
+        recs += json.loads(out)
+    (tmp_path / "tcp.json").write_text(json.dumps(recs))
+    proc = cli("analyse", "calibrate", "--model", "tcp-stack", "--input", str(tmp_path / "tcp.json"),
+               "--predict-delays-us", "2000", "--format", "json", check=True)  # away from the knees (see README)
+    params, preds = json.loads(proc.stdout[:proc.stdout.index("]") + 1]), None
+    by = {r["param"]: r for r in params}
+    assert by["stack_per_seg_us"]["value"] == pytest.approx(4.0, rel=0.1)
+    assert by["stack_per_byte_ns"]["value"] == pytest.approx(1.0, rel=0.1)
+    assert by["window_bytes"]["value"] == pytest.approx(1 << 20, rel=0.1)
+    assert by["link_MBps"]["constrained"] is False and by["link_MBps"]["stderr"] is None
+    assert "link_MBps: not constrained" in proc.stderr
+    preds = json.loads(proc.stdout[proc.stdout.index("]") + 1:])
+    one = next(r for r in preds if r["streams"] == 1 and r["mss_bytes"] == 65468)
+    assert one["bw_MBps_pred"] == pytest.approx((1 << 20) / (2 * 2000 + 200), rel=0.15)   # window / RTT
+    # One MSS only: the per-byte cost cannot be separated from the per-segment one, and it says so.
+    (tmp_path / "one.json").write_text(json.dumps([r for r in recs if r["mss_bytes"] == 65468]))
+    proc = cli("analyse", "calibrate", "--model", "tcp-stack", "--input", str(tmp_path / "one.json"), check=True)
+    assert "stack_per_byte_ns not fitted" in proc.stderr

@@ -16,9 +16,9 @@ def test_emulated_part_runs_then_is_cached(tmp_path, capsys):
     args = ["study", "--quick", "--parts", "emulated", "--store", str(tmp_path / "r")]
     assert main([*args, "--out", str(tmp_path / "o1")]) == 0
     first = capsys.readouterr().out
-    assert "**emulated**: ok — 6 computed" in first
+    assert "**emulated**: ok — 3 computed" in first
     assert "4 TCP streams" in first or "four move" in first
     html = (tmp_path / "o1" / "report.html").read_text()
     assert "Emulated TCP throughput" in html and "rtt_p50_us" in html
     assert main([*args, "--out", str(tmp_path / "o2")]) == 0
-    assert "0 computed, 6 cached" in capsys.readouterr().out
+    assert "0 computed, 3 cached" in capsys.readouterr().out

@@ -10,7 +10,8 @@ Uncertainty: the covariance of the estimates is ``s^2 (J^T J)^-1`` at the optimu
 standard errors are the square roots of its diagonal. Predictions carry the delta-method standard
 error ``sqrt(g^T C g)`` with ``g`` the gradient of the prediction in the parameters. These are the
 usual local (linearised) uncertainties: they assume the model is right, the residuals independent
-with constant spread, and the fit not stuck at a bound.
+with constant spread, and the fit not stuck at a bound. A parameter the points do not constrain
+at all (the model does not change with it there) is reported with an infinite standard error.
 """
 
 from __future__ import annotations
@@ -43,16 +44,26 @@ class FitResult:
     bounds: dict = field(repr=False, default_factory=dict)
 
     def table(self) -> list[dict]:
-        return [{"param": k, "value": self.values[k], "stderr": self.stderr[k],
-                 "rel_stderr_pct": 100 * self.stderr[k] / abs(self.values[k]) if self.values[k] else math.inf}
-                for k in self.names]
+        """One row per parameter; ``stderr`` is None (and ``constrained`` False) for a parameter the
+        points do not determine."""
+        rows = []
+        for k in self.names:
+            se, v = self.stderr[k], self.values[k]
+            ok = math.isfinite(se)
+            rows.append({"param": k, "value": v, "stderr": se if ok else None,
+                         "rel_stderr_pct": (100 * se / abs(v) if v else None) if ok else None, "constrained": ok})
+        return rows
 
     def predict(self, x) -> tuple[np.ndarray, np.ndarray]:
         """(prediction, its standard error by the delta method) at new x."""
         p = np.array([self.values[k] for k in self.names])
         y = _eval(self.model, self.names, p, x)
         G = _jacobian(self.model, self.names, p, x, y)
-        se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", G, self.covariance, G), 0.0))
+        # A prediction that moves with an unconstrained parameter has no finite error either.
+        fin = np.isfinite(np.diag(self.covariance))
+        C = self.covariance[np.ix_(fin, fin)]
+        se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", G[:, fin], C, G[:, fin]), 0.0))
+        se[np.any(np.abs(G[:, ~fin]) > 1e-12 * np.maximum(np.abs(y)[:, None], 1e-300), axis=1)] = np.inf
         return y, se
 
 
@@ -70,6 +81,26 @@ def _jacobian(model: Model, names, p: np.ndarray, x, y0: np.ndarray) -> np.ndarr
         pm[j] -= h
         J[:, j] = (_eval(model, names, pp, x) - _eval(model, names, pm, x)) / (2 * h)
     return J
+
+
+def _covariance(J: np.ndarray, s2: float) -> np.ndarray:
+    """s^2 (J^T J)^-1, with infinite variance for every parameter the points do not constrain.
+
+    A direction of parameter space along which the model does not change at the optimum (a
+    window limit no measurement reaches, two costs that only ever appear summed) is a null
+    singular vector of J; a parameter with a component along one has no finite uncertainty -
+    say so rather than print a pseudo-inverse's zero.
+    """
+    k = J.shape[1]
+    _, sv, vt = np.linalg.svd(J, full_matrices=True)
+    sv = np.concatenate([sv, np.zeros(k - sv.size)])
+    null = sv <= 1e-9 * max(float(sv.max(initial=0.0)), 1e-300)
+    inv_sv2 = np.where(null, 0.0, 1.0 / np.where(null, 1.0, sv) ** 2)
+    cov = (vt.T * inv_sv2) @ vt * s2
+    unconstrained = np.any(np.abs(vt[null]) > 1e-6, axis=0) if null.any() else np.zeros(k, dtype=bool)
+    cov[unconstrained, :] = np.inf
+    cov[:, unconstrained] = np.inf
+    return cov
 
 
 def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma: Sequence[float] | None = None,
@@ -136,10 +167,7 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
     J = _jacobian(model, names, p, x, y0) * w[:, None]
     dof = n - k
     s2 = 1.0 if sigma is not None else cost / dof
-    try:
-        cov = np.linalg.inv(J.T @ J) * s2
-    except np.linalg.LinAlgError:
-        cov = np.linalg.pinv(J.T @ J) * s2
+    cov = _covariance(J, s2)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     resid_raw = y - y0
     tss = float(((y - y.mean()) ** 2).sum())
@@ -149,7 +177,7 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
                      converged=converged, residuals=resid_raw, model=model, bounds=bounds)
 
 
-# --------------------------------------------------------------------------- a built-in model
+# --------------------------------------------------------------------------- built-in models
 def window_model(params: Mapping[str, float], x) -> np.ndarray:
     """Bandwidth of a message stream with a limited number of messages in flight over a delayed link.
 
@@ -170,7 +198,86 @@ def window_model(params: Mapping[str, float], x) -> np.ndarray:
     return s / t_eff
 
 
+def tcp_stack_model(params: Mapping[str, float], x) -> np.ndarray:
+    """Aggregate throughput of N bulk TCP streams, limited by the link, the host stack or the window.
+
+    x: array (n, 3) of (delay_us, streams, mss_bytes). Parameters with physical meaning (the
+    simulator's ``HostStack`` and window settings, so fitted values carry over to a profile):
+      ``link_MBps``          data rate of the narrowest link,
+      ``stack_per_seg_us``   CPU time per segment on the busiest core (system call share, TCP/IP,
+                             driver, interrupt) - the per-packet stack cost,
+      ``stack_per_byte_ns``  CPU time per payload byte (copies, software checksum) - the per-byte
+                             stack cost; separable from the per-segment cost only when the
+                             measurements span more than one MSS,
+      ``window_bytes``       the largest window one stream reaches (socket buffer limit),
+      ``base_rtt_us``        round trip at zero added delay (hosts, switches, stack latency).
+    The stack can move one MSS per (per_seg + MSS * per_byte) on one core, whatever the number
+    of streams (they share the core); each stream moves at most window / RTT with
+    RTT = base_rtt + 2 * delay. Throughput = min(link, stack, streams * window / RTT).
+    """
+    x = np.asarray(x, dtype=float).reshape(-1, 3)
+    d, n, mss = x[:, 0], x[:, 1], x[:, 2]
+    link = max(params["link_MBps"], 1e-9)
+    per_seg_us = params["stack_per_seg_us"] + mss * params.get("stack_per_byte_ns", 0.0) / 1000.0
+    stack = mss / np.maximum(per_seg_us, 1e-12)
+    rtt_us = np.maximum(params["base_rtt_us"] + 2 * d, 1e-9)
+    window = n * max(params["window_bytes"], 1.0) / rtt_us
+    return np.minimum(np.minimum(link, stack), window)
+
+
+def tcp_stack_start(x: np.ndarray, y: np.ndarray) -> dict:
+    """A starting point for ``tcp_stack_model`` read off the data (the model is a minimum of
+    three limits, so a fit started far away can settle on the wrong limit). Stack: at the
+    smallest delay, MSS / bw against MSS is a line of intercept per_seg and slope per_byte.
+    Window: the lowest per-stream rate at the largest delay times its round trip."""
+    d, n, mss = x[:, 0], x[:, 1], x[:, 2]
+    near = d == d.min()
+    sizes = np.unique(mss[near])
+    t_seg = np.array([s / max(y[near & (mss == s)].max(), 1e-9) for s in sizes])   # us per segment
+    if sizes.size >= 2:
+        per_byte_us, per_seg_us = np.polyfit(sizes, t_seg, 1)
+    else:
+        per_byte_us, per_seg_us = 0.0, float(t_seg[0])
+    far = d == d.max()
+    i = np.flatnonzero(far)[np.argmin(y[far] / n[far])]
+    base_rtt_us = 50.0
+    return {"link_MBps": float(y.max()) * 1.02, "stack_per_seg_us": max(float(per_seg_us), 0.0),
+            "stack_per_byte_ns": max(float(per_byte_us) * 1000.0, 0.0), "base_rtt_us": base_rtt_us,
+            "window_bytes": float(y[i] / n[i] * (base_rtt_us + 2 * d[i]))}
+
+
+@dataclass(frozen=True)
+class CalibrationModel:
+    """A built-in model for ``longhaul analyse calibrate``: the function, where each parameter
+    starts and may go, and which record columns make up one x row (with defaults for missing ones)."""
+    fn: Model
+    params0: dict
+    bounds: dict
+    columns: tuple[str, ...]
+    column_defaults: dict = field(default_factory=dict)
+    #: parameters that cannot be told apart unless this column takes more than one value
+    needs_spread: dict = field(default_factory=dict)
+    #: other names a column has in some records (an ingested tool's name for it)
+    aliases: dict = field(default_factory=dict)
+    #: data-driven starting point(s) tried besides params0; the fit with the least RSS wins
+    start: Callable | None = None
+
+
 MODELS = {
-    "window": (window_model, {"link_MBps": 900.0, "per_msg_us": 1.0, "window_msgs": 16.0},
-               {"link_MBps": (1.0, 1e6), "per_msg_us": (0.0, 1e6), "window_msgs": (1.0, 1e6)}),
+    "window": CalibrationModel(
+        window_model, {"link_MBps": 900.0, "per_msg_us": 1.0, "window_msgs": 16.0},
+        {"link_MBps": (1.0, 1e6), "per_msg_us": (0.0, 1e6), "window_msgs": (1.0, 1e6)},
+        columns=("size_bytes", "delay_us")),
+    "tcp-stack": CalibrationModel(
+        tcp_stack_model,
+        {"link_MBps": 1000.0, "stack_per_seg_us": 5.0, "stack_per_byte_ns": 0.2, "window_bytes": 4e6,
+         "base_rtt_us": 50.0},
+        {"link_MBps": (1.0, 1e6), "stack_per_seg_us": (0.0, 1e4), "stack_per_byte_ns": (0.0, 1e3),
+         "window_bytes": (1e3, 1e10), "base_rtt_us": (0.0, 1e6)},
+        columns=("delay_us", "streams", "mss_bytes"),
+        # iperf3 runs of one stream may omit these; 1448 = 1500-byte MTU minus IP/TCP headers with timestamps
+        column_defaults={"streams": 1.0, "mss_bytes": 1448.0},
+        needs_spread={"stack_per_byte_ns": "mss_bytes"},
+        aliases={"mss_bytes": "tcp_mss_bytes"},   # iperf3 -J's name (longhaul ingest)
+        start=tcp_stack_start),
 }

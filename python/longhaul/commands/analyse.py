@@ -67,10 +67,13 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("calibrate", help="fit a model's free parameters to measured bandwidths")
     _common(p, value=None)
-    p.add_argument("--model", default="window", help="built-in model to fit (window)")
+    p.add_argument("--model", default="window",
+                   help="built-in model to fit: window (verbs/MPI bandwidth vs size and delay: per-message cost, "
+                        "messages in flight) or tcp-stack (TCP throughput vs delay and streams: stack cost per "
+                        "segment and per byte, window, base RTT)")
     p.add_argument("--value", default="bw_MBps", help="measured column (default bw_MBps)")
     p.add_argument("--predict-delays-us", metavar="LIST", help="predict at these delays (comma list of us)")
-    p.add_argument("--predict-sizes", metavar="LIST", help="... and these sizes (default: the measured sizes)")
+    p.add_argument("--predict-sizes", metavar="LIST", help="... and these sizes (window model; default: the measured sizes)")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("compare", help="published point vs model vs measured, with relative errors")
@@ -208,25 +211,49 @@ def cmd_calibrate(args) -> int:
 
     if args.model not in MODELS:
         raise UserError(f"--model '{args.model}' is not one of {', '.join(MODELS)}")
-    model, p0, bounds = MODELS[args.model]
-    recs = [r for r in select(args) if r.get(args.value) is not None and r.get("size_bytes") is not None
-            and r.get("delay_us") is not None]
+    m = MODELS[args.model]
+    def get(r, c):
+        v = r.get(c)
+        return r.get(m.aliases[c]) if v is None and c in m.aliases else v
+
+    need = [c for c in m.columns if c not in m.column_defaults]
+    recs = [r for r in select(args) if r.get(args.value) is not None and all(get(r, c) is not None for c in need)]
     if not recs:
-        raise UserError(f"calibrate: no record has size_bytes, delay_us and {args.value} "
+        raise UserError(f"calibrate: no record has {', '.join(need)} and {args.value} "
                         "(ingest with --delay-us so measurements carry their delay)")
-    x = np.array([(float(r["size_bytes"]), float(r["delay_us"])) for r in recs])
+
+    def column(r, c):
+        v = get(r, c)
+        return float(m.column_defaults[c] if v is None else v)
+
+    x = np.array([[column(r, c) for c in m.columns] for r in recs])
     y = np.array([float(r[args.value]) for r in recs])
-    p0 = dict(p0)
+    p0 = dict(m.params0)
     p0["link_MBps"] = float(y.max())
-    res = fit(model, p0, x, y, bounds=bounds)
+    notes = []
+    for name, col in m.needs_spread.items():
+        if len(set(x[:, m.columns.index(col)])) < 2:
+            p0.pop(name)
+            notes.append(f"{name} not fitted (taken as 0): every point has the same {col}, so per-byte "
+                         "and per-segment costs cannot be told apart; the per-segment cost carries both")
+    starts = [p0] + ([{k: v for k, v in m.start(x, y).items() if k in p0}] if m.start else [])
+    res = min((fit(m.fn, s, x, y, bounds=m.bounds) for s in starts), key=lambda r: r.rss)
     emit(res.table(), args.format, title=f"{args.model} model fitted to {res.n} points (R^2 = {res.r2:.4f})")
+    for note in notes + [f"{k}: not constrained by these points (no measurement is limited by it)"
+                         for k in res.names if not np.isfinite(res.stderr[k])]:
+        print(f"note: {note}", file=sys.stderr)
     if args.predict_delays_us:
         delays = parse_float_list(args.predict_delays_us, "--predict-delays-us", 0, 200_000)
-        sizes = parse_sizes(args.predict_sizes) if args.predict_sizes else sorted({int(s) for s in x[:, 0]})
-        xp = np.array([(s, d) for s in sizes for d in delays], dtype=float)
+        # Predict at the measured combinations of every other column, at each requested delay.
+        di = m.columns.index("delay_us")
+        others = sorted({tuple(v for j, v in enumerate(row) if j != di) for row in x})
+        if args.predict_sizes and "size_bytes" in m.columns:
+            si = [c for c in m.columns if c != "delay_us"].index("size_bytes")
+            others = sorted({o[:si] + (float(s),) + o[si + 1:] for o in others for s in parse_sizes(args.predict_sizes)})
+        xp = np.array([o[:di] + (d,) + o[di:] for o in others for d in delays], dtype=float)
         yp, se = res.predict(xp)
-        rows = [{"size_bytes": int(a), "delay_us": b, f"{args.value}_pred": v, "stderr": e}
-                for (a, b), v, e in zip(xp, yp, se)]
+        rows = [{**{c: (int(v) if c != "delay_us" else v) for c, v in zip(m.columns, row)},
+                 f"{args.value}_pred": val, "stderr": e if np.isfinite(e) else None} for row, val, e in zip(xp, yp, se)]
         emit(rows, args.format, title="predictions (delta-method standard error)")
     return 0
 

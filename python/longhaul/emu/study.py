@@ -21,7 +21,8 @@ def study_part(ctx):
         system.dataplane_binary()
     except UserError as err:
         raise SkipPart(str(err)) from None
-    delays = [1000.0, 10000.0] if ctx.quick else [100.0, 1000.0, 10000.0]
+    # --quick keeps the one distance the advice is about (the farthest): real time is the cost here.
+    delays = [10000.0] if ctx.quick else [100.0, 1000.0, 10000.0]
     duration = 1.0 if ctx.quick else 2.0
     # Cached like every study point: a warm re-run reuses the last measurement (--no-cache re-measures).
     scenario = {"kind": "study-emulated", "delays_us": delays, "rate_gbps": RATE_GBPS, "duration_s": duration}
