@@ -52,4 +52,6 @@ log "building the Rust core (cargo, release)"
 VIRTUAL_ENV="$root/.venv" PATH="$root/.venv/bin:$PATH" .venv/bin/maturin develop --release -q >/dev/null 2>.venv/build.log \
   || { cat .venv/build.log >&2; exit 1; }
 cargo build --release -q -p longhaul-wan
+# 5. liblonghaul_coll (WAN-aware collectives for C/Fortran codes), when an MPI compiler is installed.
+if command -v mpicc >/dev/null 2>&1; then make -s -C c/longhaul_coll >/dev/null; fi
 export PATH="$root/.venv/bin:$root/target/release:$PATH"
