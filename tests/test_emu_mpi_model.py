@@ -33,8 +33,8 @@ def test_hierarchical_bcast_at_10ms_4_ranks_per_cluster(leaves_nothing):
     numbers = (f"emu default {lat['emu', 'default']:.0f} us, hierarchical {lat['emu', 'hierarchical']:.0f} us "
                f"(gain {g['emu_gain_pct']}%); sim default {lat['sim', 'default']:.0f} us, hierarchical "
                f"{lat['sim', 'hierarchical']:.0f} us (gain {g['sim_gain_pct']}%)")
-    if lat["emu", "hierarchical"] >= lat["emu", "default"]:
-        pytest.xfail(f"hierarchical bcast not faster through the emulator: {numbers}")
+    # Since HierComm.Bcast sends eager-sized pieces across the WAN it is faster than Open MPI's own.
+    assert lat["emu", "hierarchical"] < lat["emu", "default"], numbers
     if abs(g["diff_pp"]) > 15:
         pytest.xfail(f"measured gain more than 15 points from the model's: {numbers}")
 

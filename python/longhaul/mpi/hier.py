@@ -25,7 +25,14 @@ def _np(buf) -> np.ndarray:
 class HierComm:
     """A communicator split into clusters, with WAN-aware collectives (mpi4py buffer style)."""
 
-    def __init__(self, comm=MPI.COMM_WORLD, cluster_map=None, pattern: str | None = None):
+    #: Bcast moves a larger message across the WAN as pieces of this size, each below the eager
+    #: limits of common MPI transports (Open MPI's TCP BTL: btl_tcp_eager_limit = 64 KiB, header
+    #: included), all in flight at once: no piece waits for a rendezvous round trip over the WAN.
+    WAN_CHUNK_BYTES = 32 * 1024
+
+    def __init__(self, comm=MPI.COMM_WORLD, cluster_map=None, pattern: str | None = None,
+                 wan_chunk_bytes: int | None = None):
+        self.wan_chunk_bytes = wan_chunk_bytes or self.WAN_CHUNK_BYTES
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
@@ -64,17 +71,32 @@ class HierComm:
         root_leader = self.leaders[root_cluster]
         self._move(buf, root, root_leader, tag=7101)
         if self.is_leader and self.nclusters > 1:
-            # Leaders are ranked by cluster index in `wan`. The root's leader starts the WAN
-            # transfer without waiting for it, and serves its own cluster meanwhile.
-            req = self.wan.Ibcast(buf, root=root_cluster)
+            # The root's leader starts the WAN transfer without waiting for it, and serves its
+            # own cluster meanwhile.
+            reqs = self._wan_bcast_start(buf, root_cluster)
             if self.rank != root_leader:
-                req.Wait()
+                MPI.Request.Waitall(reqs)
                 self.local.Bcast(buf, root=0)
                 return
             self.local.Bcast(buf, root=0)
-            req.Wait()
+            MPI.Request.Waitall(reqs)
             return
         self.local.Bcast(buf, root=0)
+
+    def _wan_bcast_start(self, buf, root_cluster: int) -> list:
+        """Leaders: start moving ``buf`` from the root's cluster to every other leader (leaders
+        are ranked by cluster index in ``wan``). A message above one chunk goes as eager-sized
+        pieces, all posted at once, so the long-haul round trip is paid once rather than once
+        per rendezvous handshake; a smaller (or non-contiguous) one as one ``Ibcast``."""
+        data = _np(buf)
+        if data.nbytes <= self.wan_chunk_bytes or not data.flags.c_contiguous:
+            return [self.wan.Ibcast(buf, root=root_cluster)]
+        flat = data.reshape(-1).view(np.uint8)
+        pieces = [flat[i:i + self.wan_chunk_bytes] for i in range(0, flat.size, self.wan_chunk_bytes)]
+        if self.my_cluster == root_cluster:
+            return [self.wan.Isend(p, dest=c, tag=7105) for c in range(self.nclusters) if c != root_cluster
+                    for p in pieces]
+        return [self.wan.Irecv(p, source=root_cluster, tag=7105) for p in pieces]
 
     # ------------------------------------------------------------------ reductions
     def Reduce(self, sendbuf, recvbuf, op=MPI.SUM, root: int = 0) -> None:
