@@ -173,6 +173,44 @@ static MPI_Datatype picked(int n, const int *idx, block_t b) {
 }
 
 /* ------------------------------------------------------------------ bcast */
+/* A message above this crosses the WAN as pieces all posted at once, each below the eager
+ * limits of common transports (Open MPI's TCP BTL: 64 KiB with the header), so no piece waits
+ * for a rendezvous round trip over the long-haul link. Environment: LONGHAUL_WAN_CHUNK_BYTES. */
+enum { WAN_CHUNK_BYTES = 32 * 1024, TAG_PIECE = 7105 };
+
+static int wan_chunk_bytes(void) {
+    const char *env = getenv("LONGHAUL_WAN_CHUNK_BYTES");
+    long v = env ? strtol(env, NULL, 10) : 0;
+    return v > 0 && v < (1L << 30) ? (int)v : WAN_CHUNK_BYTES;
+}
+
+/* Leaders: start moving buf from cluster rcl to every other leader; *reqs is malloc'ed. */
+static int wan_bcast_start(hier_t *h, void *buf, int count, MPI_Datatype type, int rcl, MPI_Request **reqs, int *n) {
+    int tsize;
+    MPI_Aint lb, ext;
+    MPI_Type_size(type, &tsize);
+    MPI_Type_get_extent(type, &lb, &ext);
+    int per = tsize > 0 ? wan_chunk_bytes() / tsize : count;
+    if (per < 1) per = 1;
+    int pieces = count > per ? (count + per - 1) / per : 1;
+    int peers = h->my_cluster == rcl ? h->nclusters - 1 : 1;
+    *reqs = malloc((size_t)pieces * peers * sizeof(MPI_Request));
+    if (!*reqs) return MPI_ERR_NO_MEM;
+    if (pieces == 1) { *n = 1; return MPI_Ibcast(buf, count, type, rcl, h->wan, *reqs); }
+    *n = 0;
+    for (int c = 0; c < h->nclusters; c++) {
+        if (h->my_cluster == rcl ? c == rcl : c != h->my_cluster) continue;
+        for (int i = 0; i < count; i += per) {
+            char *at_i = (char *)buf + (MPI_Aint)i * ext;
+            int k = count - i < per ? count - i : per, rc;
+            if (h->my_cluster == rcl) rc = MPI_Isend(at_i, k, type, c, TAG_PIECE, h->wan, *reqs + (*n)++);
+            else rc = MPI_Irecv(at_i, k, type, rcl, TAG_PIECE, h->wan, *reqs + (*n)++);
+            if (rc != MPI_SUCCESS) return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
 int LH_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     hier_t *h;
     int rc = hier_get(comm, &h);
@@ -185,11 +223,13 @@ int LH_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     }
     if (h->wan != MPI_COMM_NULL) {
         /* The root's leader starts the WAN transfer and serves its own cluster meanwhile. */
-        MPI_Request req;
-        rc = MPI_Ibcast(buf, count, type, rcl, h->wan, &req);
-        if (h->rank != rl) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Request *reqs = NULL;
+        int n = 0;
+        rc = wan_bcast_start(h, buf, count, type, rcl, &reqs, &n);
+        if (rc == MPI_SUCCESS && h->rank != rl) rc = MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
         if (rc == MPI_SUCCESS) rc = MPI_Bcast(buf, count, type, 0, h->local);
-        if (h->rank == rl) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && h->rank == rl) rc = MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+        free(reqs);
         return rc;
     }
     return MPI_Bcast(buf, count, type, 0, h->local);

@@ -11,6 +11,9 @@
  * variable LONGHAUL_CLUSTER (set by `longhaul emu` in each emulated cluster); the host name
  * (MPI_Get_processor_name: each host its own cluster).
  *
+ * LH_Bcast moves a message above 32 KiB (LONGHAUL_WAN_CHUNK_BYTES) across the WAN as pieces all
+ * in flight at once, below common eager limits, so it pays no rendezvous round trip there.
+ *
  * Limits: Reduce/Allreduce with a non-commutative op keep MPI's rank order only when each
  * cluster holds consecutive ranks; otherwise they fall back to the flat MPI call. Derived
  * datatypes work wherever MPI's own point-to-point calls accept them.
