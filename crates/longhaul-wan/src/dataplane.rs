@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::histogram::LatenessHistogram;
 use crate::model::{DropCause, LinkModel, Verdict};
-use crate::packet::{inspect, Dest, VNET_HDR_LEN};
+use crate::packet::{inspect, surviving_runs, Dest, VNET_HDR_LEN};
 use crate::sys::{check, mono_ns};
 
 /// Largest frame a TUN read can return: 64 KB GSO packet + virtio-net header.
@@ -195,12 +195,12 @@ pub fn run(
                 match model.admit(now, size) {
                     Verdict::Drop(cause) => {
                         match cause {
-                            DropCause::Queue => counters.drops_queue.fetch_add(1, Relaxed),
-                            DropCause::Loss => counters.drops_loss.fetch_add(1, Relaxed),
+                            DropCause::Queue => counters.drops_queue.fetch_add(size.segments, Relaxed),
+                            DropCause::Loss => counters.drops_loss.fetch_add(size.segments, Relaxed),
                         };
                         pool.push(buf);
                     }
-                    Verdict::Release { at_ns } => {
+                    Verdict::Release { at_ns, lost } if lost.is_empty() => {
                         let data = if len < SMALL_FRAME {
                             let small = buf[..len].to_vec();
                             pool.push(buf);
@@ -210,6 +210,19 @@ pub fn run(
                         };
                         line_bytes += size.wire_bytes;
                         line.push_back(Held { release_ns: at_ns, output, wire_bytes: size.wire_bytes, len, data });
+                    }
+                    Verdict::Release { at_ns, lost } => {
+                        // Deliver the wire packets the fibre did not lose (a non-TCP super-packet,
+                        // which the TUN offloads never produce, is lost whole).
+                        let mut delivered = 0;
+                        for data in surviving_runs(&buf[..len], &lost).unwrap_or_default() {
+                            let run = inspect(&data).0;
+                            delivered += run.segments;
+                            line_bytes += run.wire_bytes;
+                            line.push_back(Held { release_ns: at_ns, output, wire_bytes: run.wire_bytes, len: data.len(), data });
+                        }
+                        counters.drops_loss.fetch_add(size.segments.saturating_sub(delivered), Relaxed);
+                        pool.push(buf);
                     }
                 }
                 let (qb, qp) = model.backlog(now);

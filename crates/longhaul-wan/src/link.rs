@@ -5,7 +5,7 @@
 //! Options (all values; Python's longhaul.emu.dataplane builds them):
 //!   --a NS=IP[,IP..]   a host of cluster A: namespace name and its addresses (repeatable)
 //!   --b NS=IP[,IP..]   the same for cluster B
-//!   --ab SPEC          link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,seed=
+//!   --ab SPEC          link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,frame_bytes=,seed=
 //!   --ba SPEC          link B->A
 //!   --ifname NAME      TUN device name inside each host namespace (default wan0)
 //!   --stats PATH       stats JSON file (default: none)
@@ -43,7 +43,7 @@ pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
         _ => QueueLimit::Bytes(num("queue_bytes", 4 << 20)?.max(1)),
     };
     for k in kv.keys() {
-        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "seed"].contains(&k.as_str()) {
+        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "frame_bytes", "seed"].contains(&k.as_str()) {
             return Err(format!("unknown link parameter '{k}'"));
         }
     }
@@ -53,6 +53,7 @@ pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
         rate_bps: num("rate_bps", 0)?,
         queue,
         loss,
+        frame_bytes: num("frame_bytes", 0)?,
         seed: num("seed", 1)?,
     })
 }
