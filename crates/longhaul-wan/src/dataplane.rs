@@ -59,6 +59,8 @@ pub struct LoopOptions {
     pub spin_ns: u64,
     /// SCHED_FIFO priority of the thread, 0 = leave the scheduler alone.
     pub rt_priority: i32,
+    /// Never sleep longer than this (0 = as long as there is nothing to do).
+    pub idle_wake_ns: u64,
 }
 
 struct Held {
@@ -238,19 +240,21 @@ pub fn run(
         }
         // 3. Nothing to read: wait for input or for the next release.
         let now = mono_ns();
-        let timeout_ms = match line.front() {
+        let release_wake = match line.front() {
             Some(head) if head.release_ns <= now + opts.spin_ns => {
                 // Busy-poll the last stretch; still look at the inputs each turn.
                 readable.iter_mut().for_each(|r| *r = true);
                 std::hint::spin_loop();
                 continue;
             }
-            Some(head) => {
-                timer.arm_at(head.release_ns - opts.spin_ns);
-                100
-            }
-            None => 100,
+            Some(head) => head.release_ns - opts.spin_ns,
+            None => u64::MAX,
         };
+        let wake = if opts.idle_wake_ns > 0 { release_wake.min(now + opts.idle_wake_ns) } else { release_wake };
+        if wake != u64::MAX {
+            timer.arm_at(wake);
+        }
+        let timeout_ms = 100;
         // SAFETY: events has room for inputs.len() + 1 entries.
         let n = unsafe { libc::epoll_wait(epfd.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout_ms) };
         for ev in events.iter().take(n.max(0) as usize) {

@@ -11,6 +11,7 @@
 //!   --stats PATH       stats JSON file (default: none)
 //!   --interval-ms N    stats period (default 200)
 //!   --spin-us N        busy-poll window before each release (default 50)
+//!   --idle-wake-us N   wake at least this often even with nothing to do (default 0 = never)
 //!   --rt-priority N    SCHED_FIFO priority of the direction threads, 0 = none (default 10)
 //!   --parent-pid N     exit at once if this process is gone (race-free with PDEATHSIG)
 
@@ -87,6 +88,7 @@ pub fn main(args: &Args) -> Result<(), String> {
     let stats_path = args.get("stats").map(str::to_string);
     let interval_ms: u64 = args.num("interval-ms", 200)?;
     let spin_ns = args.num::<u64>("spin-us", 50)? * 1000;
+    let idle_wake_ns = args.num::<u64>("idle-wake-us", 0)? * 1000;
     let rt_priority: i32 = args.num("rt-priority", 10)?;
 
     let signals = sys::signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1]);
@@ -117,7 +119,7 @@ pub fn main(args: &Args) -> Result<(), String> {
     let spawn = |name: &str, inputs, outs, cfg: DirectionConfig, counters: Arc<Counters>| {
         let stop = stop.clone();
         std::thread::Builder::new().name(name.to_string()).spawn(move || {
-            let opts = LoopOptions { spin_ns, rt_priority };
+            let opts = LoopOptions { spin_ns, rt_priority, idle_wake_ns };
             dataplane::run(inputs, outs, LinkModel::new(cfg), counters, stop, opts)
         })
     };

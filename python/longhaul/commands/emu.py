@@ -111,7 +111,7 @@ def register(subparsers) -> None:
     _link_args(bp, lists=True)
     bp.add_argument("--count", default="1000", help="probes, 1..1000000 (default 1000)")
     bp.add_argument("--interval-us", default="1000", help="gap between probes, us (default 1000)")
-    bp.add_argument("--size", default="64", help="UDP payload bytes, 16..65000 (default 64)")
+    bp.add_argument("--size", default="64", help="UDP payload bytes, 24..65000 (default 64)")
     bp.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
     bp.add_argument("--format", choices=FORMATS, default="table")
     _add_store_options(bp)
@@ -199,7 +199,7 @@ def _bench_link(args) -> tuple:
 TCP_COLUMNS = ["delay_us", "rate_gbps", "mtu_bytes", "streams", "cc", "window_bytes", "bw_MBps", "throughput_gbps", "utilization",
                "retransmits", "rtt_us", "drops_queue", "emu_cpu_pct", "lateness_p99_us"]
 PING_COLUMNS = ["delay_us", "rate_gbps", "rtt_configured_us", "rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us",
-                "received", "count", "lateness_p99_us"]
+                "app_rtt_p50_us", "received", "count", "lateness_p99_us"]
 
 
 def _add_store_options(p) -> None:
@@ -257,7 +257,7 @@ def _bench_ping(args) -> int:
     records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
                          count=parse_int_list(args.count, "--count", 1, 1_000_000)[0],
                          interval_us=_floats(args.interval_us, "--interval-us", 10, 1e7)[0],
-                         size_bytes=parse_int_list(args.size, "--size", 16, 65000)[0],
+                         size_bytes=parse_int_list(args.size, "--size", 24, 65000)[0],
                          cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name)
     _save(args, "emu-bench-ping", records, started)
     emit(records, args.format, columns=PING_COLUMNS if args.format == "table" else None, title="longhaul emu bench ping")

@@ -51,10 +51,12 @@ def _raise_terminated(signum, frame):
 
 class Emulator:
     def __init__(self, link: LinkOptions, name: str | None = None, spin_us: int = 50, rt_priority: int = 10,
+                 idle_wake_us: int = 0,
                  management: bool = False):
         self.link = link.validated()
         self.name = state.check_name(name) if name else state.new_name()
         self.spin_us = spin_us
+        self.idle_wake_us = idle_wake_us
         self.rt_priority = rt_priority
         n = link.hosts
         self.hosts = {side: [f"{self.name}-{side}{i}" for i in range(n)] for side in "ab"}
@@ -174,7 +176,7 @@ class Emulator:
 
     def _start_dataplane(self, binary: str) -> None:
         args = [binary, "link", "--ifname", TUN_NAME, "--stats", str(self.stats_path),
-                "--spin-us", str(self.spin_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
+                "--spin-us", str(self.spin_us), "--idle-wake-us", str(self.idle_wake_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
                 "--ab", self.link.ab.spec(self.link.seed), "--ba", self.link.ba.spec(self.link.seed + 1)]
         for side in "ab":
             for i, ns in enumerate(self.hosts[side]):
