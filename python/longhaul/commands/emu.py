@@ -16,11 +16,14 @@ LINK_HELP = """link options (units in the names; lists only for bench):
   --delay-us US        one-way delay in microseconds, 0..200000 (default 0); or
   --distance-km KM     fibre length, 5 us per km
   --rate-gbps G        link rate at the IP layer in Gb/s, 0 = unlimited, else 0.001..100
-  --loss P             random loss probability per packet, 0..0.5
+  --loss P             random loss probability per wire packet, 0..0.5
   --jitter-us US       extra delay uniform in [-US, +US], 0..100000, never reorders
   --queue SIZE         drop-tail bottleneck queue: bytes (4MB, 64K..1G) or packets (1000p)
-  --mtu BYTES          MTU of every interface, 576..65520 (default 1500)
+  --mtu BYTES          MTU of every interface, >= 576 up to what the kernel accepts (65535
+                       for TUN and veth; 65520 = IPoIB connected mode; default 1500)
   --window SIZE        TCP buffer maximum (tcp_rmem/tcp_wmem) per namespace, 64K..1G
+  --scenario FILE      the simulator's TCP scenario file (`longhaul sim tcp --scenario FILE`):
+                       link, TCP settings and, for bench tcp, the workload; options override it
 """
 
 
@@ -31,11 +34,11 @@ def _link_args(p: argparse.ArgumentParser, lists: bool = False) -> None:
     g.add_argument("--distance-km", help=f"fibre length in km instead of --delay-us (5 us/km){many}")
     g.add_argument("--distance-miles", help="fibre length in miles instead of --delay-us")
     g.add_argument("--rate-gbps", help=f"link rate, Gb/s; 0 = unlimited (default){many}")
-    g.add_argument("--loss", help="loss probability per packet, 0..0.5 (default 0)")
+    g.add_argument("--loss", help="loss probability per wire packet, 0..0.5 (default 0)")
     g.add_argument("--jitter-us", help="jitter amplitude, us, 0..100000 (default 0)")
     g.add_argument("--queue", help="bottleneck queue: bytes (e.g. 4MB) or packets (e.g. 1000p); "
                                    "default one round trip at the rate, >= 256K")
-    g.add_argument("--mtu", help="MTU in bytes, 576..65520 (default 1500)")
+    g.add_argument("--mtu", help="MTU in bytes, >= 576, at most what the kernel accepts (65535 here; default 1500)")
     g.add_argument("--window", help="TCP buffer maximum per namespace, e.g. 64M (default 4 x BDP, >= 4M)")
     g.add_argument("--scenario", help="the simulator's TCP scenario file (TOML/JSON, as `longhaul sim tcp "
                                       "--scenario`) giving the link; options here override it")
