@@ -2,7 +2,10 @@
 """Benchmark of the emulator (not a test): raw veth throughput between two namespaces (the
 limit of this machine), then the emulator at 0, 1 and 10 ms one-way delay, 1 and 4 streams,
 MTU 1500 and 65520, unlimited rate, with ratios to raw veth, the data plane's CPU use and
-its release-lateness percentiles; then release lateness while carrying 1 Gb/s.
+its release-lateness percentiles; then release lateness while carrying 1 Gb/s; then delay
+accuracy: the median RTT of the network path against 2 x delay + the 0-delay baseline at
+100 us, 1 ms and 10 ms, at light load and with 1 Gb/s of UDP cross traffic (issue 5's
+target: within 40 us), with the application's view beside it.
 
 Run as root after `cargo build --release -p longhaul-wan`:
     PYTHONPATH=python .venv/bin/python bench/emu_bench.py [--duration-s 3]
@@ -76,6 +79,15 @@ def main() -> int:
     emit([{k: loaded[k] for k in ("delay_us", "rate_gbps", "throughput_gbps", "emu_cpu_pct", "lateness_p50_us",
                                   "lateness_p99_us", "lateness_max_us")}], args.format,
          title="release lateness while carrying 1 Gb/s (1 ms, MTU 9000)")
+    accuracy = []
+    for cross in (0.0, 1.0):
+        pts = bench.ping(delay_us=[0, 100, 1000, 10000], mtu=9000, count=200, interval_us=300, cross_gbps=cross)
+        base, app_base = pts[0]["rtt_p50_us"], pts[0]["app_rtt_p50_us"]
+        accuracy += [{"cross_gbps": cross, "delay_us": r["delay_us"], "rtt_p50_us": r["rtt_p50_us"],
+                      "error_us": round(r["rtt_p50_us"] - 2 * r["delay_us"] - base, 1), "rtt_p99_us": r["rtt_p99_us"],
+                      "app_error_us": round(r["app_rtt_p50_us"] - 2 * r["delay_us"] - app_base, 1),
+                      "lateness_p99_us": r["lateness_p99_us"]} for r in pts]
+    emit(accuracy, args.format, title="delay accuracy: median RTT error against 2 x delay + 0-delay baseline (MTU 9000)")
     return 0
 
 

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.root, needs_root]
     (["run", "--loss", "0.9", "--", "A:", "true"], "--loss"),
     (["run", "--queue", "10", "--", "A:", "true"], "--queue"),
     (["run", "--queue", "3p", "--", "A:", "true"], "--queue"),
-    (["run", "--mtu", "70000", "--", "A:", "true"], "--mtu"),
+    (["run", "--mtu", "500", "--", "A:", "true"], "--mtu"),
     (["run", "--jitter-us", "-5", "--", "A:", "true"], "--jitter-us"),
     (["run", "--", "A:", "true", "::"], "missing command"),
     (["run", "--", "A:"], "missing command"),
@@ -161,16 +161,87 @@ def test_clean_keeps_a_live_run(leaves_nothing):
     assert "lhlive" not in netns_and_links()[0]
 
 
-def test_scenario_file_drives_the_emulator(tmp_path, leaves_nothing):
+def test_an_mtu_the_kernel_refuses_is_one_line_and_leaves_nothing():
+    # 70000 passes the emulator's own check (>= 576) and is refused by the kernel (TUN and
+    # veth take at most 65535) after the namespaces and the data plane exist.
+    def world():
+        ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        return ns, links, sorted(os.listdir("/run/longhaul-emu")) if os.path.isdir("/run/longhaul-emu") else []
+    before = world()
+    p = cli("emu", "run", "--name", "lhmtu", "--hosts", "2", "--mtu", "70000", "--", "A:", "true")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "--mtu" in p.stderr and "kernel refused" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert world() == before
+    assert subprocess.run(["pgrep", "-f", "longhaul-wan link .*lhmtu"], capture_output=True).returncode == 1
+
+
+SCENARIO = """link = "10gige-lan"
+seed = 3
+[path]
+delay_us = 1000
+rate_gbps = 0.5
+[tcp]
+mtu_bytes = 9000
+cc = "reno"
+rmem_max_bytes = 16777216
+wmem_max_bytes = 16777216
+duration_s = 1
+"""
+
+
+def test_one_scenario_file_drives_the_simulator_and_the_emulator(tmp_path, leaves_nothing):
     f = tmp_path / "s.toml"
-    f.write_text('[link]\ndelay_us = 2000\nmtu = 9000\n[link.ba]\ndelay_us = 500\n'
-                 '[[bench]]\nkind = "ping"\ncount = 50\ninterval_us = 500\n')
-    recs = cli_json("emu", "scenario", str(f))
-    assert recs[0]["rtt_configured_us"] == 2500 and recs[0]["mtu_bytes"] == 9000
-    assert 2500 < recs[0]["rtt_p50_us"] < 3500
-    # The same file gives the link of `run`; the command line overrides it.
+    f.write_text(SCENARIO)
+    sim = cli_json("sim", "tcp", "--scenario", str(f))[0]
+    emu = cli_json("emu", "bench", "tcp", "--scenario", str(f), "--no-store")[0]
+    same = ("delay_us", "mtu_bytes", "cc", "streams")
+    assert {k: sim[k] for k in same} == {k: emu[k] for k in same} == {"delay_us": 1000, "mtu_bytes": 9000,
+                                                                       "cc": "reno", "streams": 1}
+    # The link type's framing (Ethernet: 38 bytes per packet) and the file's buffers and length.
+    assert (emu["rate_gbps"], emu["frame_bytes"], emu["window_bytes"], emu["duration_s"]) == (0.5, 38, 16 << 20, 1.0)
+    for bw in (sim["bw_MBps"], emu["bw_MBps"]):
+        assert 0.5 * 62.5 < bw <= 62.5, (sim["bw_MBps"], emu["bw_MBps"])
+
+
+def test_scenario_tcp_settings_reach_the_hosts_and_options_override_the_file(tmp_path, leaves_nothing):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"link": "ipoib-cm", "path": {"fibre_km": 200},
+                             "tcp": {"sack": False, "initial_cwnd_segs": 20, "min_rto_ms": 50, "delayed_ack": False}}))
+    recs = cli_json("emu", "run", "--scenario", str(f), "--",
+                    "A: ip link show wan0; ip route show dev wan0; sysctl -n net.ipv4.tcp_sack")
+    out = recs[0]["stdout"]
+    # iproute2 locks rto_min, which is what makes the kernel use it.
+    assert "mtu 65520" in out and "initcwnd 20" in out and "rto_min lock 50ms" in out and "quickack 1" in out, out
+    assert out.strip().endswith("0"), out  # SACK off
     p = cli("emu", "run", "--scenario", str(f), "--mtu", "4000", "--", "A: ip link show wan0")
     assert p.returncode == 0 and "mtu 4000" in p.stdout
+    # 200 km of fibre = 1 ms one way, at IPoIB's lossless queue and the S1 WAN rate.
+    ping = cli_json("emu", "bench", "ping", "--scenario", str(f), "--count", "30", "--no-store")[0]
+    assert ping["delay_us"] == 1000 and ping["rate_gbps"] == 8.0 and ping["queue_bytes"] == 1 << 30
+    assert 2000 < ping["rtt_p50_us"] < 2500
+
+
+@pytest.mark.parametrize("text, words", [
+    ('link = "10gige-lan"\nstack = "s1"\n', "stack:"),
+    ('link = "10gige-lan"\ntestbed = "s3"\n', "testbed:"),
+    ('link = "10gige-lan"\n[path]\nextender = "longbow-xr"\n', "extender:"),
+    ('link = "ipoib-cm"\n[path]\nqueue_bytes = 1000000\n', "queue_bytes:"),
+    ('link = "10gige-lan"\n[path]\nqueue_packets = 4\n', "queue_packets:"),
+    ('link = "10gige-lan"\n[tcp]\nhystart = false\n', "hystart:"),
+    ('link = "10gige-lan"\n[tcp]\ninterval_s = 0.1\n', "interval_s:"),
+    ('link = "10gige-lan"\n[cross]\ngbps = 1\non_ms = 5\noff_ms = 5\n', "cross.on_ms"),
+    ('link = "10gige-lan"\n[tcp]\nmtu_bytes = 20000\n', "mtu_bytes:"),
+    ('link = "fddi"\n', "link:"),
+    ('[link]\ndelay_us = 2000\n', "invalid type"),  # the emulator's old format is not a scenario
+])
+def test_scenario_content_the_emulator_cannot_honour_is_one_line(tmp_path, text, words, leaves_nothing):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    for verb in (["run", "--scenario", str(f), "--", "A:", "true"], ["bench", "tcp", "--scenario", str(f)]):
+        p = cli("emu", *verb)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and words in lines[0] and str(f) in lines[0], p.stderr
 
 
 def test_bench_formats(leaves_nothing):

@@ -13,11 +13,13 @@ from test_emu_helpers import cli_json, leaves_nothing, needs_root  # noqa: F401
 pytestmark = [pytest.mark.root, needs_root]
 
 DELAY_TOLERANCE_US = 40.0  # issue 5's target
-# Measured on the 2-core VM: the 40 us target holds at light load for 100 us and 1 ms; at
-# 10 ms and under 1 Gb/s of cross traffic the median is 100-150 us high (vCPU wake-ups after
-# long idle periods and CPU contention, see README, "Emulating a long-haul link"). Those points are held to this
-# looser bound so a regression still fails, and the gap to the target is reported.
-DELAY_TOLERANCE_KNOWN_GAP_US = 300.0
+# Measured on the 2-core VM (README, "Limits"): with the RTT of the network path (kernel
+# receive stamps, the server's turnaround taken out) the 40 us target holds at light load
+# for 100 us and 1 ms; at 10 ms and under 1 Gb/s of cross traffic the median is sometimes
+# 40-100 us high (vCPU wake-ups after idle periods, CPU contention with the traffic's own
+# programs). Those points must stay within this bound, and are reported as expected
+# failures, with the measured numbers, when they miss the target.
+DELAY_TOLERANCE_KNOWN_GAP_US = 200.0
 
 
 def _by_delay(records: list[dict]) -> dict[float, dict]:
@@ -27,7 +29,8 @@ def _by_delay(records: list[dict]) -> dict[float, dict]:
 def _rtt_points(cross_gbps: int) -> dict[float, dict]:
     # MTU 9000 so 1 Gb/s of UDP cross traffic is ~14 k packets/s (the TUN path is packet-bound).
     return _by_delay(cli_json("emu", "bench", "ping", "--delay-us", "0,100,1000,10000", "--count", "200",
-                              "--interval-us", "300", "--mtu", "9000", "--cross-gbps", str(cross_gbps), timeout=120))
+                              "--interval-us", "300", "--mtu", "9000", "--cross-gbps", str(cross_gbps),
+                              "--no-store", timeout=120))
 
 
 def _strict_points_ok(pts: dict[float, dict]) -> bool:
@@ -43,18 +46,26 @@ def test_rtt_median_is_configured_rtt_plus_baseline(cross_gbps, leaves_nothing):
         # baseline (a separate emulator instance) by tens of microseconds.
         pts = _rtt_points(cross_gbps)
     base = pts[0.0]["rtt_p50_us"]
+    missed = []
     for delay in (100.0, 1000.0, 10000.0):
         r = pts[delay]
-        assert r["received"] >= 195, r
+        assert r["received"] >= 195 and r["kernel_stamped"] == r["received"], r
         expected = 2 * delay + base
-        print(f"cross {cross_gbps} Gb/s delay {delay:g} us: p50 {r['rtt_p50_us']:.1f} us (expected {expected:.1f}), "
-              f"p99 {r['rtt_p99_us']:.1f} us, lateness p99 {r['lateness_p99_us']} us")
+        error = r["rtt_p50_us"] - expected
+        print(f"cross {cross_gbps} Gb/s delay {delay:g} us: p50 {r['rtt_p50_us']:.1f} us (expected {expected:.1f}, "
+              f"error {error:+.1f}), p99 {r['rtt_p99_us']:.1f} us, application p50 {r['app_rtt_p50_us']:.1f} us, "
+              f"lateness p99 {r['lateness_p99_us']} us")
         strict = cross_gbps == 0 and delay <= 1000
-        assert abs(r["rtt_p50_us"] - expected) <= (DELAY_TOLERANCE_US if strict else DELAY_TOLERANCE_KNOWN_GAP_US), r
+        assert abs(error) <= (DELAY_TOLERANCE_US if strict else DELAY_TOLERANCE_KNOWN_GAP_US), r
+        if abs(error) > DELAY_TOLERANCE_US:
+            missed.append(f"{delay:g} us: {error:+.0f} us")
         if cross_gbps:
             sent, got = r["cross_packets_sent"], r["cross_packets_received"]
             # The link must really carry ~1 Gb/s; the receiving host may drop a few % itself.
             assert sent > 0 and got / sent > 0.8, "the cross traffic did not flow"
+    if missed:
+        pytest.xfail(f"known gap (2-vCPU VM wake-ups): median RTT off by more than {DELAY_TOLERANCE_US:g} us at "
+                     f"{', '.join(missed)} with {cross_gbps} Gb/s of cross traffic")
 
 
 def _tcp_at(rates: str) -> list[dict]:
@@ -84,13 +95,31 @@ def test_random_loss_is_within_binomial_bounds(leaves_nothing):
     recs = cli_json("emu", "bench", "ping", "--loss", str(p), "--mtu", "9000", "--count", "300",
                     "--interval-us", "1000", "--cross-gbps", "0.6", timeout=120)
     r = recs[0]
-    n, lost = r["packets_ab"], r["drops_loss"]
+    n, lost = r["segments_ab"], r["drops_loss"]
     mean, sigma = n * p, math.sqrt(n * p * (1 - p))
     e2e_lost = r["cross_packets_sent"] - r["cross_packets_received"]
     print(f"link: {n} packets, {lost} lost, expected {mean:.1f} +- {sigma:.1f}; end to end lost {e2e_lost}")
     assert n > 10_000
     assert abs(lost - mean) <= 5 * sigma, r
     assert e2e_lost >= lost * 0.9 and r["drops_queue"] == 0
+
+
+def test_loss_is_per_wire_packet_inside_tcp_super_packets(leaves_nothing):
+    # TCP hands the link 64 KB GSO super-packets of ~44 wire packets each: loss 1e-3 must
+    # take single wire packets (counted at the link, within 5 sigma of the binomial mean over
+    # the wire packets), and the rest of a super-packet must arrive intact, so TCP
+    # retransmits about what was lost rather than whole super-packets (unlimited rate: no
+    # queue drops).
+    p = 1e-3
+    r = cli_json("emu", "bench", "tcp", "--loss", str(p), "--delay-us", "1000", "--mtu", "1500", "--cc", "cubic",
+                 "--duration-s", "3", "--no-store", timeout=120)[0]
+    n, lost, frames = r["segments_ab"], r["drops_loss"], r["packets_ab"]
+    mean, sigma = n * p, math.sqrt(n * p * (1 - p))
+    print(f"TCP: {n} wire packets in {frames} frames, {lost} lost (expected {mean:.1f} +- {sigma:.1f}), "
+          f"{r['retransmits']} retransmits, {r['throughput_gbps']} Gb/s")
+    assert n > 20_000 and n / frames > 4, r  # the data plane saw super-packets
+    assert abs(lost - mean) <= 5 * sigma, r
+    assert r["drops_queue"] == 0 and r["retransmits"] <= 2 * lost + 20, r
 
 
 def test_bandwidth_delay_product_4_streams_fill_1_gbps_at_25_ms(leaves_nothing):

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::histogram::LatenessHistogram;
 use crate::model::{DropCause, LinkModel, Verdict};
-use crate::packet::{inspect, Dest, VNET_HDR_LEN};
+use crate::packet::{inspect, surviving_runs, Dest, VNET_HDR_LEN};
 use crate::sys::{check, mono_ns};
 
 /// Largest frame a TUN read can return: 64 KB GSO packet + virtio-net header.
@@ -59,6 +59,8 @@ pub struct LoopOptions {
     pub spin_ns: u64,
     /// SCHED_FIFO priority of the thread, 0 = leave the scheduler alone.
     pub rt_priority: i32,
+    /// Never sleep longer than this (0 = as long as there is nothing to do).
+    pub idle_wake_ns: u64,
 }
 
 struct Held {
@@ -195,12 +197,12 @@ pub fn run(
                 match model.admit(now, size) {
                     Verdict::Drop(cause) => {
                         match cause {
-                            DropCause::Queue => counters.drops_queue.fetch_add(1, Relaxed),
-                            DropCause::Loss => counters.drops_loss.fetch_add(1, Relaxed),
+                            DropCause::Queue => counters.drops_queue.fetch_add(size.segments, Relaxed),
+                            DropCause::Loss => counters.drops_loss.fetch_add(size.segments, Relaxed),
                         };
                         pool.push(buf);
                     }
-                    Verdict::Release { at_ns } => {
+                    Verdict::Release { at_ns, lost } if lost.is_empty() => {
                         let data = if len < SMALL_FRAME {
                             let small = buf[..len].to_vec();
                             pool.push(buf);
@@ -210,6 +212,19 @@ pub fn run(
                         };
                         line_bytes += size.wire_bytes;
                         line.push_back(Held { release_ns: at_ns, output, wire_bytes: size.wire_bytes, len, data });
+                    }
+                    Verdict::Release { at_ns, lost } => {
+                        // Deliver the wire packets the fibre did not lose (a non-TCP super-packet,
+                        // which the TUN offloads never produce, is lost whole).
+                        let mut delivered = 0;
+                        for data in surviving_runs(&buf[..len], &lost).unwrap_or_default() {
+                            let run = inspect(&data).0;
+                            delivered += run.segments;
+                            line_bytes += run.wire_bytes;
+                            line.push_back(Held { release_ns: at_ns, output, wire_bytes: run.wire_bytes, len: data.len(), data });
+                        }
+                        counters.drops_loss.fetch_add(size.segments.saturating_sub(delivered), Relaxed);
+                        pool.push(buf);
                     }
                 }
                 let (qb, qp) = model.backlog(now);
@@ -225,19 +240,21 @@ pub fn run(
         }
         // 3. Nothing to read: wait for input or for the next release.
         let now = mono_ns();
-        let timeout_ms = match line.front() {
+        let release_wake = match line.front() {
             Some(head) if head.release_ns <= now + opts.spin_ns => {
                 // Busy-poll the last stretch; still look at the inputs each turn.
                 readable.iter_mut().for_each(|r| *r = true);
                 std::hint::spin_loop();
                 continue;
             }
-            Some(head) => {
-                timer.arm_at(head.release_ns - opts.spin_ns);
-                100
-            }
-            None => 100,
+            Some(head) => head.release_ns - opts.spin_ns,
+            None => u64::MAX,
         };
+        let wake = if opts.idle_wake_ns > 0 { release_wake.min(now + opts.idle_wake_ns) } else { release_wake };
+        if wake != u64::MAX {
+            timer.arm_at(wake);
+        }
+        let timeout_ms = 100;
         // SAFETY: events has room for inputs.len() + 1 entries.
         let n = unsafe { libc::epoll_wait(epfd.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout_ms) };
         for ev in events.iter().take(n.max(0) as usize) {

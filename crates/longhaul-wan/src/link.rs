@@ -5,12 +5,13 @@
 //! Options (all values; Python's longhaul.emu.dataplane builds them):
 //!   --a NS=IP[,IP..]   a host of cluster A: namespace name and its addresses (repeatable)
 //!   --b NS=IP[,IP..]   the same for cluster B
-//!   --ab SPEC          link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,seed=
+//!   --ab SPEC          link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,frame_bytes=,seed=
 //!   --ba SPEC          link B->A
 //!   --ifname NAME      TUN device name inside each host namespace (default wan0)
 //!   --stats PATH       stats JSON file (default: none)
 //!   --interval-ms N    stats period (default 200)
 //!   --spin-us N        busy-poll window before each release (default 50)
+//!   --idle-wake-us N   wake at least this often even with nothing to do (default 0 = never)
 //!   --rt-priority N    SCHED_FIFO priority of the direction threads, 0 = none (default 10)
 //!   --parent-pid N     exit at once if this process is gone (race-free with PDEATHSIG)
 
@@ -43,7 +44,7 @@ pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
         _ => QueueLimit::Bytes(num("queue_bytes", 4 << 20)?.max(1)),
     };
     for k in kv.keys() {
-        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "seed"].contains(&k.as_str()) {
+        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "frame_bytes", "seed"].contains(&k.as_str()) {
             return Err(format!("unknown link parameter '{k}'"));
         }
     }
@@ -53,6 +54,7 @@ pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
         rate_bps: num("rate_bps", 0)?,
         queue,
         loss,
+        frame_bytes: num("frame_bytes", 0)?,
         seed: num("seed", 1)?,
     })
 }
@@ -86,6 +88,7 @@ pub fn main(args: &Args) -> Result<(), String> {
     let stats_path = args.get("stats").map(str::to_string);
     let interval_ms: u64 = args.num("interval-ms", 200)?;
     let spin_ns = args.num::<u64>("spin-us", 50)? * 1000;
+    let idle_wake_ns = args.num::<u64>("idle-wake-us", 0)? * 1000;
     let rt_priority: i32 = args.num("rt-priority", 10)?;
 
     let signals = sys::signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1]);
@@ -116,7 +119,7 @@ pub fn main(args: &Args) -> Result<(), String> {
     let spawn = |name: &str, inputs, outs, cfg: DirectionConfig, counters: Arc<Counters>| {
         let stop = stop.clone();
         std::thread::Builder::new().name(name.to_string()).spawn(move || {
-            let opts = LoopOptions { spin_ns, rt_priority };
+            let opts = LoopOptions { spin_ns, rt_priority, idle_wake_ns };
             dataplane::run(inputs, outs, LinkModel::new(cfg), counters, stop, opts)
         })
     };

@@ -1,7 +1,8 @@
 //! The project's own TCP load generator (no iperf3 needed): `tcp-sink` counts bytes
 //! received by N streams, `tcp-source` sends on N streams for a duration with a chosen
 //! congestion control and reports retransmits and RTT from TCP_INFO. Both print one JSON
-//! line. Throughput is measured at the sender from TCP_INFO `delivered` (segments the
+//! line. `--socket-buffer-bytes N` fixes every socket's buffers as iperf -w does.
+//! Throughput is measured at the sender from TCP_INFO `delivered` (segments the
 //! receiver has acknowledged, cumulatively or by SACK) x MSS between the end of the warm-up
 //! (`--omit-s`) and the end of the run. Counting at the sink's read() overstates the rate by
 //! what sat in its socket buffer when the window opened, and `bytes_acked` by the SACKed
@@ -26,6 +27,22 @@ fn set_congestion(stream: &TcpStream, cc: &str) -> Result<(), String> {
     };
     if r < 0 {
         return Err(format!("congestion control '{cc}' refused: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Fixed send and receive buffers (as iperf -w): SO_SNDBUF/SO_RCVBUF, forced past the
+/// net.core maxima when we may (root), which also turns auto-tuning off for the socket.
+fn set_buffers(fd: i32, bytes: u64) -> Result<(), String> {
+    let value = bytes.min(i32::MAX as u64) as libc::c_int;
+    for (forced, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+        let set = |opt| {
+            // SAFETY: an int option value of the right size.
+            unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, (&value as *const libc::c_int).cast(), 4) }
+        };
+        if set(forced) < 0 && set(plain) < 0 {
+            return Err(format!("socket buffer of {bytes} bytes refused: {}", std::io::Error::last_os_error()));
+        }
     }
     Ok(())
 }
@@ -65,6 +82,10 @@ pub fn sink(args: &Args) -> Result<(), String> {
     let omit_ns = (args.num::<f64>("omit-s", 0.0)? * 1e9) as u64;
     let timeout = Duration::from_secs_f64(args.num("timeout-s", 60.0)?);
     let listener = TcpListener::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
+    // On the listener, so accepted sockets inherit it before their window scale is chosen.
+    if args.get("socket-buffer-bytes").is_some() {
+        set_buffers(listener.as_raw_fd(), args.num("socket-buffer-bytes", 0)?)?;
+    }
     println!("ready");
     let _ = std::io::stdout().flush();
     let start = Instant::now();
@@ -123,11 +144,18 @@ pub fn source(args: &Args) -> Result<(), String> {
     let seconds: f64 = args.num("duration-s", 5.0)?;
     let omit: f64 = args.num("omit-s", 0.0)?;
     let cc = args.get("cc").map(str::to_string);
+    let buffer: Option<u64> = match args.get("socket-buffer-bytes") {
+        None => None,
+        Some(_) => Some(args.num("socket-buffer-bytes", 0)?),
+    };
     let mut conns = Vec::new();
     for _ in 0..streams {
         let c = TcpStream::connect(&connect).map_err(|e| format!("connect {connect}: {e}"))?;
         if let Some(cc) = &cc {
             set_congestion(&c, cc)?;
+        }
+        if let Some(bytes) = buffer {
+            set_buffers(c.as_raw_fd(), bytes)?;
         }
         c.set_write_timeout(Some(Duration::from_millis(500))).map_err(|e| e.to_string())?;
         conns.push(c);

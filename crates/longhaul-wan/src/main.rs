@@ -14,6 +14,7 @@ mod loadgen_udp;
 mod model;
 mod packet;
 mod rng;
+mod rxstamp;
 mod stats;
 mod sys;
 mod tun;

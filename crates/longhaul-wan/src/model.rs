@@ -6,6 +6,9 @@
 //! at `rate_bps`, then flies for `delay_ns` (+ jitter): its release time is
 //! `finish_of_serialization + delay + jitter`. Release times never decrease (a fibre does
 //! not reorder), so jitter only ever stretches gaps between packets.
+//!
+//! Random loss is decided per wire packet: a GSO super-packet of n segments learns which of
+//! its n wire packets the fibre loses, and the data plane delivers the others.
 
 use std::collections::VecDeque;
 
@@ -35,13 +38,16 @@ pub struct DirectionConfig {
     pub queue: QueueLimit,
     /// Probability that one wire packet is lost (0 <= loss < 1).
     pub loss: f64,
+    /// Framing bytes each wire packet costs on the link beyond its IP bytes (e.g. 38 for
+    /// Ethernet: preamble, header, FCS, inter-frame gap); they take link time, not queue room.
+    pub frame_bytes: u64,
     /// Seed of the loss/jitter random stream (a run is reproducible given the arrivals).
     pub seed: u64,
 }
 
 impl Default for DirectionConfig {
     fn default() -> Self {
-        DirectionConfig { delay_ns: 0, jitter_ns: 0, rate_bps: 0, queue: QueueLimit::Bytes(4 << 20), loss: 0.0, seed: 1 }
+        DirectionConfig { delay_ns: 0, jitter_ns: 0, rate_bps: 0, queue: QueueLimit::Bytes(4 << 20), loss: 0.0, frame_bytes: 0, seed: 1 }
     }
 }
 
@@ -53,15 +59,17 @@ pub enum DropCause {
     Loss,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Deliver to the far side at this monotonic time (ns).
-    Release { at_ns: u64 },
+    /// Deliver to the far side at this monotonic time (ns), except the wire packets at the
+    /// indices in `lost` (sorted; empty for nearly every packet, so no allocation).
+    Release { at_ns: u64, lost: Vec<u32> },
+    /// Nothing of the packet arrives (for `Loss`: every one of its wire packets was lost).
     Drop(DropCause),
 }
 
 /// What the model needs to know of a packet.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketSize {
     /// Bytes on the wire at the IP layer (for a GSO super-packet: all its segments).
     pub wire_bytes: u64,
@@ -87,14 +95,16 @@ pub struct LinkModel {
     backlog_bytes: u64,
     backlog_segments: u64,
     last_release_ns: u64,
-    /// log(1 - loss), precomputed for the per-segment loss of super-packets.
+    /// log(1 - loss), precomputed to draw the gaps between lost wire packets.
     log_keep: f64,
+    /// Wire packets that pass before the next lost one (a geometric draw).
+    until_loss: u64,
 }
 
 impl LinkModel {
     pub fn new(cfg: DirectionConfig) -> Self {
         let log_keep = if cfg.loss > 0.0 { (1.0 - cfg.loss).ln() } else { 0.0 };
-        LinkModel {
+        let mut m = LinkModel {
             rng: Rng::new(cfg.seed),
             cfg,
             link_free_ns: 0,
@@ -104,7 +114,39 @@ impl LinkModel {
             backlog_segments: 0,
             last_release_ns: 0,
             log_keep,
+            until_loss: u64::MAX,
+        };
+        m.until_loss = m.loss_gap();
+        m
+    }
+
+    /// Wire packets before the next loss: geometric with success probability `loss`
+    /// (inverse transform of a uniform draw in (0, 1]); never when loss is 0.
+    fn loss_gap(&mut self) -> u64 {
+        if self.cfg.loss <= 0.0 {
+            return u64::MAX;
         }
+        let u = 1.0 - self.rng.next_f64();
+        let gap = (u.ln() / self.log_keep).floor();
+        if gap >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            gap as u64
+        }
+    }
+
+    /// Indices of the wire packets lost among the next `segments` ones.
+    fn lost_segments(&mut self, segments: u64) -> Vec<u32> {
+        let mut lost = Vec::new();
+        let mut i = 0;
+        while self.until_loss < segments - i {
+            i += self.until_loss;
+            lost.push(i as u32);
+            i += 1;
+            self.until_loss = self.loss_gap();
+        }
+        self.until_loss -= segments - i;
+        lost
     }
 
     /// Bytes and wire packets waiting in (or being serialized by) the bottleneck at `now`.
@@ -151,18 +193,16 @@ impl LinkModel {
             if start > self.link_free_ns {
                 self.carry = 0; // the link went idle: no fraction of a bit is owed
             }
-            finish = start + self.serialize_ns(size.wire_bytes);
+            finish = start + self.serialize_ns(size.wire_bytes + size.segments * self.cfg.frame_bytes);
             self.link_free_ns = finish;
             self.backlog_bytes += size.wire_bytes;
             self.backlog_segments += size.segments;
             self.in_service.push_back(InService { finish_ns: finish, bytes: size.wire_bytes, segments: size.segments });
         }
-        // Lost on the fibre after using the link: P(super-packet lost) = 1 - (1-p)^segments.
-        if self.cfg.loss > 0.0 {
-            let p_lost = 1.0 - (self.log_keep * size.segments as f64).exp();
-            if self.rng.next_f64() < p_lost {
-                return Verdict::Drop(DropCause::Loss);
-            }
+        // Lost on the fibre after using the link, each wire packet on its own.
+        let lost = self.lost_segments(size.segments.max(1));
+        if lost.len() as u64 >= size.segments.max(1) {
+            return Verdict::Drop(DropCause::Loss);
         }
         let mut release = finish + self.cfg.delay_ns;
         if self.cfg.jitter_ns > 0 {
@@ -172,7 +212,7 @@ impl LinkModel {
         }
         release = release.max(self.last_release_ns);
         self.last_release_ns = release;
-        Verdict::Release { at_ns: release }
+        Verdict::Release { at_ns: release, lost }
     }
 }
 
@@ -189,7 +229,7 @@ mod tests {
 
     fn release(v: Verdict) -> u64 {
         match v {
-            Verdict::Release { at_ns } => at_ns,
+            Verdict::Release { at_ns, .. } => at_ns,
             other => panic!("expected release, got {other:?}"),
         }
     }
@@ -269,13 +309,39 @@ mod tests {
     }
 
     #[test]
-    fn super_packet_loss_follows_segment_count() {
-        // 10 segments at p = 0.05: P(lost) = 1 - 0.95^10 = 0.401.
-        let mut m = LinkModel::new(DirectionConfig { loss: 0.05, seed: 3, ..Default::default() });
-        let n = 50_000;
-        let size = PacketSize { wire_bytes: 15_000, segments: 10 };
-        let lost = (0..n).filter(|&i| m.admit(i, size) == Verdict::Drop(DropCause::Loss)).count() as f64;
-        assert!((lost / n as f64 - 0.401).abs() < 0.01, "{}", lost / n as f64);
+    fn loss_is_per_wire_packet_inside_super_packets() {
+        // 44-segment super-packets at p = 1e-2: lost wire packets ~ binomial(n * 44, p), and a
+        // super-packet loses only the segments drawn, at indices inside it.
+        let p = 1e-2;
+        let mut m = LinkModel::new(DirectionConfig { loss: p, seed: 3, ..Default::default() });
+        let size = PacketSize { wire_bytes: 44 * 1500, segments: 44 };
+        let n = 20_000u64;
+        let mut lost = 0u64;
+        let mut partly = 0u64;
+        for i in 0..n {
+            match m.admit(i, size) {
+                Verdict::Release { lost: l, .. } => {
+                    assert!(l.windows(2).all(|w| w[0] < w[1]) && l.iter().all(|&x| x < 44), "{l:?}");
+                    partly += (!l.is_empty()) as u64;
+                    lost += l.len() as u64;
+                }
+                Verdict::Drop(cause) => panic!("whole super-packet dropped ({cause:?})"),
+            }
+        }
+        let wire = (n * 44) as f64;
+        let sigma = (wire * p * (1.0 - p)).sqrt();
+        assert!((lost as f64 - wire * p).abs() < 5.0 * sigma, "lost {lost}, expected {}", wire * p);
+        // P(at least one of 44 lost) = 1 - 0.99^44 = 0.357.
+        assert!((partly as f64 / n as f64 - 0.357).abs() < 0.02, "{partly}");
+    }
+
+    #[test]
+    fn frame_bytes_take_link_time_per_wire_packet() {
+        // 1 Gb/s, 38 framing bytes per wire packet: a 10-segment super-packet of 12120 IP bytes
+        // takes (12120 + 380) * 8 ns = 100 us.
+        let cfg = DirectionConfig { rate_bps: 1_000_000_000, frame_bytes: 38, ..Default::default() };
+        let mut m = LinkModel::new(cfg);
+        assert_eq!(release(m.admit(0, PacketSize { wire_bytes: 12_120, segments: 10 })), 100 * US);
     }
 
     #[test]

@@ -16,11 +16,14 @@ LINK_HELP = """link options (units in the names; lists only for bench):
   --delay-us US        one-way delay in microseconds, 0..200000 (default 0); or
   --distance-km KM     fibre length, 5 us per km
   --rate-gbps G        link rate at the IP layer in Gb/s, 0 = unlimited, else 0.001..100
-  --loss P             random loss probability per packet, 0..0.5
+  --loss P             random loss probability per wire packet, 0..0.5
   --jitter-us US       extra delay uniform in [-US, +US], 0..100000, never reorders
   --queue SIZE         drop-tail bottleneck queue: bytes (4MB, 64K..1G) or packets (1000p)
-  --mtu BYTES          MTU of every interface, 576..65520 (default 1500)
+  --mtu BYTES          MTU of every interface, >= 576 up to what the kernel accepts (65535
+                       for TUN and veth; 65520 = IPoIB connected mode; default 1500)
   --window SIZE        TCP buffer maximum (tcp_rmem/tcp_wmem) per namespace, 64K..1G
+  --scenario FILE      the simulator's TCP scenario file (`longhaul sim tcp --scenario FILE`):
+                       link, TCP settings and, for bench tcp, the workload; options override it
 """
 
 
@@ -31,13 +34,14 @@ def _link_args(p: argparse.ArgumentParser, lists: bool = False) -> None:
     g.add_argument("--distance-km", help=f"fibre length in km instead of --delay-us (5 us/km){many}")
     g.add_argument("--distance-miles", help="fibre length in miles instead of --delay-us")
     g.add_argument("--rate-gbps", help=f"link rate, Gb/s; 0 = unlimited (default){many}")
-    g.add_argument("--loss", help="loss probability per packet, 0..0.5 (default 0)")
+    g.add_argument("--loss", help="loss probability per wire packet, 0..0.5 (default 0)")
     g.add_argument("--jitter-us", help="jitter amplitude, us, 0..100000 (default 0)")
     g.add_argument("--queue", help="bottleneck queue: bytes (e.g. 4MB) or packets (e.g. 1000p); "
                                    "default one round trip at the rate, >= 256K")
-    g.add_argument("--mtu", help="MTU in bytes, 576..65520 (default 1500)")
+    g.add_argument("--mtu", help="MTU in bytes, >= 576, at most what the kernel accepts (65535 here; default 1500)")
     g.add_argument("--window", help="TCP buffer maximum per namespace, e.g. 64M (default 4 x BDP, >= 4M)")
-    g.add_argument("--scenario", help="TOML/JSON scenario file giving the link (options here override it)")
+    g.add_argument("--scenario", help="the simulator's TCP scenario file (TOML/JSON, as `longhaul sim tcp "
+                                      "--scenario`) giving the link; options here override it")
     g.add_argument("--seed", help="seed of loss and jitter (default 1)")
     g.add_argument("--name", help="run name (namespaces NAME-a0, NAME-b0, ...); default random lhXXXXXX")
 
@@ -48,10 +52,14 @@ def _link_values(args) -> dict:
             "mtu": args.mtu, "window": args.window, "seed": args.seed, "hosts": getattr(args, "hosts", None)}
 
 
+def _scenario_file(args) -> dict:
+    from longhaul.emu import scenario
+    return scenario.load(args.scenario) if args.scenario else {"link": {}, "bench": {}}
+
+
 def _link(args):
     from longhaul.emu import scenario
-    file_link = scenario.load(args.scenario)["link"] if args.scenario else {}
-    return scenario.build_link(scenario.merged(file_link, _link_values(args)))
+    return scenario.build_link(scenario.merged(_scenario_file(args)["link"], _link_values(args)))
 
 
 def register(subparsers) -> None:
@@ -90,13 +98,15 @@ def register(subparsers) -> None:
     bsub.required = True
     bt = bsub.add_parser("tcp", help="TCP throughput A0 -> B0 (1..N streams, CC, window, duration)")
     _link_args(bt, lists=True)
-    bt.add_argument("--streams", default="1", help="parallel TCP streams, 1..128 (comma list for a grid)")
+    bt.add_argument("--streams", help="parallel TCP streams, 1..128 (comma list for a grid; default 1)")
     bt.add_argument("--cc", help="congestion control per socket, e.g. cubic,reno,bbr (default: the system's)")
-    bt.add_argument("--duration-s", default="5", help="measured seconds, 0.1..3600 (default 5)")
+    bt.add_argument("--duration-s", help="measured seconds, 0.1..3600 (default 5)")
+    bt.add_argument("--socket-buffer", help="fixed socket buffers at both ends, as iperf -w (e.g. 256K; 4K..1G; "
+                                            "default: auto-tuning up to --window)")
     bt.add_argument("--omit-s", help="warm-up seconds left out (default 10 RTT, 0.2..2)")
     bt.add_argument("--tool", choices=["builtin", "iperf3"], default="builtin",
                     help="load generator: the project's own (default) or iperf3")
-    bt.add_argument("--cross-gbps", default="0", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s")
+    bt.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
     bt.add_argument("--format", choices=FORMATS, default="table")
     _add_store_options(bt)
     bt.set_defaults(func=_bench_tcp)
@@ -104,16 +114,11 @@ def register(subparsers) -> None:
     _link_args(bp, lists=True)
     bp.add_argument("--count", default="1000", help="probes, 1..1000000 (default 1000)")
     bp.add_argument("--interval-us", default="1000", help="gap between probes, us (default 1000)")
-    bp.add_argument("--size", default="64", help="UDP payload bytes, 16..65000 (default 64)")
-    bp.add_argument("--cross-gbps", default="0", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s")
+    bp.add_argument("--size", default="64", help="UDP payload bytes, 24..65000 (default 64)")
+    bp.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
     bp.add_argument("--format", choices=FORMATS, default="table")
     _add_store_options(bp)
     bp.set_defaults(func=_bench_ping)
-
-    sc = sub.add_parser("scenario", help="run the [[bench]] entries of a scenario file on its [link]")
-    sc.add_argument("file", help="TOML or JSON scenario file (see longhaul/emu/scenario.py for the format)")
-    sc.add_argument("--format", choices=FORMATS, default="table")
-    sc.set_defaults(func=_scenario)
 
     from longhaul.emu.mpi_cli import register as register_mpi
     register_mpi(sub, _link_args)
@@ -178,24 +183,26 @@ def _floats(text, option, lo, hi):
     return parse_float_list(text, option, lo, hi)
 
 
-def _bench_link_kwargs(args) -> dict:
+def _bench_link(args) -> tuple:
+    """The link (scenario file, then options), the grid's delays and rates, and the file's
+    workload values."""
     from longhaul.emu import scenario
     from longhaul.units import delays_from_options, parse_float_list
-    file_link = scenario.load(args.scenario)["link"] if args.scenario else {}
-    values = scenario.merged(file_link, _link_values(args))
+    file = _scenario_file(args)
+    values = scenario.merged(file["link"], _link_values(args))
     dist = [values.get(k) for k in ("delay_us", "distance_km", "distance_miles")]
     delays = delays_from_options(*[None if v is None else str(v) for v in dist])
     rates = parse_float_list(str(values.get("rate_gbps", 0)), "--rate-gbps", 0, 100)
-    single = {k: values.get(k) for k in ("loss", "jitter_us", "queue", "mtu", "seed")}
-    base = scenario.build_link({**single, "delay_us": delays[0], "rate_gbps": rates[0], "window": values.get("window")})
-    return {"delay_us": delays, "rate_gbps": rates, "loss": base.ab.loss, "jitter_us": base.ab.jitter_us,
-            "queue": base.ab.queue, "mtu": base.mtu, "window": base.window, "name": args.name}
+    for k in ("delay_us", "distance_km", "distance_miles", "rate_gbps"):
+        values.pop(k, None)
+    base = scenario.build_link(values)
+    return base, delays, rates, file["bench"]
 
 
-TCP_COLUMNS = ["delay_us", "rate_gbps", "streams", "cc", "window_bytes", "bw_MBps", "throughput_gbps", "utilization",
+TCP_COLUMNS = ["delay_us", "rate_gbps", "mtu_bytes", "streams", "cc", "window_bytes", "bw_MBps", "throughput_gbps", "utilization",
                "retransmits", "rtt_us", "drops_queue", "emu_cpu_pct", "lateness_p99_us"]
 PING_COLUMNS = ["delay_us", "rate_gbps", "rtt_configured_us", "rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us",
-                "received", "count", "lateness_p99_us"]
+                "app_rtt_p50_us", "received", "count", "lateness_p99_us"]
 
 
 def _add_store_options(p) -> None:
@@ -217,17 +224,27 @@ def _save(args, kind: str, records: list[dict], started_utc: str) -> None:
                               finished_utc=now_utc())
 
 
+def _given(cli_value, file_value, default):
+    return cli_value if cli_value is not None else file_value if file_value is not None else default
+
+
 def _bench_tcp(args) -> int:
     from longhaul.emu import bench
-    from longhaul.units import parse_int_list
+    from longhaul.units import parse_int_list, parse_size
     from longhaul.results import now_utc
     started = now_utc()
-    kw = _bench_link_kwargs(args)
-    records = bench.tcp(**kw, streams=parse_int_list(args.streams, "--streams", 1, bench.MAX_STREAMS),
-                        cc=args.cc.split(",") if args.cc else None,
-                        duration_s=_floats(args.duration_s, "--duration-s", 0.1, 3600)[0],
+    link, delays, rates, file = _bench_link(args)
+    cross = _floats(args.cross_gbps, "--cross-gbps", 0, 100)[0] if args.cross_gbps else file.get("cross_gbps", 0.0)
+    buffer = parse_size(args.socket_buffer, "--socket-buffer") if args.socket_buffer else file.get("socket_buffer_bytes")
+    records = bench.tcp(link=link, delay_us=delays, rate_gbps=rates,
+                        streams=parse_int_list(str(_given(args.streams, file.get("streams"), 1)), "--streams", 1,
+                                               bench.MAX_STREAMS),
+                        cc=args.cc.split(",") if args.cc else file.get("cc"),
+                        duration_s=_floats(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
+                                           0.1, 3600)[0],
                         omit_s=_floats(args.omit_s, "--omit-s", 0, 60)[0] if args.omit_s else None,
-                        tool=args.tool, cross_gbps=_floats(args.cross_gbps, "--cross-gbps", 0, 100)[0])
+                        tool=args.tool, cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"),
+                        socket_buffer_bytes=buffer, name=args.name)
     _save(args, "emu-bench-tcp", records, started)
     emit(records, args.format, columns=TCP_COLUMNS if args.format == "table" else None, title="longhaul emu bench tcp")
     return 0
@@ -238,43 +255,13 @@ def _bench_ping(args) -> int:
     from longhaul.units import parse_int_list
     from longhaul.results import now_utc
     started = now_utc()
-    kw = _bench_link_kwargs(args)
-    kw.pop("window")
-    records = bench.ping(**kw, count=parse_int_list(args.count, "--count", 1, 1_000_000)[0],
+    link, delays, rates, file = _bench_link(args)
+    cross = _floats(args.cross_gbps, "--cross-gbps", 0, 100)[0] if args.cross_gbps else file.get("cross_gbps", 0.0)
+    records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
+                         count=parse_int_list(args.count, "--count", 1, 1_000_000)[0],
                          interval_us=_floats(args.interval_us, "--interval-us", 10, 1e7)[0],
-                         size_bytes=parse_int_list(args.size, "--size", 16, 65000)[0],
-                         cross_gbps=_floats(args.cross_gbps, "--cross-gbps", 0, 100)[0])
+                         size_bytes=parse_int_list(args.size, "--size", 24, 65000)[0],
+                         cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name)
     _save(args, "emu-bench-ping", records, started)
     emit(records, args.format, columns=PING_COLUMNS if args.format == "table" else None, title="longhaul emu bench ping")
     return 0
-
-
-def _scenario(args) -> int:
-    from longhaul.emu import bench, scenario
-    from longhaul.emu.topology import Emulator
-    data = scenario.load(args.file)
-    link = scenario.build_link(data["link"])
-    if not data["bench"]:
-        sys.stderr.write(f"longhaul emu: {args.file} has no [[bench]] entries; nothing to run\n")
-        return 0
-    records = []
-    with Emulator(link) as emu:
-        for b in data["bench"]:
-            if b["kind"] == "tcp":
-                streams = b.get("streams", 1)
-                ccs = b.get("cc", [None])
-                for s in streams if isinstance(streams, list) else [streams]:
-                    for c in ccs if isinstance(ccs, list) else [ccs]:
-                        records.append(bench.tcp_once(emu, int(s), c and _check_cc(c), float(b.get("duration_s", 5)),
-                                                      b.get("omit_s"), b.get("tool", "builtin"),
-                                                      float(b.get("cross_gbps", 0))))
-            else:
-                records.append(bench.ping_once(emu, int(b.get("count", 1000)), float(b.get("interval_us", 1000)),
-                                               int(b.get("size_bytes", 64)), float(b.get("cross_gbps", 0))))
-    emit(records, args.format)
-    return 0
-
-
-def _check_cc(cc: str) -> str:
-    from longhaul.emu import system
-    return system.check_congestion_control(cc)

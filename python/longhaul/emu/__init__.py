@@ -11,7 +11,7 @@ drops packets per direction. This package is the control plane:
 - ``reaper``   : a watcher that tears a run down if its controller is killed;
 - ``run``      : ``A: CMD :: B: CMD`` command lines;
 - ``bench``    : ``tcp()`` and ``ping()`` benchmarks returning flat records;
-- ``scenario`` : scenario files (TOML/JSON) driving the emulator.
+- ``scenario`` : the simulator's TCP scenario files (TOML/JSON) mapped onto the emulator.
 """
 
 from longhaul.emu.options import LinkOptions  # noqa: F401

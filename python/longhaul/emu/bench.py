@@ -20,13 +20,19 @@ import time
 from collections.abc import Iterable, Iterator
 
 from longhaul.emu import system
-from longhaul.emu.options import MAX_MTU, LinkOptions, Queue
+from longhaul.emu.options import LinkOptions, Queue
 from longhaul.emu.topology import Emulator
 from longhaul.errors import UserError
 
 TOOLS = ("builtin", "iperf3")
 MAX_STREAMS = 128
 MAX_DURATION_S = 3600.0
+SOCKET_BUFFER_RANGE = (4096, 1 << 30)
+#: The data plane's threads wake at least this often during a ping run (~20% of a core when
+#: idle): a thread that sleeps for the whole 10 ms of a long delay lets its vCPU halt, and the
+#: wake-up when the next probe arrives added 50-150 us to the median RTT here; waking every
+#: 200 us roughly halved that (README, "Limits").
+PING_IDLE_WAKE_US = 200
 _port = itertools.count(20000)
 
 
@@ -34,10 +40,13 @@ def _list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def _link_points(delay_us, rate_gbps, loss, jitter_us, queue, mtu, window, hosts=1) -> Iterator[LinkOptions]:
-    for d, r in itertools.product(_list(delay_us), _list(rate_gbps)):
-        yield LinkOptions.symmetric(delay_us=d, rate_gbps=r, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu,
-                                    hosts=hosts, window=window)
+def _link_points(link: LinkOptions | None, delay_us, rate_gbps, **symmetric) -> list[LinkOptions]:
+    """The grid delay_us x rate_gbps (None = the base link's) on `link`, or on a symmetric link
+    built from the keyword arguments."""
+    base = link or LinkOptions.symmetric(**symmetric)
+    delays = _list(delay_us) if delay_us is not None else [base.ab.delay_us]
+    rates = _list(rate_gbps) if rate_gbps is not None else [base.ab.rate_gbps]
+    return [base.at(d, r) for d, r in itertools.product(delays, rates)]
 
 
 class _Tool:
@@ -123,17 +132,19 @@ def default_omit_s(link: LinkOptions) -> float:
 
 def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s: float = 5.0,
              omit_s: float | None = None, tool: str = "builtin", cross_gbps: float = 0.0,
-             cross_size_bytes: int | None = None) -> dict:
-    """One TCP measurement A0 -> B0 on a running emulator; returns a flat record."""
+             cross_size_bytes: int | None = None, socket_buffer_bytes: int | None = None) -> dict:
+    """One TCP measurement A0 -> B0 on a running emulator; returns a flat record.
+    socket_buffer_bytes: SO_SNDBUF and SO_RCVBUF of every socket at both ends (iperf -w);
+    None = Linux auto-tuning up to the namespaces' maxima."""
     omit = default_omit_s(emu.link) if omit_s is None else omit_s
     total = duration_s + omit
     before = emu.stats()
     cross = _cross_traffic(emu, cross_gbps, total + 0.5, cross_size_bytes)
     try:
         if tool == "iperf3":
-            result = _iperf3(emu, streams, cc, duration_s, omit)
+            result = _iperf3(emu, streams, cc, duration_s, omit, socket_buffer_bytes)
         else:
-            result = _builtin_tcp(emu, streams, cc, duration_s, omit)
+            result = _builtin_tcp(emu, streams, cc, duration_s, omit, socket_buffer_bytes)
         cross_rec = _cross_record(cross, total + 35)
     finally:
         if cross:
@@ -144,7 +155,7 @@ def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s:
     gbps = result["throughput_gbps"]
     return {
         "source": "emu", "tool": tool, **emu.link.record(), "streams": streams, "cc": cc or _default_cc(),
-        "duration_s": duration_s, "omit_s": omit,
+        "duration_s": duration_s, "omit_s": omit, "socket_buffer_bytes": socket_buffer_bytes,
         "bw_MBps": round(gbps * 1e9 / 8 / 1e6, 3), "throughput_gbps": round(gbps, 4),
         "utilization": round(gbps / rate, 4) if rate else None,
         "retransmits": result.get("retransmits"), "rtt_us": result.get("rtt_us"),
@@ -160,14 +171,16 @@ def _default_cc() -> str:
         return "default"
 
 
-def _builtin_tcp(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float) -> dict:
+def _builtin_tcp(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float,
+                 socket_buffer_bytes: int | None) -> dict:
     wan = system.dataplane_binary()
     port = next(_port)
     total = duration_s + omit_s
+    buffers = ["--socket-buffer-bytes", str(socket_buffer_bytes)] if socket_buffer_bytes else []
     sink = _Tool(emu, "b", [wan, "tcp-sink", "--bind", f"{emu.address('b')}:{port}", "--streams", str(streams),
-                            "--omit-s", str(omit_s), "--timeout-s", str(total + 30)]).ready()
+                            "--omit-s", str(omit_s), "--timeout-s", str(total + 30), *buffers]).ready()
     argv = [wan, "tcp-source", "--connect", f"{emu.address('b')}:{port}", "--streams", str(streams),
-            "--duration-s", str(duration_s), "--omit-s", str(omit_s)]
+            "--duration-s", str(duration_s), "--omit-s", str(omit_s), *buffers]
     if cc:
         argv += ["--cc", cc]
     src = _Tool(emu, "a", argv)
@@ -182,7 +195,8 @@ def _builtin_tcp(emu: Emulator, streams: int, cc: str | None, duration_s: float,
             "rtt_us": s.get("rtt_us")}
 
 
-def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float) -> dict:
+def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float,
+            socket_buffer_bytes: int | None) -> dict:
     if shutil.which("iperf3") is None:
         raise UserError("--tool iperf3: iperf3 is not installed (Debian package iperf3; scripts/apt-packages.txt)")
     port = next(_port)
@@ -193,6 +207,8 @@ def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit
             "-t", str(max(1, math.ceil(duration_s))), "-O", str(math.ceil(omit_s)), "-P", str(streams)]
     if cc:
         argv += ["-C", cc]
+    if socket_buffer_bytes:
+        argv += ["-w", str(socket_buffer_bytes)]
     try:
         p = emu.popen("a", 0, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, _ = p.communicate(timeout=duration_s + omit_s + 60)
@@ -209,18 +225,21 @@ def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit
     return {"throughput_gbps": received / 1e9, "retransmits": retrans, "rtt_us": None}
 
 
-def tcp(*, delay_us: float | Iterable[float] = 0.0, rate_gbps: float | Iterable[float] = 0.0, loss: float = 0.0,
-        jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500,
+def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | Iterable[float] | None = None,
+        loss: float = 0.0, jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500,
         streams: int | Iterable[int] = 1, window: str | int | None = None, cc: str | Iterable[str] | None = None,
         duration_s: float = 5.0, omit_s: float | None = None, tool: str = "builtin", cross_gbps: float = 0.0,
-        cross_size_bytes: int | None = None, name: str | None = None) -> list[dict]:
+        cross_size_bytes: int | None = None, socket_buffer_bytes: int | None = None, name: str | None = None,
+        link: LinkOptions | None = None) -> list[dict]:
     """TCP throughput A -> B through the emulator, one record per point of the grid
     delay_us x rate_gbps x streams x cc (lists or scalars). One emulator per link point.
 
-    delay_us: one-way delay (us); rate_gbps: link rate (0 = unlimited); loss: per-packet loss
-    probability; queue: '4MB' / '1000p' (None = one RTT at the rate); mtu: bytes; window:
-    TCP buffer maximum per namespace (bytes or '64M'; None = 4 x BDP, >= 4 MiB); cc:
-    congestion control set per socket; duration_s: measured seconds, after omit_s warm-up."""
+    link: the link (e.g. from a scenario file; delay_us / rate_gbps, when given, make the grid
+    on it); without it, a symmetric link of delay_us (one way, us; default 0), rate_gbps (0 =
+    unlimited), loss (per wire packet), jitter_us, queue ('4MB' / '1000p'; None = one RTT at
+    the rate), mtu (bytes) and window (TCP buffer maximum per namespace, bytes or '64M'; None =
+    4 x BDP, >= 4 MiB). cc: congestion control set per socket; duration_s: measured seconds,
+    after omit_s warm-up; socket_buffer_bytes: fixed socket buffers (iperf -w)."""
     stream_list = [int(s) for s in _list(streams)]
     for s in stream_list:
         if not 1 <= s <= MAX_STREAMS:
@@ -231,18 +250,25 @@ def tcp(*, delay_us: float | Iterable[float] = 0.0, rate_gbps: float | Iterable[
         raise UserError(f"--tool: '{tool}' is not one of {', '.join(TOOLS)}")
     if not 0 <= cross_gbps <= 100:
         raise UserError(f"--cross-gbps: {cross_gbps} is out of range [0, 100]")
+    if socket_buffer_bytes is not None and not SOCKET_BUFFER_RANGE[0] <= socket_buffer_bytes <= SOCKET_BUFFER_RANGE[1]:
+        raise UserError(f"--socket-buffer: {socket_buffer_bytes} bytes is out of range "
+                        f"[{SOCKET_BUFFER_RANGE[0]}, {SOCKET_BUFFER_RANGE[1]}] (4K .. 1G)")
     cc_list = [system.check_congestion_control(c) for c in _list(cc)] if cc is not None else [None]
     records = []
-    for link in list(_link_points(delay_us, rate_gbps, loss, jitter_us, queue, mtu, window)):
-        with Emulator(link, name=name) as emu:
+    points = _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu, window=window)
+    for point in points:
+        with Emulator(point, name=name) as emu:
             for s, c in itertools.product(stream_list, cc_list):
-                records.append(tcp_once(emu, s, c, duration_s, omit_s, tool, cross_gbps, cross_size_bytes))
+                records.append(tcp_once(emu, s, c, duration_s, omit_s, tool, cross_gbps, cross_size_bytes,
+                                        socket_buffer_bytes))
     return records
 
 
 def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64,
               cross_gbps: float = 0.0, cross_size_bytes: int | None = None) -> dict:
-    """UDP ping-pong A0 <-> B0 on a running emulator: RTT percentiles in microseconds."""
+    """UDP ping-pong A0 <-> B0 on a running emulator: RTT percentiles in microseconds, of the
+    network path (kernel receive stamps, the server's turnaround taken out: see loadgen_udp.rs)
+    and as the application sees it (app_rtt_*)."""
     wan = system.dataplane_binary()
     port = next(_port)
     rtt_cfg = emu.link.ab.delay_us + emu.link.ba.delay_us
@@ -267,25 +293,27 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
     return {
         "source": "emu", **emu.link.record(), "size_bytes": size_bytes, "count": count, "received": r.get("received"),
         "rtt_configured_us": rtt_cfg,
-        **{k: r.get(k) for k in ("rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_max_us", "rtt_mean_us")},
+        **{k: r.get(k) for k in ("rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_max_us", "rtt_mean_us",
+                                 "app_rtt_p50_us", "app_rtt_p99_us", "kernel_stamped")},
         "cross_gbps": cross_gbps, **{k: v for k, v in cross_rec.items() if k != "cross_gbps"},
         **_stats_delta(before, after),
     }
 
 
-def ping(*, delay_us: float | Iterable[float] = 0.0, rate_gbps: float | Iterable[float] = 0.0, loss: float = 0.0,
-         jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500, count: int = 1000,
-         interval_us: float = 1000.0, size_bytes: int = 64, cross_gbps: float = 0.0,
-         cross_size_bytes: int | None = None, name: str | None = None) -> list[dict]:
-    """UDP ping-pong RTT through the emulator, one record per (delay_us, rate_gbps) point."""
+def ping(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | Iterable[float] | None = None,
+         loss: float = 0.0, jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500,
+         count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64, cross_gbps: float = 0.0,
+         cross_size_bytes: int | None = None, name: str | None = None, link: LinkOptions | None = None) -> list[dict]:
+    """UDP ping-pong RTT through the emulator, one record per (delay_us, rate_gbps) point
+    (link options as for ``tcp``)."""
     if not 1 <= count <= 1_000_000:
         raise UserError(f"--count: {count} is out of range [1, 1000000]")
     if not 10 <= interval_us <= 1e7:
         raise UserError(f"--interval-us: {interval_us} is out of range [10, 1e7]")
-    if not 16 <= size_bytes <= min(65000, MAX_MTU):
-        raise UserError(f"--size: {size_bytes} is out of range [16, 65000] bytes")
+    if not 24 <= size_bytes <= 65000:
+        raise UserError(f"--size: {size_bytes} is out of range [24, 65000] bytes")
     records = []
-    for link in list(_link_points(delay_us, rate_gbps, loss, jitter_us, queue, mtu, None)):
-        with Emulator(link, name=name) as emu:
+    for point in _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu):
+        with Emulator(point, name=name, idle_wake_us=PING_IDLE_WAKE_US) as emu:
             records.append(ping_once(emu, count, interval_us, size_bytes, cross_gbps, cross_size_bytes))
     return records

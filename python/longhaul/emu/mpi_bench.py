@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from longhaul.emu import mpi
@@ -67,9 +68,10 @@ def osu_once(emu, bench: str, sizes: Sequence[int], ranks_per_cluster: int, algo
 
 
 def osu(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), ranks_per_cluster: int | None = None,
-        link: dict | None = None, name: str | None = None, **kw) -> list[dict]:
-    """The benchmark at every delay (one emulator each, one host per rank). ``link``: further
-    ``LinkOptions.symmetric`` arguments (rate_gbps, mtu, window, loss, ...); ``kw``: those of
+        link: dict | LinkOptions | None = None, name: str | None = None, **kw) -> list[dict]:
+    """The benchmark at every delay (one emulator each, one host per rank). ``link``: the link
+    (e.g. from a scenario file), or further ``LinkOptions.symmetric`` arguments (rate_gbps, mtu,
+    window, loss, ...); its delay is replaced by each of ``delays_us``; ``kw``: those of
     ``osu_once``. ``ranks_per_cluster`` defaults to 1 for latency/bw/bibw, ``pairs`` (or 2) for
     mbw_mr, 4 for collectives."""
     if bench not in BENCHES:
@@ -84,9 +86,10 @@ def osu(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), r
     mpi.MpiJob(argv=["osu_mpi"], ranks_per_cluster=ranks_per_cluster, placement=kw.get("placement", "block"),
                library=kw.get("library", "openmpi")).validated()
     mpi.launcher(kw.get("library", "openmpi"))
+    base = link if isinstance(link, LinkOptions) else LinkOptions.symmetric(**(link or {}))
     records = []
     for d in delays_us:
-        opts = LinkOptions.symmetric(**{**(link or {}), "delay_us": d, "hosts": ranks_per_cluster})
+        opts = replace(base.at(d, base.ab.rate_gbps), hosts=ranks_per_cluster).validated()
         with mpi.emulator(opts, name=name) as emu:
             records += osu_once(emu, bench, sizes, ranks_per_cluster, **kw)
     return records

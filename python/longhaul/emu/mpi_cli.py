@@ -116,21 +116,20 @@ def _run(args) -> int:
 
 
 def _osu(args) -> int:
-    from longhaul.commands.emu import _bench_link_kwargs, _save
+    from longhaul.commands.emu import _bench_link, _save
     from longhaul.emu import mpi, mpi_bench
     from longhaul.results import now_utc
     from longhaul.units import parse_sizes
     started = now_utc()
-    kw = _bench_link_kwargs(args)
-    if len(kw["rate_gbps"]) != 1:
+    base, delays, rates, _ = _bench_link(args)
+    if len(rates) != 1:
         raise UserError("--rate-gbps: give one rate for emu mpi osu")
-    link = {"rate_gbps": kw["rate_gbps"][0], "loss": kw["loss"], "jitter_us": kw["jitter_us"], "queue": kw["queue"],
-            "mtu": kw["mtu"], "window": kw["window"]}
+    link = base.at(delays[0], rates[0])
     ranks = (_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
              if args.ranks_per_cluster else None)
     _warn_mpich(args.mpi, ranks or (1 if args.bench in mpi_bench.PT2PT else 2))
     records = mpi_bench.osu(
-        args.bench, parse_sizes(args.sizes, "--sizes", 1, 64 << 20), kw["delay_us"], ranks_per_cluster=ranks,
+        args.bench, parse_sizes(args.sizes, "--sizes", 1, 64 << 20), delays, ranks_per_cluster=ranks,
         link=link, name=args.name, algo=args.algo,
         iterations=_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None,
         warmup=_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None,

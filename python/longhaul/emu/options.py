@@ -17,11 +17,14 @@ MAX_RATE_GBPS = 100.0
 MIN_RATE_GBPS = 0.001  # 1 Mb/s; 0 means "no rate limit"
 MAX_LOSS = 0.5
 MAX_JITTER_US = 100_000.0
-MIN_MTU, MAX_MTU = 576, 65520  # IPv4 minimum datagram; IPoIB connected mode maximum
+MIN_MTU = 576  # IPv4 minimum datagram; the maximum is what the kernel's devices accept (65535 here)
 QUEUE_BYTES_RANGE = (65_536, 1 << 30)  # >= one 64 KB super-packet
 QUEUE_PACKETS_RANGE = (8, 1_000_000)
 WINDOW_RANGE = (65_536, 1 << 30)
 MAX_HOSTS = 16
+MAX_FRAME_BYTES = 256  # well above any real link layer's per-packet framing
+MAX_INITCWND_SEGS = 1000
+RTO_MIN_MS_RANGE = (1.0, 60_000.0)
 UNLIMITED_RATE_FOR_BDP_GBPS = 10.0  # rate assumed to size buffers when the link is unlimited
 
 _QUEUE_PACKETS_RE = re.compile(r"^\s*(\d+)\s*(p|pkt|pkts|packets)\s*$", re.IGNORECASE)
@@ -71,13 +74,16 @@ class Direction:
     """One direction of the link. delay_us: one-way propagation delay (us); rate_gbps: link
     rate at the IP layer (Gb/s, 0 = unlimited); loss: probability a wire packet is lost;
     jitter_us: extra delay uniform in [-jitter, +jitter] (us, never reorders); queue: the
-    bottleneck queue (None = one round-trip's worth of bytes at the rate, at least 256 KB)."""
+    bottleneck queue (None = one round-trip's worth of bytes at the rate, at least 256 KB);
+    frame_bytes: link-layer bytes each wire packet costs on the link beyond its IP bytes (0..256;
+    e.g. 38 for Ethernet), which take link time but no queue room."""
 
     delay_us: float = 0.0
     rate_gbps: float = 0.0
     loss: float = 0.0
     jitter_us: float = 0.0
     queue: Queue | None = None
+    frame_bytes: int = 0
 
     def validated(self, prefix: str = "--") -> "Direction":
         _check(self.delay_us, f"{prefix}delay-us", 0, MAX_DELAY_US, " us")
@@ -85,6 +91,7 @@ class Direction:
             _check(self.rate_gbps, f"{prefix}rate-gbps", MIN_RATE_GBPS, MAX_RATE_GBPS, " Gb/s (0 = unlimited)")
         _check(self.loss, f"{prefix}loss", 0, MAX_LOSS, " (probability per packet)")
         _check(self.jitter_us, f"{prefix}jitter-us", 0, MAX_JITTER_US, " us")
+        _check(self.frame_bytes, "frame_bytes", 0, MAX_FRAME_BYTES, " bytes per packet")
         return self
 
     def effective_queue(self) -> Queue:
@@ -102,6 +109,7 @@ class Direction:
             f"rate_bps={round(self.rate_gbps * 1e9)}",
             self.effective_queue().spec(),
             f"loss={self.loss!r}",
+            f"frame_bytes={self.frame_bytes}",
             f"seed={seed}",
         ])
 
@@ -110,10 +118,15 @@ class Direction:
 class LinkOptions:
     """Everything that defines an emulated pair of clusters.
 
-    ab / ba: the two directions (A->B, B->A); mtu: bytes, on every interface (576..65520);
+    ab / ba: the two directions (A->B, B->A); mtu: bytes, on every interface (>= 576, up to
+    what the kernel accepts: 65535 for TUN and veth; 65520 mimics IPoIB connected mode);
     hosts: hosts per cluster (1..16); window: maximum TCP socket buffer in bytes set in every
-    namespace (tcp_rmem/tcp_wmem maxima; None = 4 x the bandwidth-delay product, >= 4 MiB);
-    seed: of the loss and jitter random streams.
+    namespace (tcp_rmem maximum, and tcp_wmem maximum unless wmem_max is given; None = 4 x the
+    bandwidth-delay product, >= 4 MiB); seed: of the loss and jitter random streams.
+    TCP of the hosts, per namespace: sack (net.ipv4.tcp_sack); and on the route across the
+    link: initcwnd_segs (initial congestion window, segments; None = the kernel's 10),
+    rto_min_ms (minimum retransmission time-out; None = the kernel's 200 ms), quickack
+    (True = acknowledge every segment at once, no delayed ACKs).
     """
 
     ab: Direction = field(default_factory=Direction)
@@ -121,7 +134,12 @@ class LinkOptions:
     mtu: int = 1500
     hosts: int = 1
     window: int | None = None
+    wmem_max: int | None = None
     seed: int = 1
+    sack: bool = True
+    initcwnd_segs: int | None = None
+    rto_min_ms: float | None = None
+    quickack: bool = False
 
     @staticmethod
     def symmetric(delay_us: float = 0.0, rate_gbps: float = 0.0, loss: float = 0.0, jitter_us: float = 0.0,
@@ -135,13 +153,34 @@ class LinkOptions:
     def validated(self) -> "LinkOptions":
         self.ab.validated()
         self.ba.validated()
-        if not isinstance(self.mtu, int) or not MIN_MTU <= self.mtu <= MAX_MTU:
-            raise UserError(f"--mtu: {self.mtu} is out of range [{MIN_MTU}, {MAX_MTU}] bytes")
+        if not isinstance(self.mtu, int) or self.mtu < MIN_MTU:
+            raise UserError(f"--mtu: {self.mtu} is below the minimum of {MIN_MTU} bytes")
         if not isinstance(self.hosts, int) or not 1 <= self.hosts <= MAX_HOSTS:
             raise UserError(f"--hosts: {self.hosts} is out of range [1, {MAX_HOSTS}]")
-        if self.window is not None and not WINDOW_RANGE[0] <= self.window <= WINDOW_RANGE[1]:
-            raise UserError(f"--window: {self.window} bytes is out of range [{WINDOW_RANGE[0]}, {WINDOW_RANGE[1]}] (64K .. 1G)")
+        for option, value in (("--window", self.window), ("wmem_max_bytes", self.wmem_max)):
+            if value is not None and not WINDOW_RANGE[0] <= value <= WINDOW_RANGE[1]:
+                raise UserError(f"{option}: {value} bytes is out of range [{WINDOW_RANGE[0]}, {WINDOW_RANGE[1]}] (64K .. 1G)")
+        if self.initcwnd_segs is not None:
+            _check(self.initcwnd_segs, "initial_cwnd_segs", 1, MAX_INITCWND_SEGS, " segments")
+        if self.rto_min_ms is not None:
+            _check(self.rto_min_ms, "min_rto_ms", *RTO_MIN_MS_RANGE, " ms")
         return self
+
+    def at(self, delay_us: float, rate_gbps: float) -> "LinkOptions":
+        """The same link with this delay and rate in both directions (a point of a grid)."""
+        return replace(self, ab=replace(self.ab, delay_us=delay_us, rate_gbps=rate_gbps),
+                       ba=replace(self.ba, delay_us=delay_us, rate_gbps=rate_gbps)).validated()
+
+    def route_options(self) -> list[str]:
+        """`ip route` attributes of the route across the link (initcwnd, rto_min, quickack)."""
+        out = []
+        if self.initcwnd_segs is not None:
+            out += ["initcwnd", str(self.initcwnd_segs)]
+        if self.rto_min_ms is not None:
+            out += ["rto_min", f"{self.rto_min_ms:g}ms"]
+        if self.quickack:
+            out += ["quickack", "1"]
+        return out
 
     def effective_window(self) -> int:
         if self.window is not None:
@@ -163,7 +202,13 @@ class LinkOptions:
             **self.ab.effective_queue().record(),
             "mtu_bytes": self.mtu,
             "window_bytes": self.effective_window(),
+            "wmem_max_bytes": self.wmem_max or self.effective_window(),
         }
+        if self.ab.frame_bytes:
+            r["frame_bytes"] = self.ab.frame_bytes
+        if (self.sack, self.initcwnd_segs, self.rto_min_ms, self.quickack) != (True, None, None, False):
+            r.update({"sack": self.sack, "initcwnd_segs": self.initcwnd_segs, "rto_min_ms": self.rto_min_ms,
+                      "quickack": self.quickack})
         if self.ba != self.ab:
             r.update({"ba_delay_us": self.ba.delay_us, "ba_rate_gbps": self.ba.rate_gbps, "ba_loss": self.ba.loss})
         return r

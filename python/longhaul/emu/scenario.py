@@ -1,69 +1,118 @@
-"""Scenario files (TOML or JSON) that drive the emulator, and turning option values (from a
-file or the command line) into ``LinkOptions``.
+"""The simulator's TCP scenario file (``longhaul sim tcp --scenario FILE``) driving the emulator,
+and turning option values (from such a file and the command line) into ``LinkOptions``.
 
-Format (TOML shown; JSON is the same tree)::
+The file is read and resolved by the simulator's own parser (``longhaul.sim.tcp.validate``,
+the Rust core), so it means what it means to the simulator, defaults included, and then mapped:
 
-    [link]                  # both directions unless [link.ab]/[link.ba] say otherwise
-    delay_us = 5000         # or distance_km / distance_miles (5 us per km of fibre)
-    rate_gbps = 1           # 0 = unlimited
-    loss = 0.0              # probability per packet
-    jitter_us = 0
-    queue = "4MB"           # or "1000p" (packets); default one round trip at the rate
-    mtu = 9000
-    hosts = 1               # hosts per cluster
-    window = "64M"          # TCP buffer maximum in every namespace
-    [link.ba]
-    rate_gbps = 0.1         # e.g. an asymmetric return path
+- link type and rate: the WAN payload rate the simulator resolves (``path.rate_gbps``, or the
+  link type's: 10gige-lan 10, 10gige-wan 9.29, oc192 9.58 Gb/s; IPoIB: the testbed's WAN rate),
+  with the link type's framing bytes per wire packet (Ethernet/SONET) taking link time;
+- ``path.delay_us`` + 5 us per ``path.fibre_km``: the one-way delay; ``path.loss``: per wire
+  packet, each direction; ``tcp.mtu_bytes`` (default the link type's): every interface;
+- queue: Ethernet/SONET ``queue_bytes`` or ``queue_packets`` (default one bandwidth-delay
+  product, >= 100 packets, as the simulator); IPoIB is credit flow-controlled, i.e. lossless:
+  a queue of the emulator's maximum (1 GiB) that TCP's windows never fill;
+- TCP: ``rmem_max_bytes``/``wmem_max_bytes`` (default stock Linux, 6 MiB / 4 MiB) as the
+  namespaces' tcp_rmem/tcp_wmem maxima, ``sack`` as net.ipv4.tcp_sack, ``initial_cwnd_segs``,
+  ``min_rto_ms`` and ``delayed_ack = false`` on the route across the link (initcwnd, rto_min,
+  quickack); ``cc``, ``streams``, ``window_bytes`` (socket buffer, iperf -w) and
+  ``duration_s`` for ``bench tcp``; ``cross.gbps`` / ``cross.packet_bytes``: UDP
+  constant-bit-rate cross traffic; ``seed``.
 
-    [[bench]]               # run by `longhaul emu scenario FILE`, records printed
-    kind = "tcp"            # or "ping"
-    streams = [1, 4]
-    cc = ["cubic"]
-    duration_s = 3
+What the emulator cannot honour is refused with one line naming the parameter: the simulated
+hosts' costs (``stack``; ``testbed`` on Ethernet/SONET, where it only picks the hosts),
+Ethernet/SONET ``extender`` boxes, the IPoIB extender's credit buffer (``queue_bytes``),
+``hystart`` (a module parameter of the whole machine), cross traffic that starts late or comes
+in bursts, and the simulator's time series (``interval_s``, ``cwnd_trace``).
 """
 
 from __future__ import annotations
 
-import json
-import tomllib
-from pathlib import Path
-
-from longhaul.emu.options import Direction, LinkOptions, Queue
+from longhaul.emu.options import QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue
 from longhaul.errors import UserError
-from longhaul.units import delays_from_options, parse_float_list, parse_size
+from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_float_list, parse_size
 
-DIRECTION_KEYS = {"delay_us", "distance_km", "distance_miles", "rate_gbps", "loss", "jitter_us", "queue"}
-LINK_KEYS = DIRECTION_KEYS | {"mtu", "hosts", "window", "seed", "ab", "ba"}
-BENCH_KEYS = {"kind", "streams", "cc", "duration_s", "omit_s", "tool", "cross_gbps", "count", "interval_us",
-              "size_bytes"}
+#: The link `longhaul sim tcp --scenario FILE` assumes when the file names none.
+DEFAULT_LINK = "ipoib-ud"
+#: UDP + IPv4 header bytes: a cross-traffic datagram of IP size N carries N - 28 bytes.
+UDP_IP_HEADER_BYTES = 28
+PS_PER_S = 1e12
+
+
+def _refuse_what_cannot_be_honoured(sc: dict, r: dict) -> None:
+    path, tcp_, cross = sc["path"], sc["tcp"], sc.get("cross") or {}
+    ipoib = r["link"].startswith("ipoib")
+    host_only = "the emulator's hosts run this machine's Linux TCP, not the simulated hosts"
+    refusals = [
+        ("stack" in sc, f"stack: sets the simulated hosts' costs; {host_only}"),
+        (not ipoib and sc.get("testbed") not in (None, "modern"),
+         f"testbed: on {r['link']} it only picks the simulated hosts; {host_only}"),
+        (not ipoib and path.get("extender") not in (None, "none"),
+         "extender: the emulator has no extender boxes at the WAN ends (use 'none')"),
+        (ipoib and "queue_bytes" in path,
+         "queue_bytes: on IPoIB it is the extender's credit buffer; the emulator does not model credit flow control"),
+        (tcp_.get("hystart") is False, "hystart: tcp_cubic's hystart is a module parameter of the whole machine, "
+                                       "not settable per emulated host"),
+        (bool(cross.get("start_s")), "cross.start_s: the emulator's cross traffic runs from the start"),
+        (bool(cross.get("on_ms") or cross.get("off_ms")), "cross.on_ms, cross.off_ms: the emulator's cross traffic "
+                                                           "is constant-rate, not bursts"),
+        ("interval_s" in tcp_, "interval_s: the emulator reports one throughput per run, no time series"),
+        (bool(tcp_.get("cwnd_trace")), "cwnd_trace: the emulator reports no congestion-window trace"),
+    ]
+    for refused, message in refusals:
+        if refused:
+            raise UserError(message)
+
+
+def _queue(path: dict, r: dict) -> Queue:
+    if r["eth"] is None:
+        return Queue(bytes=QUEUE_BYTES_RANGE[1])  # lossless IPoIB: never full
+    if "queue_packets" in path:
+        return Queue.parse(f"{path['queue_packets']}p", "queue_packets")
+    return Queue.parse(str(r["eth"]["queue_limit_bytes"]), "queue_bytes")
 
 
 def load(path: str) -> dict:
-    p = Path(path)
+    """The emulator's settings from a simulator TCP scenario file: ``link`` (values for
+    ``build_link``) and ``bench`` (streams, cc, duration_s, socket_buffer_bytes, cross_gbps,
+    cross_size_bytes for ``bench tcp``). Bad or unsupported content: UserError naming the file."""
+    from longhaul.commands.simmodels.verbs import load_scenario_file
+    from longhaul.sim import tcp
+
+    base = load_scenario_file(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise UserError(f"scenario {path}: cannot read ({e.strerror})") from None
-    try:
-        data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as e:
-        raise UserError(f"scenario {path}: not valid {'JSON' if p.suffix == '.json' else 'TOML'} ({e})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"scenario {path}: the top level must be a table")
-    link = data.get("link", data.get("emu", {}).get("link", {}))
-    if not isinstance(link, dict):
-        raise UserError(f"scenario {path}: [link] must be a table")
-    unknown = set(link) - LINK_KEYS
-    if unknown:
-        raise UserError(f"scenario {path}: unknown [link] key '{sorted(unknown)[0]}' (known: {', '.join(sorted(LINK_KEYS))})")
-    benches = data.get("bench", [])
-    for b in benches:
-        if not isinstance(b, dict) or b.get("kind") not in ("tcp", "ping"):
-            raise UserError(f"scenario {path}: each [[bench]] needs kind = \"tcp\" or \"ping\"")
-        bad = set(b) - BENCH_KEYS
-        if bad:
-            raise UserError(f"scenario {path}: unknown [[bench]] key '{sorted(bad)[0]}' (known: {', '.join(sorted(BENCH_KEYS))})")
-    return {"link": link, "bench": benches}
+        has_link = isinstance(base, dict) and "link" in base
+        sc = tcp.scenario(base, link=None if has_link else DEFAULT_LINK)
+        r = tcp.validate(sc)
+        _refuse_what_cannot_be_honoured(sc, r)
+        window = r["params"]["window"]
+        auto = window["mode"] == "auto"
+        cross = r.get("cross")
+        link = {
+            "delay_us": r["delay_us"] + r["fibre_km"] * FIBRE_DELAY_US_PER_KM,
+            "rate_gbps": r["wan_gbps"],
+            "frame_bytes": r["eth"]["wan_frame_overhead_bytes"] if r["eth"] else 0,
+            "loss": r["loss"],
+            "queue": _queue(sc["path"], r),
+            "mtu": r["mtu_bytes"],
+            "window": window["rmem_max_bytes"] if auto else None,
+            "wmem_max": window["wmem_max_bytes"] if auto else None,
+            "seed": r["seed"],
+            "sack": r["params"]["sack"],
+            "initcwnd_segs": sc["tcp"].get("initial_cwnd_segs"),
+            "rto_min_ms": sc["tcp"].get("min_rto_ms"),
+            "quickack": r["params"]["ack_every_segs"] == 1,
+        }
+        bench = {
+            "streams": r["streams"], "cc": r["cc"], "duration_s": r["duration"] / PS_PER_S,
+            "socket_buffer_bytes": None if auto else window["bytes"],
+            "cross_gbps": cross["gbps"] if cross else 0.0,
+            "cross_size_bytes": cross["ip_bytes"] - UDP_IP_HEADER_BYTES if cross else None,
+        }
+        build_link(link)  # every value in the emulator's ranges
+    except UserError as e:
+        raise UserError(f"scenario {path}: {e}") from None
+    return {"link": link, "bench": bench}
 
 
 def _one_float(value, option: str, lo: float = 0.0, hi: float = float("inf")) -> float:
@@ -80,47 +129,50 @@ def _int(value, option: str) -> int:
         raise UserError(f"{option}: '{value}' is not a whole number") from None
 
 
-def _direction(values: dict, base: Direction | None = None) -> Direction:
-    d = base or Direction()
-    kw = {k: getattr(d, k) for k in ("delay_us", "rate_gbps", "loss", "jitter_us", "queue")}
+def _direction(values: dict) -> Direction:
+    kw = {}
     dist = [values.get(k) for k in ("delay_us", "distance_km", "distance_miles")]
     if any(v is not None for v in dist):
         delays = delays_from_options(*[None if v is None else str(v) for v in dist])
         if len(delays) != 1:
             raise UserError("--delay-us: give one value here, not a list")
         kw["delay_us"] = delays[0]
-    if values.get("rate_gbps") is not None:
-        kw["rate_gbps"] = _one_float(values["rate_gbps"], "--rate-gbps")
-    if values.get("loss") is not None:
-        kw["loss"] = _one_float(values["loss"], "--loss")
-    if values.get("jitter_us") is not None:
-        kw["jitter_us"] = _one_float(values["jitter_us"], "--jitter-us")
+    for key, option in (("rate_gbps", "--rate-gbps"), ("loss", "--loss"), ("jitter_us", "--jitter-us")):
+        if values.get(key) is not None:
+            kw[key] = _one_float(values[key], option)
     if values.get("queue") is not None:
-        kw["queue"] = Queue.parse(values["queue"])
+        q = values["queue"]
+        kw["queue"] = q if isinstance(q, Queue) else Queue.parse(q)
+    kw["frame_bytes"] = values.get("frame_bytes") or 0
     return Direction(**kw).validated()
 
 
 def build_link(values: dict) -> LinkOptions:
     """LinkOptions from a mapping of option names to values (numbers or text, None = unset)."""
-    both = _direction(values)
-    ab = _direction(values.get("ab") or {}, both)
-    ba = _direction(values.get("ba") or {}, both)
-    window = values.get("window")
+    d = _direction(values)
+    window, wmem = values.get("window"), values.get("wmem_max")
     return LinkOptions(
-        ab=ab, ba=ba,
+        ab=d, ba=d,
         mtu=_int(values["mtu"], "--mtu") if values.get("mtu") is not None else 1500,
         hosts=_int(values["hosts"], "--hosts") if values.get("hosts") is not None else 1,
         window=parse_size(str(window), "--window") if window is not None else None,
+        wmem_max=int(wmem) if wmem is not None else None,
         seed=_int(values["seed"], "--seed") if values.get("seed") is not None else 1,
+        sack=values.get("sack", True),
+        initcwnd_segs=values.get("initcwnd_segs"),
+        rto_min_ms=values.get("rto_min_ms"),
+        quickack=bool(values.get("quickack")),
     ).validated()
 
 
-def merged(file_link: dict, cli_values: dict) -> dict:
-    """Command-line values (those given) override the file's [link] values."""
-    out = dict(file_link)
+def merged(file_values: dict, cli_values: dict) -> dict:
+    """Command-line values (those given) override the file's."""
+    out = dict(file_values)
     given = {k: v for k, v in cli_values.items() if v is not None}
     if given.keys() & {"delay_us", "distance_km", "distance_miles"}:
         for k in ("delay_us", "distance_km", "distance_miles"):
             out.pop(k, None)
+    if "window" in given:
+        out.pop("wmem_max", None)  # --window sets both maxima
     out.update(given)
     return out

@@ -7,7 +7,8 @@ Per host ``NAME-a<i>`` / ``NAME-b<i>``:
   ``NAME-swa``/``NAME-swb``), so traffic inside a cluster is not delayed;
 - addresses ``10.77.1.<i+1>`` (cluster A) and ``10.77.2.<i+1>`` (cluster B), a range used
   only inside these namespaces;
-- sysctls: TCP buffer maxima (tcp_rmem/tcp_wmem) = the window, rp_filter off, IPv6 off;
+- sysctls: TCP buffer maxima (tcp_rmem/tcp_wmem), SACK on or off, rp_filter off, IPv6 off;
+  the route across the link carries initcwnd / rto_min / quickack when the link asks;
 - with ``management=True``, ``mgmt0``: a veth to the bridge of namespace ``NAME-mg``
   (``10.77.250.0/24``), for launchers such as ``mpirun`` that must reach every host without
   their control traffic crossing, or being counted on, the emulated link.
@@ -50,10 +51,12 @@ def _raise_terminated(signum, frame):
 
 class Emulator:
     def __init__(self, link: LinkOptions, name: str | None = None, spin_us: int = 50, rt_priority: int = 10,
+                 idle_wake_us: int = 0,
                  management: bool = False):
         self.link = link.validated()
         self.name = state.check_name(name) if name else state.new_name()
         self.spin_us = spin_us
+        self.idle_wake_us = idle_wake_us
         self.rt_priority = rt_priority
         n = link.hosts
         self.hosts = {side: [f"{self.name}-{side}{i}" for i in range(n)] for side in "ab"}
@@ -148,8 +151,9 @@ class Emulator:
         for ns in self.hosts["a"] + self.hosts["b"]:
             # Maxima for TCP autotuning: the stock 4 MB tcp_wmem caps one stream at 10 ms to ~1.25 Gb/s.
             system.sysctl(ns, "net.ipv4.tcp_rmem", f"4096 131072 {window}")
-            system.sysctl(ns, "net.ipv4.tcp_wmem", f"4096 16384 {window}")
+            system.sysctl(ns, "net.ipv4.tcp_wmem", f"4096 16384 {self.link.wmem_max or window}")
             system.sysctl(ns, "net.ipv4.tcp_no_metrics_save", "1")  # each run starts from a clean slate
+            system.sysctl(ns, "net.ipv4.tcp_sack", "1" if self.link.sack else "0")
         for side, sw in zip("ab", self.switches):
             system.ip("-n", sw, "link", "add", "br0", "type", "bridge")
             self._set_mtu(sw, "br0")
@@ -168,11 +172,11 @@ class Emulator:
             system.ip("-n", ns, "link", "set", dev, "mtu", str(self.link.mtu))
         except system.CommandFailed as e:
             raise UserError(f"--mtu: the kernel refused MTU {self.link.mtu} on {dev} ({e.stderr}); "
-                            "valid range is 576..65520") from None
+                            "TUN and veth devices take 576..65535 here") from None
 
     def _start_dataplane(self, binary: str) -> None:
         args = [binary, "link", "--ifname", TUN_NAME, "--stats", str(self.stats_path),
-                "--spin-us", str(self.spin_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
+                "--spin-us", str(self.spin_us), "--idle-wake-us", str(self.idle_wake_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
                 "--ab", self.link.ab.spec(self.link.seed), "--ba", self.link.ba.spec(self.link.seed + 1)]
         for side in "ab":
             for i, ns in enumerate(self.hosts[side]):
@@ -196,7 +200,7 @@ class Emulator:
                     system.ip("-n", ns, "addr", "add", f"{self.address(side, i)}/32", "dev", TUN_NAME)
                 system.ip("-n", ns, "link", "set", TUN_NAME, "up")
                 system.ip("-n", ns, "route", "add", f"{SUBNET[other]}.0/24", "dev", TUN_NAME,
-                          "src", self.address(side, i))
+                          "src", self.address(side, i), *self.link.route_options())
 
     def _create_management(self) -> None:
         mg = self.management
