@@ -184,6 +184,7 @@ rate_gbps = 0.5
 [tcp]
 mtu_bytes = 9000
 cc = "reno"
+streams = 2
 rmem_max_bytes = 16777216
 wmem_max_bytes = 16777216
 duration_s = 1
@@ -197,7 +198,7 @@ def test_one_scenario_file_drives_the_simulator_and_the_emulator(tmp_path, leave
     emu = cli_json("emu", "bench", "tcp", "--scenario", str(f), "--no-store")[0]
     same = ("delay_us", "mtu_bytes", "cc", "streams")
     assert {k: sim[k] for k in same} == {k: emu[k] for k in same} == {"delay_us": 1000, "mtu_bytes": 9000,
-                                                                       "cc": "reno", "streams": 1}
+                                                                       "cc": "reno", "streams": 2}
     # The link type's framing (Ethernet: 38 bytes per packet) and the file's buffers and length.
     assert (emu["rate_gbps"], emu["frame_bytes"], emu["window_bytes"], emu["duration_s"]) == (0.5, 38, 16 << 20, 1.0)
     for bw in (sim["bw_MBps"], emu["bw_MBps"]):

@@ -36,7 +36,8 @@ def register(models: argparse._SubParsersAction) -> None:
                        help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
     where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
     where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
-    p.add_argument("--streams", default="1", metavar="LIST", help="parallel streams, iperf -P (comma list; 1..1024)")
+    p.add_argument("--streams", default=None, metavar="LIST",
+                   help="parallel streams, iperf -P (comma list; 1..1024; default: the scenario file's, else 1)")
     p.add_argument("--window", default="auto", metavar="LIST",
                    help="socket buffer per stream, iperf -w (comma list of sizes like 64K,1M,16M, or auto = Linux "
                         "auto-tuning; mss..4G)")
@@ -102,9 +103,11 @@ def run_tcp(args: argparse.Namespace) -> int:
     else:
         km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
         points = [{"fibre_km": k} for k in km]
-    streams = units.parse_int_list(args.streams, "--streams", 0, 1 << 31)
-    if min(streams) < 1 or max(streams) > 1024:
-        raise UserError(f"--streams: {min(streams) if min(streams) < 1 else max(streams)} is out of range [1, 1024]")
+    streams: list[int | None] = [None]   # None: the scenario file's value, else the core's default (1)
+    if args.streams is not None:
+        streams = units.parse_int_list(args.streams, "--streams", 0, 1 << 31)
+        if min(streams) < 1 or max(streams) > 1024:
+            raise UserError(f"--streams: {min(streams) if min(streams) < 1 else max(streams)} is out of range [1, 1024]")
     windows = _windows(args.window)
     if args.loss is not None and not 0 <= args.loss <= 0.5:
         raise UserError(f"--loss: {args.loss} is out of range [0, 0.5]")
