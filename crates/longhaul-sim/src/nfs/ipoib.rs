@@ -3,16 +3,14 @@
 //! small datagrams (160 bytes each, at most one slot table of them in flight, so TCP's window
 //! never holds them back; on the credit flow-controlled IB path nothing is lost).
 //!
-//! The reply connection is a byte stream the server writes into: a reply of rsize data plus its
-//! header is appended when the server has processed the call, and TCP may send only the segments
-//! written so far (`Sender::app_limit`). The model's sequence space counts whole MSS segments, so
-//! a partly written last segment waits only while the server is still processing further calls
-//! (whose replies will fill it, as Linux's TCP autocorking coalesces back-to-back writes), and
-//! goes alone, padded to a full segment, when the server has nothing more to write (Linux's RPC
-//! sockets set TCP_NODELAY, so a reply never waits for an acknowledgement). With a 64 KiB
-//! connected-mode MSS and 32 KiB replies a busy server thus sends half as many, twice as large
-//! segments. A reply is complete at the client when TCP has delivered in order up to its last
-//! byte.
+//! Each reply (rsize data plus its header) goes as k = ceil(reply / MSS) segments of equal size:
+//! a TCP_NODELAY socket (Linux's RPC sockets) sends one reply as k - 1 full segments and a partial
+//! one; equal sizes give the same packet count and bytes while keeping the TCP model's sequence
+//! space in whole segments (with connected mode's 64 KiB MSS a 32 KiB reply is one segment of its
+//! own size). The server lets TCP send a reply's segments once it has processed the call
+//! (`Sender::app_limit`); a reply is complete at the client when TCP has delivered it in order
+//! and the client's core has processed it (the copy to the page cache: NFS/RDMA places the data
+//! directly and saves it).
 
 use std::collections::VecDeque;
 
@@ -24,7 +22,7 @@ use crate::engine::time::from_ns;
 use crate::engine::{run, EventQueue, Model, Stop, Time};
 use crate::net::{Endpoints, Fabric, NetEvent, NodeId, Pull};
 use crate::tcp::hosts::TcpHosts;
-use crate::tcp::link::TCP_IP_HEADER_BYTES;
+use crate::tcp::link::{Framing, TCP_IP_HEADER_BYTES};
 use crate::tcp::{path, Kind, TcpPacket, TcpResolved};
 
 /// Connection index that marks a packet as an RPC call datagram (never a TCP connection).
@@ -91,21 +89,20 @@ struct World {
     client: ReadClient,
     params: NfsParams,
     conn: u32,
-    mss: u64,
     nodes: (NodeId, NodeId),
     call_wire: u32,
     /// Calls in transit to the server, in order.
     calls: VecDeque<Rpc>,
-    /// Replies being processed by the server (the call and the reply's bytes), in order.
-    processing: VecDeque<(Rpc, u64)>,
-    /// Replies written into the stream: the call and the stream offset just past its last byte.
+    /// Replies being processed by the server, in order.
+    processing: VecDeque<Rpc>,
+    /// Replies TCP may send: the call and the segment just past its last one.
     written: VecDeque<(Rpc, u64)>,
-    stream_bytes: u64,
+    /// Payload bytes per segment (see the module docs).
+    seg_bytes: u32,
     client_cpu: Time,
     server_cpu: Time,
     client_rpc: Time,
     server_rpc: Time,
-    last_reply: Time,
 }
 
 impl World {
@@ -128,40 +125,30 @@ impl World {
         for at in std::mem::take(&mut self.hosts.arrived) {
             let rpc = self.calls.pop_front().expect("a call in transit");
             self.server_cpu = self.server_cpu.max(at) + self.server_rpc;
-            self.processing.push_back((rpc, (rpc.bytes + self.params.reply_header_bytes) as u64));
+            self.processing.push_back(rpc);
             q.schedule(self.server_cpu, NfsEv::Written);
         }
-        let delivered = self.hosts.tcp.conns[self.conn as usize].rx.rcv_nxt * self.mss;
+        let delivered = self.hosts.tcp.conns[self.conn as usize].rx.rcv_nxt;
+        // The reply is the client's once its core has copied it out of the socket.
+        let read_at = now.max(self.hosts.tcp.rx_busy_until(self.conn));
         let mut next = Vec::new();
         while self.written.front().is_some_and(|&(_, end)| end <= delivered) {
             let (rpc, _) = self.written.pop_front().expect("checked");
-            self.last_reply = self.last_reply.max(now + self.client_rpc);
-            next.extend(self.client.on_reply(rpc));
+            next.extend(self.client.on_reply(rpc, read_at));
         }
-        self.send_calls(next, now + self.client_rpc, now, q);
-        self.flush_if_idle(now, q);
+        self.send_calls(next, read_at, now, q);
         for (t, c) in self.hosts.tcp.timers.drain(..) {
             q.schedule(t.max(now), NfsEv::Timer(c));
         }
     }
 
-    /// The server wrote its oldest processed reply: extend the stream TCP may send.
+    /// The server wrote its oldest processed reply: TCP may send its segments.
     fn on_written(&mut self, now: Time, q: &mut EventQueue<NfsEv>) {
-        let (rpc, bytes) = self.processing.pop_front().expect("a reply being processed");
-        self.stream_bytes += bytes;
-        self.written.push_back((rpc, self.stream_bytes));
-        self.hosts.tcp.conns[self.conn as usize].tx.app_limit = self.stream_bytes / self.mss;
-        self.fabric.kick(now, self.nodes.1, q, &mut self.hosts);
-    }
-
-    /// TCP_NODELAY: with no further reply being written, a partly written segment goes (padded).
-    fn flush_if_idle(&mut self, now: Time, q: &mut EventQueue<NfsEv>) {
+        let rpc = self.processing.pop_front().expect("a reply being processed");
         let tx = &mut self.hosts.tcp.conns[self.conn as usize].tx;
-        if self.processing.is_empty() && self.stream_bytes > tx.app_limit * self.mss {
-            tx.app_limit += 1;
-            self.stream_bytes = tx.app_limit * self.mss;
-            self.fabric.kick(now, self.nodes.1, q, &mut self.hosts);
-        }
+        tx.app_limit += (rpc.bytes + self.params.reply_header_bytes).div_ceil(self.seg_bytes) as u64;
+        self.written.push_back((rpc, tx.app_limit));
+        self.fabric.kick(now, self.nodes.1, q, &mut self.hosts);
     }
 }
 
@@ -188,7 +175,10 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
     let mut fabric: Fabric<TcpPacket> = Fabric::new(r.seed);
     let p = path::build(t, &mut fabric, 1);
     let (client_node, server_node) = (p.hosts_a[0], p.hosts_b[0]);
-    let framing = t.framing();
+    let link = t.framing();
+    let reply_bytes = r.params.rsize_bytes + r.params.reply_header_bytes;
+    let reply_segs = reply_bytes.div_ceil(link.mss());
+    let framing = Framing { mtu: reply_bytes.div_ceil(reply_segs) + TCP_IP_HEADER_BYTES, ..link };
     let mut tcp = TcpHosts::new(fabric.nodes.len(), framing, &t.stack);
     let conn = tcp.connect(server_node, client_node, &t.params, t.cc);
     tcp.conns[conn as usize].tx.app_limit = 0;
@@ -201,17 +191,15 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
         call_wire: framing.fragment_bytes(params.call_bytes + TCP_IP_HEADER_BYTES, 0),
         params,
         conn,
-        mss: framing.mss() as u64,
+        seg_bytes: framing.mss(),
         nodes: (client_node, server_node),
         calls: VecDeque::new(),
         processing: VecDeque::new(),
         written: VecDeque::new(),
-        stream_bytes: 0,
         client_cpu: 0,
         server_cpu: 0,
         client_rpc: from_ns(r.params.client_rpc_ns),
         server_rpc: from_ns(r.params.server_rpc_ns),
-        last_reply: 0,
     };
     let mut q: EventQueue<NfsEv> = EventQueue::new();
     let first = world.client.start();
@@ -219,10 +207,11 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
     world.settle(0, &mut q);
     let stop = run(&mut world, &mut q, limit);
     let tx = &world.hosts.tcp.conns[conn as usize].tx.stats;
+    let (bytes, elapsed) = world.client.measured();
     Outcome {
-        bytes: world.client.bytes_done,
+        bytes,
         rpcs: world.client.rpcs_done,
-        elapsed: world.last_reply,
+        elapsed,
         finished: stop == Stop::Finished,
         failed: false,
         sim_events: q.events_handled(),

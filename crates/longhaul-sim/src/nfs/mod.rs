@@ -7,9 +7,10 @@
 //! page-sized RDMA Writes, the reply as a Send), [`ipoib`] (replies on a TCP byte stream, calls as
 //! small datagrams), [`scenario`] (plain data, validated once).
 //!
-//! Throughput is the READ data the client received divided by the time from the first call to
-//! the last reply. Only `simulated_bytes` of the file are read (32 MiB by default): the rate is
-//! steady after the first round trip, so simulating all 512 MiB would only cost time.
+//! Throughput is the READ data the client received after a warm-up (the first quarter of the
+//! bytes) divided by the time from the end of the warm-up to the last reply. Only
+//! `simulated_bytes` of the file are read (32 MiB by default): the rate is steady once the
+//! connection has warmed up, so simulating all 512 MiB would only cost time.
 
 pub mod client;
 pub mod ipoib;
@@ -27,10 +28,10 @@ pub use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
 
 /// What a transport's run produced.
 pub struct Outcome {
+    /// READ data received after the warm-up, and the time it took.
     pub bytes: u64,
-    pub rpcs: u64,
-    /// When the last reply was complete at the client.
     pub elapsed: Time,
+    pub rpcs: u64,
     pub finished: bool,
     pub failed: bool,
     pub sim_events: u64,

@@ -38,8 +38,8 @@ pub struct NfsParams {
     /// encodes the reply. Assumed 10 us for the 2008 Xeon servers of [S1] (the file is cached:
     /// IOzone re-reads a 512 MB file).
     pub server_rpc_ns: f64,
-    /// Client CPU per READ (ns): marshal and send the call, match and complete the reply.
-    /// Assumed 5 us.
+    /// Client CPU per READ (ns): marshal and send the call, match and complete the reply; charged
+    /// on one timeline before each call leaves. Assumed 5 us.
     pub client_rpc_ns: f64,
 }
 

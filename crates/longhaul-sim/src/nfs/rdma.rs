@@ -35,7 +35,6 @@ struct Rdma {
     client_rpc: Time,
     server_rpc: Time,
     params: NfsParams,
-    last_reply: Time,
 }
 
 impl Rdma {
@@ -92,10 +91,8 @@ impl World {
                     self.app.serve(&mut self.ib, c.at, &mut self.kicks);
                 } else if c.qp == self.app.qc {
                     let rpc = self.app.replies.pop_front().expect("a reply in transit");
-                    let done = c.at + self.app.client_rpc;
-                    self.app.last_reply = self.app.last_reply.max(done);
-                    let next = self.app.client.on_reply(rpc);
-                    self.app.send_calls(&mut self.ib, next, done, &mut self.kicks);
+                    let next = self.app.client.on_reply(rpc, c.at);
+                    self.app.send_calls(&mut self.ib, next, c.at, &mut self.kicks);
                 }
             }
             let kicks = std::mem::take(&mut self.kicks);
@@ -147,7 +144,6 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
         client_rpc: from_ns(p.client_rpc_ns),
         server_rpc: from_ns(p.server_rpc_ns),
         params: p,
-        last_reply: 0,
     };
     let mut world = World { fabric, ib, app, kicks: Vec::new() };
     let mut q: EventQueue<Ev> = EventQueue::new();
@@ -156,10 +152,11 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
     world.settle(0, &mut q);
     let stop = run(&mut world, &mut q, limit);
     let st = &world.ib.stats;
+    let (bytes, elapsed) = world.app.client.measured();
     Outcome {
-        bytes: world.app.client.bytes_done,
+        bytes,
         rpcs: world.app.client.rpcs_done,
-        elapsed: world.app.last_reply,
+        elapsed,
         finished: stop == Stop::Finished,
         failed: st.qp_errors > 0,
         sim_events: q.events_handled(),
