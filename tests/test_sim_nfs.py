@@ -90,3 +90,14 @@ def test_more_slots_and_threads_never_slower(transport):
     for seq in (by_slots, by_threads):
         assert all(b >= a * 0.98 for a, b in zip(seq, seq[1:])), seq
     assert by_slots[-1] > 1.5 * by_slots[0]
+
+
+def test_scenario_file_is_the_base_and_options_override_it(cli, tmp_path):
+    path = tmp_path / "nfs.toml"
+    path.write_text('transport = "ipoib-ud"\n[path]\ndelay_us = 100\n[nfs]\nthreads = 4\n')
+    rec = json.loads(cli("sim", "nfs", "--scenario", str(path), "--simulated-bytes", "1M", "--format", "json",
+                         check=True).stdout)[0]
+    assert (rec["transport"], rec["delay_us"], rec["threads"]) == ("ipoib-ud", 100.0, 4)
+    rec = json.loads(cli("sim", "nfs", "--scenario", str(path), "--transport", "rdma", "--threads", "2",
+                         "--simulated-bytes", "1M", "--format", "json", check=True).stdout)[0]
+    assert (rec["transport"], rec["delay_us"], rec["threads"]) == ("rdma", 100.0, 2)

@@ -25,9 +25,9 @@ def register(models: argparse._SubParsersAction) -> None:
                     "simulated_bytes of the file are read (the rate is steady after the first round trip).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--transport", default="rdma", metavar="LIST",
+    p.add_argument("--transport", default=None, metavar="LIST",
                    help="comma list of rdma (NFS/RDMA), ipoib-rc (TCP over IPoIB connected mode), ipoib-ud "
-                        "(TCP over IPoIB datagram mode)")
+                        "(TCP over IPoIB datagram mode) (default rdma, or the scenario file's)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--delay-us", default=None, metavar="LIST",
                        help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
@@ -59,7 +59,8 @@ def _size(text: str | None, option: str) -> int | None:
 
 def run_nfs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
-    transports = [t.strip() for t in args.transport.split(",") if t.strip()]
+    default = (base or {}).get("transport", "rdma")
+    transports = [t.strip() for t in (args.transport or str(default)).split(",") if t.strip()]
     for t in transports:
         if t not in nfs.TRANSPORTS:
             raise UserError(f"--transport: unknown '{t}' (valid: {', '.join(nfs.TRANSPORTS)})")
