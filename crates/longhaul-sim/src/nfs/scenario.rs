@@ -84,7 +84,7 @@ impl NfsTransport {
 /// The path a transport runs on, resolved by its own model.
 #[derive(Debug, Clone)]
 pub enum NfsPath {
-    Rdma(Resolved),
+    Rdma(Box<Resolved>),
     Tcp(Box<TcpResolved>),
 }
 
@@ -169,7 +169,7 @@ impl NfsScenario {
                     timeout_exp: None,
                     retry_count: None,
                 };
-                NfsPath::Rdma(Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?)
+                NfsPath::Rdma(Box::new(Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?))
             }
             NfsTransport::IpoibRc | NfsTransport::IpoibUd => {
                 let link = if transport == NfsTransport::IpoibRc { "ipoib-cm" } else { "ipoib-ud" };
