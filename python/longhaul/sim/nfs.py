@@ -70,6 +70,7 @@ STUDY_DELAYS_US = (0.0, 10.0, 100.0, 1000.0)
 
 def study_scenarios(quick: bool) -> list[dict]:
     """NFS read throughput vs delay for the three transports on the S1 testbed. The model reads
-    32 MiB of the 512 MiB file (8 MiB with --quick): the rate is steady after the first round trip."""
+    32 MiB of the 512 MiB file (8 MiB with --quick) and measures after the first quarter: the rate
+    is steady once the connection is warm."""
     simulated = (8 << 20) if quick else None
     return [scenario(transport=t, delay_us=d, simulated_bytes=simulated) for t in TRANSPORTS for d in STUDY_DELAYS_US]

@@ -21,8 +21,9 @@ def register(models: argparse._SubParsersAction) -> None:
         description="IOzone's read test: T client threads read records of a file over one NFSv3 mount across the "
                     "simulated long-haul path. NFS/RDMA moves the data with page-sized (4 KiB) RDMA Writes on an RC "
                     "queue pair; NFS over IPoIB carries it on one TCP connection. Throughput bw_MBps in MB/s with "
-                    "MB = 10^6 bytes: READ data received / time from the first call to the last reply. Only "
-                    "simulated_bytes of the file are read (the rate is steady after the first round trip).",
+                    "MB = 10^6 bytes: READ data received after a warm-up (the first quarter of the simulated bytes) / "
+                    "the time it took. Only simulated_bytes of the file are read (the rate is steady once the "
+                    "connection is warm).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--transport", default=None, metavar="LIST",
