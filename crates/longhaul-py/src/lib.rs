@@ -70,12 +70,12 @@ fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
 fn run_nfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
     let text = scenario_json.to_owned();
     let result = py.detach(move || {
-        let out = if validate_only {
-            longhaul_sim::nfs::validate_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(|e| longhaul_sim::ScenarioError(e.to_string())))
+        let to_json = |e: serde_json::Error| longhaul_sim::ScenarioError(e.to_string());
+        if validate_only {
+            longhaul_sim::nfs::validate_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
         } else {
-            longhaul_sim::nfs::run_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(|e| longhaul_sim::ScenarioError(e.to_string())))
-        };
-        out
+            longhaul_sim::nfs::run_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        }
     });
     result.map_err(|e| PyValueError::new_err(e.0))
 }
