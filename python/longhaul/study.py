@@ -384,7 +384,7 @@ def run_emulated(ctx: StudyContext) -> PartResult:
 
 
 def _models():
-    """The TCP and MPI parts (``longhaul.study_models``), imported when they run."""
+    """The TCP, MPI and NFS parts (``longhaul.study_models``), imported when they run."""
     return importlib.import_module("longhaul.study_models")
 
 
@@ -392,6 +392,7 @@ PARTS: list[StudyPart] = [
     StudyPart("s1-verbs", "S1 verbs over the WAN (simulator)", run_s1_verbs),
     StudyPart("tcp", "TCP over IPoIB (simulator)", lambda ctx: _models().run_tcp(ctx)),
     StudyPart("mpi", "MPI across the clusters (simulator)", lambda ctx: _models().run_mpi(ctx)),
+    StudyPart("nfs", "NFS reads across the WAN (simulator)", lambda ctx: _models().run_nfs(ctx)),
     StudyPart("validation", "Validation against every published point", run_validation),
     StudyPart("measured", "Your measurements (ingested)", run_measured),
     StudyPart("emulated", "Link emulator", run_emulated),

@@ -62,12 +62,31 @@ fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
     result.map_err(|e| PyValueError::new_err(e.0))
 }
 
+/// Validate and run one NFS scenario (JSON text); returns the record as JSON text. With
+/// `validate_only`, the scenario is only validated and its resolved parameters returned.
+/// The GIL is released while the simulation runs.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_nfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        let to_json = |e: serde_json::Error| longhaul_sim::ScenarioError(e.to_string());
+        if validate_only {
+            longhaul_sim::nfs::validate_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        } else {
+            longhaul_sim::nfs::run_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        }
+    });
+    result.map_err(|e| PyValueError::new_err(e.0))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_verbs, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_verbs, m)?)?;
     m.add_function(wrap_pyfunction!(run_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
+    m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

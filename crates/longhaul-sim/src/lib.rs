@@ -8,6 +8,7 @@ pub mod engine;
 pub mod ib;
 pub mod mpi;
 pub mod net;
+pub mod nfs;
 pub mod scenario;
 pub mod tcp;
 pub mod topology;

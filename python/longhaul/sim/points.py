@@ -24,3 +24,12 @@ def mpi_point(sc: dict) -> list[dict]:
 
 #: model name -> (point function, scenario builder module)
 MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point}
+
+
+def nfs_point(sc: dict) -> list[dict]:
+    from longhaul.sim import nfs
+
+    return [nfs.run(sc)]
+
+
+MODELS["nfs"] = nfs_point

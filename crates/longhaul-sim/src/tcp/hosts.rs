@@ -109,6 +109,13 @@ impl TcpHosts {
         id
     }
 
+    /// When the receiving core of connection `c` has processed every segment delivered so far
+    /// (what an application reading the socket waits for).
+    pub fn rx_busy_until(&self, c: u32) -> Time {
+        let conn = &self.conns[c as usize];
+        self.hosts[conn.dst as usize].cores_free[conn.core]
+    }
+
     pub fn add_cross(&mut self, c: CrossSource) {
         let src = c.src as usize;
         self.cross.push(c);

@@ -1,0 +1,139 @@
+//! The reading application and the NFS client, transport-free: IOzone's read test with T
+//! threads, each reading whole records in turn; the client splits a record into rsize READ
+//! calls and holds them until a slot (TCP) or credit (RDMA) is free; a thread starts its next
+//! record once every READ of the current one has been answered.
+//!
+//! The threads read disjoint records of the file (thread i: records i, i + T, ...), so the
+//! aggregate is IOzone's throughput-mode figure. The first quarter of the bytes is a warm-up
+//! that is not measured: IOzone reads over a mount whose connection its write test has already
+//! used, so its windows have grown; the model's connections start cold.
+
+use std::collections::VecDeque;
+
+use crate::engine::Time;
+
+/// One READ call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rpc {
+    pub id: u64,
+    pub thread: u32,
+    pub bytes: u32,
+}
+
+pub struct ReadClient {
+    rsize: u32,
+    record: u64,
+    slots: u32,
+    /// Bytes not yet handed to a thread as a record.
+    unread: u64,
+    /// READs per thread still unanswered in its current record.
+    open: Vec<u32>,
+    queued: VecDeque<Rpc>,
+    in_flight: u32,
+    next_id: u64,
+    pub bytes_done: u64,
+    pub rpcs_done: u64,
+    warmup_bytes: u64,
+    /// When the warm-up ended, and the bytes read by then.
+    mark: Option<(Time, u64)>,
+    last_reply: Time,
+}
+
+impl ReadClient {
+    /// `total_bytes`: what the run reads (whole records).
+    pub fn new(threads: u32, record_bytes: u64, rsize: u32, slots: u32, total_bytes: u64) -> Self {
+        ReadClient {
+            rsize,
+            record: record_bytes,
+            slots,
+            unread: total_bytes,
+            open: vec![0; threads as usize],
+            queued: VecDeque::new(),
+            in_flight: 0,
+            next_id: 0,
+            bytes_done: 0,
+            rpcs_done: 0,
+            warmup_bytes: total_bytes / 4,
+            mark: None,
+            last_reply: 0,
+        }
+    }
+
+    fn start_record(&mut self, thread: u32) {
+        let len = self.record.min(self.unread);
+        self.unread -= len;
+        let mut left = len;
+        while left > 0 {
+            let bytes = left.min(self.rsize as u64) as u32;
+            left -= bytes as u64;
+            self.queued.push_back(Rpc { id: self.next_id, thread, bytes });
+            self.next_id += 1;
+            self.open[thread as usize] += 1;
+        }
+    }
+
+    /// Calls that may go now (a free slot each).
+    fn release(&mut self) -> Vec<Rpc> {
+        let mut out = Vec::new();
+        while self.in_flight < self.slots {
+            let Some(rpc) = self.queued.pop_front() else { break };
+            self.in_flight += 1;
+            out.push(rpc);
+        }
+        out
+    }
+
+    /// Every thread opens its first record; returns the calls to send.
+    pub fn start(&mut self) -> Vec<Rpc> {
+        for t in 0..self.open.len() as u32 {
+            self.start_record(t);
+        }
+        self.release()
+    }
+
+    /// The reply to `rpc` is complete at `at`: frees its slot; returns the calls to send.
+    pub fn on_reply(&mut self, rpc: Rpc, at: Time) -> Vec<Rpc> {
+        if self.mark.is_none() && self.bytes_done >= self.warmup_bytes {
+            self.mark = Some((self.last_reply, self.bytes_done));
+        }
+        self.in_flight -= 1;
+        self.bytes_done += rpc.bytes as u64;
+        self.rpcs_done += 1;
+        self.last_reply = self.last_reply.max(at);
+        let t = rpc.thread as usize;
+        self.open[t] -= 1;
+        if self.open[t] == 0 && self.unread > 0 {
+            self.start_record(rpc.thread);
+        }
+        self.release()
+    }
+
+    /// Bytes read after the warm-up, and the time they took.
+    pub fn measured(&self) -> (u64, Time) {
+        let (t0, b0) = self.mark.unwrap_or((0, 0));
+        (self.bytes_done - b0, self.last_reply - t0)
+    }
+
+    pub fn done(&self) -> bool {
+        self.unread == 0 && self.in_flight == 0 && self.queued.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_bound_the_calls_in_flight_and_every_byte_is_read_once() {
+        let mut c = ReadClient::new(4, 256 * 1024, 32 * 1024, 16, 4 << 20);
+        let mut pending: VecDeque<Rpc> = c.start().into();
+        assert_eq!(pending.len(), 16);
+        while let Some(r) = pending.pop_front() {
+            pending.extend(c.on_reply(r, 1));
+            assert!(pending.len() <= 16);
+        }
+        assert!(c.done());
+        assert_eq!(c.bytes_done, 4 << 20);
+        assert_eq!(c.rpcs_done, 128);
+    }
+}

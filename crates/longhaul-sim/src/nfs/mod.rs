@@ -1,0 +1,124 @@
+//! NFSv3 READ throughput across the long-haul path: IOzone's read test from T client threads to
+//! one server, over NFS/RDMA (RPC-over-RDMA on the verbs model's RC queue pairs) or over TCP on
+//! IPoIB (the TCP model's connected or datagram mode).
+//!
+//! One concern per file: [`params`] (rsize, chunk size, credits / slot table, per-call costs),
+//! [`client`] (the threads and the slot table, transport-free), [`rdma`] (calls as Sends, data as
+//! page-sized RDMA Writes, the reply as a Send), [`ipoib`] (replies on a TCP byte stream, calls as
+//! small datagrams), [`scenario`] (plain data, validated once).
+//!
+//! Throughput is the READ data the client received after a warm-up (the first quarter of the
+//! bytes) divided by the time from the end of the warm-up to the last reply. Only
+//! `simulated_bytes` of the file are read (32 MiB by default): the rate is steady once the
+//! connection has warmed up, so simulating all 512 MiB would only cost time.
+
+pub mod client;
+pub mod ipoib;
+pub mod params;
+pub mod rdma;
+pub mod scenario;
+
+use serde::Serialize;
+
+use crate::engine::time::{to_s, to_us, S};
+use crate::engine::Time;
+use crate::scenario::ScenarioError;
+pub use params::NfsParams;
+pub use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
+
+/// What a transport's run produced.
+pub struct Outcome {
+    /// READ data received after the warm-up, and the time it took.
+    pub bytes: u64,
+    pub elapsed: Time,
+    pub rpcs: u64,
+    pub finished: bool,
+    pub failed: bool,
+    pub sim_events: u64,
+    pub sim_time: Time,
+    pub packets: u64,
+    pub retransmitted_packets: u64,
+}
+
+/// One measured point. Field names carry their unit (MB = 10^6 bytes).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct NfsRecord {
+    pub testbed: String,
+    pub transport: String,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub one_way_delay_us: f64,
+    pub distance_km: f64,
+    pub threads: u32,
+    pub rsize_bytes: u32,
+    pub record_bytes: u64,
+    pub file_bytes: u64,
+    pub simulated_bytes: u64,
+    /// RPC-over-RDMA credits or the TCP slot table: READs outstanding on the connection.
+    pub slots: u32,
+    /// NFS/RDMA: bytes per RDMA Write (0 over TCP).
+    pub chunk_bytes: u32,
+    pub seed: u64,
+    pub bw_MBps: f64,
+    pub rpcs: u64,
+    /// Data packets (RDMA) or TCP data segments sent.
+    pub data_packets: u64,
+    pub retransmitted_packets: u64,
+    pub sim_time_us: f64,
+    pub sim_events: u64,
+    pub status: String,
+}
+
+/// Simulated time after which a run is abandoned.
+const SIM_TIME_LIMIT: Time = 3600 * S;
+
+/// Run one resolved scenario.
+pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
+    let out = match r.path.as_ref().expect("a resolved path") {
+        NfsPath::Rdma(v) => rdma::run_rdma(r, v, SIM_TIME_LIMIT),
+        NfsPath::Tcp(t) => ipoib::run_tcp(r, t, SIM_TIME_LIMIT),
+    };
+    let status = if out.failed {
+        "qp error: retry count exceeded".to_string()
+    } else if out.finished {
+        "ok".to_string()
+    } else {
+        format!("incomplete: stopped after {:.3} s simulated", to_s(out.sim_time))
+    };
+    let bw = if out.elapsed > 0 { out.bytes as f64 / to_s(out.elapsed) / 1e6 } else { 0.0 };
+    let one_way = r.one_way_delay_us();
+    NfsRecord {
+        testbed: r.testbed.clone(),
+        transport: r.transport.name().to_string(),
+        delay_us: r.delay_us,
+        fibre_km: r.fibre_km,
+        one_way_delay_us: one_way,
+        distance_km: one_way / 5.0,
+        threads: r.threads,
+        rsize_bytes: r.params.rsize_bytes,
+        record_bytes: r.record_bytes,
+        file_bytes: r.file_bytes,
+        simulated_bytes: r.simulated_bytes,
+        slots: r.slots,
+        chunk_bytes: if r.transport == NfsTransport::Rdma { r.params.chunk_bytes } else { 0 },
+        seed: r.seed,
+        bw_MBps: bw,
+        rpcs: out.rpcs,
+        data_packets: out.packets,
+        retransmitted_packets: out.retransmitted_packets,
+        sim_time_us: to_us(out.sim_time),
+        sim_events: out.sim_events,
+        status,
+    }
+}
+
+/// Validate a JSON NFS scenario (the whole check, nothing runs).
+pub fn validate_nfs_json(text: &str) -> Result<NfsResolved, ScenarioError> {
+    NfsScenario::from_json(text)?.resolve()
+}
+
+/// Validate a JSON NFS scenario and run it: the NFS model's public entry point.
+pub fn run_nfs_json(text: &str) -> Result<NfsRecord, ScenarioError> {
+    Ok(run_nfs(&validate_nfs_json(text)?))
+}

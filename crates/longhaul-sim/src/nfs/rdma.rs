@@ -1,0 +1,167 @@
+//! NFS/RDMA (RPC-over-RDMA, RFC 5666 / RFC 8166) on the verbs model: one RC queue pair between
+//! the client and the server. A READ call is a Send carrying the RPC-over-RDMA header, whose
+//! write chunk lists the client's buffer page by page; the server RDMA-Writes the data into it,
+//! one Write per 4 KiB segment, then Sends the reply. The adapter keeps only so many work
+//! requests in flight per queue pair (`HcaProfile::max_inflight_wqes`), each completing one round
+//! trip after it is sent, so page-sized Writes cap the data in flight at that many pages: over a
+//! long round trip this, not the link, sets the throughput.
+
+use std::collections::VecDeque;
+
+use super::client::{ReadClient, Rpc};
+use super::params::NfsParams;
+use super::scenario::NfsResolved;
+use super::Outcome;
+use crate::engine::time::from_ns;
+use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::ib::{CompletionKind, IbHosts, IbPacket, Op, Transport};
+use crate::net::{Fabric, NodeId};
+use crate::scenario::Resolved;
+use crate::topology;
+use crate::workload::Ev;
+
+struct Rdma {
+    client: ReadClient,
+    qc: u32,
+    qs: u32,
+    nodes: (NodeId, NodeId),
+    /// Calls sent and not yet received by the server, and replies sent and not yet received by
+    /// the client, in order (RC delivers in order, so a receive completion matches the front).
+    calls: VecDeque<Rpc>,
+    replies: VecDeque<Rpc>,
+    client_cpu: Time,
+    server_cpu: Time,
+    post: Time,
+    client_rpc: Time,
+    server_rpc: Time,
+    params: NfsParams,
+}
+
+impl Rdma {
+    fn send_calls(&mut self, ib: &mut IbHosts, rpcs: Vec<Rpc>, at: Time, kicks: &mut Vec<NodeId>) {
+        for rpc in rpcs {
+            self.client_cpu = self.client_cpu.max(at) + self.client_rpc + self.post;
+            ib.post_send(self.qc, Op::Send, self.params.rdma_call_bytes(rpc.bytes), rpc.id, self.client_cpu);
+            self.calls.push_back(rpc);
+            kicks.push(self.nodes.0);
+        }
+    }
+
+    /// The server has a call: page-sized RDMA Writes of the data, then the reply.
+    fn serve(&mut self, ib: &mut IbHosts, at: Time, kicks: &mut Vec<NodeId>) {
+        let rpc = self.calls.pop_front().expect("a call in transit");
+        self.server_cpu = self.server_cpu.max(at) + self.server_rpc;
+        let mut left = rpc.bytes;
+        while left > 0 {
+            let len = left.min(self.params.chunk_bytes);
+            left -= len;
+            self.server_cpu += self.post;
+            ib.post_send(self.qs, Op::Write, len, rpc.id, self.server_cpu);
+        }
+        self.server_cpu += self.post;
+        ib.post_send(self.qs, Op::Send, self.params.reply_header_bytes, rpc.id, self.server_cpu);
+        self.replies.push_back(rpc);
+        kicks.push(self.nodes.1);
+    }
+}
+
+struct World {
+    fabric: Fabric<IbPacket>,
+    ib: IbHosts,
+    app: Rdma,
+    kicks: Vec<NodeId>,
+}
+
+impl World {
+    fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
+        loop {
+            for (t, qp) in self.ib.timers.drain(..) {
+                q.schedule(t.max(now), Ev::Timer(qp));
+            }
+            if self.ib.completions.is_empty() && self.kicks.is_empty() {
+                return;
+            }
+            for c in std::mem::take(&mut self.ib.completions) {
+                // Only Sends (calls and replies) matter: Write completions and the Writes' data
+                // need no action, and RC orders the data before the reply.
+                if c.kind != CompletionKind::Recv || c.op != Op::Send {
+                    continue;
+                }
+                if c.qp == self.app.qs {
+                    self.app.serve(&mut self.ib, c.at, &mut self.kicks);
+                } else if c.qp == self.app.qc {
+                    let rpc = self.app.replies.pop_front().expect("a reply in transit");
+                    let next = self.app.client.on_reply(rpc, c.at);
+                    self.app.send_calls(&mut self.ib, next, c.at, &mut self.kicks);
+                }
+            }
+            let kicks = std::mem::take(&mut self.kicks);
+            for (i, &n) in kicks.iter().enumerate() {
+                if !kicks[..i].contains(&n) {
+                    self.fabric.kick(now, n, q, &mut self.ib);
+                }
+            }
+        }
+    }
+}
+
+impl Model for World {
+    type Event = Ev;
+    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
+        match ev {
+            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
+            Ev::Timer(qp) => {
+                self.ib.on_timer(now, qp);
+                let n = self.ib.node_of(qp);
+                self.fabric.kick(now, n, q, &mut self.ib);
+            }
+        }
+        self.settle(now, q);
+    }
+    fn finished(&self) -> bool {
+        self.app.client.done()
+    }
+}
+
+pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
+    let mut fabric: Fabric<IbPacket> = Fabric::new(r.seed);
+    let pair = topology::build(v, &mut fabric, 1);
+    let (client_node, server_node) = (pair.hosts_a[0], pair.hosts_b[0]);
+    let mut ib = IbHosts::new(v.hca.clone(), fabric.nodes.len(), v.timeout_exp, v.retry_count);
+    let (qc, qs) = ib.connect(client_node, server_node, Transport::Rc, v.mtu_bytes, 0);
+    let p = r.params.clone();
+    let client = ReadClient::new(r.threads, r.record_bytes, p.rsize_bytes, r.slots, r.simulated_bytes);
+    let app = Rdma {
+        client,
+        qc,
+        qs,
+        nodes: (client_node, server_node),
+        calls: VecDeque::new(),
+        replies: VecDeque::new(),
+        client_cpu: 0,
+        server_cpu: 0,
+        post: from_ns(v.hca.post_ns),
+        client_rpc: from_ns(p.client_rpc_ns),
+        server_rpc: from_ns(p.server_rpc_ns),
+        params: p,
+    };
+    let mut world = World { fabric, ib, app, kicks: Vec::new() };
+    let mut q: EventQueue<Ev> = EventQueue::new();
+    let first = world.app.client.start();
+    world.app.send_calls(&mut world.ib, first, 0, &mut world.kicks);
+    world.settle(0, &mut q);
+    let stop = run(&mut world, &mut q, limit);
+    let st = &world.ib.stats;
+    let (bytes, elapsed) = world.app.client.measured();
+    Outcome {
+        bytes,
+        rpcs: world.app.client.rpcs_done,
+        elapsed,
+        finished: stop == Stop::Finished,
+        failed: st.qp_errors > 0,
+        sim_events: q.events_handled(),
+        sim_time: q.now(),
+        packets: st.data_packets,
+        retransmitted_packets: st.retransmitted_packets,
+    }
+}

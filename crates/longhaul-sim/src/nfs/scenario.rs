@@ -1,0 +1,227 @@
+//! The NFS scenario: plain data naming the transport, the path and the IOzone read test.
+//! Validated once, here, into an [`NfsResolved`]; errors are one line naming the parameter and
+//! its valid range. The path is the verbs model's (RPC over RDMA) or the TCP model's (RPC over
+//! IPoIB), resolved by their own validation so the messages are the same.
+
+use serde::{Deserialize, Serialize};
+
+use super::params::NfsParams;
+use crate::scenario::{err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
+use crate::tcp::scenario::{TcpPathSpec, TcpSpec};
+use crate::tcp::{TcpResolved, TcpScenario};
+
+/// The long-haul path (every field optional: the testbed decides).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NfsPathSpec {
+    /// Delay added by the range extenders, one way (us).
+    pub delay_us: Option<f64>,
+    /// Fibre between the extenders (km, 5 us per km).
+    pub fibre_km: Option<f64>,
+    /// "longbow-xr", "longbow-c103", "generic" or "none".
+    pub extender: Option<String>,
+}
+
+/// The IOzone read test and the NFS mount (every field optional).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NfsSpec {
+    /// IOzone threads reading at once (default 8; [S1] says "multiple threads").
+    pub threads: Option<u32>,
+    /// IOzone record size (bytes, default 256 KiB as in [S1]).
+    pub record_bytes: Option<u64>,
+    /// IOzone file size (bytes, default 512 MiB as in [S1]).
+    pub file_bytes: Option<u64>,
+    /// Bytes actually simulated: the throughput is steady long before 512 MiB (default 32 MiB,
+    /// or the file if smaller).
+    pub simulated_bytes: Option<u64>,
+    pub rsize_bytes: Option<u32>,
+    /// Override the credit grant (RDMA) or slot table (TCP).
+    pub slots: Option<u32>,
+    pub server_rpc_ns: Option<f64>,
+    pub client_rpc_ns: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NfsScenario {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Hardware profile: s1 (default) or s1-connectx.
+    pub testbed: Option<String>,
+    /// rdma (NFS/RDMA), ipoib-rc (NFS over TCP over IPoIB connected mode), ipoib-ud.
+    pub transport: String,
+    #[serde(default)]
+    pub path: NfsPathSpec,
+    #[serde(default)]
+    pub nfs: NfsSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NfsTransport {
+    Rdma,
+    IpoibRc,
+    IpoibUd,
+}
+
+impl NfsTransport {
+    pub const NAMES: [&'static str; 3] = ["rdma", "ipoib-rc", "ipoib-ud"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NfsTransport::Rdma => "rdma",
+            NfsTransport::IpoibRc => "ipoib-rc",
+            NfsTransport::IpoibUd => "ipoib-ud",
+        }
+    }
+}
+
+/// The path a transport runs on, resolved by its own model.
+#[derive(Debug, Clone)]
+pub enum NfsPath {
+    Rdma(Box<Resolved>),
+    Tcp(Box<TcpResolved>),
+}
+
+/// Every parameter the NFS model uses, in range.
+#[derive(Debug, Clone, Serialize)]
+pub struct NfsResolved {
+    pub seed: u64,
+    pub testbed: String,
+    pub transport: NfsTransport,
+    pub params: NfsParams,
+    /// Calls outstanding on the connection: the credit grant (RDMA) or the slot table (TCP).
+    pub slots: u32,
+    pub threads: u32,
+    pub record_bytes: u64,
+    pub file_bytes: u64,
+    pub simulated_bytes: u64,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    #[serde(skip)]
+    pub path: Option<NfsPath>,
+}
+
+impl NfsResolved {
+    pub fn one_way_delay_us(&self) -> f64 {
+        self.fibre_km * 5.0 + self.delay_us
+    }
+}
+
+pub const TESTBEDS: [&str; 2] = ["s1", "s1-connectx"];
+const DEFAULT_THREADS: u32 = 8;
+const DEFAULT_SIMULATED_BYTES: u64 = 32 << 20;
+
+impl NfsScenario {
+    pub fn from_json(text: &str) -> Result<NfsScenario, ScenarioError> {
+        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+    }
+
+    pub fn resolve(&self) -> Result<NfsResolved, ScenarioError> {
+        let transport = match self.transport.as_str() {
+            "rdma" => NfsTransport::Rdma,
+            "ipoib-rc" => NfsTransport::IpoibRc,
+            "ipoib-ud" => NfsTransport::IpoibUd,
+            other => return err(format!("transport: unknown '{other}' (valid: {})", NfsTransport::NAMES.join(", "))),
+        };
+        let testbed = self.testbed.clone().unwrap_or_else(|| "s1".into());
+        if !TESTBEDS.contains(&testbed.as_str()) {
+            return err(format!("testbed: unknown '{testbed}' for NFS (valid: {})", TESTBEDS.join(", ")));
+        }
+        let mut params = NfsParams::s1();
+        let n = &self.nfs;
+        params.rsize_bytes = in_range_u("rsize_bytes", n.rsize_bytes.unwrap_or(params.rsize_bytes) as u64, 4096, 1 << 20)? as u32;
+        if let Some(ns) = n.server_rpc_ns {
+            params.server_rpc_ns = in_range_f("server_rpc_ns", ns, 0.0, 1e9)?;
+        }
+        if let Some(ns) = n.client_rpc_ns {
+            params.client_rpc_ns = in_range_f("client_rpc_ns", ns, 0.0, 1e9)?;
+        }
+        let default_slots = if transport == NfsTransport::Rdma { params.rdma_credits } else { params.tcp_slots };
+        let slots = in_range_u("slots", n.slots.unwrap_or(default_slots) as u64, 1, 65536)? as u32;
+        let threads = in_range_u("threads", n.threads.unwrap_or(DEFAULT_THREADS) as u64, 1, 1024)? as u32;
+        let record_bytes = in_range_u("record_bytes", n.record_bytes.unwrap_or(256 * 1024), 4096, 1 << 30)?;
+        let file_bytes = in_range_u("file_bytes", n.file_bytes.unwrap_or(512 << 20), record_bytes, 1 << 40)?;
+        let simulated = n.simulated_bytes.unwrap_or(DEFAULT_SIMULATED_BYTES.min(file_bytes));
+        let simulated_bytes = in_range_u("simulated_bytes", simulated, record_bytes, file_bytes)?;
+
+        let p = &self.path;
+        let delay_us = p.delay_us.unwrap_or(0.0);
+        let fibre_km = p.fibre_km.unwrap_or(0.0);
+        let path = match transport {
+            NfsTransport::Rdma => {
+                let verbs_path = PathSpec { delay_us: Some(delay_us), fibre_km: Some(fibre_km), extender: p.extender.clone(), ..PathSpec::default() };
+                let verbs = VerbsSpec {
+                    transport: TransportName::Rc,
+                    op: OpName::Write,
+                    test: TestName::Bw,
+                    size_bytes: params.chunk_bytes as u64,
+                    iterations: None,
+                    tx_depth: None,
+                    rx_depth: None,
+                    qps: None,
+                    outstanding_reads: None,
+                    timeout_exp: None,
+                    retry_count: None,
+                };
+                NfsPath::Rdma(Box::new(Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?))
+            }
+            NfsTransport::IpoibRc | NfsTransport::IpoibUd => {
+                let link = if transport == NfsTransport::IpoibRc { "ipoib-cm" } else { "ipoib-ud" };
+                let tcp = TcpScenario {
+                    seed: self.seed,
+                    testbed: Some(testbed.clone()),
+                    stack: None,
+                    link: link.into(),
+                    path: TcpPathSpec { delay_us: Some(delay_us), fibre_km: Some(fibre_km), extender: p.extender.clone(), ..TcpPathSpec::default() },
+                    tcp: TcpSpec::default(),
+                    cross: None,
+                };
+                NfsPath::Tcp(Box::new(tcp.resolve()?))
+            }
+        };
+        Ok(NfsResolved { seed: self.seed, testbed, transport, params, slots, threads, record_bytes, file_bytes, simulated_bytes, delay_us, fibre_km, path: Some(path) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(json: &str) -> Result<NfsResolved, String> {
+        NfsScenario::from_json(json).and_then(|s| s.resolve()).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn defaults_are_the_s1_testbed() {
+        let r = resolve(r#"{"transport": "rdma"}"#).unwrap();
+        assert_eq!((r.slots, r.threads, r.params.rsize_bytes, r.params.chunk_bytes), (16, 8, 32768, 4096));
+        assert_eq!(r.simulated_bytes, 32 << 20);
+        assert!(matches!(r.path, Some(NfsPath::Rdma(_))));
+        let t = resolve(r#"{"transport": "ipoib-ud", "path": {"delay_us": 1000}}"#).unwrap();
+        assert!(matches!(t.path, Some(NfsPath::Tcp(_))));
+    }
+
+    #[test]
+    fn bad_input_names_the_parameter_and_range() {
+        let cases = [
+            (r#"{"transport": "smb"}"#, "transport: unknown 'smb'"),
+            (r#"{"transport": "rdma", "nfs": {"threads": 0}}"#, "threads: 0 is out of range [1, 1024]"),
+            (r#"{"transport": "rdma", "nfs": {"rsize_bytes": 100}}"#, "rsize_bytes: 100 is out of range"),
+            (r#"{"transport": "rdma", "path": {"delay_us": -1}}"#, "delay_us: -1 is out of range"),
+            (r#"{"transport": "ipoib-rc", "path": {"delay_us": -1}}"#, "delay_us: -1 is out of range"),
+            (r#"{"transport": "rdma", "testbed": "s3"}"#, "testbed: unknown 's3'"),
+            (r#"{"transport": "rdma", "nfs": {"bogus": 1}}"#, "unknown field `bogus`"),
+        ];
+        for (json, want) in cases {
+            let e = resolve(json).unwrap_err();
+            assert!(e.contains(want), "{json}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

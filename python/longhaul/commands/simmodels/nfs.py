@@ -1,0 +1,84 @@
+"""``longhaul sim nfs``: NFS read throughput (IOzone) over NFS/RDMA or NFS over IPoIB."""
+
+from __future__ import annotations
+
+import argparse
+
+from longhaul import units
+from longhaul.commands.simmodels.verbs import load_scenario_file
+from longhaul.errors import UserError
+from longhaul.output import FORMATS, emit
+from longhaul.sim import nfs
+
+COLUMNS = ["transport", "delay_us", "distance_km", "threads", "rsize_bytes", "slots", "chunk_bytes", "bw_MBps", "rpcs",
+           "retransmitted_packets", "status"]
+
+
+def register(models: argparse._SubParsersAction) -> None:
+    p = models.add_parser(
+        "nfs",
+        help="NFS read throughput (IOzone) over NFS/RDMA or NFS over IPoIB across the long-haul link",
+        description="IOzone's read test: T client threads read records of a file over one NFSv3 mount across the "
+                    "simulated long-haul path. NFS/RDMA moves the data with page-sized (4 KiB) RDMA Writes on an RC "
+                    "queue pair; NFS over IPoIB carries it on one TCP connection. Throughput bw_MBps in MB/s with "
+                    "MB = 10^6 bytes: READ data received after a warm-up (the first quarter of the simulated bytes) / "
+                    "the time it took. Only simulated_bytes of the file are read (the rate is steady once the "
+                    "connection is warm).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--transport", default=None, metavar="LIST",
+                   help="comma list of rdma (NFS/RDMA), ipoib-rc (TCP over IPoIB connected mode), ipoib-ud "
+                        "(TCP over IPoIB datagram mode) (default rdma, or the scenario file's)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--delay-us", default=None, metavar="LIST",
+                       help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
+    where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
+    where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="IOzone client threads (1..1024; default 8)")
+    p.add_argument("--rsize", default=None, metavar="BYTES",
+                   help="bytes per NFS READ, the mount's rsize (4K..1M; default 32K, the early Linux NFS/RDMA client's maximum)")
+    p.add_argument("--record-bytes", default=None, metavar="BYTES", help="IOzone record size (4K..1G; default 256K)")
+    p.add_argument("--file-bytes", default=None, metavar="BYTES", help="IOzone file size (>= record; default 512M)")
+    p.add_argument("--simulated-bytes", default=None, metavar="BYTES",
+                   help="bytes of the file actually simulated (record..file; default 32M or the file)")
+    p.add_argument("--slots", type=int, default=None, metavar="N",
+                   help="READs outstanding on the connection: RPC-over-RDMA credits (default 16) or the TCP slot table "
+                        "(default 16) (1..65536)")
+    p.add_argument("--profile", choices=nfs.TESTBEDS, default=None, help="hardware profile (default s1: the [S1] testbed)")
+    p.add_argument("--extender", choices=("longbow-xr", "longbow-c103", "generic", "none"), default=None,
+                   help="range extender pair (none = a plain IB link between the switches)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
+    p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.set_defaults(func=run_nfs)
+
+
+def _size(text: str | None, option: str) -> int | None:
+    return None if text is None else units.parse_size(text, option)
+
+
+def run_nfs(args: argparse.Namespace) -> int:
+    base = load_scenario_file(args.scenario) if args.scenario else None
+    default = (base or {}).get("transport", "rdma")
+    transports = [t.strip() for t in (args.transport or str(default)).split(",") if t.strip()]
+    for t in transports:
+        if t not in nfs.TRANSPORTS:
+            raise UserError(f"--transport: unknown '{t}' (valid: {', '.join(nfs.TRANSPORTS)})")
+    if not transports:
+        raise UserError(f"--transport: empty list (valid: {', '.join(nfs.TRANSPORTS)})")
+    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
+        points = [{}]
+    elif args.distance_km is None and args.distance_miles is None:
+        points = [{"delay_us": d} for d in units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
+    else:
+        km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
+        points = [{"fibre_km": k} for k in km]
+    common = dict(testbed=args.profile, seed=args.seed, extender=args.extender, threads=args.threads,
+                  rsize_bytes=_size(args.rsize, "--rsize"), record_bytes=_size(args.record_bytes, "--record-bytes"),
+                  file_bytes=_size(args.file_bytes, "--file-bytes"),
+                  simulated_bytes=_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots)
+    scenarios = [nfs.scenario(base, transport=t, **common, **where) for t in transports for where in points]
+    records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
+    emit(records, args.format, COLUMNS, title=f"longhaul sim nfs ({records[0]['testbed'] if records else ''})")
+    return 0

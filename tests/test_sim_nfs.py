@@ -1,0 +1,103 @@
+"""``longhaul sim nfs`` as a user runs it (records with units, formats, bad input as one line with
+exit status 2), determinism, and properties of the NFS model (hypothesis)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from longhaul.sim import nfs
+
+#: The S1 WAN: 4x SDR, 8 Gb/s of data after 8b/10b = 1000 MB/s.
+SDR_DATA_MBPS = 1000.0
+
+
+def test_json_records_carry_units_and_the_rdma_collapse(cli):
+    proc = cli("sim", "nfs", "--transport", "rdma", "--delay-us", "0,1000", "--simulated-bytes", "4M",
+               "--format", "json", check=True)
+    recs = json.loads(proc.stdout)
+    assert len(recs) == 2
+    for r in recs:
+        assert {"bw_MBps", "delay_us", "distance_km", "threads", "rsize_bytes", "slots", "chunk_bytes", "rpcs",
+                "simulated_bytes", "status"} <= r.keys()
+        assert r["status"] == "ok" and r["chunk_bytes"] == 4096 and r["rpcs"] == 4 * 1024 * 1024 // 32768
+    bw = {r["delay_us"]: r["bw_MBps"] for r in recs}
+    assert bw[1000.0] < 0.1 * bw[0.0], "4 KiB chunks with 16 in flight cannot fill a 2 ms round trip"
+
+
+def test_csv_table_distance_and_transports(cli):
+    proc = cli("sim", "nfs", "--transport", "ipoib-rc,ipoib-ud", "--distance-km", "20", "--threads", "2",
+               "--simulated-bytes", "2M", "--format", "csv", check=True)
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [r["transport"] for r in rows] == ["ipoib-rc", "ipoib-ud"]
+    assert float(rows[0]["distance_km"]) == pytest.approx(20.0) and rows[0]["chunk_bytes"] == "0"
+    table = cli("sim", "nfs", "--simulated-bytes", "1M", check=True).stdout
+    assert "MB = 10^6 bytes" in table and "rdma" in table
+
+
+def test_help_lists_units_defaults_and_ranges(cli):
+    out = cli("sim", "nfs", "--help", check=True).stdout
+    for text in ("--transport", "--delay-us", "--distance-km", "--distance-miles", "--threads", "--rsize",
+                 "--record-bytes", "--file-bytes", "--slots", "--format", "ipoib-rc", "4K..1M", "1..1024"):
+        assert text in out, text
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--transport", "smb"), "--transport: unknown 'smb'"),
+    (("--delay-us", "-1"), "--delay-us"),
+    (("--delay-us", "abc"), "--delay-us"),
+    (("--threads", "0"), "threads: 0 is out of range [1, 1024]"),
+    (("--rsize", "100"), "rsize_bytes: 100 is out of range"),
+    (("--slots", "0"), "slots: 0 is out of range"),
+    (("--record-bytes", "1M", "--file-bytes", "512K"), "file_bytes"),
+])
+def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
+    proc = cli("sim", "nfs", *args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_same_seed_same_record():
+    sc = nfs.scenario(transport="ipoib-ud", delay_us=100.0, simulated_bytes=2 << 20, seed=7)
+    assert nfs.run(sc) == nfs.run(sc)
+    sc = nfs.scenario(transport="rdma", delay_us=100.0, simulated_bytes=2 << 20, seed=7)
+    assert nfs.run(sc) == nfs.run(sc)
+
+
+@settings(max_examples=12)
+@given(transport=st.sampled_from(nfs.TRANSPORTS), delay_us=st.sampled_from([0.0, 10.0, 300.0, 2000.0]),
+       threads=st.integers(1, 16), slots=st.integers(1, 64))
+def test_never_above_the_wan_data_rate_and_every_byte_read(transport, delay_us, threads, slots):
+    r = nfs.run(nfs.scenario(transport=transport, delay_us=delay_us, threads=threads, slots=slots,
+                             simulated_bytes=1 << 20))
+    assert r["status"] == "ok"
+    assert r["rpcs"] * r["rsize_bytes"] == r["simulated_bytes"]
+    assert 0 < r["bw_MBps"] <= SDR_DATA_MBPS
+
+
+@pytest.mark.parametrize("transport", nfs.TRANSPORTS)
+def test_more_slots_and_threads_never_slower(transport):
+    """More READs allowed in flight (credits / slot table, or threads issuing them) never lowers throughput."""
+    def bw(**kw):
+        return nfs.run(nfs.scenario(transport=transport, delay_us=1000.0, simulated_bytes=4 << 20, **kw))["bw_MBps"]
+    by_slots = [bw(slots=s, threads=16) for s in (1, 4, 16)]
+    by_threads = [bw(threads=t) for t in (1, 2, 8)]
+    for seq in (by_slots, by_threads):
+        assert all(b >= a * 0.98 for a, b in zip(seq, seq[1:])), seq
+    assert by_slots[-1] > 1.5 * by_slots[0]
+
+
+def test_scenario_file_is_the_base_and_options_override_it(cli, tmp_path):
+    path = tmp_path / "nfs.toml"
+    path.write_text('transport = "ipoib-ud"\n[path]\ndelay_us = 100\n[nfs]\nthreads = 4\n')
+    rec = json.loads(cli("sim", "nfs", "--scenario", str(path), "--simulated-bytes", "1M", "--format", "json",
+                         check=True).stdout)[0]
+    assert (rec["transport"], rec["delay_us"], rec["threads"]) == ("ipoib-ud", 100.0, 4)
+    rec = json.loads(cli("sim", "nfs", "--scenario", str(path), "--transport", "rdma", "--threads", "2",
+                         "--simulated-bytes", "1M", "--format", "json", check=True).stdout)[0]
+    assert (rec["transport"], rec["delay_us"], rec["threads"]) == ("rdma", 100.0, 2)
