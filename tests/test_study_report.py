@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -99,13 +98,11 @@ def test_quick_study_end_to_end_then_warm_cache(tmp_path, fake_sim, fake_validat
     assert (out / "records.csv").read_text().startswith("transport,op,test")
     assert len(Store(store).runs(kind="verbs")) == n_points
 
-    t = time.perf_counter()
+    # (How long a warm re-run takes is bench/study_bench.py's business, not a test's.)
     assert main(["study", "--quick", "--out", str(tmp_path / "out2"), "--store", str(store)]) == 0
-    warm = time.perf_counter() - t
     md2 = capsys.readouterr().out
     assert len(fake_sim) == n_points                                       # nothing recomputed
     assert f"0 computed, {n_points} cached" in md2
-    assert warm < 5.0
 
 
 def test_default_out_dir_is_timestamped(tmp_path, fake_sim, fake_validation, monkeypatch, capsys):
