@@ -50,12 +50,12 @@ pub struct MpiParams {
     /// Chunk of R3 (copy-based rendezvous) data: one eager buffer.
     pub r3_chunk_bytes: u32,
     /// Message coalescing over RC (MVAPICH2 since 1.0, gen2 `ibv_send.c`, `rdma_use_coalesce`
-    /// = 1, `rdma_coalesce_threshold` = 6 in ibv_param.c): once this many eager-buffer sends
-    /// to a peer are outstanding (posted, not completed), the next small messages are packed
-    /// into one buffer that is posted as a single work request when a send completes, so a
-    /// burst of control messages (RTS, CTS, FIN, credit updates) costs the adapter one message
-    /// in flight. 0 = off; MVAPICH2 turns it off on ConnectX adapters (MLX_CX_*), and so does
-    /// the engine for those profiles.
+    /// = 1, `rdma_coalesce_threshold` = 6 in ibv_param.c): once this many sends to a peer are
+    /// outstanding (posted, not completed), the next messages skip the RDMA fast path and are
+    /// packed into one buffer, posted as a single work request once fewer than this many are
+    /// outstanding (MRAILI_Process_send), so a burst of control messages (RTS, CTS, credit
+    /// updates) costs the adapter one message in flight. 0 = off; MVAPICH2 turns it off on
+    /// ConnectX adapters (MLX_CX_*), and so does the engine for those profiles.
     pub coalesce_after: u32,
     /// Payload of one eager buffer (vbuf), what a coalesced work request can hold: 9 KiB for
     /// an InfiniHost III Ex DDR (the size the 8 KiB threshold sits just below).

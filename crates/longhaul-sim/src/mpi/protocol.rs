@@ -12,10 +12,12 @@
 //! - Rendezvous: RTS; RPUT: CTS, RDMA write(s), FIN; RGET: RDMA read(s) by the receiver, FIN
 //!   back; R3: CTS, then the data copied through eager buffers. Control messages travel like
 //!   eager ones, as in MVAPICH2.
-//! - Coalescing (RC send/receive channel, `MpiParams::coalesce_after`): once a few sends to a
-//!   peer are outstanding, small messages are packed into one held buffer, posted as one work
-//!   request when a send completes (or when the next message does not fit); the receiver
-//!   handles its messages in order. The messages of a buffer are chained through `Wire::next`.
+//! - Coalescing (RC send/receive channel, `MpiParams::coalesce_after`), as MVAPICH2's gen2
+//!   `ibv_send.c` does it: once a few sends to a peer are outstanding, messages leave the RDMA
+//!   fast path and are packed into one held buffer, posted as one work request when the
+//!   outstanding sends drop below the threshold again (or when the next message does not fit,
+//!   or a rendezvous FIN, always a work request of its own, is posted); the receiver handles
+//!   its messages in order. The messages of a buffer are chained through `Wire::next`.
 //! - Over UD and UC the library provides reliability itself: the credits become a send window
 //!   of `ud_window` frames acknowledged every `ud_ack_every` frames (or piggybacked). UD frames
 //!   are one MTU, so UD messages are fragmented and rendezvous falls back to R3 (no RDMA); UC
@@ -201,10 +203,20 @@ impl Mpi {
         let ready = self.cpu(from, t, self.post_cost);
         let needs = self.needs_credit(kind);
         let rc = self.transport == Transport::Rc;
+        if rc && kind == Kind::Fin {
+            // MVAPICH2 sends the rendezvous finish in a buffer of its own on the send/receive
+            // channel (MPIDI_CH3I_MRAILI_rput_complete / rget_finish call post_send, which
+            // flushes the held buffer first): never packed, never on the fast path.
+            self.flush_held(ib, c, d);
+            return self.post_now(ib, c, d, w, bytes, op, ready);
+        }
+        let coalescing = self.coalescing(c, d);
         let dir = &mut self.conns[c as usize].dirs[d];
-        if needs && dir.credits > 0 && dir.backlog.is_empty() && dir.held.is_none() {
-            // A free eager buffer at the receiver (RC: the RDMA fast path's ring), and nothing
-            // held that it would overtake.
+        if needs && dir.credits > 0 && dir.backlog.is_empty() && dir.held.is_none() && !coalescing {
+            // A free eager buffer at the receiver (RC: the RDMA fast path's ring), nothing held
+            // that it would overtake, and not in a burst: MVAPICH2 leaves the fast path once
+            // coalescing applies, since only send/receive messages can be packed
+            // (MPIDI_CH3I_MRAILI_Fast_rdma_ok refuses when MRAILI_Coalesce_ok holds).
             dir.credits -= 1;
             self.wires[w as usize].ring = true;
             return self.post_now(ib, c, d, w, bytes, op, ready);
@@ -236,16 +248,21 @@ impl Mpi {
         true
     }
 
+    /// Coalescing applies to direction `d` of `c`: RC, switched on, and at least
+    /// `coalesce_after` sends outstanding (MVAPICH2's MRAILI_Coalesce_ok with an SRQ).
+    fn coalescing(&self, c: u32, d: usize) -> bool {
+        let after = self.params.coalesce_after;
+        after > 0 && self.transport == Transport::Rc && self.conns[c as usize].dirs[d].sends_out >= after
+    }
+
     /// Post wire `w` (with what is chained to it) as one work request, or hold it to coalesce.
     fn post_wire(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
-        let coalesce = self.params.coalesce_after;
-        if op == Op::Send && coalesce > 0 && self.transport == Transport::Rc {
+        if op == Op::Send && self.params.coalesce_after > 0 && self.transport == Transport::Rc {
             if self.conns[c as usize].dirs[d].held.is_some() {
                 self.flush_held(ib, c, d); // did not fit: it goes first
             }
-            let dir = &mut self.conns[c as usize].dirs[d];
-            if dir.sends_out >= coalesce {
-                dir.held = Some(Held { head: w, tail: w, bytes, ready });
+            if self.coalescing(c, d) {
+                self.conns[c as usize].dirs[d].held = Some(Held { head: w, tail: w, bytes, ready });
                 return;
             }
         }
@@ -399,9 +416,13 @@ impl Mpi {
                     _ => {}
                 }
                 if c.op == Op::Send {
+                    // The held buffer goes once the burst has drained below the coalescing
+                    // threshold (MRAILI_Process_send flushes when outstanding_eager_vbufs <
+                    // rdma_coalesce_threshold), not at every completion.
                     let d = side;
                     self.conns[conn as usize].dirs[d].sends_out -= 1;
-                    if let Some(h) = self.conns[conn as usize].dirs[d].held.as_mut() {
+                    let drained = !self.coalescing(conn, d);
+                    if let Some(h) = self.conns[conn as usize].dirs[d].held.as_mut().filter(|_| drained) {
                         h.ready = h.ready.max(c.at);
                         self.flush_held(ib, conn, d);
                     }
