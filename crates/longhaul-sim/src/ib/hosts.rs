@@ -2,8 +2,9 @@
 //! (ACKs/NAKs first, then read responses, then new data round-robin over queue pairs), the
 //! receive engine, completions for the application and retransmission timers.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
+use super::active::ActiveQps;
 use super::hca::HcaProfile;
 use super::headers::{self, psn_diff, Kind, Op, PSN_MASK};
 use super::packet::IbPacket;
@@ -59,7 +60,7 @@ struct HostState {
     /// the next packet, so a host with hundreds of idle connections (MPI) costs no more per
     /// packet than one with a few; an entry found idle is dropped, and posting or rewinding
     /// (go-back-N) puts it back.
-    active: BTreeSet<u32>,
+    active: ActiveQps,
     /// The round-robin resumes at the first active queue pair with an id at least this.
     rr_next: u32,
     engine_free: Time,
@@ -107,7 +108,7 @@ impl IbHosts {
                 poll: from_ns(hca.poll_ns),
                 pcie: Rate::from_gbps(hca.pcie_data_gbps()),
             },
-            active: BTreeSet::new(),
+            active: ActiveQps::default(),
             rr_next: 0,
             engine_free: 0,
             rx_free: 0,
@@ -421,7 +422,7 @@ impl IbHosts {
         let mut cursor = start;
         let mut wrapped = false;
         loop {
-            let Some(&qp) = h.active.range(cursor..).next() else {
+            let Some(qp) = h.active.first_from(cursor) else {
                 if wrapped || start == 0 {
                     break;
                 }
@@ -435,7 +436,7 @@ impl IbHosts {
             cursor = qp + 1;
             let q = &mut self.qps[qp as usize];
             if q.failed || q.cur >= q.sq.len() {
-                h.active.remove(&qp);
+                h.active.remove(qp);
                 continue;
             }
             if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= hca_inflight {

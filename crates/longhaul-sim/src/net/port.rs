@@ -170,12 +170,12 @@ impl<P> Port<P> {
         if !self.credit_controlled {
             return;
         }
-        let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map(|i| i + 1).unwrap_or(0);
-        if pos == self.credit_returns.len() {
+        if !matches!(self.credit_returns.back(), Some(&(t, _)) if t > at) {
             self.credit_returns.push_back((at, bytes));
-        } else {
-            self.credit_returns.insert(pos, (at, bytes));
+            return;
         }
+        let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map_or(0, |i| i + 1);
+        self.credit_returns.insert(pos, (at, bytes));
     }
 
     /// Packets and bytes currently on the wire or queued (memory is proportional to these).
