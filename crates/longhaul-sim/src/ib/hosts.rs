@@ -344,20 +344,20 @@ impl IbHosts {
         self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen, true);
     }
 
-    /// The next packet the host at `node` can send at `now`, with the time it is ready.
-    fn next_packet(&mut self, now: Time, node: NodeId) -> Option<(IbPacket, Time)> {
+    /// The next packet the host at `node` can send at `now`, or when it can send one.
+    fn next_packet(&mut self, now: Time, node: NodeId) -> Pull<IbPacket> {
         let hca_unacked = self.hca.max_unacked_pkts;
         let hca_inflight = self.hca.max_inflight_wqes as usize;
         let hca_reads = self.hca.max_rd_atomic;
         let ack_every = self.hca.ack_req_every_pkts.max(1);
-        let h = self.hosts[node as usize].as_mut()?;
+        let Some(h) = self.hosts[node as usize].as_mut() else { return Pull::Idle };
         let tx_pkt = h.costs.tx_pkt;
         // 1. ACK / NAK
         if let Some(&qp) = h.ctrl.front() {
             let q = &mut self.qps[qp as usize];
             let ready = h.engine_free.max(q.ack_ready) + tx_pkt;
             if ready > now {
-                return Some((dummy(), ready));
+                return Pull::Later(ready);
             }
             h.ctrl.pop_front();
             let (kind, psn) = match q.nak_psn.take() {
@@ -368,7 +368,7 @@ impl IbHosts {
             h.engine_free = ready;
             self.stats.acks += 1;
             let pkt = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind, op: Op::Send, psn, len: 0, first: true, last: true, ack_req: false, wire: headers::ack_bytes() };
-            return Some((pkt, ready));
+            return Pull::Ready(pkt);
         }
         // 2. read responses
         while let Some(&qp) = h.resp.front() {
@@ -380,7 +380,7 @@ impl IbHosts {
             let len = job.remaining.min(q.mtu);
             let ready = h.engine_free.max(job.ready_at) + tx_pkt.max(h.costs.pcie.serialise(len as u64));
             if ready > now {
-                return Some((dummy(), ready));
+                return Pull::Later(ready);
             }
             let first = job.first;
             let last = job.remaining == len;
@@ -414,7 +414,7 @@ impl IbHosts {
                 }
             }
             h.engine_free = ready;
-            return Some((pkt, ready));
+            return Pull::Ready(pkt);
         }
         // 3. requester data, round-robin over this host's queue pairs
         let mut earliest: Option<Time> = None;
@@ -493,15 +493,10 @@ impl IbHosts {
                 }
                 self.arm_timer(qp, now);
             }
-            return Some((pkt, ready));
+            return Pull::Ready(pkt);
         }
-        earliest.map(|t| (dummy(), t))
+        earliest.map_or(Pull::Idle, Pull::Later)
     }
-}
-
-/// Placeholder returned with a future ready time (never sent).
-fn dummy() -> IbPacket {
-    IbPacket { src: 0, dst: 0, qp: u32::MAX, kind: Kind::Ack, op: Op::Send, psn: 0, len: 0, first: false, last: false, ack_req: false, wire: 0 }
 }
 
 impl Endpoints<IbPacket> for IbHosts {
@@ -531,11 +526,7 @@ impl Endpoints<IbPacket> for IbHosts {
     }
 
     fn pull(&mut self, now: Time, node: NodeId) -> Pull<IbPacket> {
-        match self.next_packet(now, node) {
-            Some((pkt, ready)) if ready <= now && pkt.qp != u32::MAX => Pull::Ready(pkt),
-            Some((_, ready)) => Pull::Later(ready),
-            None => Pull::Idle,
-        }
+        self.next_packet(now, node)
     }
 
     fn sent(&mut self, _node: NodeId, pkt: &IbPacket, done_at: Time) {

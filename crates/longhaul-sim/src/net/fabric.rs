@@ -199,7 +199,7 @@ impl<P: Routable> Fabric<P> {
 
     /// Give back the ingress-buffer space a packet held at the node of `in_port`, effective at
     /// the sender after the flow-control update crosses the link.
-    #[inline]
+    #[inline(always)]
     fn return_credits<E: From<NetEvent>>(&mut self, in_port: PortId, left_at: Time, wire_bytes: u32, q: &mut EventQueue<E>) {
         let up = self.ports[in_port as usize].peer;
         let sender = &mut self.ports[up as usize];
@@ -338,7 +338,7 @@ impl<P: Routable> Fabric<P> {
 
     /// Put a packet that has its credits on port `p`'s wire at `start`; `in_port` (or NO_PORT)
     /// is where it held buffer space at this node, freed once its tail has left.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn transmit<E: From<NetEvent>>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let port = &mut self.ports[p as usize];
