@@ -166,6 +166,7 @@ impl<P> Port<P> {
     }
 
     /// Record credits that will arrive at `at` (kept sorted; almost always appended).
+    #[inline]
     pub(crate) fn push_credit_return(&mut self, at: Time, bytes: u64) {
         if !self.credit_controlled {
             return;
