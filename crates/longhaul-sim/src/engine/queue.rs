@@ -5,10 +5,12 @@
 //!
 //! Hand-written rather than `std::collections::BinaryHeap` because the queue is a fifth of the
 //! engine's time and typically holds under ten events: the key (time, sequence) is one u128,
-//! compared without branching on its halves; sifting moves a hole instead of swapping.
+//! compared without branching on its halves; sifting moves a hole instead of swapping, which
+//! needs events to be `Copy` (they are small: indices, never packets).
 
 use super::time::Time;
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     /// Time in the high 64 bits, scheduling sequence in the low 64 bits.
     key: u128,
@@ -23,13 +25,13 @@ pub struct EventQueue<E> {
     popped: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue { heap: Vec::with_capacity(1024), seq: 0, now: 0, popped: 0 }
     }
@@ -52,15 +54,16 @@ impl<E> EventQueue<E> {
     /// Move the entry at `pos` up past every parent with a later key.
     #[inline]
     fn sift_up(&mut self, mut pos: usize) {
-        let key = self.heap[pos].key;
+        let moving = self.heap[pos];
         while pos > 0 {
             let parent = (pos - 1) / 2;
-            if self.heap[parent].key <= key {
+            if self.heap[parent].key <= moving.key {
                 break;
             }
-            self.heap.swap(pos, parent);
+            self.heap[pos] = self.heap[parent];
             pos = parent;
         }
+        self.heap[pos] = moving;
     }
 
     /// Remove the earliest event and advance the clock to it.
@@ -74,21 +77,21 @@ impl<E> EventQueue<E> {
         let top = if self.heap.is_empty() {
             last
         } else {
+            let top = self.heap[0];
             let n = self.heap.len();
             let mut hole = 0;
             let mut child = 1;
             while child + 1 < n {
                 child += usize::from(self.heap[child + 1].key < self.heap[child].key);
-                self.heap.swap(hole, child);
+                self.heap[hole] = self.heap[child];
                 hole = child;
                 child = 2 * hole + 1;
             }
             if child + 1 == n {
-                self.heap.swap(hole, child);
+                self.heap[hole] = self.heap[child];
                 hole = child;
             }
-            // The swaps carried the root down to `hole`.
-            let top = std::mem::replace(&mut self.heap[hole], last);
+            self.heap[hole] = last;
             self.sift_up(hole);
             top
         };

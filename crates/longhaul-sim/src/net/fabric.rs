@@ -163,12 +163,12 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// A host has new work: try its port now.
-    pub fn kick<E: From<NetEvent>>(&mut self, now: Time, host: NodeId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn kick<E: From<NetEvent> + Copy>(&mut self, now: Time, host: NodeId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let p = self.host_port(host);
         self.try_send(now, p, q, eps);
     }
 
-    pub fn handle<E: From<NetEvent>>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn handle<E: From<NetEvent> + Copy>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         match ev {
             NetEvent::Arrive(p) => {
                 let pi = p as usize;
@@ -189,7 +189,7 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    fn wake<E: From<NetEvent>>(&mut self, p: PortId, at: Time, q: &mut EventQueue<E>) {
+    fn wake<E: From<NetEvent> + Copy>(&mut self, p: PortId, at: Time, q: &mut EventQueue<E>) {
         let port = &mut self.ports[p as usize];
         if at < port.wake_at {
             port.wake_at = at;
@@ -200,7 +200,7 @@ impl<P: Routable> Fabric<P> {
     /// Give back the ingress-buffer space a packet held at the node of `in_port`, effective at
     /// the sender after the flow-control update crosses the link.
     #[inline(always)]
-    fn return_credits<E: From<NetEvent>>(&mut self, in_port: PortId, left_at: Time, wire_bytes: u32, q: &mut EventQueue<E>) {
+    fn return_credits<E: From<NetEvent> + Copy>(&mut self, in_port: PortId, left_at: Time, wire_bytes: u32, q: &mut EventQueue<E>) {
         let up = self.ports[in_port as usize].peer;
         let sender = &mut self.ports[up as usize];
         if !sender.credit_controlled {
@@ -215,7 +215,7 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// A packet sent on `from` has arrived at the far node (through the peer port).
-    fn arrive<E: From<NetEvent>>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn arrive<E: From<NetEvent> + Copy>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let sender = &mut self.ports[from as usize];
         let in_port = sender.peer;
         let node = sender.ends.to_node;
@@ -272,7 +272,7 @@ impl<P: Routable> Fabric<P> {
     /// exact for a FIFO port, because credits only grow with time except through the port's
     /// own sends, and it saves one event per packet on every backlogged port. Host ports pull
     /// one packet at a time so that ACKs generated meanwhile still go first.
-    fn try_send<E: From<NetEvent>>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let pi = p as usize;
         let is_host = self.ports[pi].ends.from_host;
         let commit_ahead = self.ports[pi].commit_ahead;
@@ -328,7 +328,7 @@ impl<P: Routable> Fabric<P> {
 
     /// Port `p` lacks credits for its head packet: wake it when the next return arrives, or
     /// when one is sent back (nothing in flight toward it yet).
-    fn wait_for_credits<E: From<NetEvent>>(&mut self, p: PortId, q: &mut EventQueue<E>) {
+    fn wait_for_credits<E: From<NetEvent> + Copy>(&mut self, p: PortId, q: &mut EventQueue<E>) {
         let port = &mut self.ports[p as usize];
         match port.credit_returns.front() {
             Some(&(t, _)) => self.wake(p, t, q),
@@ -340,7 +340,7 @@ impl<P: Routable> Fabric<P> {
     /// is where it held buffer space at this node, freed once its tail has left.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn transmit<E: From<NetEvent>>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn transmit<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let port = &mut self.ports[p as usize];
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
