@@ -13,7 +13,8 @@ pub use time::Time;
 
 /// A simulated system: handles its own events and says when it is finished.
 pub trait Model {
-    type Event;
+    /// Small and `Copy` (indices, not payloads): the queue moves events as it sifts.
+    type Event: Copy;
     /// Handle one event at time `now`; schedule follow-ups on `q`.
     fn handle(&mut self, now: Time, ev: Self::Event, q: &mut EventQueue<Self::Event>);
     /// True once the workload is complete (the run loop stops early).

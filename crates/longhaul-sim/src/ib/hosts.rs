@@ -2,8 +2,9 @@
 //! (ACKs/NAKs first, then read responses, then new data round-robin over queue pairs), the
 //! receive engine, completions for the application and retransmission timers.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
+use super::active::ActiveQps;
 use super::hca::HcaProfile;
 use super::headers::{self, psn_diff, Kind, Op, PSN_MASK};
 use super::packet::IbPacket;
@@ -59,7 +60,7 @@ struct HostState {
     /// the next packet, so a host with hundreds of idle connections (MPI) costs no more per
     /// packet than one with a few; an entry found idle is dropped, and posting or rewinding
     /// (go-back-N) puts it back.
-    active: BTreeSet<u32>,
+    active: ActiveQps,
     /// The round-robin resumes at the first active queue pair with an id at least this.
     rr_next: u32,
     engine_free: Time,
@@ -107,7 +108,7 @@ impl IbHosts {
                 poll: from_ns(hca.poll_ns),
                 pcie: Rate::from_gbps(hca.pcie_data_gbps()),
             },
-            active: BTreeSet::new(),
+            active: ActiveQps::default(),
             rr_next: 0,
             engine_free: 0,
             rx_free: 0,
@@ -343,20 +344,20 @@ impl IbHosts {
         self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen, true);
     }
 
-    /// The next packet the host at `node` can send at `now`, with the time it is ready.
-    fn next_packet(&mut self, now: Time, node: NodeId) -> Option<(IbPacket, Time)> {
+    /// The next packet the host at `node` can send at `now`, or when it can send one.
+    fn next_packet(&mut self, now: Time, node: NodeId) -> Pull<IbPacket> {
         let hca_unacked = self.hca.max_unacked_pkts;
         let hca_inflight = self.hca.max_inflight_wqes as usize;
         let hca_reads = self.hca.max_rd_atomic;
         let ack_every = self.hca.ack_req_every_pkts.max(1);
-        let h = self.hosts[node as usize].as_mut()?;
+        let Some(h) = self.hosts[node as usize].as_mut() else { return Pull::Idle };
         let tx_pkt = h.costs.tx_pkt;
         // 1. ACK / NAK
         if let Some(&qp) = h.ctrl.front() {
             let q = &mut self.qps[qp as usize];
             let ready = h.engine_free.max(q.ack_ready) + tx_pkt;
             if ready > now {
-                return Some((dummy(), ready));
+                return Pull::Later(ready);
             }
             h.ctrl.pop_front();
             let (kind, psn) = match q.nak_psn.take() {
@@ -367,7 +368,7 @@ impl IbHosts {
             h.engine_free = ready;
             self.stats.acks += 1;
             let pkt = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind, op: Op::Send, psn, len: 0, first: true, last: true, ack_req: false, wire: headers::ack_bytes() };
-            return Some((pkt, ready));
+            return Pull::Ready(pkt);
         }
         // 2. read responses
         while let Some(&qp) = h.resp.front() {
@@ -379,7 +380,7 @@ impl IbHosts {
             let len = job.remaining.min(q.mtu);
             let ready = h.engine_free.max(job.ready_at) + tx_pkt.max(h.costs.pcie.serialise(len as u64));
             if ready > now {
-                return Some((dummy(), ready));
+                return Pull::Later(ready);
             }
             let first = job.first;
             let last = job.remaining == len;
@@ -413,7 +414,7 @@ impl IbHosts {
                 }
             }
             h.engine_free = ready;
-            return Some((pkt, ready));
+            return Pull::Ready(pkt);
         }
         // 3. requester data, round-robin over this host's queue pairs
         let mut earliest: Option<Time> = None;
@@ -421,7 +422,7 @@ impl IbHosts {
         let mut cursor = start;
         let mut wrapped = false;
         loop {
-            let Some(&qp) = h.active.range(cursor..).next() else {
+            let Some(qp) = h.active.first_from(cursor) else {
                 if wrapped || start == 0 {
                     break;
                 }
@@ -435,7 +436,7 @@ impl IbHosts {
             cursor = qp + 1;
             let q = &mut self.qps[qp as usize];
             if q.failed || q.cur >= q.sq.len() {
-                h.active.remove(&qp);
+                h.active.remove(qp);
                 continue;
             }
             if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= hca_inflight {
@@ -492,15 +493,10 @@ impl IbHosts {
                 }
                 self.arm_timer(qp, now);
             }
-            return Some((pkt, ready));
+            return Pull::Ready(pkt);
         }
-        earliest.map(|t| (dummy(), t))
+        earliest.map_or(Pull::Idle, Pull::Later)
     }
-}
-
-/// Placeholder returned with a future ready time (never sent).
-fn dummy() -> IbPacket {
-    IbPacket { src: 0, dst: 0, qp: u32::MAX, kind: Kind::Ack, op: Op::Send, psn: 0, len: 0, first: false, last: false, ack_req: false, wire: 0 }
 }
 
 impl Endpoints<IbPacket> for IbHosts {
@@ -530,11 +526,7 @@ impl Endpoints<IbPacket> for IbHosts {
     }
 
     fn pull(&mut self, now: Time, node: NodeId) -> Pull<IbPacket> {
-        match self.next_packet(now, node) {
-            Some((pkt, ready)) if ready <= now && pkt.qp != u32::MAX => Pull::Ready(pkt),
-            Some((_, ready)) => Pull::Later(ready),
-            None => Pull::Idle,
-        }
+        self.next_packet(now, node)
     }
 
     fn sent(&mut self, _node: NodeId, pkt: &IbPacket, done_at: Time) {

@@ -1,6 +1,7 @@
 //! InfiniBand: packet headers, adapter profiles, queue pairs and the RC / UC / UD transports
 //! with send/recv, RDMA write and RDMA read.
 
+mod active;
 pub mod hca;
 pub mod headers;
 pub mod hosts;

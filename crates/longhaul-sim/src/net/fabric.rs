@@ -3,7 +3,7 @@
 //! fabric asks a host for its next packet when the host's port is free, and hands it the packets
 //! that reach it. The fabric knows nothing about what the packets mean.
 
-use super::port::{credit_blocks, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT};
+use super::port::{credit_blocks, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT};
 use crate::engine::{EventQueue, RngStream, Time};
 
 pub type NodeId = u32;
@@ -52,8 +52,11 @@ pub struct Node {
     /// Cut-through nodes start forwarding when the header arrives; others store and forward.
     pub cut_through: bool,
     pub ports: Vec<PortId>,
-    /// route[dst] = ports on a shortest path toward host `dst` (several = parallel links).
-    route: Vec<Vec<PortId>>,
+}
+
+/// The facts a port of a link from node `a` to node `b` looks up for every packet.
+fn ends(a: &Node, b: NodeId, bn: &Node) -> Ends {
+    Ends { from_host: a.kind == NodeKind::Host, to_node: b, to_host: bn.kind == NodeKind::Host, to_cut_through: bn.cut_through, to_latency: bn.latency }
 }
 
 /// The two events of the network layer.
@@ -68,16 +71,21 @@ pub enum NetEvent {
 pub struct Fabric<P> {
     pub nodes: Vec<Node>,
     pub ports: Vec<Port<P>>,
+    /// Routing, flattened (one lookup per hop): `routes[node * nodes.len() + dst]` is the range
+    /// of `route_ports` holding the ports on a shortest path from `node` toward host `dst`
+    /// (several = parallel links; empty = no route).
+    routes: Vec<(u32, u32)>,
+    route_ports: Vec<PortId>,
     seed: u64,
 }
 
 impl<P: Routable> Fabric<P> {
     pub fn new(seed: u64) -> Self {
-        Fabric { nodes: Vec::new(), ports: Vec::new(), seed }
+        Fabric { nodes: Vec::new(), ports: Vec::new(), routes: Vec::new(), route_ports: Vec::new(), seed }
     }
 
     pub fn add_node(&mut self, kind: NodeKind, name: &str, latency: Time, cut_through: bool) -> NodeId {
-        self.nodes.push(Node { kind, name: name.to_string(), latency, cut_through, ports: Vec::new(), route: Vec::new() });
+        self.nodes.push(Node { kind, name: name.to_string(), latency, cut_through, ports: Vec::new() });
         (self.nodes.len() - 1) as NodeId
     }
 
@@ -85,8 +93,9 @@ impl<P: Routable> Fabric<P> {
     pub fn connect(&mut self, a: NodeId, b: NodeId, ab: PortParams, ba: PortParams) -> (PortId, PortId) {
         let pa = self.ports.len() as PortId;
         let pb = pa + 1;
-        self.ports.push(Port::new(a, ab, RngStream::new(self.seed, 1000 + pa as u64)));
-        self.ports.push(Port::new(b, ba, RngStream::new(self.seed, 1000 + pb as u64)));
+        let (na, nb) = (&self.nodes[a as usize], &self.nodes[b as usize]);
+        self.ports.push(Port::new(a, ab, ends(na, b, nb), RngStream::new(self.seed, 1000 + pa as u64)));
+        self.ports.push(Port::new(b, ba, ends(nb, a, na), RngStream::new(self.seed, 1000 + pb as u64)));
         self.ports[pa as usize].peer = pb;
         self.ports[pb as usize].peer = pa;
         self.nodes[a as usize].ports.push(pa);
@@ -98,9 +107,8 @@ impl<P: Routable> Fabric<P> {
     /// choices). Call once after the topology is built.
     pub fn compute_routes(&mut self) {
         let n = self.nodes.len();
-        for node in &mut self.nodes {
-            node.route = vec![Vec::new(); n];
-        }
+        self.routes = vec![(0, 0); n * n];
+        self.route_ports.clear();
         for dst in 0..n {
             if self.nodes[dst].kind != NodeKind::Host {
                 continue;
@@ -124,24 +132,29 @@ impl<P: Routable> Fabric<P> {
                 if u == dst || dist[u] == usize::MAX {
                     continue;
                 }
-                let choices: Vec<PortId> = self.nodes[u]
-                    .ports
-                    .iter()
-                    .copied()
-                    .filter(|&p| {
-                        let v = self.ports[self.ports[p as usize].peer as usize].node as usize;
-                        dist[v] + 1 == dist[u] && (v == dst || self.nodes[v].kind != NodeKind::Host)
-                    })
-                    .collect();
-                self.nodes[u].route[dst] = choices;
+                let start = self.route_ports.len() as u32;
+                for &p in &self.nodes[u].ports {
+                    let v = self.ports[self.ports[p as usize].peer as usize].node as usize;
+                    if dist[v] + 1 == dist[u] && (v == dst || self.nodes[v].kind != NodeKind::Host) {
+                        self.route_ports.push(p);
+                    }
+                }
+                self.routes[u * n + dst] = (start, self.route_ports.len() as u32 - start);
             }
         }
     }
 
+    /// The ports on a shortest path from `node` toward host `dst`.
+    #[inline]
+    fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
+        let (start, len) = self.routes[node as usize * self.nodes.len() + dst as usize];
+        &self.route_ports[start as usize..(start + len) as usize]
+    }
+
     /// True if every host can reach every other host.
     pub fn fully_connected(&self) -> bool {
-        let hosts: Vec<usize> = (0..self.nodes.len()).filter(|&i| self.nodes[i].kind == NodeKind::Host).collect();
-        hosts.iter().all(|&a| hosts.iter().all(|&b| a == b || !self.nodes[a].route[b].is_empty()))
+        let hosts: Vec<NodeId> = (0..self.nodes.len() as NodeId).filter(|&i| self.nodes[i as usize].kind == NodeKind::Host).collect();
+        hosts.iter().all(|&a| hosts.iter().all(|&b| a == b || !self.route(a, b).is_empty()))
     }
 
     /// The egress port of a host (hosts have one port).
@@ -150,12 +163,12 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// A host has new work: try its port now.
-    pub fn kick<E: From<NetEvent>>(&mut self, now: Time, host: NodeId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn kick<E: From<NetEvent> + Copy>(&mut self, now: Time, host: NodeId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let p = self.host_port(host);
         self.try_send(now, p, q, eps);
     }
 
-    pub fn handle<E: From<NetEvent>>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn handle<E: From<NetEvent> + Copy>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         match ev {
             NetEvent::Arrive(p) => {
                 let pi = p as usize;
@@ -176,7 +189,7 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    fn wake<E: From<NetEvent>>(&mut self, p: PortId, at: Time, q: &mut EventQueue<E>) {
+    fn wake<E: From<NetEvent> + Copy>(&mut self, p: PortId, at: Time, q: &mut EventQueue<E>) {
         let port = &mut self.ports[p as usize];
         if at < port.wake_at {
             port.wake_at = at;
@@ -186,10 +199,11 @@ impl<P: Routable> Fabric<P> {
 
     /// Give back the ingress-buffer space a packet held at the node of `in_port`, effective at
     /// the sender after the flow-control update crosses the link.
-    fn return_credits<E: From<NetEvent>>(&mut self, in_port: PortId, left_at: Time, wire_bytes: u32, q: &mut EventQueue<E>) {
+    #[inline(always)]
+    fn return_credits<E: From<NetEvent> + Copy>(&mut self, in_port: PortId, left_at: Time, wire_bytes: u32, q: &mut EventQueue<E>) {
         let up = self.ports[in_port as usize].peer;
         let sender = &mut self.ports[up as usize];
-        if sender.params.peer_buffer_bytes.is_none() {
+        if !sender.credit_controlled {
             return;
         }
         let at = left_at + sender.params.propagation;
@@ -201,17 +215,17 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// A packet sent on `from` has arrived at the far node (through the peer port).
-    fn arrive<E: From<NetEvent>>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
-        let in_port = self.ports[from as usize].peer;
-        let node = self.ports[in_port as usize].node;
-        let loss = self.ports[from as usize].params.loss;
-        if self.ports[from as usize].rng.chance(loss) {
+    fn arrive<E: From<NetEvent> + Copy>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        let sender = &mut self.ports[from as usize];
+        let in_port = sender.peer;
+        let node = sender.ends.to_node;
+        if sender.rng.chance(sender.params.loss) {
             // Corrupted on the wire: the receiver's CRC check discards it and frees its buffer.
-            self.ports[from as usize].stats.drops_loss += 1;
+            sender.stats.drops_loss += 1;
             self.return_credits(in_port, item.tail_at, item.wire_bytes, q);
             return;
         }
-        if self.nodes[node as usize].kind == NodeKind::Host {
+        if sender.ends.to_host {
             // The adapter drains its receive buffer into host memory as packets arrive.
             self.return_credits(in_port, item.tail_at, item.wire_bytes, q);
             eps.deliver(now, node, item.pkt);
@@ -219,7 +233,7 @@ impl<P: Routable> Fabric<P> {
             self.try_send(now, hp, q, eps);
             return;
         }
-        let choices = &self.nodes[node as usize].route[item.pkt.dst() as usize];
+        let choices = self.route(node, item.pkt.dst());
         if choices.is_empty() {
             // Unroutable: impossible in a validated topology; count it as a queue drop.
             self.ports[from as usize].stats.drops_queue += 1;
@@ -238,8 +252,15 @@ impl<P: Routable> Fabric<P> {
                 return;
             }
         }
+        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(port.queued_bytes + item.wire_bytes as u64);
+        if port.commit_ahead && port.queue.is_empty() {
+            // What `try_send` would do with this packet alone in the queue, without queueing it.
+            let start = now.max(port.busy_until).max(ready_at);
+            if port.take_credits(now, item.wire_bytes) {
+                return self.transmit(out, start, item.pkt, item.wire_bytes, in_port, q, eps);
+            }
+        }
         port.queued_bytes += item.wire_bytes as u64;
-        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(port.queued_bytes);
         port.queue.push_back(Queued { pkt: item.pkt, wire_bytes: item.wire_bytes, in_port, ready_at });
         self.try_send(now, out, q, eps);
     }
@@ -251,11 +272,10 @@ impl<P: Routable> Fabric<P> {
     /// exact for a FIFO port, because credits only grow with time except through the port's
     /// own sends, and it saves one event per packet on every backlogged port. Host ports pull
     /// one packet at a time so that ACKs generated meanwhile still go first.
-    fn try_send<E: From<NetEvent>>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let pi = p as usize;
-        let node = self.ports[pi].node;
-        let is_host = self.nodes[node as usize].kind == NodeKind::Host;
-        let commit_ahead = !is_host && self.ports[pi].params.queue_limit_bytes.is_none();
+        let is_host = self.ports[pi].ends.from_host;
+        let commit_ahead = self.ports[pi].commit_ahead;
         loop {
             let port = &mut self.ports[pi];
             if port.busy_until > now && !commit_ahead {
@@ -269,12 +289,18 @@ impl<P: Routable> Fabric<P> {
                 if !is_host {
                     return;
                 }
-                match eps.pull(now, node) {
+                match eps.pull(now, port.node) {
                     Pull::Ready(pkt) => {
                         let wire_bytes = pkt.wire_bytes();
                         let port = &mut self.ports[pi];
+                        // A pulled packet starts now if it has the credits (the port is free).
+                        if port.take_credits(now, wire_bytes) {
+                            self.transmit(p, now, pkt, wire_bytes, NO_PORT, q, eps);
+                            continue;
+                        }
                         port.queued_bytes += wire_bytes as u64;
                         port.queue.push_back(Queued { pkt, wire_bytes, in_port: NO_PORT, ready_at: now });
+                        continue;
                     }
                     Pull::Later(t) => {
                         self.wake(p, t.max(now), q);
@@ -291,52 +317,62 @@ impl<P: Routable> Fabric<P> {
                 return;
             }
             let start = now.max(port.busy_until).max(head.ready_at);
-            let need = credit_blocks(head.wire_bytes) * CREDIT_BLOCK_BYTES;
-            if port.params.peer_buffer_bytes.is_some() {
-                port.absorb_credits(now);
-                if port.credits < need {
-                    match port.credit_returns.front() {
-                        Some(&(t, _)) => self.wake(p, t, q),
-                        None => port.credit_starved = true,
-                    }
-                    return;
-                }
-                port.credits -= need;
+            if !port.take_credits(now, head.wire_bytes) {
+                return self.wait_for_credits(p, q);
             }
             let Queued { pkt, wire_bytes, in_port, .. } = port.queue.pop_front().expect("non-empty");
             port.queued_bytes -= wire_bytes as u64;
-            let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
-            port.busy_until = start + ser.max(port.params.min_packet_gap);
-            port.stats.tx_packets += 1;
-            port.stats.tx_bytes += wire_bytes as u64;
-            let prop = port.params.propagation;
-            let tail_at = start + ser + prop;
-            let deliver_at = self.delivery_time(pi, &pkt, wire_bytes, start, tail_at);
-            if is_host {
-                eps.sent(node, &pkt, start + ser);
-            }
-            let port = &mut self.ports[pi];
-            let was_empty = port.wire.is_empty();
-            port.wire.push_back(InFlight { deliver_at, tail_at, wire_bytes, pkt });
-            if was_empty {
-                q.schedule(deliver_at, NetEvent::Arrive(p).into());
-            }
-            if in_port != NO_PORT {
-                self.return_credits(in_port, start + ser, wire_bytes, q);
-            }
+            self.transmit(p, start, pkt, wire_bytes, in_port, q, eps);
+        }
+    }
+
+    /// Port `p` lacks credits for its head packet: wake it when the next return arrives, or
+    /// when one is sent back (nothing in flight toward it yet).
+    fn wait_for_credits<E: From<NetEvent> + Copy>(&mut self, p: PortId, q: &mut EventQueue<E>) {
+        let port = &mut self.ports[p as usize];
+        match port.credit_returns.front() {
+            Some(&(t, _)) => self.wake(p, t, q),
+            None => port.credit_starved = true,
+        }
+    }
+
+    /// Put a packet that has its credits on port `p`'s wire at `start`; `in_port` (or NO_PORT)
+    /// is where it held buffer space at this node, freed once its tail has left.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn transmit<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        let port = &mut self.ports[p as usize];
+        let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
+        port.busy_until = start + ser.max(port.params.min_packet_gap);
+        port.stats.tx_packets += 1;
+        port.stats.tx_bytes += wire_bytes as u64;
+        let tail_at = start + ser + port.params.propagation;
+        let deliver_at = self.delivery_time(p as usize, &pkt, wire_bytes, start, tail_at);
+        let port = &mut self.ports[p as usize];
+        if port.ends.from_host {
+            eps.sent(port.node, &pkt, start + ser);
+        }
+        let was_empty = port.wire.is_empty();
+        port.wire.push_back(InFlight { deliver_at, tail_at, wire_bytes, pkt });
+        if was_empty {
+            q.schedule(deliver_at, NetEvent::Arrive(p).into());
+        }
+        if in_port != NO_PORT {
+            self.return_credits(in_port, start + ser, wire_bytes, q);
         }
     }
 
     /// When a packet sent on port `pi` at `start` should be handed to the far node: at its tail
     /// (+ processing) for store-and-forward nodes; for cut-through nodes after the forwarding
     /// latency, but not so early that its tail would have to leave before it arrives.
+    #[inline]
     fn delivery_time(&self, pi: usize, pkt: &P, wire_bytes: u32, start: Time, tail_at: Time) -> Time {
-        let peer = &self.nodes[self.ports[self.ports[pi].peer as usize].node as usize];
-        if !peer.cut_through {
-            return tail_at + peer.latency;
+        let port = &self.ports[pi];
+        if !port.ends.to_cut_through {
+            return tail_at + port.ends.to_latency;
         }
-        let head_ready = start + self.ports[pi].params.propagation + peer.latency;
-        match peer.route[pkt.dst() as usize].first() {
+        let head_ready = start + port.params.propagation + port.ends.to_latency;
+        match self.route(port.ends.to_node, pkt.dst()).first() {
             Some(&out) => {
                 let o = &self.ports[out as usize].params;
                 head_ready.max(tail_at.saturating_sub(o.rate.serialise((wire_bytes + o.frame_overhead_bytes) as u64)))

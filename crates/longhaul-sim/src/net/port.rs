@@ -64,6 +64,21 @@ pub(crate) struct InFlight<P> {
     pub pkt: P,
 }
 
+/// Facts about the two ends of a port's link, fixed when the link is made (so that no packet
+/// has to look them up in the node table).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ends {
+    /// The port belongs to a host (it pulls packets from the host's transport).
+    pub from_host: bool,
+    /// The node at the far end of the link.
+    pub to_node: u32,
+    pub to_host: bool,
+    /// The far node starts forwarding once a packet's header is in (else at its tail).
+    pub to_cut_through: bool,
+    /// The far node's forwarding latency.
+    pub to_latency: Time,
+}
+
 /// Per-port counters.
 #[derive(Debug, Clone, Default)]
 pub struct PortStats {
@@ -80,6 +95,11 @@ pub struct Port<P> {
     /// The port at the other end of the link (where this port's packets arrive).
     pub peer: PortId,
     pub params: PortParams,
+    pub(crate) ends: Ends,
+    /// Link-level flow control is on (`params.peer_buffer_bytes` is set).
+    pub(crate) credit_controlled: bool,
+    /// A forwarding port without a drop-tail limit: it schedules queued packets ahead.
+    pub(crate) commit_ahead: bool,
     pub stats: PortStats,
     pub(crate) queue: VecDeque<Queued<P>>,
     pub(crate) queued_bytes: u64,
@@ -95,11 +115,14 @@ pub struct Port<P> {
 }
 
 impl<P> Port<P> {
-    pub(crate) fn new(node: u32, params: PortParams, rng: RngStream) -> Self {
+    pub(crate) fn new(node: u32, params: PortParams, ends: Ends, rng: RngStream) -> Self {
         let credits = params.peer_buffer_bytes.map(|b| b / CREDIT_BLOCK_BYTES * CREDIT_BLOCK_BYTES).unwrap_or(u64::MAX);
         Port {
             node,
             peer: NO_PORT,
+            credit_controlled: params.peer_buffer_bytes.is_some(),
+            commit_ahead: !ends.from_host && params.queue_limit_bytes.is_none(),
+            ends,
             params,
             stats: PortStats::default(),
             queue: VecDeque::new(),
@@ -126,17 +149,34 @@ impl<P> Port<P> {
         }
     }
 
+    /// Take the credits a packet of `wire_bytes` needs if they have arrived by `now`; false
+    /// (and nothing taken) if not.
+    #[inline]
+    pub(crate) fn take_credits(&mut self, now: Time, wire_bytes: u32) -> bool {
+        if !self.credit_controlled {
+            return true;
+        }
+        self.absorb_credits(now);
+        let need = credit_blocks(wire_bytes) * CREDIT_BLOCK_BYTES;
+        if self.credits < need {
+            return false;
+        }
+        self.credits -= need;
+        true
+    }
+
     /// Record credits that will arrive at `at` (kept sorted; almost always appended).
+    #[inline]
     pub(crate) fn push_credit_return(&mut self, at: Time, bytes: u64) {
-        if self.params.peer_buffer_bytes.is_none() {
+        if !self.credit_controlled {
             return;
         }
-        let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map(|i| i + 1).unwrap_or(0);
-        if pos == self.credit_returns.len() {
+        if !matches!(self.credit_returns.back(), Some(&(t, _)) if t > at) {
             self.credit_returns.push_back((at, bytes));
-        } else {
-            self.credit_returns.insert(pos, (at, bytes));
+            return;
         }
+        let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map_or(0, |i| i + 1);
+        self.credit_returns.insert(pos, (at, bytes));
     }
 
     /// Packets and bytes currently on the wire or queued (memory is proportional to these).
