@@ -101,6 +101,9 @@ pub struct Sender {
     peer_rwnd: u64,
     /// Send-buffer limit on data in flight, in segments.
     send_limit: u64,
+    /// Segments the application has written so far (a bulk sender: unlimited); a request /
+    /// response workload (NFS replies) raises it as it writes.
+    pub app_limit: u64,
     sack: bool,
     dupthresh: u64,
     delivered: u64,
@@ -139,6 +142,7 @@ impl Sender {
             rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto),
             peer_rwnd: initial_rwnd_segs,
             send_limit: send_limit_segs.max(1),
+            app_limit: u64::MAX,
             sack: p.sack,
             dupthresh: p.dupthresh as u64,
             delivered: 0,
@@ -215,7 +219,7 @@ impl Sender {
             self.retx_scan = seg + 1;
             Next::Send(seg, true)
         } else {
-            let edge = self.una + self.peer_rwnd.min(self.send_limit);
+            let edge = (self.una + self.peer_rwnd.min(self.send_limit)).min(self.app_limit);
             if self.nxt >= edge {
                 return Next::Blocked;
             }
