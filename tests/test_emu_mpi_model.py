@@ -1,9 +1,10 @@
-"""Real Open MPI across the emulated link vs the simulator's MPI model (longhaul compare mpi).
+"""Real Open MPI across the emulated link vs the simulator (longhaul compare mpi).
 
-The model runs over InfiniBand verbs (profile s1) and has no TCP transport; the emulated link
-runs at s1's WAN rate (8 Gb/s). Where the two disagree beyond the issue's tolerance the test is
-marked xfail with the numbers (the disagreement is a finding, not something to tune away).
-Needs root and Open MPI; skipped otherwise."""
+Point to point runs on the simulator's MPI-over-TCP model with this machine's host stack,
+calibrated from 0-delay emulator runs; collectives on the verbs model (profile s1). The emulated
+link runs at s1's WAN rate (8 Gb/s). Where the two disagree beyond the issue's tolerance the test
+is marked xfail with the numbers and the mechanism that still differs (the disagreement is a
+finding, not something to tune away). Needs root and Open MPI; skipped otherwise."""
 
 from __future__ import annotations
 
@@ -39,12 +40,32 @@ def test_hierarchical_bcast_at_10ms_4_ranks_per_cluster(leaves_nothing):
         pytest.xfail(f"measured gain more than 15 points from the model's: {numbers}")
 
 
-def test_bandwidth_real_vs_simulated_at_1_and_10_ms(leaves_nothing):
+BW_SIZES = (64 << 10, MIB, 4 * MIB)
+BW_DELAYS_US = (1000, 10_000)
+#: Why points still miss (measured 2026-11-22 on this 2-vCPU VM under other jobs' load; README,
+#: "Real MPI across the emulated link", has the table).
+BW_GAP = ("the stack is calibrated at 0 delay, where real Open MPI moves 345-486 MB/s here (two ranks, the "
+          "data plane and softirqs share 2 vCPUs, woken per ACK), but with 1-10 ms of delay it reaches 600-750 "
+          "MB/s, more than the 0-delay per-segment cost lets the model move; 64 KiB (rendezvous in both, the "
+          "eager limit includes the header): the model already falls 25% below its own calibration fit at 0 "
+          "delay (250 vs 332 MB/s), so its per-message RTS/ACK handling costs more than Open MPI's")
+
+
+@pytest.fixture(scope="module")
+def bw_rows():
     from longhaul.compare.mpi import compare_mpi, side_by_side
 
-    rows = side_by_side(compare_mpi("bw", [64 << 10, MIB, 4 * MIB], [1000, 10_000]))
-    assert all(r["emu_bw_MBps"] and r["emu_bw_MBps"] > 0 and r["sim_bw_MBps"] > 0 for r in rows), rows
-    off = [f"{r['size_bytes']} B at {r['delay_us']:g} us: sim {r['sim_bw_MBps']:.0f} vs emu {r['emu_bw_MBps']:.0f} MB/s "
-           f"({100 * r['rel_diff']:+.0f}%)" for r in rows if abs(r["rel_diff"]) > 0.20]
-    if off:
-        pytest.xfail(f"{len(off)} of {len(rows)} points differ by more than 20%: " + "; ".join(off))
+    recs = compare_mpi("bw", list(BW_SIZES), list(BW_DELAYS_US))
+    sims = [r for r in recs if r["source"] == "sim"]
+    assert sims and all(r["transport"] == "tcp" and r["stack_per_seg_us"] + r["stack_per_byte_ns"] > 0 for r in sims)
+    return {(r["delay_us"], r["size_bytes"]): r for r in side_by_side(recs)}
+
+
+@pytest.mark.parametrize("delay_us", BW_DELAYS_US)
+@pytest.mark.parametrize("size", BW_SIZES)
+def test_bandwidth_real_vs_simulated_at_1_and_10_ms(bw_rows, leaves_nothing, delay_us, size):
+    r = bw_rows[(delay_us, size)]
+    assert r["emu_bw_MBps"] and r["emu_bw_MBps"] > 0 and r["sim_bw_MBps"] > 0, r
+    if abs(r["rel_diff"]) > 0.20:
+        pytest.xfail(f"{size} B at {delay_us} us: sim {r['sim_bw_MBps']:.0f} vs emu {r['emu_bw_MBps']:.0f} MB/s "
+                     f"({100 * r['rel_diff']:+.0f}%): {BW_GAP}")

@@ -42,9 +42,10 @@ pub struct BtlParams {
     pub rndv_eager_limit_bytes: u64,
     /// btl_tcp_max_send_size: each later fragment of a large message, header included (131072).
     pub max_send_size_bytes: u64,
-    /// CPU time of the MPI library (and any language binding) per message, on the rank's core:
-    /// charged when a send is posted and when a receive completes. No published default: it
-    /// is a property of the host and the binding; calibrate it from a 0-delay latency run.
+    /// CPU time of the MPI library (and any language binding, and the socket system call) per
+    /// protocol frame, on the host core that also runs the connection's TCP stack (a rank and
+    /// its kernel share a CPU): charged when a frame is written and when one is received. No
+    /// published default: a property of the host and the binding; calibrate it at 0 delay.
     pub per_msg_ns: f64,
 }
 

@@ -97,7 +97,7 @@ impl Model for World {
                 self.ranks.on_frames(b, a, &frames, now);
             }
             Ev::Write(d, f) => {
-                self.net.dirs[d as usize].stream.write(f);
+                self.net.write(d, f);
                 let src = self.net.dirs[d as usize].src;
                 self.fabric.kick(now, src, q, &mut self.net);
             }
@@ -128,7 +128,7 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
     let (progs, _) = osu::programs(&r.osu, &layout, Algo::Default, t.one_way_delay_us(), never);
     let mut fabric: Fabric<TcpPacket> = Fabric::new(t.seed);
     let p = path::build(t, &mut fabric, 1);
-    let mut net = TcpNet::new(fabric.nodes.len(), t.framing(), &t.stack);
+    let mut net = TcpNet::new(fabric.nodes.len(), t.framing(), &t.stack, r.btl.per_msg_ns);
     let host = vec![p.hosts_a[0], p.hosts_b[0]];
     let (ab, ba) = net.connect(host[0], host[1], &t.params, t.cc);
     let ranks = Ranks::new(progs, r.btl.clone());

@@ -38,6 +38,8 @@ pub struct Dir {
 }
 
 struct Costs {
+    /// The MPI library's time per protocol frame written or received (see `BtlParams`).
+    frame: Time,
     tx_pkt: Time,
     tx_byte: Time,
     rx_pkt: Time,
@@ -70,12 +72,13 @@ pub struct TcpNet {
 }
 
 impl TcpNet {
-    pub fn new(node_count: usize, framing: Framing, stack: &HostStack) -> Self {
+    pub fn new(node_count: usize, framing: Framing, stack: &HostStack, per_frame_ns: f64) -> Self {
         let cores = stack.cores.max(1) as usize;
         TcpNet {
             dirs: Vec::new(),
             hosts: (0..node_count).map(|_| Host { cores_free: vec![0; cores], ..Host::default() }).collect(),
             costs: Costs {
+                frame: from_ns(per_frame_ns),
                 tx_pkt: from_ns(stack.tx_pkt_ns),
                 tx_byte: from_ns(stack.tx_byte_ns),
                 rx_pkt: from_ns(stack.rx_pkt_ns),
@@ -145,6 +148,12 @@ impl TcpNet {
         self.hosts[dir.dst as usize].ctrl.push_back((ready, pkt));
     }
 
+    /// The application writes a frame to direction `d` (the library's time for it is charged
+    /// with the segment it starts in).
+    pub fn write(&mut self, d: u32, f: super::btl::Frame) {
+        self.dirs[d as usize].stream.write(f);
+    }
+
     fn on_segment(&mut self, now: Time, d: u32, seg: u64) {
         let dir = &mut self.dirs[d as usize];
         let len = dir.stream.payload(seg).unwrap_or(self.mss);
@@ -155,7 +164,10 @@ impl TcpNet {
         let rtt = dir.tx.rtt.srtt();
         let ack = dir.rx.on_data(now, seg, rtt);
         if dir.rx.rcv_nxt > before {
-            self.ready.push((done, d, dir.stream.delivered(dir.rx.rcv_nxt)));
+            let delivered = dir.stream.delivered(dir.rx.rcv_nxt);
+            // The library takes each completed frame on the same core after the segment.
+            *core += self.costs.frame * dir.stream.frames_completed(delivered);
+            self.ready.push((*core, d, delivered));
         }
         match ack {
             AckNow::Now => self.queue_ack(d, done),
@@ -178,12 +190,12 @@ impl TcpNet {
             Next::Later(t) => return Err(t),
             Next::Send(seg, _) => seg,
         };
-        let len = match dir.stream.payload(seg) {
-            Some(len) => len,
+        let (len, frames) = match dir.stream.payload(seg) {
+            Some(len) => (len, 0),
             None => dir.stream.cut(seg, mss),
         };
         let (dst, core, reverse) = (dir.dst, dir.core, dir.reverse);
-        let done = now + self.costs.tx_pkt + self.costs.tx_byte * len;
+        let done = now + self.costs.frame * frames + self.costs.tx_pkt + self.costs.tx_byte * len;
         self.hosts[node as usize].cores_free[core] = done;
         // The segment carries the acknowledgement this host owes the opposite direction.
         if self.dirs[reverse as usize].rx.delack_at != NEVER {
@@ -192,6 +204,30 @@ impl TcpNet {
         self.arm(d);
         let ip = len as u32 + TCP_IP_HEADER_BYTES;
         Ok((done, TcpPacket::data(dst, d, seg, self.framing.fragment_bytes(ip, 0))))
+    }
+}
+
+impl TcpNet {
+    /// Process the next segment of `node`'s directions (round robin) on its core and hold it
+    /// until done; returns when to try again if none can be sent now.
+    fn stage(&mut self, now: Time, node: NodeId) -> Time {
+        let mut wait = NEVER;
+        let n = self.hosts[node as usize].dirs.len();
+        for k in 0..n {
+            let h = &self.hosts[node as usize];
+            let i = (h.rr + k) % n;
+            let d = h.dirs[i];
+            match self.pull_dir(now, node, d) {
+                Ok(staged) => {
+                    let h = &mut self.hosts[node as usize];
+                    h.rr = (i + 1) % n;
+                    h.staged = Some(staged);
+                    return NEVER;
+                }
+                Err(t) => wait = wait.min(t),
+            }
+        }
+        wait
     }
 }
 
@@ -222,35 +258,19 @@ impl Endpoints<TcpPacket> for TcpNet {
             }
             wait = ready;
         }
-        if let Some((ready, pkt)) = h.staged {
-            if ready > now {
-                return Pull::Later(wait.min(ready));
-            }
-            h.staged = None;
-            return Pull::Ready(pkt);
+        if self.hosts[node as usize].staged.is_none() {
+            wait = wait.min(self.stage(now, node));
         }
-        let n = self.hosts[node as usize].dirs.len();
-        for k in 0..n {
-            let h = &self.hosts[node as usize];
-            let i = (h.rr + k) % n;
-            let d = h.dirs[i];
-            match self.pull_dir(now, node, d) {
-                Ok((ready, pkt)) => {
-                    let h = &mut self.hosts[node as usize];
-                    h.rr = (i + 1) % n;
-                    if ready <= now {
-                        return Pull::Ready(pkt);
-                    }
-                    h.staged = Some((ready, pkt));
-                    return Pull::Later(wait.min(ready));
-                }
-                Err(t) => wait = wait.min(t),
+        match self.hosts[node as usize].staged {
+            Some((ready, pkt)) if ready <= now => {
+                // The core starts on the next segment while this one is on the wire.
+                self.hosts[node as usize].staged = None;
+                self.stage(now, node);
+                Pull::Ready(pkt)
             }
-        }
-        if wait == NEVER {
-            Pull::Idle
-        } else {
-            Pull::Later(wait)
+            Some((ready, _)) => Pull::Later(wait.min(ready)),
+            None if wait == NEVER => Pull::Idle,
+            None => Pull::Later(wait),
         }
     }
 

@@ -1,6 +1,7 @@
-//! The ranks: their programs (the OSU benchmarks lowered to [`Action`]s), ob1's matching and
-//! rendezvous state, and the CPU time the MPI library spends per message. Knows nothing of TCP:
-//! it writes [`Frame`]s to a peer and is told when frames from a peer have arrived.
+//! The ranks: their programs (the OSU benchmarks lowered to [`Action`]s) and ob1's matching
+//! and rendezvous state. Knows nothing of TCP: it writes [`Frame`]s to a peer and is told when
+//! frames from a peer have arrived. The library's CPU time per frame is charged by
+//! [`super::net`] on the host's core, which the rank shares with its kernel's TCP stack.
 //!
 //! Matching: messages between a pair of ranks match in posting order (MPI's non-overtaking
 //! rule with one tag), and the connection delivers frames in order, so the k-th message from a
@@ -11,7 +12,6 @@
 use std::collections::VecDeque;
 
 use super::btl::{BtlParams, Frame, FrameKind};
-use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::mpi::program::{Action, Programs};
 
@@ -54,7 +54,6 @@ pub struct Ranks {
     progs: Programs,
     ranks: Vec<Rank>,
     btl: BtlParams,
-    per_msg: Time,
     /// (label, iteration, time) marks per rank, as [`crate::mpi::osu::measure`] reads them.
     pub marks: Vec<Vec<(u32, u64, Time)>>,
     /// Frames to write: (time, from rank, to rank, frame).
@@ -70,8 +69,7 @@ impl Ranks {
         let ranks = (0..n)
             .map(|_| Rank { pc: 0, cpu_free: 0, outstanding: 0, blocked: false, done: false, peers: (0..n).map(|_| Peer::default()).collect() })
             .collect();
-        let per_msg = from_ns(btl.per_msg_ns);
-        Ranks { progs, ranks, btl, per_msg, marks: vec![Vec::new(); n], writes: Vec::new(), resumes: Vec::new(), stats: Stats::default() }
+        Ranks { progs, ranks, btl, marks: vec![Vec::new(); n], writes: Vec::new(), resumes: Vec::new(), stats: Stats::default() }
     }
 
     pub fn size(&self) -> u32 {
@@ -80,13 +78,6 @@ impl Ranks {
 
     pub fn finished(&self) -> bool {
         self.ranks.iter().all(|r| r.done)
-    }
-
-    /// Charge one message's library time on rank `r` from `now`; returns when it is done.
-    fn charge(&mut self, r: u32, now: Time) -> Time {
-        let rk = &mut self.ranks[r as usize];
-        rk.cpu_free = rk.cpu_free.max(now) + self.per_msg;
-        rk.cpu_free
     }
 
     fn complete(&mut self, r: u32, at: Time) {
@@ -138,7 +129,7 @@ impl Ranks {
     }
 
     fn post_send(&mut self, r: u32, peer: u32, size: u64, now: Time) {
-        let at = self.charge(r, now);
+        let at = now.max(self.ranks[r as usize].cpu_free);
         let p = &mut self.ranks[r as usize].peers[peer as usize];
         let msg = p.next_send;
         p.next_send += 1;
@@ -166,7 +157,7 @@ impl Ranks {
     /// A first frame met its receive at `now`.
     fn matched(&mut self, r: u32, peer: u32, f: Frame, now: Time) {
         if f.kind == FrameKind::Eager {
-            let at = self.charge(r, now);
+            let at = now.max(self.ranks[r as usize].cpu_free);
             self.stats.delivered += 1;
             self.complete(r, at);
         } else {
@@ -206,7 +197,7 @@ impl Ranks {
                     if msg != f.msg {
                         self.stats.order_violations += 1;
                     }
-                    let at = self.charge(r, now);
+                    let at = now.max(self.ranks[r as usize].cpu_free);
                     self.stats.delivered += 1;
                     self.complete(r, at);
                 }

@@ -22,10 +22,15 @@ pub struct Stream {
     ends: VecDeque<u64>,
     /// Frames not yet taken by the receiving application, with the byte where each ends.
     frames: VecDeque<(u64, Frame)>,
+    /// Bytes up to which completed frames have been counted (`frames_completed`).
+    counted: u64,
+    /// Where each frame not yet reached by a cut segment starts (`frames_started`).
+    unsent_starts: VecDeque<u64>,
 }
 
 impl Stream {
     pub fn write(&mut self, f: Frame) {
+        self.unsent_starts.push_back(self.written);
         self.written += f.bytes;
         self.frames.push_back((self.written, f));
     }
@@ -39,14 +44,20 @@ impl Stream {
         self.base + self.ends.len() as u64
     }
 
-    /// Cut the next new segment (number `seg`); returns its payload bytes.
-    pub fn cut(&mut self, seg: u64, mss: u64) -> u64 {
+    /// Cut the next new segment (number `seg`); returns its payload bytes and how many frames
+    /// start in it (the frames the sending application hands over with it).
+    pub fn cut(&mut self, seg: u64, mss: u64) -> (u64, u64) {
         debug_assert_eq!(seg, self.next_segment(), "segments are cut in order");
         let len = (self.written - self.cut).min(mss);
         debug_assert!(len > 0, "a segment past what was written");
         self.cut += len;
         self.ends.push_back(self.cut);
-        len
+        let mut started = 0;
+        while self.unsent_starts.front().is_some_and(|&b| b < self.cut) {
+            self.unsent_starts.pop_front();
+            started += 1;
+        }
+        (len, started)
     }
 
     fn end(&self, seg: u64) -> u64 {
@@ -86,6 +97,14 @@ impl Stream {
         }
     }
 
+    /// How many frames end within the first `delivered` bytes and not within those of the
+    /// previous call: the frames the receiving host has just completed.
+    pub fn frames_completed(&mut self, delivered: u64) -> u64 {
+        let n = self.frames.iter().filter(|&&(end, _)| end > self.counted && end <= delivered).count() as u64;
+        self.counted = self.counted.max(delivered);
+        n
+    }
+
     /// The frames whose every byte is among the first `delivered` bytes, in order.
     pub fn take_frames(&mut self, delivered: u64) -> Vec<Frame> {
         let mut out = Vec::new();
@@ -114,14 +133,15 @@ mod tests {
         let mut s = Stream::default();
         s.write(frame(100));
         assert_eq!(s.segments_available(1000), 1);
-        assert_eq!(s.cut(0, 1000), 100);
+        assert_eq!(s.cut(0, 1000), (100, 1));
         s.write(frame(2500));
+        s.write(frame(10));
         assert_eq!(s.segments_available(1000), 4);
-        assert_eq!((s.cut(1, 1000), s.cut(2, 1000), s.cut(3, 1000)), (1000, 1000, 500));
+        assert_eq!((s.cut(1, 1000), s.cut(2, 1000), s.cut(3, 1000)), ((1000, 1), (1000, 0), (510, 1)));
         assert_eq!(s.take_frames(s.delivered(1)).len(), 1);
         assert!(s.take_frames(s.delivered(3)).is_empty());
-        assert_eq!(s.take_frames(s.delivered(4)).len(), 1);
+        assert_eq!(s.take_frames(s.delivered(4)).len(), 2);
         s.forget_below(3);
-        assert_eq!((s.payload(3), s.payload(2), s.delivered(3)), (Some(500), None, 2100));
+        assert_eq!((s.payload(3), s.payload(2), s.delivered(3)), (Some(510), None, 2100));
     }
 }
