@@ -32,7 +32,8 @@ PROFILE_WAN_GBPS = {"s1": 8.0, "s1-connectx": 8.0, "s3": 8.0}  # 4x SDR data rat
 LIMIT = ("the simulator's collectives run over InfiniBand verbs (profile {profile}), not TCP; the emulated link "
          "runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
 TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack calibrated at 0 delay: "
-            "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us/message")
+            "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us per MPI "
+            "protocol frame")
 #: Benchmarks the MPI-over-TCP model runs; the others use the verbs model.
 TCP_BENCHES = ("latency", "bw", "bibw")
 #: 0-delay points the stack is calibrated from: small-message latency (per-message and per-segment
@@ -127,7 +128,7 @@ def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None) -> 
     fitted = fit.predict(x)[0]
     return {**costs, "stderr": {k: (round(v, 4) if np.isfinite(v) else None) for k, v in fit.stderr.items()},
             "cc": tcp["cc"], "rate_gbps": rate_gbps,
-            "points": [{"bench": b, "size_bytes": s, "emu": y[i], "fit": round(float(fitted[i]), 2)}
+            "points": [{"bench": b, "size_bytes": s, "metric": METRIC[b], "emu": y[i], "fit": round(float(fitted[i]), 2)}
                        for i, (b, s) in enumerate(points)]}
 
 
@@ -313,7 +314,7 @@ def _run(args) -> int:
     if args.bench in TCP_BENCHES and rpc in (None, 1) and stack is None:
         stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile])
         if args.format == "table":
-            emit(stack["points"], "table", ["bench", "size_bytes", "emu", "fit"],
+            emit(stack["points"], "table", ["bench", "size_bytes", "metric", "emu", "fit"],
                  title="host stack calibration at 0 delay (emu: measured; fit: the fitted costs)")
     records = compare_mpi(args.bench, sizes, delays, ranks_per_cluster=rpc, algos=algos, eager_limits=eager,
                           profile=args.profile, rate_gbps=rate, stack=stack, iterations=iterations, warmup=warmup)
