@@ -205,9 +205,7 @@ impl TcpNet {
         let ip = len as u32 + TCP_IP_HEADER_BYTES;
         Ok((done, TcpPacket::data(dst, d, seg, self.framing.fragment_bytes(ip, 0))))
     }
-}
 
-impl TcpNet {
     /// Process the next segment of `node`'s directions (round robin) on its core and hold it
     /// until done; returns when to try again if none can be sent now.
     fn stage(&mut self, now: Time, node: NodeId) -> Time {
