@@ -5,8 +5,8 @@
    (A0 <-> A1, same cluster: no data plane), and what mpi4py adds (the same ping-pong in C,
    bench/emu_mpi_pingpong.c, built with mpicc);
 2. bandwidth (osu_bw, window 64) at 1 and 10 ms through the emulator at 8 Gb/s, side by side
-   with the simulator's MPI model (profile s1, 4x SDR WAN = 8 Gb/s; InfiniBand, see
-   longhaul.compare.mpi for what that means).
+   with the simulator's MPI-over-TCP model on this machine's stack, calibrated from 0-delay
+   emulator runs first (see longhaul.compare.mpi).
 
 Run as root after `source scripts/bootstrap.sh`:
     .venv/bin/python bench/emu_mpi_bench.py [--format table|csv|json]

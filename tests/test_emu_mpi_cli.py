@@ -15,6 +15,8 @@ from test_emu_helpers import cli
     (["compare", "mpi", "--algo", "fast"], "--algo"),
     (["compare", "mpi", "--delay-us", "-1"], "[0, 200000]"),
     (["compare", "mpi", "--rate-gbps", "500"], "--rate-gbps"),
+    (["compare", "mpi", "--stack", "1,2"], "--stack"),
+    (["compare", "mpi", "--stack", "1,2,-5"], "per-message cost -5 is out of range"),
     (["emu", "mpi", "run", "--ranks-per-cluster", "17", "--", "true"], "[1, 16]"),
     (["emu", "mpi", "run", "--mca", "novalue", "--", "true"], "NAME=VALUE"),
     (["emu", "mpi", "run", "--mpi", "mpich", "--mca", "a=b", "--", "true"], "--mca"),

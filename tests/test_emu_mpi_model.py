@@ -1,9 +1,10 @@
-"""Real Open MPI across the emulated link vs the simulator's MPI model (longhaul compare mpi).
+"""Real Open MPI across the emulated link vs the simulator (longhaul compare mpi).
 
-The model runs over InfiniBand verbs (profile s1) and has no TCP transport; the emulated link
-runs at s1's WAN rate (8 Gb/s). Where the two disagree beyond the issue's tolerance the test is
-marked xfail with the numbers (the disagreement is a finding, not something to tune away).
-Needs root and Open MPI; skipped otherwise."""
+Point to point runs on the simulator's MPI-over-TCP model with this machine's host stack,
+calibrated from 0-delay emulator runs; collectives on the verbs model (profile s1). The emulated
+link runs at s1's WAN rate (8 Gb/s). Where the two disagree beyond the issue's tolerance the test
+is marked xfail with the numbers and the mechanism that still differs (the disagreement is a
+finding, not something to tune away). Needs root and Open MPI; skipped otherwise."""
 
 from __future__ import annotations
 
@@ -39,12 +40,33 @@ def test_hierarchical_bcast_at_10ms_4_ranks_per_cluster(leaves_nothing):
         pytest.xfail(f"measured gain more than 15 points from the model's: {numbers}")
 
 
-def test_bandwidth_real_vs_simulated_at_1_and_10_ms(leaves_nothing):
+BW_SIZES = (64 << 10, MIB, 4 * MIB)
+BW_DELAYS_US = (1000, 10_000)
+#: Why points miss when they do (measured 2026-11-22 on this 2-vCPU VM under other jobs' load;
+#: README, "Real MPI across the emulated link", has the numbers of three runs: 6, 2 and 5 of the
+#: 6 points within 20%).
+BW_GAP = ("the stack is calibrated at 0 delay, where this loaded VM's Open MPI bandwidth for 1-4 MiB moves by "
+          "+-30% between runs (two ranks, the data plane and softirqs share 2 vCPUs and wake each other per "
+          "ACK), and real bandwidth at 1-10 ms is not tied to it by a fixed per-segment cost (with delay, "
+          "segments arrive in larger bursts: fewer wake-ups, larger GRO/GSO batches), so the model lands "
+          "above or below by as much as the calibration run was off")
+@pytest.fixture(scope="module")
+def bw_rows():
     from longhaul.compare.mpi import compare_mpi, side_by_side
 
-    rows = side_by_side(compare_mpi("bw", [64 << 10, MIB, 4 * MIB], [1000, 10_000]))
-    assert all(r["emu_bw_MBps"] and r["emu_bw_MBps"] > 0 and r["sim_bw_MBps"] > 0 for r in rows), rows
-    off = [f"{r['size_bytes']} B at {r['delay_us']:g} us: sim {r['sim_bw_MBps']:.0f} vs emu {r['emu_bw_MBps']:.0f} MB/s "
-           f"({100 * r['rel_diff']:+.0f}%)" for r in rows if abs(r["rel_diff"]) > 0.20]
-    if off:
-        pytest.xfail(f"{len(off)} of {len(rows)} points differ by more than 20%: " + "; ".join(off))
+    recs = compare_mpi("bw", list(BW_SIZES), list(BW_DELAYS_US))
+    sims = [r for r in recs if r["source"] == "sim"]
+    assert sims and all(r["transport"] == "tcp" and r["stack_per_seg_us"] + r["stack_per_byte_ns"] > 0 for r in sims)
+    return {(r["delay_us"], r["size_bytes"]): r for r in side_by_side(recs)}
+
+
+@pytest.mark.parametrize("delay_us", BW_DELAYS_US)
+@pytest.mark.parametrize("size", BW_SIZES)
+def test_bandwidth_real_vs_simulated_at_1_and_10_ms(bw_rows, leaves_nothing, delay_us, size):
+    r = bw_rows[(delay_us, size)]
+    print(f"{size} B at {delay_us} us: sim {r['sim_bw_MBps']:.0f} vs emu {r['emu_bw_MBps']:.0f} MB/s "
+          f"({100 * r['rel_diff']:+.0f}%)")
+    assert r["emu_bw_MBps"] and r["emu_bw_MBps"] > 0 and r["sim_bw_MBps"] > 0, r
+    if abs(r["rel_diff"]) > 0.20:
+        pytest.xfail(f"{size} B at {delay_us} us: sim {r['sim_bw_MBps']:.0f} vs emu {r['emu_bw_MBps']:.0f} MB/s "
+                     f"({100 * r['rel_diff']:+.0f}%): {BW_GAP}")

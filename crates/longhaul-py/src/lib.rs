@@ -80,6 +80,23 @@ fn run_nfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
     result.map_err(|e| PyValueError::new_err(e.0))
 }
 
+/// Validate and run one MPI-over-TCP scenario (JSON text); returns the record as JSON text.
+/// With `validate_only`, the scenario is only validated (returns "{}"). The GIL is released.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_mpi_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        if validate_only {
+            longhaul_sim::mpi_tcp::validate_mpi_tcp_json(&text).map(|_| "{}".to_string())
+        } else {
+            let rec = longhaul_sim::mpi_tcp::run_mpi_tcp_json(&text)?;
+            serde_json::to_string(&rec).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+        }
+    });
+    result.map_err(|e| PyValueError::new_err(e.0))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_verbs, m)?)?;
@@ -87,6 +104,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_mpi_tcp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

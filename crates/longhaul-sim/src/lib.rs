@@ -7,6 +7,7 @@
 pub mod engine;
 pub mod ib;
 pub mod mpi;
+pub mod mpi_tcp;
 pub mod net;
 pub mod nfs;
 pub mod scenario;

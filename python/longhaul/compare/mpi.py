@@ -1,14 +1,18 @@
-"""MPI: OSU-style benchmarks with real Open MPI through the emulator vs the simulator's MPI model.
+"""MPI: OSU-style benchmarks with real Open MPI through the emulator vs the simulator's MPI models.
 
-What is compared, and its limit: the simulator's MPI model runs over InfiniBand verbs (RC/UD/UC
-queue pairs, a hardware profile such as ``s1``); it has no TCP transport, so it cannot be given
-a host/stack profile of this machine's TCP path. Real Open MPI here runs its TCP BTL over the
-emulated link. The comparison therefore sets the emulated link rate to the profile's WAN data
-rate (``s1``: 4x SDR = 8 Gb/s) and puts the same benchmark (iterations, warm-up, window, ranks
-per cluster, algorithm, eager limit) on both; what differs is the transport's flow control
-(RC's 16 messages in flight per QP vs TCP's window), which is what the relative difference
-shows. Gains (hierarchical vs default collectives, a larger eager limit vs the first one) are
-compared as percentages, which the transport affects less than absolute numbers.
+Point to point (latency, bw, bibw) is compared like with like: real Open MPI runs its TCP BTL
+over the emulated link, and the simulator runs its MPI-over-TCP model (``longhaul.sim.mpi_tcp``:
+ob1 eager/rendezvous on one TCP connection per rank pair, over the TCP model) on a plain WAN
+link of the emulator's rate, delay and queue, with the emulator namespaces' TCP settings
+(congestion control, tcp_rmem/tcp_wmem maxima). The hosts' stack is not a profile but this
+machine's, calibrated first from 0-delay emulator runs (``calibrate_stack``: latency at 8 B and
+1 KiB, bw at 64 KiB, 1 MiB, 4 MiB, fitted with ``longhaul.analysis.calibrate.fit``).
+
+Collectives and mbw_mr have no TCP model: they are compared with the MPI model over InfiniBand
+verbs (a hardware profile such as ``s1``) at the profile's WAN data rate, so what differs there
+is also the transport's flow control (RC's 16 messages in flight per QP vs TCP's window). Gains
+(hierarchical vs default collectives, a larger eager limit vs the first one) are compared as
+percentages, which the transport affects less than absolute numbers.
 
 Records: one per point and source (``source`` = sim | emu); ``side_by_side`` pairs them with
 ``rel_diff`` = (sim - emu) / emu; ``gains`` gives predicted vs measured gains.
@@ -18,13 +22,23 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 from longhaul import units
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 
 PROFILE_WAN_GBPS = {"s1": 8.0, "s1-connectx": 8.0, "s3": 8.0}  # 4x SDR data rate (8b/10b) of their WAN links
-LIMIT = ("the simulator's MPI model runs over InfiniBand verbs (profile {profile}), not TCP; the emulated link "
+LIMIT = ("the simulator's collectives run over InfiniBand verbs (profile {profile}), not TCP; the emulated link "
          "runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
+TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack calibrated at 0 delay: "
+            "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us per MPI "
+            "protocol frame")
+#: Benchmarks the MPI-over-TCP model runs; the others use the verbs model.
+TCP_BENCHES = ("latency", "bw", "bibw")
+#: 0-delay points the stack is calibrated from: small-message latency (per-message and per-segment
+#: costs) and large-message bandwidth (per-segment plus per-byte cost).
+CALIBRATION = (("latency", 8), ("latency", 1024), ("bw", 64 << 10), ("bw", 1 << 20), ("bw", 4 << 20))
 METRIC = {"latency": "lat_us", "bw": "bw_MBps", "bibw": "bw_MBps", "mbw_mr": "bw_MBps", "bcast": "lat_us",
           "allreduce": "lat_us", "alltoall": "lat_us"}
 KEYS = ("bench", "algo", "eager_limit_bytes", "delay_us", "size_bytes")
@@ -39,19 +53,114 @@ def _point(source: str, bench: str, algo: str, eager: int | None, rec: dict) -> 
     return out
 
 
+def namespace_tcp(rate_gbps: float, delay_us: float) -> dict:
+    """The TCP settings of the emulator's host namespaces at this link, as simulator parameters:
+    congestion control (new namespaces inherit the machine's default), the tcp_rmem/tcp_wmem
+    maxima the emulator sets, and its bottleneck queue."""
+    from longhaul.emu.bench import _default_cc
+    from longhaul.emu.options import LinkOptions
+
+    opts = LinkOptions.symmetric(delay_us=delay_us, rate_gbps=rate_gbps)
+    q = opts.ab.effective_queue()
+    window = opts.effective_window()
+    return {"cc": _default_cc(), "rmem_max_bytes": window, "wmem_max_bytes": window,
+            "queue_bytes": q.bytes, "queue_packets": q.packets}
+
+
+def _zero_delay_model(base: list[float]):
+    """Latency (us) or bandwidth (MB/s) at 0 delay given the stack costs, on top of what the
+    simulator gives with an ideal stack (``base``: the same points with zero costs). x rows are
+    (is_bw, size_bytes). As in the simulator, a rank and its kernel's TCP stack share one core:
+    each protocol frame costs ``per_msg_us`` where it is written and where it is received, each
+    segment ``per_seg_us + bytes x per_byte_ns`` at both ends. Latency: one frame and one segment
+    at each end. Bandwidth: the busier core handles per message its frames (1 eager; 3 for a
+    rendezvous: RTS, ACK, rest) and its segments back to back; the slower of that and the
+    ideal-stack rate holds."""
+    ideal = np.asarray(base, dtype=float)
+
+    def model(p: dict, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float).reshape(-1, 2)
+        is_bw, size = x[:, 0] > 0, x[:, 1]
+        frame = size + 24  # ob1 match header + TCP BTL header
+        lat = ideal + 2 * p["per_msg_us"] + 2 * (p["per_seg_us"] + frame * p["per_byte_ns"] / 1000)
+        frames = np.where(size + 16 <= EAGER_LIMIT_BYTES, 1.0, 3.0)
+        busy_us = frames * p["per_msg_us"] + frame / MSS_BYTES * (p["per_seg_us"] + MSS_BYTES * p["per_byte_ns"] / 1000)
+        bw = np.minimum(ideal, size / np.maximum(busy_us, 1e-9))
+        return np.where(is_bw, bw, lat)
+    return model
+
+
+#: Open MPI 4.1's btl_tcp_eager_limit (ompi_info), which the calibration runs leave at its default.
+EAGER_LIMIT_BYTES = 65536
+#: The emulator's 1500-byte MTU less IP and TCP headers with timestamps.
+MSS_BYTES = 1448
+
+
+def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None) -> dict:
+    """Fit this machine's stack costs (per_seg_us, per_byte_ns, per_msg_us) to 0-delay emulator
+    runs of the ``CALIBRATION`` points (run now unless ``emu_records`` are given). Returns the
+    costs, their standard errors and the points with the fitted and simulated values."""
+    from longhaul.analysis import calibrate
+    from longhaul.emu import mpi_bench
+    from longhaul.sim import mpi_tcp
+
+    if emu_records is None:
+        emu_records = []
+        for bench in ("latency", "bw"):
+            sizes = [s for b, s in CALIBRATION if b == bench]
+            emu_records += mpi_bench.osu(bench, sizes, [0.0], link={"rate_gbps": rate_gbps})
+    emu = {(r.get("test"), r["size_bytes"]): r for r in emu_records}
+    points = [(b, s) for b, s in CALIBRATION if (b, s) in emu]
+    if len(points) < 4:
+        raise UserError(f"calibration: need the 0-delay points {CALIBRATION}, got {sorted(emu)}")
+    tcp = namespace_tcp(rate_gbps, 0.0)
+    ideal = [mpi_tcp.run(mpi_tcp.scenario(osu={"bench": b, "size_bytes": s, "iterations": 3, "warmup": 1},
+                                          delay_us=0.0, rate_gbps=rate_gbps, stack="ideal", **tcp))[METRIC[b]]
+             for b, s in points]
+    x = [(1.0 if b == "bw" else 0.0, float(s)) for b, s in points]
+    y = [emu[p][METRIC[p[0]]] for p in points]
+    fit = calibrate.fit(_zero_delay_model(ideal), {"per_seg_us": 2.0, "per_byte_ns": 0.3, "per_msg_us": 5.0}, x, y,
+                        # Relative errors as measured here: small-message latency varies +-50% between
+                        # runs on this VM (vCPU wake-ups), bandwidth about 10%.
+                        sigma=[(0.1 if b == "bw" else 0.5) * v for (b, _), v in zip(points, y)],
+                        bounds={"per_seg_us": (0.0, 1e3), "per_byte_ns": (0.0, 100.0), "per_msg_us": (0.0, 1e4)})
+    costs = {k: round(v, 4) for k, v in fit.values.items()}
+    fitted = fit.predict(x)[0]
+    return {**costs, "stderr": {k: (round(v, 4) if np.isfinite(v) else None) for k, v in fit.stderr.items()},
+            "cc": tcp["cc"], "rate_gbps": rate_gbps,
+            "points": [{"bench": b, "size_bytes": s, "metric": METRIC[b], "emu": y[i], "fit": round(float(fitted[i]), 2)}
+                       for i, (b, s) in enumerate(points)]}
+
+
+def _sim_tcp(bench: str, e: dict, stack: dict, eager, window: int) -> dict:
+    from longhaul.sim import mpi_tcp
+
+    tcp = namespace_tcp(e["rate_gbps"], e["delay_us"])
+    return mpi_tcp.osu_sweep(
+        bench, [e["size_bytes"]], [e["delay_us"]], show_progress=False, iterations=e["iterations"],
+        warmup=e["warmup"], window=window if bench != "latency" else None, rate_gbps=e["rate_gbps"],
+        stack=mpi_tcp.stack_costs(stack["per_seg_us"], stack["per_byte_ns"]), per_msg_us=stack["per_msg_us"],
+        eager_limit_bytes=eager, **tcp)[0]
+
+
 def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = None, algos=("default",),
                 eager_limits=(None,), profile: str = "s1", rate_gbps: float | None = None,
                 iterations: int | None = None, warmup: int | None = None, window: int = 64,
-                pairs: int = 0) -> list[dict]:
+                pairs: int = 0, stack: dict | None = None) -> list[dict]:
     """Emulated then simulated records, one per (algo, eager limit, delay, size) and source.
     ``eager_limits`` entries set Open MPI's btl_tcp_eager_limit and btl_tcp_rndv_eager_limit and
-    the model's eager threshold (None = each library's default)."""
+    the model's eager threshold (None = each library's default). For latency/bw/bibw the
+    simulator runs MPI over TCP with ``stack`` (a ``calibrate_stack`` result; None = calibrate
+    now); sim records then carry ``stack_per_seg_us``, ``stack_per_byte_ns``, ``per_msg_us``."""
     from longhaul.emu import mpi_bench
     from longhaul.sim import mpi as sim
 
     if profile not in PROFILE_WAN_GBPS:
         raise UserError(f"--profile: '{profile}' has no known WAN rate here; choose one of {', '.join(PROFILE_WAN_GBPS)}")
     rate = PROFILE_WAN_GBPS[profile] if rate_gbps is None else rate_gbps
+    over_tcp = bench in TCP_BENCHES and ranks_per_cluster in (None, 1)
+    if over_tcp and stack is None:
+        stack = calibrate_stack(rate)
     out = []
     for algo in algos:
         for eager in eager_limits:
@@ -63,6 +172,14 @@ def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = No
                                 algo=algo, iterations=iterations, warmup=warmup, window=window, pairs=pairs, mca=mca)
             for e in emu:
                 out.append(_point("emu", bench, algo, eager, e))
+                if over_tcp:
+                    s = _sim_tcp(bench, e, stack, eager, window)
+                    out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
+                                                                      "warmup": e["warmup"]}),
+                                "transport": "tcp", "stack_per_seg_us": stack["per_seg_us"],
+                                "stack_per_byte_ns": stack["per_byte_ns"], "per_msg_us": stack["per_msg_us"],
+                                "cc": namespace_tcp(e["rate_gbps"], e["delay_us"])["cc"]})
+                    continue
                 sim_params = {"nodes": e["ranks_per_cluster"], "ppn": 1, "testbed": profile}
                 if bench in ("bcast", "allreduce", "alltoall"):
                     sim_params["algo"] = algo
@@ -146,6 +263,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate-gbps", help="emulated link rate, Gb/s, 0.001..100 (default: the profile's WAN rate, s1: 8)")
     p.add_argument("--iterations", help="measured iterations, 1..100000 (default: OSU's, cut to ~0.5 s per point)")
     p.add_argument("--warmup", help="warm-up iterations, 0..10000 (default iterations/10)")
+    p.add_argument("--stack", metavar="SEG_US,BYTE_NS,MSG_US",
+                   help="latency/bw/bibw: the host stack's costs for the simulator (per segment us, per byte ns, "
+                        "per MPI message us) instead of calibrating them from 0-delay emulator runs first")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=_run)
 
@@ -155,6 +275,17 @@ def _one_int(text, option, lo, hi):
     if len(v) != 1:
         raise UserError(f"{option}: give one whole number in [{lo}, {hi}]")
     return v[0]
+
+
+def _stack_option(text: str) -> dict:
+    try:
+        seg, byte, msg = (float(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--stack: '{text}' is not 'per-segment us,per-byte ns,per-message us' (e.g. 3,0.4,10)") from None
+    for name, v, hi in (("per-segment", seg, 1e3), ("per-byte", byte, 100.0), ("per-message", msg, 1e4)):
+        if not 0 <= v <= hi:
+            raise UserError(f"--stack: {name} cost {v:g} is out of range [0, {hi:g}]")
+    return {"per_seg_us": seg, "per_byte_ns": byte, "per_msg_us": msg}
 
 
 def _run(args) -> int:
@@ -171,18 +302,30 @@ def _run(args) -> int:
         if e is not None and not 1024 <= e <= 64 << 20:
             raise UserError(f"--eager-limit: {e} is out of range [1024, 67108864] bytes")
     rate = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 100)[0] if args.rate_gbps else None
-    records = compare_mpi(
-        args.bench, units.parse_sizes(args.sizes, "--sizes", 1, 64 << 20),
-        units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US),
-        ranks_per_cluster=_one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, 16) if args.ranks_per_cluster else None,
-        algos=algos, eager_limits=eager, profile=args.profile, rate_gbps=rate,
-        iterations=_one_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None,
-        warmup=_one_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None)
+    if args.profile not in PROFILE_WAN_GBPS:
+        raise UserError(f"--profile: '{args.profile}' has no known WAN rate here; choose one of {', '.join(PROFILE_WAN_GBPS)}")
+    rpc = _one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, 16) if args.ranks_per_cluster else None
+    sizes = units.parse_sizes(args.sizes, "--sizes", 1, 64 << 20)
+    delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
+    iterations = _one_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None
+    warmup = _one_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None
+    stack = _stack_option(args.stack) if args.stack else None
+    # Every option is checked above, before the calibration runs the emulator.
+    if args.bench in TCP_BENCHES and rpc in (None, 1) and stack is None:
+        stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile])
+        if args.format == "table":
+            emit(stack["points"], "table", ["bench", "size_bytes", "metric", "emu", "fit"],
+                 title="host stack calibration at 0 delay (emu: measured; fit: the fitted costs)")
+    records = compare_mpi(args.bench, sizes, delays, ranks_per_cluster=rpc, algos=algos, eager_limits=eager,
+                          profile=args.profile, rate_gbps=rate, stack=stack, iterations=iterations, warmup=warmup)
     if args.format != "table":
         emit(records, args.format)
         return 0
     rate_used = rate if rate is not None else PROFILE_WAN_GBPS[args.profile]
-    note = LIMIT.format(profile=args.profile, rate=rate_used)
+    sim_tcp = next((r for r in records if r.get("transport") == "tcp"), None)
+    note = (TCP_NOTE.format(rate=rate_used, cc=sim_tcp["cc"], per_seg_us=stack["per_seg_us"],
+                            per_byte_ns=stack["per_byte_ns"], per_msg_us=stack["per_msg_us"])
+            if sim_tcp else LIMIT.format(profile=args.profile, rate=rate_used))
     metric = METRIC[args.bench]
     emit(side_by_side(records), "table", [*KEYS, f"sim_{metric}", f"emu_{metric}", "rel_diff"],
          title=f"longhaul compare mpi {args.bench} (rel_diff = (sim - emu) / emu)")

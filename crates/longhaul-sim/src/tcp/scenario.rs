@@ -92,8 +92,9 @@ pub struct TcpScenario {
     /// Hardware profile: s1, s1-connectx, s3, ndr (IPoIB: the fabric and hosts; Ethernet: the
     /// hosts), or for Ethernet also "modern" / "ideal". Default: s1 for IPoIB, modern otherwise.
     pub testbed: Option<String>,
-    /// Override the profile's host stack (s1, s3, modern, ideal).
-    pub stack: Option<String>,
+    /// Override the profile's host stack: a profile name (s1, s3, modern, ideal) or explicit
+    /// costs (a stack calibrated on a real machine, see [`StackCosts`]).
+    pub stack: Option<StackSpec>,
     /// ipoib-ud, ipoib-cm, 10gige-lan, 10gige-wan, oc192.
     pub link: String,
     #[serde(default)]
@@ -101,6 +102,43 @@ pub struct TcpScenario {
     #[serde(default)]
     pub tcp: TcpSpec,
     pub cross: Option<CrossSpec>,
+}
+
+/// The host stack: a named profile or measured costs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum StackSpec {
+    Profile(String),
+    Costs(StackCosts),
+}
+
+/// Host stack costs measured on a machine (e.g. fitted by `longhaul analyse calibrate --model
+/// tcp-stack`): each segment costs `per_seg_us + payload bytes x per_byte_ns` of CPU at the
+/// sender and again at the receiver; each ACK `ack_us` at the sender.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StackCosts {
+    pub per_seg_us: f64,
+    pub per_byte_ns: f64,
+    pub ack_us: Option<f64>,
+    pub cores: Option<u32>,
+}
+
+impl StackSpec {
+    /// The costs this spec names, in range ("stack.<field>: ..." errors otherwise).
+    pub fn resolve(&self) -> Result<HostStack, ScenarioError> {
+        match self {
+            StackSpec::Profile(name) => HostStack::for_testbed(name)
+                .ok_or_else(|| ScenarioError(format!("stack: unknown '{name}' (valid: s1, s3, modern, ideal, or explicit costs {{per_seg_us, per_byte_ns}})"))),
+            StackSpec::Costs(c) => {
+                let seg_ns = in_range_f("stack.per_seg_us", c.per_seg_us, 0.0, 10_000.0)? * 1e3;
+                let byte_ns = in_range_f("stack.per_byte_ns", c.per_byte_ns, 0.0, 1_000.0)?;
+                let ack_ns = in_range_f("stack.ack_us", c.ack_us.unwrap_or(0.0), 0.0, 10_000.0)? * 1e3;
+                let cores = in_range_u("stack.cores", c.cores.unwrap_or(1) as u64, 1, 1024)? as u32;
+                Ok(HostStack { name: "measured".into(), tx_pkt_ns: seg_ns, tx_byte_ns: byte_ns, rx_pkt_ns: seg_ns, rx_byte_ns: byte_ns, ack_ns, cores })
+            }
+        }
+    }
 }
 
 fn default_seed() -> u64 {
@@ -202,9 +240,7 @@ impl TcpScenario {
         if !valid_testbeds.contains(&testbed.as_str()) {
             return err(format!("testbed: unknown '{testbed}' for {} (valid: {})", link.name(), valid_testbeds.join(", ")));
         }
-        let stack_name = self.stack.clone().unwrap_or_else(|| testbed.clone());
-        let stack = HostStack::for_testbed(&stack_name)
-            .ok_or_else(|| ScenarioError(format!("stack: unknown '{stack_name}' (valid: s1, s3, modern, ideal)")))?;
+        let stack = self.stack.clone().unwrap_or_else(|| StackSpec::Profile(testbed.clone())).resolve()?;
         let p = &self.path;
         let delay_us = in_range_f("delay_us", p.delay_us.unwrap_or(0.0), 0.0, MAX_DELAY_US)?;
         let fibre_km = in_range_f("fibre_km", p.fibre_km.unwrap_or(0.0), 0.0, MAX_DELAY_US / 5.0)?;
@@ -403,6 +439,8 @@ mod tests {
             (r#"{"link": "10gige-lan", "cross": {"gbps": 12}}"#, "cross_gbps: 12 is out of range (0, 10.0000]"),
             (r#"{"link": "10gige-lan", "tcp": {"streams": 0}}"#, "streams: 0 is out of range [1, 1024]"),
             (r#"{"link": "10gige-lan", "tcp": {"bogus": 1}}"#, "unknown field `bogus`"),
+            (r#"{"link": "10gige-lan", "stack": {"per_seg_us": -1, "per_byte_ns": 0}}"#, "stack.per_seg_us: -1 is out of range"),
+            (r#"{"link": "10gige-lan", "stack": "fast"}"#, "stack: unknown 'fast'"),
         ];
         for (json, want) in cases {
             let e = resolve(json).unwrap_err();

@@ -8,7 +8,7 @@ from pathlib import Path
 from longhaul import units
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
-from longhaul.sim import mpi
+from longhaul.sim import mpi, mpi_tcp
 
 P2P_COLUMNS = ["bench", "size_bytes", "delay_us", "distance_km", "lat_us", "bw_MBps", "msg_rate_Mps", "status"]
 COLL_COLUMNS = ["bench", "algo", "size_bytes", "delay_us", "distance_km", "ranks", "lat_us", "lat_min_us", "lat_max_us",
@@ -37,7 +37,9 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
                    help="eager/rendezvous threshold in bytes (K/M suffixes; >= 0; default 8K, MVAPICH2's)")
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
-    p.add_argument("--transport", choices=mpi.TRANSPORTS, default=None, help="IB transport under MPI (default rc)")
+    p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
+                   help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
+                        "latency/bw/bibw; options under 'MPI over TCP')")
     p.add_argument("--eager-credits", type=int, default=None, metavar="N",
                    help="eager buffers per peer (1..4096; default 16, MVAPICH2's RDMA fast path)")
     p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
@@ -66,6 +68,18 @@ def register(models: argparse._SubParsersAction) -> None:
     o.add_argument("--iterations", type=int, default=None, metavar="N", help="measured iterations (default 10)")
     o.add_argument("--window", type=int, default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (64)")
     _common(o)
+    t = o.add_argument_group("MPI over TCP (--transport tcp)")
+    t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
+    t.add_argument("--stack", default=None, metavar="NAME|SEG_US,BYTE_NS",
+                   help="host stack: a profile (modern, s1, s3, ideal; default modern) or measured costs "
+                        "'per-segment us,per-byte ns' charged at each end")
+    t.add_argument("--eager-limit", default=None, metavar="SIZE",
+                   help="btl_tcp_eager_limit = btl_tcp_rndv_eager_limit, bytes, header included (1K..1G; default 64K)")
+    t.add_argument("--per-msg-us", type=float, default=None, metavar="US",
+                   help="MPI library CPU time per message at each end, us (0..10000; default 0)")
+    t.add_argument("--cc", default=None, help="congestion control (default cubic)")
+    t.add_argument("--socket-buffer-max", default=None, metavar="SIZE",
+                   help="tcp_rmem/tcp_wmem maxima, bytes (auto-tuning limit; default 6M / 4M, Linux's)")
     o.set_defaults(func=run_osu)
 
     a = sub.add_parser("app", help="NAS skeletons: run time vs delay", formatter_class=fmt,
@@ -102,6 +116,8 @@ def _points(args) -> list[dict]:
 
 
 def _params(args) -> dict:
+    if args.transport == "tcp":
+        raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw) runs over TCP")
     thr = None
     if args.rndv_threshold is not None:
         text = str(args.rndv_threshold).strip()
@@ -113,7 +129,63 @@ def _params(args) -> dict:
                 transport=args.transport, eager_credits=args.eager_credits, loss=args.loss)
 
 
+_IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
+            ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
+            ("eager_credits", "--eager-credits"), ("profile", "--profile"), ("node", "--node"), ("pairs", "--pairs"))
+_TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
+             ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
+
+
+def _size_in(text: str | None, option: str, lo: int, hi: int) -> int | None:
+    if text is None:
+        return None
+    v = units.parse_size(text, option)
+    if not lo <= v <= hi:
+        raise UserError(f"{option}: {v} bytes is out of range [{lo}, {hi}]")
+    return v
+
+
+def _stack(text: str):
+    """A profile name, or 'SEG_US,BYTE_NS' measured costs."""
+    if text in mpi_tcp.STACK_PROFILES:
+        return text
+    parts = text.split(",")
+    try:
+        seg, byte = (float(x) for x in parts)
+    except ValueError:
+        raise UserError(f"--stack: '{text}' is neither a profile ({', '.join(mpi_tcp.STACK_PROFILES)}) nor "
+                        "'per-segment us,per-byte ns' (e.g. 2.5,0.3)") from None
+    return mpi_tcp.stack_costs(seg, byte)
+
+
+def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
+    for attr, opt in _IB_ONLY:
+        if getattr(args, attr, None) is not None:
+            raise UserError(f"{opt}: not used with --transport tcp (one rank pair over TCP)")
+    if args.bench not in mpi_tcp.BENCHES:
+        raise UserError(f"--bench: '{args.bench}' does not run over --transport tcp (valid: {', '.join(mpi_tcp.BENCHES)})")
+    eager = _size_in(args.eager_limit, "--eager-limit", 1024, 1 << 30)
+    buf = _size_in(args.socket_buffer_max, "--socket-buffer-max", 65536, 1 << 32)
+    if args.per_msg_us is not None and not 0 <= args.per_msg_us <= 10000:
+        raise UserError(f"--per-msg-us: {args.per_msg_us:g} is out of range [0, 10000] us")
+    rate = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 400)[0] if args.rate_gbps is not None else None
+    recs = mpi_tcp.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers,
+                             iterations=args.iterations, window=args.window, seed=args.seed, loss=args.loss,
+                             stack=_stack(args.stack) if args.stack is not None else None, rate_gbps=rate,
+                             eager_limit_bytes=eager, per_msg_us=args.per_msg_us, cc=args.cc,
+                             rmem_max_bytes=buf, wmem_max_bytes=buf)
+    emit(recs, args.format, P2P_COLUMNS, title=f"longhaul sim mpi osu --bench {args.bench} --transport tcp "
+                                               f"({recs[0]['testbed']}, stack {recs[0]['node']})")
+    return 0
+
+
 def run_osu(args: argparse.Namespace) -> int:
+    if args.transport == "tcp":
+        return _run_osu_tcp(args, units.parse_sizes(args.sizes or ("1:1M" if args.bench == "latency" else "1:4M"),
+                                                    "--sizes", 0, 1 << 30))
+    for attr, opt in _TCP_ONLY:
+        if getattr(args, attr, None) is not None:
+            raise UserError(f"{opt}: only with --transport tcp")
     coll = args.bench in ("bcast", "scatter", "alltoall", "allreduce")
     default = "1:1M" if coll or args.bench == "latency" else "1:4M"
     sizes = units.parse_sizes(args.sizes or default, "--sizes", 0, 1 << 30)

@@ -1,0 +1,200 @@
+//! MPI over TCP: Open MPI's ob1 PML on the TCP BTL, point to point, across the simulated
+//! long-haul path, for the OSU latency, bw and bibw benchmarks.
+//!
+//! The counterpart of [`crate::mpi`] (MPI over InfiniBand verbs) for clusters joined by an IP
+//! path, and for comparing the model with real Open MPI run through the link emulator
+//! (`longhaul compare mpi`). Layers: [`btl`] (the frames a message becomes: eager, or RTS +
+//! ACK + the rest) → [`stream`] (frames as bytes, bytes as segments) → [`net`] (the rank
+//! pairs' TCP connections on the TCP model's sender, receiver, stack costs and path) and
+//! [`ranks`] (the OSU programs, matching, per-message CPU time) → [`scenario`].
+//!
+//! Each rank pair has one TCP connection (as the TCP BTL opens with `btl_tcp_links` = 1); rank
+//! 0 runs on host A0 and rank 1 on host B0 of the path's two clusters.
+
+pub mod btl;
+pub mod net;
+pub mod ranks;
+pub mod scenario;
+pub mod stream;
+
+use crate::engine::time::{to_s, to_us, S};
+use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::mpi::collectives::{Algo, AutoRule};
+use crate::mpi::osu;
+use crate::mpi::placement::{Layout, Placement};
+use crate::mpi::MpiRecord;
+use crate::net::{Fabric, NetEvent};
+use crate::scenario::ScenarioError;
+use crate::tcp::path;
+use crate::tcp::TcpPacket;
+use btl::Frame;
+use net::TcpNet;
+use ranks::Ranks;
+use scenario::{MpiTcpResolved, MpiTcpScenario};
+
+/// Simulated time after which a run is abandoned.
+const SIM_TIME_LIMIT: Time = 3600 * S;
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Net(NetEvent),
+    Timer(u32),
+    /// In-order bytes of a direction reached its receiving application.
+    Ready(u32, u64),
+    /// A rank writes a frame to a direction.
+    Write(u32, Frame),
+    Resume(u32),
+}
+
+impl From<NetEvent> for Ev {
+    fn from(e: NetEvent) -> Self {
+        Ev::Net(e)
+    }
+}
+
+struct World {
+    fabric: Fabric<TcpPacket>,
+    net: TcpNet,
+    ranks: Ranks,
+    /// The direction carrying rank a's frames to rank b.
+    dir: Vec<Vec<u32>>,
+    /// (sending rank, receiving rank) of each direction.
+    ends: Vec<(u32, u32)>,
+}
+
+impl World {
+    fn settle(&mut self, q: &mut EventQueue<Ev>) {
+        let now = q.now();
+        for (t, d) in self.net.timers.drain(..) {
+            q.schedule(t.max(now), Ev::Timer(d));
+        }
+        for (t, d, bytes) in self.net.ready.drain(..) {
+            q.schedule(t.max(now), Ev::Ready(d, bytes));
+        }
+        for (t, a, b, f) in self.ranks.writes.drain(..) {
+            q.schedule(t.max(now), Ev::Write(self.dir[a as usize][b as usize], f));
+        }
+        for (t, r) in self.ranks.resumes.drain(..) {
+            q.schedule(t.max(now), Ev::Resume(r));
+        }
+    }
+}
+
+impl Model for World {
+    type Event = Ev;
+    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
+        match ev {
+            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.net),
+            Ev::Timer(d) => {
+                self.net.on_timer(now, d);
+                let (src, dst) = (self.net.dirs[d as usize].src, self.net.dirs[d as usize].dst);
+                self.fabric.kick(now, src, q, &mut self.net);
+                self.fabric.kick(now, dst, q, &mut self.net);
+            }
+            Ev::Ready(d, bytes) => {
+                let frames = self.net.dirs[d as usize].stream.take_frames(bytes);
+                let (a, b) = self.ends[d as usize];
+                self.ranks.on_frames(b, a, &frames, now);
+            }
+            Ev::Write(d, f) => {
+                self.net.write(d, f);
+                let src = self.net.dirs[d as usize].src;
+                self.fabric.kick(now, src, q, &mut self.net);
+            }
+            Ev::Resume(r) => self.ranks.advance(r, now),
+        }
+        self.settle(q);
+    }
+    fn finished(&self) -> bool {
+        self.ranks.finished()
+    }
+}
+
+/// Validate a JSON MPI-over-TCP scenario and run it.
+pub fn run_mpi_tcp_json(text: &str) -> Result<MpiRecord, ScenarioError> {
+    Ok(run_mpi_tcp(&MpiTcpScenario::from_json(text)?.resolve()?))
+}
+
+/// Validate without running.
+pub fn validate_mpi_tcp_json(text: &str) -> Result<(), ScenarioError> {
+    MpiTcpScenario::from_json(text)?.resolve().map(|_| ())
+}
+
+pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
+    let t = &r.tcp;
+    let layout = Layout::new(1, 1, 2, &Placement::Block).expect("two ranks fit two nodes");
+    // Point-to-point benchmarks only: no collective algorithm is ever chosen.
+    let never = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
+    let (progs, _) = osu::programs(&r.osu, &layout, Algo::Default, t.one_way_delay_us(), never);
+    let mut fabric: Fabric<TcpPacket> = Fabric::new(t.seed);
+    let p = path::build(t, &mut fabric, 1);
+    let mut net = TcpNet::new(fabric.nodes.len(), t.framing(), &t.stack, r.btl.per_msg_ns);
+    let host = vec![p.hosts_a[0], p.hosts_b[0]];
+    let (ab, ba) = net.connect(host[0], host[1], &t.params, t.cc);
+    let ranks = Ranks::new(progs, r.btl.clone());
+    let n = ranks.size() as usize;
+    let mut dir = vec![vec![u32::MAX; n]; n];
+    dir[0][1] = ab;
+    dir[1][0] = ba;
+    let mut world = World { fabric, net, ranks, dir, ends: vec![(0, 1), (1, 0)] };
+    let mut q: EventQueue<Ev> = EventQueue::new();
+    for rank in 0..n as u32 {
+        world.ranks.advance(rank, 0);
+    }
+    world.settle(&mut q);
+    let stop = run(&mut world, &mut q, SIM_TIME_LIMIT);
+    record(r, &world, &q, stop)
+}
+
+fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiRecord {
+    let t = &r.tcp;
+    let (lat, lat_min, lat_max, bw, rate) = osu::measure(&r.osu, &w.ranks.marks);
+    let status = if stop == Stop::Finished { "ok".to_string() } else { format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now())) };
+    let one_way = t.one_way_delay_us();
+    let s = &w.ranks.stats;
+    MpiRecord {
+        testbed: format!("tcp {} Gb/s", t.wan_gbps),
+        hca: "none (tcp)".into(),
+        node: t.stack.name.clone(),
+        transport: "tcp".into(),
+        workload: "osu".into(),
+        bench: Some(r.osu.bench.name().to_string()),
+        app: None,
+        class: None,
+        algo: "p2p".into(),
+        size_bytes: Some(r.osu.size_bytes),
+        ranks: 2,
+        nodes: 1,
+        ppn: 1,
+        pairs: None,
+        delay_us: t.delay_us,
+        fibre_km: t.fibre_km,
+        one_way_delay_us: one_way,
+        distance_km: one_way / 5.0,
+        eager_threshold_bytes: r.btl.eager_limit_bytes.min(u32::MAX as u64) as u32,
+        rndv_protocol: "ob1-tcp".into(),
+        seed: t.seed,
+        lat_us: lat,
+        lat_min_us: lat_min,
+        lat_max_us: lat_max,
+        bw_MBps: bw,
+        msg_rate_Mps: rate,
+        run_time_s: None,
+        compute_s: None,
+        iterations: r.osu.iterations.unwrap_or(osu::ITERATIONS),
+        iterations_simulated: r.osu.iterations.unwrap_or(osu::ITERATIONS),
+        large_msg_share: None,
+        messages: s.messages,
+        eager_messages: s.eager,
+        rendezvous_messages: s.rendezvous,
+        shm_messages: 0,
+        credit_stalls: 0,
+        delivered_messages: s.delivered,
+        order_violations: s.order_violations,
+        retransmitted_packets: w.net.dirs.iter().map(|d| d.tx.stats.retransmits).sum(),
+        sim_time_us: to_us(q.now()),
+        sim_events: q.events_handled(),
+        status,
+    }
+}
+

@@ -1,0 +1,276 @@
+//! The TCP connections between ranks and their hosts' stacks, plugged into the fabric through
+//! [`Endpoints`]: the message-driven counterpart of [`crate::tcp::hosts`].
+//!
+//! Each rank pair has one TCP connection: two directions, each a [`Sender`] on one host and a
+//! [`Receiver`] on the other, carrying a [`Stream`] of protocol frames. What differs from a
+//! bulk iperf stream: the sender only sends what the application wrote (`Sender::app_limit`),
+//! segments carry the bytes actually written (a small message makes a small segment), and a
+//! data segment leaving a host carries the acknowledgement the host owes for the opposite
+//! direction (a pending delayed ACK leaves at once instead of waiting for its timer).
+//! Stack costs as in [`crate::tcp::hosts`] (one CPU timeline per core, per segment and per
+//! byte), except that a segment leaves only once the sending core has processed it: a lone
+//! small message's latency includes the send-side cost, as a real send system call's does.
+
+use std::collections::VecDeque;
+
+use super::stream::Stream;
+use crate::engine::time::from_ns;
+use crate::engine::Time;
+use crate::net::{Endpoints, NodeId, Pull};
+use crate::tcp::cc::CcName;
+use crate::tcp::link::{Framing, TCP_IP_HEADER_BYTES};
+use crate::tcp::params::{HostStack, TcpParams, WindowSpec};
+use crate::tcp::receiver::{AckNow, Receiver};
+use crate::tcp::segment::{Kind, TcpPacket};
+use crate::tcp::sender::{Next, Sender, NEVER};
+
+/// One direction of a rank pair's connection.
+pub struct Dir {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub tx: Sender,
+    pub rx: Receiver,
+    pub stream: Stream,
+    /// The opposite direction (its receiver lives on this direction's sending host).
+    pub reverse: u32,
+    core: usize,
+    timer_at: Time,
+}
+
+struct Costs {
+    /// The MPI library's time per protocol frame written or received (see `BtlParams`).
+    frame: Time,
+    tx_pkt: Time,
+    tx_byte: Time,
+    rx_pkt: Time,
+    rx_byte: Time,
+    ack: Time,
+}
+
+#[derive(Default)]
+struct Host {
+    /// ACKs to send, each with the time its segment's processing finishes.
+    ctrl: VecDeque<(Time, TcpPacket)>,
+    /// A data segment whose send-side processing finishes at the given time (it leaves then).
+    staged: Option<(Time, TcpPacket)>,
+    dirs: Vec<u32>,
+    rr: usize,
+    cores_free: Vec<Time>,
+}
+
+pub struct TcpNet {
+    pub dirs: Vec<Dir>,
+    hosts: Vec<Host>,
+    costs: Costs,
+    framing: Framing,
+    mss: u64,
+    cores: usize,
+    /// Timer events to schedule: (time, direction).
+    pub timers: Vec<(Time, u32)>,
+    /// In-order bytes handed to the receiving application: (time, direction, bytes so far).
+    pub ready: Vec<(Time, u32, u64)>,
+}
+
+impl TcpNet {
+    pub fn new(node_count: usize, framing: Framing, stack: &HostStack, per_frame_ns: f64) -> Self {
+        let cores = stack.cores.max(1) as usize;
+        TcpNet {
+            dirs: Vec::new(),
+            hosts: (0..node_count).map(|_| Host { cores_free: vec![0; cores], ..Host::default() }).collect(),
+            costs: Costs {
+                frame: from_ns(per_frame_ns),
+                tx_pkt: from_ns(stack.tx_pkt_ns),
+                tx_byte: from_ns(stack.tx_byte_ns),
+                rx_pkt: from_ns(stack.rx_pkt_ns),
+                rx_byte: from_ns(stack.rx_byte_ns),
+                ack: from_ns(stack.ack_ns),
+            },
+            framing,
+            mss: framing.mss() as u64,
+            cores,
+            timers: Vec::new(),
+            ready: Vec::new(),
+        }
+    }
+
+    /// Open the connection between hosts `a` and `b` (already established); returns the
+    /// directions a -> b and b -> a.
+    pub fn connect(&mut self, a: NodeId, b: NodeId, p: &TcpParams, cc: CcName) -> (u32, u32) {
+        let first = self.dirs.len() as u32;
+        for (src, dst, reverse) in [(a, b, first + 1), (b, a, first)] {
+            let id = self.dirs.len() as u32;
+            let rx = Receiver::new(self.mss as u32, p.window, p.ack_every_segs, p.delack_timeout);
+            let send_limit_bytes = match p.window {
+                WindowSpec::Fixed { bytes } => bytes,
+                WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
+            };
+            let mut tx = Sender::new(p, cc, self.mss as u32, send_limit_bytes / self.mss, rx.window_segs(), id as u64);
+            tx.app_limit = 0;
+            let core = (id / 2) as usize % self.cores;
+            self.dirs.push(Dir { src, dst, tx, rx, stream: Stream::default(), reverse, core, timer_at: NEVER });
+            self.hosts[src as usize].dirs.push(id);
+        }
+        (first, first + 1)
+    }
+
+    fn arm(&mut self, d: u32) {
+        let dir = &mut self.dirs[d as usize];
+        let due = dir.tx.rto_at.min(dir.rx.delack_at);
+        if due < dir.timer_at {
+            dir.timer_at = due;
+            self.timers.push((due, d));
+        }
+    }
+
+    /// A timer event of direction `d` fired: RTO and/or delayed ACK.
+    pub fn on_timer(&mut self, now: Time, d: u32) {
+        let dir = &mut self.dirs[d as usize];
+        if dir.timer_at <= now {
+            dir.timer_at = NEVER;
+        }
+        if dir.tx.rto_at <= now {
+            dir.tx.on_rto(now);
+        }
+        if dir.rx.delack_at <= now {
+            self.queue_ack(d, now);
+        }
+        self.arm(d);
+    }
+
+    fn queue_ack(&mut self, d: u32, ready: Time) {
+        let dir = &mut self.dirs[d as usize];
+        let a = dir.rx.make_ack();
+        let mut pkt = TcpPacket::data(dir.src, d, a.ack, self.framing.ack_bytes(a.n_sack));
+        pkt.kind = Kind::Ack;
+        pkt.sack = a.sack;
+        pkt.n_sack = a.n_sack as u8;
+        pkt.rwnd_segs = a.rwnd_segs;
+        self.hosts[dir.dst as usize].ctrl.push_back((ready, pkt));
+    }
+
+    /// The application writes a frame to direction `d` (the library's time for it is charged
+    /// with the segment it starts in).
+    pub fn write(&mut self, d: u32, f: super::btl::Frame) {
+        self.dirs[d as usize].stream.write(f);
+    }
+
+    fn on_segment(&mut self, now: Time, d: u32, seg: u64) {
+        let dir = &mut self.dirs[d as usize];
+        let len = dir.stream.payload(seg).unwrap_or(self.mss);
+        let core = &mut self.hosts[dir.dst as usize].cores_free[dir.core];
+        *core = (*core).max(now) + self.costs.rx_pkt + self.costs.rx_byte * len;
+        let done = *core;
+        let before = dir.rx.rcv_nxt;
+        let rtt = dir.tx.rtt.srtt();
+        let ack = dir.rx.on_data(now, seg, rtt);
+        if dir.rx.rcv_nxt > before {
+            let delivered = dir.stream.delivered(dir.rx.rcv_nxt);
+            // The library takes each completed frame on the same core after the segment.
+            *core += self.costs.frame * dir.stream.frames_completed(delivered);
+            self.ready.push((*core, d, delivered));
+        }
+        match ack {
+            AckNow::Now => self.queue_ack(d, done),
+            AckNow::Delayed => self.arm(d),
+        }
+    }
+
+    /// The next segment of direction `d` from `node`, if it can send, with the time the
+    /// stack has processed it (the segment leaves then, not before).
+    fn pull_dir(&mut self, now: Time, node: NodeId, d: u32) -> Result<(Time, TcpPacket), Time> {
+        let free = self.hosts[node as usize].cores_free[self.dirs[d as usize].core];
+        if free > now {
+            return Err(free);
+        }
+        let mss = self.mss;
+        let dir = &mut self.dirs[d as usize];
+        dir.tx.app_limit = dir.stream.segments_available(mss);
+        let seg = match dir.tx.next(now) {
+            Next::Blocked => return Err(NEVER),
+            Next::Later(t) => return Err(t),
+            Next::Send(seg, _) => seg,
+        };
+        let (len, frames) = match dir.stream.payload(seg) {
+            Some(len) => (len, 0),
+            None => dir.stream.cut(seg, mss),
+        };
+        let (dst, core, reverse) = (dir.dst, dir.core, dir.reverse);
+        let done = now + self.costs.frame * frames + self.costs.tx_pkt + self.costs.tx_byte * len;
+        self.hosts[node as usize].cores_free[core] = done;
+        // The segment carries the acknowledgement this host owes the opposite direction.
+        if self.dirs[reverse as usize].rx.delack_at != NEVER {
+            self.queue_ack(reverse, now);
+        }
+        self.arm(d);
+        let ip = len as u32 + TCP_IP_HEADER_BYTES;
+        Ok((done, TcpPacket::data(dst, d, seg, self.framing.fragment_bytes(ip, 0))))
+    }
+
+    /// Process the next segment of `node`'s directions (round robin) on its core and hold it
+    /// until done; returns when to try again if none can be sent now.
+    fn stage(&mut self, now: Time, node: NodeId) -> Time {
+        let mut wait = NEVER;
+        let n = self.hosts[node as usize].dirs.len();
+        for k in 0..n {
+            let h = &self.hosts[node as usize];
+            let i = (h.rr + k) % n;
+            let d = h.dirs[i];
+            match self.pull_dir(now, node, d) {
+                Ok(staged) => {
+                    let h = &mut self.hosts[node as usize];
+                    h.rr = (i + 1) % n;
+                    h.staged = Some(staged);
+                    return NEVER;
+                }
+                Err(t) => wait = wait.min(t),
+            }
+        }
+        wait
+    }
+}
+
+impl Endpoints<TcpPacket> for TcpNet {
+    fn deliver(&mut self, now: Time, _node: NodeId, pkt: TcpPacket) {
+        match pkt.kind {
+            Kind::Data => self.on_segment(now, pkt.conn, pkt.seg),
+            Kind::Ack => {
+                let dir = &mut self.dirs[pkt.conn as usize];
+                let core = &mut self.hosts[dir.src as usize].cores_free[dir.core];
+                *core = (*core).max(now) + self.costs.ack;
+                dir.tx.on_ack(now, pkt.seg, pkt.sack_blocks(), pkt.rwnd_segs);
+                let keep = dir.tx.acked().min(dir.rx.rcv_nxt);
+                dir.stream.forget_below(keep);
+                self.arm(pkt.conn);
+            }
+            Kind::Cross => {}
+        }
+    }
+
+    fn pull(&mut self, now: Time, node: NodeId) -> Pull<TcpPacket> {
+        let mut wait = NEVER;
+        let h = &mut self.hosts[node as usize];
+        if let Some(&(ready, pkt)) = h.ctrl.front() {
+            if ready <= now {
+                h.ctrl.pop_front();
+                return Pull::Ready(pkt);
+            }
+            wait = ready;
+        }
+        if self.hosts[node as usize].staged.is_none() {
+            wait = wait.min(self.stage(now, node));
+        }
+        match self.hosts[node as usize].staged {
+            Some((ready, pkt)) if ready <= now => {
+                // The core starts on the next segment while this one is on the wire.
+                self.hosts[node as usize].staged = None;
+                self.stage(now, node);
+                Pull::Ready(pkt)
+            }
+            Some((ready, _)) => Pull::Later(wait.min(ready)),
+            None if wait == NEVER => Pull::Idle,
+            None => Pull::Later(wait),
+        }
+    }
+
+    fn sent(&mut self, _node: NodeId, _pkt: &TcpPacket, _done_at: Time) {}
+}

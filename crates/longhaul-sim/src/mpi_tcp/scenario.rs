@@ -1,0 +1,86 @@
+//! The MPI-over-TCP scenario: plain data (JSON) naming the path (a plain WAN link of a given
+//! rate and delay, like the link emulator's), TCP, the host stack (a profile or measured
+//! costs), Open MPI's TCP BTL limits and the OSU benchmark. Validated once, here; errors are
+//! one line naming the parameter and its valid range.
+
+use serde::{Deserialize, Serialize};
+
+use super::btl::{BtlParams, BTL_HDR_BYTES, FRAG_HDR_BYTES, RNDV_HDR_BYTES};
+use crate::mpi::osu::OsuBench;
+use crate::mpi::scenario::OsuSpec;
+use crate::scenario::{err, in_range_f, in_range_u, ScenarioError};
+use crate::tcp::scenario::{StackSpec, TcpPathSpec, TcpResolved, TcpScenario, TcpSpec};
+
+/// Open MPI's TCP BTL limits and the library's per-message CPU time (every field optional).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BtlSpec {
+    pub eager_limit_bytes: Option<u64>,
+    /// Default: the eager limit (Open MPI's compare tooling sets both together).
+    pub rndv_eager_limit_bytes: Option<u64>,
+    pub max_send_size_bytes: Option<u64>,
+    pub per_msg_us: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MpiTcpScenario {
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The WAN link: delay_us, rate_gbps, queue_bytes | queue_packets, loss, fibre_km.
+    #[serde(default)]
+    pub path: TcpPathSpec,
+    /// TCP: cc, mtu_bytes, window_bytes | rmem_max_bytes / wmem_max_bytes, sack, ...
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    /// The hosts' stack: a profile name (default "modern") or {per_seg_us, per_byte_ns, ...}.
+    pub stack: Option<StackSpec>,
+    #[serde(default)]
+    pub mpi: BtlSpec,
+    pub osu: OsuSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+pub struct MpiTcpResolved {
+    pub tcp: TcpResolved,
+    pub btl: BtlParams,
+    pub osu: OsuSpec,
+}
+
+/// Benchmarks this transport runs (one rank pair).
+pub const BENCHES: [OsuBench; 3] = [OsuBench::Latency, OsuBench::Bw, OsuBench::Bibw];
+
+impl MpiTcpScenario {
+    pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
+        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+    }
+
+    pub fn resolve(&self) -> Result<MpiTcpResolved, ScenarioError> {
+        let t = &self.tcp;
+        for (name, set) in [("streams", t.streams.is_some()), ("duration_s", t.duration_s.is_some()), ("interval_s", t.interval_s.is_some()), ("cwnd_trace", t.cwnd_trace.is_some())] {
+            if set {
+                return err(format!("tcp.{name}: not used by MPI over TCP (one connection per rank pair; the benchmark sets the length)"));
+            }
+        }
+        let tcp = TcpScenario { seed: self.seed, testbed: None, stack: self.stack.clone(), link: "10gige-lan".into(), path: self.path.clone(), tcp: t.clone(), cross: None }.resolve()?;
+        let m = &self.mpi;
+        let d = BtlParams::default();
+        let eager = in_range_u("eager_limit_bytes", m.eager_limit_bytes.unwrap_or(d.eager_limit_bytes), 1024, 1 << 30)?;
+        // The RTS holds at least its header; Open MPI requires rndv_eager_limit <= eager_limit.
+        let rndv = in_range_u("rndv_eager_limit_bytes", m.rndv_eager_limit_bytes.unwrap_or(eager), RNDV_HDR_BYTES, eager)?;
+        let max_send = in_range_u("max_send_size_bytes", m.max_send_size_bytes.unwrap_or(d.max_send_size_bytes), 2 * (FRAG_HDR_BYTES + BTL_HDR_BYTES), 1 << 30)?;
+        let per_msg_us = in_range_f("per_msg_us", m.per_msg_us.unwrap_or(0.0), 0.0, 10_000.0)?;
+        let btl = BtlParams { eager_limit_bytes: eager, rndv_eager_limit_bytes: rndv, max_send_size_bytes: max_send, per_msg_ns: per_msg_us * 1e3 };
+        if !BENCHES.contains(&self.osu.bench) {
+            return err(format!("osu.bench: '{}' does not run over the TCP transport (valid: latency, bw, bibw)", self.osu.bench.name()));
+        }
+        self.osu.validate(2)?;
+        if self.osu.pairs.is_some() || self.osu.root.is_some() {
+            return err("osu.pairs, osu.root: not used by latency, bw and bibw (one rank pair)");
+        }
+        Ok(MpiTcpResolved { tcp, btl, osu: self.osu.clone() })
+    }
+}

@@ -1,0 +1,93 @@
+//! MPI over TCP: every message delivered once and in order, bandwidth never above the link,
+//! the latency the stack and library costs add, identical scenarios give identical records,
+//! and bad input is one line naming the parameter.
+
+use longhaul_sim::mpi::MpiRecord;
+use longhaul_sim::mpi_tcp::{run_mpi_tcp_json, validate_mpi_tcp_json};
+use proptest::prelude::*;
+
+fn scenario(bench: &str, size: u64, delay_us: f64, rate_gbps: f64, eager: u64, loss: f64, cc: &str) -> String {
+    format!(
+        r#"{{"seed": 5, "path": {{"delay_us": {delay_us}, "rate_gbps": {rate_gbps}, "loss": {loss}}},
+            "tcp": {{"cc": "{cc}"}}, "stack": {{"per_seg_us": 1.5, "per_byte_ns": 0.2}},
+            "mpi": {{"eager_limit_bytes": {eager}, "per_msg_us": 2}},
+            "osu": {{"bench": "{bench}", "size_bytes": {size}, "iterations": 2, "warmup": 1, "window": 8}}}}"#
+    )
+}
+
+fn run(json: &str) -> MpiRecord {
+    run_mpi_tcp_json(json).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20))]
+    #[test]
+    fn every_message_once_in_order_and_never_faster_than_the_link(
+        bench in prop::sample::select(vec!["bw", "bibw", "latency"]),
+        size in prop::sample::select(vec![1u64, 1000, 65520, 65536, 300_000]),
+        delay in prop::sample::select(vec![0.0, 500.0, 5000.0]),
+        rate in prop::sample::select(vec![0.1, 1.0, 8.0]),
+        eager in prop::sample::select(vec![4096u64, 65536, 1 << 20]),
+        lossy in any::<bool>(),
+        cc in prop::sample::select(vec!["cubic", "bbr", "reno"]),
+    ) {
+        let loss = if lossy { 0.002 } else { 0.0 };
+        let r = run(&scenario(bench, size, delay, rate, eager, loss, cc));
+        prop_assert_eq!(&r.status, "ok");
+        prop_assert_eq!(r.order_violations, 0);
+        prop_assert_eq!(r.delivered_messages, r.messages);
+        if let Some(bw) = r.bw_MBps {
+            // bibw counts both directions, each of which has the link's rate to itself.
+            let dirs = if bench == "bibw" { 2.0 } else { 1.0 };
+            prop_assert!(bw <= dirs * rate * 1e3 / 8.0, "{} MB/s on a {} Gb/s link", bw, rate);
+        }
+    }
+}
+
+#[test]
+fn identical_scenarios_give_identical_records() {
+    let s = scenario("bw", 300_000, 1000.0, 1.0, 65536, 0.001, "cubic");
+    assert_eq!(run(&s), run(&s));
+}
+
+#[test]
+fn small_message_latency_is_the_path_plus_the_stack_and_library_costs() {
+    let lat = |stack: &str, per_msg: f64| {
+        let s = format!(r#"{{"path": {{"delay_us": 100, "rate_gbps": 8}}, "stack": {stack}, "mpi": {{"per_msg_us": {per_msg}}},
+                            "osu": {{"bench": "latency", "size_bytes": 8, "iterations": 5, "warmup": 1}}}}"#);
+        run(&s).lat_us.unwrap()
+    };
+    let ideal = lat(r#""ideal""#, 0.0);
+    assert!((100.0..110.0).contains(&ideal), "{ideal}");
+    // One way: a message's library time at each end and a segment's stack time at each end.
+    let costly = lat(r#"{"per_seg_us": 5, "per_byte_ns": 0}"#, 10.0);
+    assert!((costly - ideal - 30.0).abs() < 0.5, "{costly} vs {ideal}");
+}
+
+#[test]
+fn a_64_kib_message_pays_a_rendezvous_round_trip_that_a_larger_eager_limit_saves() {
+    // Enough windows for the congestion window to open: then eager takes one round trip per
+    // window and rendezvous two (RTS, ACK, then the rest).
+    let steady = |eager: u64| scenario("bw", 65536, 5000.0, 8.0, eager, 0.0, "cubic").replace(r#""iterations": 2, "warmup": 1"#, r#""iterations": 10, "warmup": 10"#);
+    let bw = |eager: u64| run(&steady(eager)).bw_MBps.unwrap();
+    let (rndv, eager) = (bw(65536), bw(1 << 20));
+    assert!(eager > 1.3 * rndv, "eager {eager} vs rendezvous {rndv} MB/s");
+}
+
+#[test]
+fn bad_input_names_the_parameter_and_range() {
+    let base = |patch: &str| format!(r#"{{"osu": {{"bench": "bw", "size_bytes": 1000}}, {patch}}}"#);
+    let cases = [
+        (base(r#""mpi": {"eager_limit_bytes": 10}"#), "eager_limit_bytes: 10 is out of range [1024, 1073741824]"),
+        (base(r#""mpi": {"eager_limit_bytes": 4096, "rndv_eager_limit_bytes": 8192}"#), "rndv_eager_limit_bytes: 8192 is out of range [32, 4096]"),
+        (base(r#""stack": {"per_seg_us": 1, "per_byte_ns": -2}"#), "stack.per_byte_ns: -2 is out of range"),
+        (base(r#""path": {"rate_gbps": 0}"#), "rate_gbps: 0 is out of range"),
+        (base(r#""tcp": {"duration_s": 3}"#), "tcp.duration_s: not used by MPI over TCP"),
+        (r#"{"osu": {"bench": "bcast", "size_bytes": 8}}"#.to_string(), "osu.bench: 'bcast' does not run over the TCP transport"),
+    ];
+    for (json, want) in cases {
+        let e = validate_mpi_tcp_json(&json).unwrap_err().0;
+        assert!(e.contains(want), "{json}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}

@@ -1,0 +1,91 @@
+"""MPI over TCP in the simulator (`longhaul sim mpi osu --transport tcp`) as a user runs it:
+records with the MPI records' keys, the link rate as a ceiling, the rendezvous round trip at
+distance, determinism, one-line errors with exit status 2; and the stack calibration of
+`longhaul compare mpi` recovering known costs from points the simulator itself produced."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def records(cli, *args):
+    return json.loads(cli("sim", "mpi", "osu", *args, "--format", "json", check=True).stdout)
+
+
+TCP = ("--transport", "tcp", "--iterations", "3")
+
+
+def test_records_have_the_mpi_keys_and_the_link_is_the_ceiling(cli):
+    tcp = records(cli, "--bench", "bw", "--sizes", "1K,1M", "--delay-us", "0,1000", "--rate-gbps", "1", *TCP)
+    ib = records(cli, "--bench", "bw", "--sizes", "1K")
+    assert set(tcp[0]) == set(ib[0])
+    assert all(r["transport"] == "tcp" and r["status"] == "ok" and r["order_violations"] == 0
+               and r["delivered_messages"] == r["messages"] for r in tcp)
+    by = {(r["delay_us"], r["size_bytes"]): r["bw_MBps"] for r in tcp}
+    assert max(by.values()) <= 125.0  # 1 Gb/s = 125 MB/s
+    assert by[(0, 1 << 20)] > 100.0  # the default stack keeps up with 1 Gb/s
+    assert by[(1000, 1024)] < by[(0, 1024)]
+
+
+def test_latency_is_the_delay_plus_the_stack_and_library_costs(cli):
+    lat = lambda *extra: records(cli, "--bench", "latency", "--sizes", "8", "--delay-us", "1000", *TCP, *extra)[0]["lat_us"]
+    ideal = lat("--stack", "ideal")
+    assert 1000 < ideal < 1010
+    # One way: 2 x 4 us per segment + 2 x 10 us per message on top.
+    assert lat("--stack", "4,0", "--per-msg-us", "10") == pytest.approx(ideal + 28, abs=0.5)
+
+
+def test_a_larger_eager_limit_saves_the_rendezvous_round_trip_at_distance(cli):
+    bw = lambda limit: records(cli, "--bench", "bw", "--sizes", "256K", "--delay-us", "5000", "--window", "8",
+                               "--eager-limit", limit, *TCP)[0]["bw_MBps"]
+    assert bw("1M") > 1.3 * bw("64K")
+
+
+def test_same_command_same_records(cli):
+    args = ("--bench", "bibw", "--sizes", "300K", "--delay-us", "2000", "--window", "8", *TCP)
+    assert records(cli, *args) == records(cli, *args)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--bench", "bcast", "--transport", "tcp"), "--bench: 'bcast' does not run over --transport tcp"),
+    (("--bench", "bw", "--transport", "tcp", "--eager-limit", "10"), "--eager-limit: 10 bytes is out of range"),
+    (("--bench", "bw", "--transport", "tcp", "--stack", "fast"), "--stack: 'fast' is neither a profile"),
+    (("--bench", "bw", "--transport", "tcp", "--stack", "1,-1"), "stack.per_byte_ns: -1 is out of range"),
+    (("--bench", "bw", "--transport", "tcp", "--rate-gbps", "0"), "--rate-gbps"),
+    (("--bench", "bw", "--transport", "tcp", "--per-msg-us", "-3"), "--per-msg-us: -3 is out of range"),
+    (("--bench", "bw", "--transport", "tcp", "--nodes", "2"), "--nodes: not used with --transport tcp"),
+    (("--bench", "bw", "--rate-gbps", "8"), "--rate-gbps: only with --transport tcp"),
+])
+def test_bad_input_one_line_exit_2(cli, args, needle):
+    proc = cli("sim", "mpi", "osu", "--sizes", "1K", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_app_refuses_the_tcp_transport(cli):
+    proc = cli("sim", "mpi", "app", "--app", "is", "--transport", "tcp")
+    assert proc.returncode == 2 and "only 'longhaul sim mpi osu'" in proc.stderr
+
+
+def test_calibration_recovers_the_costs_the_points_were_made_with():
+    """The 0-delay calibration of `longhaul compare mpi`, fed points the simulator made with
+    known costs (in place of emulator runs), finds those costs again."""
+    from longhaul.compare.mpi import CALIBRATION, METRIC, calibrate_stack, namespace_tcp
+    from longhaul.sim import mpi_tcp
+
+    truth = {"per_seg_us": 3.0, "per_byte_ns": 0.5, "per_msg_us": 20.0}
+    tcp = namespace_tcp(8.0, 0.0)
+    made = []
+    for bench, size in CALIBRATION:
+        r = mpi_tcp.run(mpi_tcp.scenario(osu={"bench": bench, "size_bytes": size, "iterations": 2, "warmup": 1},
+                                         delay_us=0.0, rate_gbps=8.0, per_msg_us=truth["per_msg_us"],
+                                         stack=mpi_tcp.stack_costs(truth["per_seg_us"], truth["per_byte_ns"]), **tcp))
+        made.append({"test": bench, "size_bytes": size, METRIC[bench]: r[METRIC[bench]]})
+    fit = calibrate_stack(8.0, made)
+    per_full_segment = lambda c: c["per_seg_us"] + 1448 * c["per_byte_ns"] / 1000
+    assert per_full_segment(fit) == pytest.approx(per_full_segment(truth), rel=0.1)
+    assert fit["per_msg_us"] == pytest.approx(truth["per_msg_us"], rel=0.15)
+    for p in fit["points"]:
+        assert p["fit"] == pytest.approx(p["emu"], rel=0.1), p
