@@ -27,6 +27,19 @@ impl RttEstimator {
     }
 
     pub fn sample(&mut self, r: Time) {
+        self.smooth(r);
+        self.min_rtt = self.min_rtt.min(r);
+    }
+
+    /// The handshake's sample (SYN to SYN-ACK) starts SRTT, RTTVAR and the RTO (RFC 6298
+    /// section 2.2) but not the minimum RTT: a 60-byte SYN crosses store-and-forward hops faster
+    /// than a full segment, and the minimum stands for the data round trip (CUBIC's RTT term,
+    /// HyStart's floor, BBR's RTprop, the records' `min_rtt_us`).
+    pub fn sample_handshake(&mut self, r: Time) {
+        self.smooth(r);
+    }
+
+    fn smooth(&mut self, r: Time) {
         let rf = r as f64;
         match self.srtt {
             None => {
@@ -38,7 +51,6 @@ impl RttEstimator {
                 self.srtt = Some(0.875 * s + 0.125 * rf);
             }
         }
-        self.min_rtt = self.min_rtt.min(r);
         let s = self.srtt.expect("set above");
         let rto = (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time;
         self.rto = rto.min(self.max_rto);

@@ -65,9 +65,22 @@ enum State {
     Loss,
 }
 
+/// The three-way handshake (RFC 9293 section 3.5) as the sender sees it: data waits for the
+/// SYN-ACK, whose round trip is the first RTT sample (Linux tcp_synack_rtt_meas); a SYN without
+/// answer is sent again when the retransmission timer (initially 1 s, RFC 6298) expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    SynDue,
+    /// SYN sent at this time (and whether it is a retransmission, Karn).
+    SynSent(Time, bool),
+    Established,
+}
+
 /// What the sender can do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
+    /// Send the SYN.
+    Syn,
     /// Send this segment (true: a retransmission).
     Send(u64, bool),
     /// Pacing: nothing before this time.
@@ -97,6 +110,7 @@ struct Prr {
 }
 
 pub struct Sender {
+    handshake: Handshake,
     una: u64,
     nxt: u64,
     segs: VecDeque<SegState>,
@@ -158,6 +172,7 @@ impl Sender {
         let hystart = p.hystart.map(|h| HyStart::new(h, mss_bytes));
         let cc = cc.build(iw, phase_seed, hystart);
         Sender {
+            handshake: Handshake::SynDue,
             una: 0,
             nxt: 0,
             segs: VecDeque::new(),
@@ -256,6 +271,16 @@ impl Sender {
 
     /// Decide the next transmission at `now`; the caller sends it at once.
     pub fn next(&mut self, now: Time) -> Next {
+        match self.handshake {
+            Handshake::Established => {}
+            Handshake::SynDue => {
+                let resent = self.stats.timeouts > 0;
+                self.handshake = Handshake::SynSent(now, resent);
+                self.rto_at = now + self.rtt.rto();
+                return Next::Syn;
+            }
+            Handshake::SynSent(..) => return Next::Blocked,
+        }
         if self.next_send_at > now {
             return Next::Later(self.next_send_at);
         }
@@ -399,6 +424,19 @@ impl Sender {
             self.retrans_out -= 1;
             self.retx_scan = self.retx_scan.min(seg);
             self.stats.lost_retransmits += 1;
+        }
+    }
+
+    /// The SYN-ACK arrived (a duplicate is ignored): established, with a first RTT sample.
+    pub fn on_syn_ack(&mut self, now: Time, rwnd_segs: u64) {
+        if let Handshake::SynSent(sent, resent) = self.handshake {
+            if !resent {
+                self.rtt.sample_handshake(now - sent);
+            }
+            self.rtt.clear_backoff();
+            self.handshake = Handshake::Established;
+            self.peer_rwnd = rwnd_segs;
+            self.rto_at = NEVER;
         }
     }
 
@@ -553,6 +591,16 @@ impl Sender {
 
     /// The retransmission timer fired at `now` (a stale firing is ignored).
     pub fn on_rto(&mut self, now: Time) {
+        if let Handshake::SynSent(..) = self.handshake {
+            if now >= self.rto_at {
+                // The SYN or its answer was lost: send it again, backing off (RFC 6298 5.5).
+                self.stats.timeouts += 1;
+                self.rtt.back_off();
+                self.handshake = Handshake::SynDue;
+                self.rto_at = NEVER;
+            }
+            return;
+        }
         if self.una == self.nxt {
             self.rto_at = NEVER;
             return;
@@ -590,8 +638,34 @@ mod tests {
     use super::*;
     use crate::engine::time::MS;
 
+    /// A connection already established (SYN-ACK after 1 ms).
     fn sender() -> Sender {
-        Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0)
+        let mut s = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        assert_eq!(s.next(0), Next::Syn);
+        s.on_syn_ack(0, 1 << 20);
+        s
+    }
+
+    /// Data waits for the SYN-ACK; a lost SYN is sent again after the initial 1 s timeout,
+    /// then after 2 s; the answer to a resent SYN gives no RTT sample (Karn).
+    #[test]
+    fn handshake_before_data_and_syn_retransmission() {
+        let mut s = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        assert_eq!(s.next(0), Next::Syn);
+        assert_eq!(s.next(MS), Next::Blocked);
+        assert_eq!(s.rto_at, crate::engine::time::S);
+        s.on_rto(s.rto_at);
+        assert_eq!(s.next(crate::engine::time::S), Next::Syn);
+        assert_eq!(s.rto_at, 3 * crate::engine::time::S);
+        s.on_syn_ack(crate::engine::time::S + 10 * MS, 1000);
+        assert!(!s.rtt.has_sample());
+        assert_eq!(s.rtt.rto(), crate::engine::time::S, "the backoff ends with the handshake");
+        assert_eq!(s.next(crate::engine::time::S + 10 * MS), Next::Send(0, false));
+
+        let mut t = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        t.next(0);
+        t.on_syn_ack(140 * MS, 1000);
+        assert_eq!(t.rtt.srtt(), 140 * MS);
     }
 
     fn send_all(s: &mut Sender, now: Time) -> Vec<(u64, bool)> {
@@ -684,11 +758,12 @@ mod tests {
         let mut s = sender();
         send_all(&mut s, 0);
         let at = s.rto_at;
-        assert_eq!(at, crate::engine::time::S);
+        // The handshake's (zero) RTT sample: RTO = SRTT + max(4 RTTVAR, 200 ms).
+        assert_eq!(at, 200 * MS);
         s.on_rto(at);
         assert_eq!(s.stats.timeouts, 1);
         assert_eq!(s.win.cwnd, 1.0);
         assert_eq!(send_all(&mut s, at), vec![(0, true)]);
-        assert_eq!(s.rto_at, at + 2 * crate::engine::time::S);
+        assert_eq!(s.rto_at, at + 400 * MS);
     }
 }
