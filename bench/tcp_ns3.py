@@ -1,10 +1,12 @@
 """Shared by the ns-3 comparison test and ``bench/tcp_bench.py``: build the ns-3 scenario
 (``bench/ns3/``), run the same bulk-transfer point on ns-3 and on longhaul, and time both.
 
-The point: one TCP flow over a 1 Gb/s (or 10 Gb/s) link with a one-way delay, drop-tail queue of
-``queue_packets``, MSS 1448 (MTU 1500 with timestamps), SACK, initial window 10, min RTO 200 ms,
-socket buffers of ``buffer_bytes``, an ACK for every segment (ns-3 grows the window per ACK,
-Linux and longhaul per acknowledged segment: they agree only without delayed ACKs).
+The point: one TCP flow over a 1 Gb/s (or 10 Gb/s) Ethernet link with a one-way delay, drop-tail
+queue of ``queue_packets``, MSS 1448 (MTU 1500 with timestamps), SACK, initial window 10, min RTO
+200 ms, socket buffers of ``buffer_bytes``, an ACK for every segment (ns-3 grows the window per
+ACK, Linux and longhaul per acknowledged segment: they agree only without delayed ACKs). ns-3's
+device rate is scaled so that a 1500-byte packet with PPP framing takes as long as with
+Ethernet's 38 bytes of framing in longhaul (``ETHERNET_FRAME_OVERHEAD_BYTES``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NS3_CC = {"reno": "NewReno", "cubic": "Cubic"}
+# Preamble + SFD 8, header 14, FCS 4, inter-frame gap 12 (IEEE 802.3): longhaul's 10gige-lan framing.
+ETHERNET_FRAME_OVERHEAD_BYTES = 38
 
 
 def ns3_available() -> str | None:
@@ -38,7 +42,8 @@ def run_ns3(cc: str, delay_ms: float, rate_gbps: float = 1.0, duration_s: float 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([ns3_binary(), f"--cc={NS3_CC[cc]}", f"--delay_ms={delay_ms}", f"--rate_gbps={rate_gbps}",
                           f"--duration_s={duration_s}", f"--queue_packets={queue_packets}",
-                          f"--buffer_bytes={buffer_bytes}", f"--interval_s={interval_s}", "--delack_count=1"],
+                          f"--buffer_bytes={buffer_bytes}", f"--interval_s={interval_s}", "--delack_count=1",
+                          f"--frame_overhead_bytes={ETHERNET_FRAME_OVERHEAD_BYTES}"],
                          check=True, capture_output=True, text=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     rec = json.loads(out)

@@ -2,8 +2,11 @@
 //
 // n0 --[rate, one-way delay, drop-tail queue of N packets]--> n1, BulkSend on n0, PacketSink on
 // n1, with the TCP settings longhaul uses (MSS, SACK, timestamps, initial window 10, delayed
-// ACK every 2nd segment / 40 ms, min RTO 200 ms, fixed socket buffers). The traffic-control
-// layer is removed so the device's drop-tail queue is the bottleneck, as in longhaul.
+// ACK every `delack_count` segments / 40 ms, min RTO 200 ms, fixed socket buffers). The
+// traffic-control layer is removed so the device's drop-tail queue is the bottleneck, as in
+// longhaul. ns-3's point-to-point device frames with a 2-byte PPP header; longhaul's Ethernet
+// link costs `frame_overhead_bytes` (38: preamble, header, FCS, inter-frame gap) per frame, so
+// the device rate is scaled to serialise a full-sized packet in the same time.
 //
 // Prints one JSON object: goodput, link packets (both directions), and the cwnd (segments)
 // sampled every interval.
@@ -39,7 +42,7 @@ static void HookCwnd(Ptr<BulkSendApplication> app) {
 
 int main(int argc, char *argv[]) {
   double rate_gbps = 1.0, delay_ms = 10.0, duration_s = 5.0, interval_s = 0.1;
-  uint32_t queue_packets = 100, mss = 1448, delack_count = 2;
+  uint32_t queue_packets = 100, mss = 1448, delack_count = 2, frame_overhead_bytes = 2;
   uint64_t buffer_bytes = 64 << 20;
   std::string cc = "NewReno";
   CommandLine cmd;
@@ -52,6 +55,7 @@ int main(int argc, char *argv[]) {
   cmd.AddValue("buffer_bytes", "send and receive socket buffers (bytes)", buffer_bytes);
   cmd.AddValue("cc", "NewReno or Cubic", cc);
   cmd.AddValue("delack_count", "segments per delayed ACK (1 = ACK every segment)", delack_count);
+  cmd.AddValue("frame_overhead_bytes", "link framing per packet to match (PPP: 2)", frame_overhead_bytes);
   cmd.Parse(argc, argv);
 
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::Tcp" + cc));
@@ -71,8 +75,10 @@ int main(int argc, char *argv[]) {
   NodeContainer nodes;
   nodes.Create(2);
   PointToPointHelper p2p;
+  const double ip_bytes = mss + 52.0;  // IP + TCP + timestamp option
+  const double ppp_bytes = 2.0;
   std::ostringstream rate;
-  rate << rate_gbps << "Gbps";
+  rate << uint64_t(rate_gbps * 1e9 * (ip_bytes + ppp_bytes) / (ip_bytes + frame_overhead_bytes)) << "bps";
   p2p.SetDeviceAttribute("DataRate", StringValue(rate.str()));
   p2p.SetChannelAttribute("Delay", TimeValue(MicroSeconds(int64_t(delay_ms * 1000))));
   std::ostringstream q;

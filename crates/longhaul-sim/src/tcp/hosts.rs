@@ -94,7 +94,7 @@ impl TcpHosts {
         }
     }
 
-    /// Open a connection from `src` to `dst` (already established: the handshake is not modelled).
+    /// Open a connection from `src` to `dst`: its sender starts with the SYN.
     pub fn connect(&mut self, src: NodeId, dst: NodeId, p: &TcpParams, cc: CcName) -> u32 {
         let mss = self.framing.mss();
         let id = self.conns.len() as u32;
@@ -186,6 +186,14 @@ impl TcpHosts {
         match self.conns[c as usize].tx.next(now) {
             Next::Blocked => Err(NEVER),
             Next::Later(t) => Err(t),
+            Next::Syn => {
+                let conn = &self.conns[c as usize];
+                let mut syn = TcpPacket::data(conn.dst, c, 0, self.framing.syn_bytes());
+                syn.kind = Kind::Syn;
+                self.hosts[node as usize].cores_free[conn.core] = now + self.costs.tx_pkt;
+                self.arm(c);
+                Ok(syn)
+            }
             Next::Send(seg, _) => {
                 let f = self.framing;
                 let conn = &self.conns[c as usize];
@@ -231,6 +239,22 @@ impl Endpoints<TcpPacket> for TcpHosts {
                     }
                 }
                 self.on_segment(now, pkt.conn, pkt.seg);
+            }
+            Kind::Syn => {
+                // Answer every SYN (a repeat means the SYN-ACK was lost) once it is processed.
+                let conn = &mut self.conns[pkt.conn as usize];
+                let core = &mut self.hosts[conn.dst as usize].cores_free[conn.core];
+                *core = (*core).max(now) + self.costs.rx_pkt;
+                let ready = *core;
+                let mut syn_ack = TcpPacket::data(conn.src, pkt.conn, 0, self.framing.syn_bytes());
+                syn_ack.kind = Kind::SynAck;
+                syn_ack.rwnd_segs = conn.rx.window_segs();
+                self.hosts[conn.dst as usize].ctrl.push_back((ready, syn_ack));
+            }
+            Kind::SynAck => {
+                let conn = &mut self.conns[pkt.conn as usize];
+                conn.tx.on_syn_ack(now, pkt.rwnd_segs);
+                self.arm(pkt.conn);
             }
             Kind::Ack => {
                 let ack_cost = self.costs.ack;

@@ -22,6 +22,9 @@ pub const IPOIB_HEADER_BYTES: u32 = 4;
 /// Bytes of one SACK block (RFC 2018) and of the option's kind/length.
 pub const SACK_BLOCK_BYTES: u32 = 8;
 pub const SACK_OPTION_BYTES: u32 = 2;
+/// A SYN or SYN-ACK: IPv4 + TCP headers and the options Linux puts on them: MSS (4), SACK
+/// permitted (2), timestamps (10), window scale (3) and one NOP (RFC 9293, 2018, 7323).
+pub const SYN_IP_BYTES: u32 = 20 + 20 + 20;
 /// Smallest IP MTU every IPv4 host must accept (RFC 791).
 pub const MIN_MTU: u32 = 576;
 
@@ -134,6 +137,11 @@ impl Framing {
     pub fn ack_bytes(&self, sack_blocks: usize) -> u32 {
         let opts = if sack_blocks > 0 { SACK_OPTION_BYTES + SACK_BLOCK_BYTES * sack_blocks as u32 } else { 0 };
         self.single(TCP_IP_HEADER_BYTES + opts)
+    }
+
+    /// Wire bytes of a SYN or SYN-ACK.
+    pub fn syn_bytes(&self) -> u32 {
+        self.single(SYN_IP_BYTES)
     }
 
     /// Wire bytes of a cross-traffic UDP datagram of `ip_bytes` (fragmented like data).

@@ -20,9 +20,10 @@ pub enum WindowSpec {
     /// given (socket(7): "to allow space for bookkeeping overhead") and advertises half of its
     /// buffer (tcp_adv_win_scale = 1), so the usable window is about BYTES at both ends.
     Fixed { bytes: u64 },
-    /// Linux auto-tuning: the receive buffer grows each round trip to twice what the application
-    /// read in the last one (dynamic right-sizing, tcp_rcv_space_adjust) from tcp_rmem[1] up to
-    /// tcp_rmem[2]; the advertised window is half of it. The send buffer grows with cwnd up to
+    /// Linux auto-tuning: the receive buffer grows once per round trip in which the application
+    /// read more than before (dynamic right-sizing, tcp_rcv_space_adjust: twice what it read plus
+    /// 16 segments, tripled when the rate doubled) from tcp_rmem[1] up to tcp_rmem[2]; the
+    /// advertised window is half of it. The send buffer grows with cwnd up to
     /// tcp_wmem[2] (tcp_sndbuf_expand), and data in flight never exceeds it.
     Auto { rmem_initial_bytes: u64, rmem_max_bytes: u64, wmem_max_bytes: u64 },
 }
@@ -46,7 +47,8 @@ pub struct TcpParams {
     pub initial_cwnd_segs: u32,
     /// Retransmission timeout before the first RTT sample (RFC 6298 section 2.1: 1 s).
     pub initial_rto: Time,
-    /// Lower bound of the RTO (Linux TCP_RTO_MIN = 200 ms; RFC 6298 suggests 1 s).
+    /// Lower bound of the RTO's variance term: RTO = SRTT + max(4 RTTVAR, this) (Linux
+    /// TCP_RTO_MIN = 200 ms; RFC 6298 bounds the whole RTO instead, by 1 s).
     pub min_rto: Time,
     /// Upper bound of the backed-off RTO (Linux TCP_RTO_MAX = 120 s; RFC 6298 allows >= 60 s).
     pub max_rto: Time,

@@ -1,7 +1,10 @@
 //! Round-trip time estimation and the retransmission timeout (RFC 6298).
 //!
-//! SRTT and RTTVAR follow section 2 with alpha = 1/8 and beta = 1/4; RTO = SRTT + max(G, 4 RTTVAR)
-//! clamped to [min_rto, max_rto] (G, the clock granularity, is one picosecond here). Karn's
+//! SRTT and RTTVAR follow section 2 with alpha = 1/8 and beta = 1/4. The timeout is Linux's
+//! (net/ipv4/tcp_input.c tcp_rtt_estimator and tcp_set_rto): RTO = SRTT + max(4 RTTVAR, min_rto),
+//! at most max_rto, because Linux keeps its variance term (`rttvar_us`) at least TCP_RTO_MIN. The
+//! RFC's form, max(SRTT + 4 RTTVAR, min_rto), which ns-3 uses, gives 200 ms at a 140 ms RTT: a
+//! timeout that fires before a retransmission can be acknowledged. Karn's
 //! algorithm (section 3) is the caller's job: only segments sent once give samples. Backoff
 //! doubles the RTO on every expiry (section 5.5) and is cleared by the next new acknowledgement.
 
@@ -24,6 +27,19 @@ impl RttEstimator {
     }
 
     pub fn sample(&mut self, r: Time) {
+        self.smooth(r);
+        self.min_rtt = self.min_rtt.min(r);
+    }
+
+    /// The handshake's sample (SYN to SYN-ACK) starts SRTT, RTTVAR and the RTO (RFC 6298
+    /// section 2.2) but not the minimum RTT: a 60-byte SYN crosses store-and-forward hops faster
+    /// than a full segment, and the minimum stands for the data round trip (CUBIC's RTT term,
+    /// HyStart's floor, BBR's RTprop, the records' `min_rtt_us`).
+    pub fn sample_handshake(&mut self, r: Time) {
+        self.smooth(r);
+    }
+
+    fn smooth(&mut self, r: Time) {
         let rf = r as f64;
         match self.srtt {
             None => {
@@ -35,10 +51,9 @@ impl RttEstimator {
                 self.srtt = Some(0.875 * s + 0.125 * rf);
             }
         }
-        self.min_rtt = self.min_rtt.min(r);
         let s = self.srtt.expect("set above");
-        let rto = (s + (4.0 * self.rttvar).max(1.0)) as Time;
-        self.rto = rto.clamp(self.min_rto, self.max_rto);
+        let rto = (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time;
+        self.rto = rto.min(self.max_rto);
     }
 
     /// Smoothed RTT (before any sample: the minimum seen, or 0).
@@ -80,9 +95,14 @@ mod tests {
         e.back_off();
         assert_eq!(e.rto(), 1200 * MS);
         e.clear_backoff();
-        // Tiny RTTs are floored at the minimum RTO.
+        // Linux: the variance term is at least the minimum RTO, so a steady 140 ms path times
+        // out after 340 ms (RFC 6298's clamp would give 200 ms, less than two round trips).
         let mut f = RttEstimator::new(S, 200 * MS, 120 * S);
         f.sample(MS);
-        assert_eq!(f.rto(), 200 * MS);
+        assert_eq!(f.rto(), 201 * MS);
+        for _ in 0..50 {
+            f.sample(140 * MS);
+        }
+        assert!((339 * MS..=341 * MS).contains(&f.rto()), "{}", f.rto());
     }
 }

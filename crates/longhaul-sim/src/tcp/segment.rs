@@ -16,6 +16,10 @@ pub enum Kind {
     Data,
     /// A cumulative acknowledgement with SACK blocks and the receive window.
     Ack,
+    /// The connection's opening SYN, and the receiver's SYN-ACK (the third segment of the
+    /// handshake travels with the first data).
+    Syn,
+    SynAck,
     /// A cross-traffic UDP datagram (counted at its destination, never acknowledged).
     Cross,
 }

@@ -10,11 +10,22 @@
 //!   segment lost, and each partial ACK in recovery marks the next one;
 //! - the pipe is Linux's packets-in-flight: outstanding - SACKed - lost + retransmitted, and the
 //!   sender transmits while pipe < cwnd, retransmissions first (RFC 6675 section 5);
-//! - fast recovery ends when everything outstanding at its start is acknowledged;
+//! - in fast recovery the window follows Proportional Rate Reduction (RFC 6937, Linux
+//!   tcp_cwnd_reduction, the 6.x form): while the pipe exceeds ssthresh, send ssthresh /
+//!   prior cwnd of what is delivered; below it, grow back towards ssthresh by at most what was
+//!   delivered plus one (slow-start reduction bound). It replaces both the burst that cwnd =
+//!   ssthresh allows once many losses empty the pipe and the silence when few do;
+//! - fast recovery ends when everything outstanding at its start is acknowledged (cwnd =
+//!   ssthresh);
+//! - a lost retransmission is found by RACK's rule (RFC 8985, Linux's default since 4.18):
+//!   once a segment sent after the retransmission is delivered, the retransmission is lost (no
+//!   reordering window: the model's paths are FIFO, and Linux uses none in recovery before it
+//!   has seen reordering). First transmissions keep the forward-acknowledgement rule above;
 //! - RTO (RFC 6298, [`super::rtt`]): restarted by every ACK of new data; on expiry every
-//!   un-SACKed segment is marked lost, cwnd falls to one segment and the timer backs off.
-//!
-//! A retransmission that is lost again is only recovered by the RTO (no RACK).
+//!   un-SACKed segment is marked lost, cwnd falls to one segment and the timer backs off;
+//!   ssthresh is reduced only if this loss episode has not already reduced it (Linux
+//!   tcp_enter_loss);
+//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`]).
 //!
 //! Delivery-rate samples for BBR follow draft-cheng-iccrg-delivery-rate-estimation: each
 //! segment remembers the delivered count and time when it was sent.
@@ -54,9 +65,22 @@ enum State {
     Loss,
 }
 
+/// The three-way handshake (RFC 9293 section 3.5) as the sender sees it: data waits for the
+/// SYN-ACK, whose round trip is the first RTT sample (Linux tcp_synack_rtt_meas); a SYN without
+/// answer is sent again when the retransmission timer (initially 1 s, RFC 6298) expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    SynDue,
+    /// SYN sent at this time (and whether it is a retransmission, Karn).
+    SynSent(Time, bool),
+    Established,
+}
+
 /// What the sender can do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
+    /// Send the SYN.
+    Syn,
     /// Send this segment (true: a retransmission).
     Send(u64, bool),
     /// Pacing: nothing before this time.
@@ -71,9 +95,22 @@ pub struct SenderStats {
     pub retransmits: u64,
     pub fast_recoveries: u64,
     pub timeouts: u64,
+    /// Retransmissions found lost by RACK (each is sent again).
+    pub lost_retransmits: u64,
+}
+
+/// Proportional Rate Reduction state of one recovery episode (RFC 6937 section 3).
+#[derive(Debug, Clone, Copy, Default)]
+struct Prr {
+    /// cwnd when the episode began (RecoverFS's role in Linux: tp->prior_cwnd).
+    prior_cwnd: f64,
+    /// Segments delivered to the receiver since, and segments sent since.
+    delivered: u64,
+    out: u64,
 }
 
 pub struct Sender {
+    handshake: Handshake,
     una: u64,
     nxt: u64,
     segs: VecDeque<SegState>,
@@ -94,6 +131,21 @@ pub struct Sender {
     /// Entering recovery allows one retransmission whatever the window (RFC 6675 section 5,
     /// step 4.3: the first lost segment is retransmitted at once).
     fast_retransmit: bool,
+    /// PRR runs in fast recovery unless the algorithm sets the window itself (BBR).
+    prr_on: bool,
+    prr: Prr,
+    /// Segments ever marked lost (the PRR step needs to know whether this ACK marked any).
+    marked_lost: u64,
+    /// RACK: (send time, segment) of the most recently sent segment known delivered (the
+    /// segment breaks ties, as Linux's tcp_rack_sent_after), and the outstanding
+    /// retransmissions in sending order (segment, send time).
+    rack_xmit: (Time, u64),
+    retx_sent: VecDeque<(u64, Time)>,
+    /// Linux tcp_cwnd_validate: sending stopped on cwnd in the current window, the most
+    /// segments outstanding in it, and the sequence that ends it.
+    is_cwnd_limited: bool,
+    max_packets_out: u64,
+    cwnd_usage_seq: u64,
     pub win: Window,
     cc: Box<dyn CongestionControl>,
     pub rtt: RttEstimator,
@@ -121,7 +173,9 @@ impl Sender {
     pub fn new(p: &TcpParams, cc: CcName, mss_bytes: u32, send_limit_segs: u64, initial_rwnd_segs: u64, phase_seed: u64) -> Self {
         let iw = p.initial_cwnd_segs as f64;
         let hystart = p.hystart.map(|h| HyStart::new(h, mss_bytes));
+        let cc = cc.build(iw, phase_seed, hystart);
         Sender {
+            handshake: Handshake::SynDue,
             una: 0,
             nxt: 0,
             segs: VecDeque::new(),
@@ -137,8 +191,16 @@ impl Sender {
             recovery_point: 0,
             dupacks: 0,
             fast_retransmit: false,
+            prr_on: !cc.owns_recovery_window(),
+            prr: Prr::default(),
+            marked_lost: 0,
+            rack_xmit: (0, 0),
+            retx_sent: VecDeque::new(),
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
             win: Window { cwnd: iw, ssthresh: f64::INFINITY },
-            cc: cc.build(iw, phase_seed, hystart),
+            cc,
             rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto),
             peer_rwnd: initial_rwnd_segs,
             send_limit: send_limit_segs.max(1),
@@ -195,17 +257,45 @@ impl Sender {
         SegState { flags: 0, sent_at: now, delivered: self.delivered, delivered_time: self.delivered_time, first_sent_time: self.first_sent_time }
     }
 
+    /// Linux tcp_cwnd_validate: remember whether cwnd stopped sending in this window of data,
+    /// else the most segments it had outstanding.
+    fn cwnd_validate(&mut self, cwnd_limited: bool) {
+        let out = self.nxt - self.una;
+        if self.una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && out > self.max_packets_out) {
+            self.is_cwnd_limited = cwnd_limited;
+            self.max_packets_out = out;
+            self.cwnd_usage_seq = self.nxt;
+        }
+    }
+
+    /// Linux tcp_is_cwnd_limited.
+    fn cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited || (self.win.in_slow_start() && self.win.cwnd < 2.0 * self.max_packets_out as f64)
+    }
+
     /// Decide the next transmission at `now`; the caller sends it at once.
     pub fn next(&mut self, now: Time) -> Next {
+        match self.handshake {
+            Handshake::Established => {}
+            Handshake::SynDue => {
+                let resent = self.stats.timeouts > 0;
+                self.handshake = Handshake::SynSent(now, resent);
+                self.rto_at = now + self.rtt.rto();
+                return Next::Syn;
+            }
+            Handshake::SynSent(..) => return Next::Blocked,
+        }
         if self.next_send_at > now {
             return Next::Later(self.next_send_at);
         }
         let window_open = (self.pipe() as f64) < self.win.cwnd.floor().max(1.0);
         if !window_open && !self.fast_retransmit {
+            self.cwnd_validate(true);
             return Next::Blocked;
         }
         let retx = self.next_retransmission();
         if !window_open && retx.is_none() {
+            self.cwnd_validate(true);
             return Next::Blocked;
         }
         self.fast_retransmit = false;
@@ -217,10 +307,14 @@ impl Sender {
             self.retrans_out += 1;
             self.stats.retransmits += 1;
             self.retx_scan = seg + 1;
+            if self.sack {
+                self.retx_sent.push_back((seg, now));
+            }
             Next::Send(seg, true)
         } else {
             let edge = (self.una + self.peer_rwnd.min(self.send_limit)).min(self.app_limit);
             if self.nxt >= edge {
+                self.cwnd_validate(false);
                 return Next::Blocked;
             }
             let st = self.stamp(now);
@@ -229,6 +323,10 @@ impl Sender {
             Next::Send(self.nxt - 1, false)
         };
         self.stats.segments_sent += 1;
+        if self.state == State::Recovery {
+            self.prr.out += 1;
+        }
+        self.cwnd_validate(false);
         if let Some(rate) = self.cc.pacing_rate() {
             self.next_send_at = now + (S as f64 / rate) as Time;
         }
@@ -239,7 +337,7 @@ impl Sender {
     }
 
     /// Mark [s, e) SACKed; returns the segments newly covered, and updates the rate sample.
-    fn apply_sack(&mut self, s: u64, e: u64, sample: &mut Option<SegState>) -> u64 {
+    fn apply_sack(&mut self, now: Time, s: u64, e: u64, sample: &mut Option<SegState>) -> u64 {
         let (s, e) = (s.max(self.una), e.min(self.nxt));
         if s >= e {
             return 0;
@@ -281,6 +379,7 @@ impl Sender {
                 self.segs[i].flags = (st.flags | SACKED) & !(LOST | RETRANS);
                 self.sacked_out += 1;
                 newly += 1;
+                self.rack_advance(now, seg, &st);
                 if sample.is_none_or(|p| st.delivered >= p.delivered) {
                     *sample = Some(st);
                 }
@@ -295,8 +394,54 @@ impl Sender {
         if *f & (SACKED | LOST) == 0 {
             *f |= LOST;
             self.lost_out += 1;
+            self.marked_lost += 1;
         }
         self.lost_hi = self.lost_hi.max(seg + 1);
+    }
+
+    /// RACK (RFC 8985 section 6.2; Linux tcp_rack_advance): a segment delivered now moves the
+    /// "most recently sent and delivered" time, unless it was retransmitted and acknowledged
+    /// sooner than a round trip after, when the ACK may be for the original.
+    fn rack_advance(&mut self, now: Time, seg: u64, st: &SegState) {
+        if st.flags & EVER_RETRANS != 0 && now - st.sent_at < self.rtt.min_rtt {
+            return;
+        }
+        self.rack_xmit = self.rack_xmit.max((st.sent_at, seg));
+    }
+
+    /// RACK on retransmissions: one sent before a delivered segment is lost again.
+    fn detect_lost_retransmissions(&mut self) {
+        while let Some(&(seg, sent)) = self.retx_sent.front() {
+            if (sent, seg) >= self.rack_xmit {
+                break;
+            }
+            self.retx_sent.pop_front();
+            if seg < self.una {
+                continue;
+            }
+            let s = &mut self.segs[(seg - self.una) as usize];
+            // Skip entries superseded by a later transmission or already delivered.
+            if s.sent_at != sent || s.flags & (SACKED | RETRANS) != RETRANS {
+                continue;
+            }
+            s.flags &= !RETRANS;
+            self.retrans_out -= 1;
+            self.retx_scan = self.retx_scan.min(seg);
+            self.stats.lost_retransmits += 1;
+        }
+    }
+
+    /// The SYN-ACK arrived (a duplicate is ignored): established, with a first RTT sample.
+    pub fn on_syn_ack(&mut self, now: Time, rwnd_segs: u64) {
+        if let Handshake::SynSent(sent, resent) = self.handshake {
+            if !resent {
+                self.rtt.sample_handshake(now - sent);
+            }
+            self.rtt.clear_backoff();
+            self.handshake = Handshake::Established;
+            self.peer_rwnd = rwnd_segs;
+            self.rto_at = NEVER;
+        }
     }
 
     /// Process an acknowledgement: cumulative `ack`, SACK blocks, and the peer's window.
@@ -308,7 +453,7 @@ impl Sender {
         let mut sample: Option<SegState> = None;
         let advanced = ack > self.una;
         if advanced {
-            for _ in self.una..ack {
+            for seg in self.una..ack {
                 let st = self.segs.pop_front().expect("outstanding segment");
                 if st.flags & SACKED != 0 {
                     self.sacked_out -= 1;
@@ -323,6 +468,7 @@ impl Sender {
                     if sample.is_none_or(|p| st.delivered >= p.delivered) {
                         sample = Some(st);
                     }
+                    self.rack_advance(now, seg, &st);
                 }
                 if st.flags & EVER_RETRANS == 0 {
                     rtt = Some(now - st.sent_at);
@@ -342,14 +488,19 @@ impl Sender {
         }
         if self.sack {
             for &(s, e) in sack {
-                newly += self.apply_sack(s, e, &mut sample);
+                newly += self.apply_sack(now, s, e, &mut sample);
             }
+            self.detect_lost_retransmissions();
         }
         if let Some(r) = rtt {
             self.rtt.sample(r);
         }
+        let lost_before = self.marked_lost;
         self.detect_losses(advanced);
         self.update_state(now);
+        if self.state == State::Recovery && self.prr_on && newly > 0 {
+            self.prr_step(newly, advanced && self.marked_lost == lost_before);
+        }
         let mut rate = None;
         if newly > 0 {
             self.delivered += newly;
@@ -374,6 +525,7 @@ impl Sender {
                 in_recovery: self.state == State::Recovery,
                 snd_una: self.una,
                 snd_nxt: self.nxt,
+                cwnd_limited: self.cwnd_limited(),
             };
             self.cc.on_ack(&mut self.win, &info);
         }
@@ -403,6 +555,25 @@ impl Sender {
         }
     }
 
+    /// One PRR step (RFC 6937 section 3.1 as Linux 6.x tcp_cwnd_reduction): `newly` segments
+    /// were delivered by this ACK; `bonus` (it advanced snd_una and marked nothing lost) allows
+    /// one more in the slow-start reduction bound. Sets cwnd = pipe + what may be sent now.
+    fn prr_step(&mut self, newly: u64, bonus: bool) {
+        self.prr.delivered += newly;
+        let pipe = self.pipe();
+        let ssthresh = self.win.ssthresh.floor() as u64;
+        let sndcnt = if pipe > ssthresh {
+            let due = (self.prr.delivered as f64 * ssthresh as f64 / self.prr.prior_cwnd).ceil() as u64;
+            due.saturating_sub(self.prr.out)
+        } else {
+            let bound = self.prr.delivered.saturating_sub(self.prr.out).max(newly) + bonus as u64;
+            bound.min(ssthresh - pipe)
+        };
+        // The first step always sends: the fast retransmission.
+        let sndcnt = if self.prr.out == 0 { sndcnt.max(1) } else { sndcnt };
+        self.win.cwnd = (pipe + sndcnt) as f64;
+    }
+
     fn update_state(&mut self, now: Time) {
         if self.state != State::Open && self.una >= self.recovery_point {
             if self.state == State::Recovery {
@@ -417,12 +588,23 @@ impl Sender {
             self.fast_retransmit = true;
             // FlightSize (RFC 5681): the data outstanding when the loss is detected.
             let flight = (self.nxt - self.una) as f64;
+            self.prr = Prr { prior_cwnd: self.win.cwnd.max(1.0), delivered: 0, out: 0 };
             self.cc.on_congestion(&mut self.win, now, flight);
         }
     }
 
     /// The retransmission timer fired at `now` (a stale firing is ignored).
     pub fn on_rto(&mut self, now: Time) {
+        if let Handshake::SynSent(..) = self.handshake {
+            if now >= self.rto_at {
+                // The SYN or its answer was lost: send it again, backing off (RFC 6298 5.5).
+                self.stats.timeouts += 1;
+                self.rtt.back_off();
+                self.handshake = Handshake::SynDue;
+                self.rto_at = NEVER;
+            }
+            return;
+        }
         if self.una == self.nxt {
             self.rto_at = NEVER;
             return;
@@ -432,7 +614,10 @@ impl Sender {
         }
         self.stats.timeouts += 1;
         let flight = (self.nxt - self.una - self.sacked_out) as f64;
-        self.cc.on_rto(&mut self.win, now, flight);
+        // Only the first reduction of a loss episode lowers ssthresh (Linux tcp_enter_loss).
+        let reduce = self.state == State::Open;
+        self.cc.on_rto(&mut self.win, now, flight, reduce);
+        self.retx_sent.clear();
         self.rtt.back_off();
         for s in self.segs.iter_mut() {
             if s.flags & SACKED == 0 {
@@ -457,8 +642,34 @@ mod tests {
     use super::*;
     use crate::engine::time::MS;
 
+    /// A connection already established (SYN-ACK after 1 ms).
     fn sender() -> Sender {
-        Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0)
+        let mut s = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        assert_eq!(s.next(0), Next::Syn);
+        s.on_syn_ack(0, 1 << 20);
+        s
+    }
+
+    /// Data waits for the SYN-ACK; a lost SYN is sent again after the initial 1 s timeout,
+    /// then after 2 s; the answer to a resent SYN gives no RTT sample (Karn).
+    #[test]
+    fn handshake_before_data_and_syn_retransmission() {
+        let mut s = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        assert_eq!(s.next(0), Next::Syn);
+        assert_eq!(s.next(MS), Next::Blocked);
+        assert_eq!(s.rto_at, crate::engine::time::S);
+        s.on_rto(s.rto_at);
+        assert_eq!(s.next(crate::engine::time::S), Next::Syn);
+        assert_eq!(s.rto_at, 3 * crate::engine::time::S);
+        s.on_syn_ack(crate::engine::time::S + 10 * MS, 1000);
+        assert!(!s.rtt.has_sample());
+        assert_eq!(s.rtt.rto(), crate::engine::time::S, "the backoff ends with the handshake");
+        assert_eq!(s.next(crate::engine::time::S + 10 * MS), Next::Send(0, false));
+
+        let mut t = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        t.next(0);
+        t.on_syn_ack(140 * MS, 1000);
+        assert_eq!(t.rtt.srtt(), 140 * MS);
     }
 
     fn send_all(s: &mut Sender, now: Time) -> Vec<(u64, bool)> {
@@ -489,12 +700,61 @@ mod tests {
         assert_eq!(s.stats.fast_recoveries, 0, "two SACKed segments are not yet a loss");
         s.on_ack(MS, 0, &[(1, 4)], 1000);
         assert_eq!(s.stats.fast_recoveries, 1);
-        assert!((s.win.cwnd - 5.0).abs() < 1e-9, "Reno halves the flight of 10: {}", s.win.cwnd);
+        assert!((s.win.ssthresh - 5.0).abs() < 1e-9, "Reno halves the flight of 10: {}", s.win.ssthresh);
+        // PRR: pipe 6 (10 - 3 SACKed - 1 lost) > ssthresh 5: send ceil(1 delivered x 5 / 10) = 1.
+        assert_eq!(s.win.cwnd, 7.0);
         let sent = send_all(&mut s, MS);
-        assert_eq!(sent.first(), Some(&(0, true)));
-        assert_eq!(sent.iter().filter(|x| x.1).count(), 1);
+        assert_eq!(sent, vec![(0, true)]);
         s.on_ack(2 * MS, 10, &[], 1000);
         assert_eq!(s.pipe(), s.nxt - 10);
+        // Recovery ends at cwnd = ssthresh; the same ACK then grows it by congestion avoidance.
+        assert!((5.0..7.0).contains(&s.win.cwnd), "{}", s.win.cwnd);
+    }
+
+    /// A retransmission that is lost again is found by RACK once a segment sent after it is
+    /// SACKed, and sent a third time without waiting for the RTO.
+    #[test]
+    fn lost_retransmission_is_resent_without_a_timeout() {
+        let mut s = sender();
+        send_all(&mut s, 0);
+        s.on_ack(MS, 0, &[(1, 4)], 1000);
+        let mut sent = send_all(&mut s, MS);
+        for k in 5..=7 {
+            s.on_ack(MS + k, 0, &[(1, k)], 1000);
+            sent.extend(send_all(&mut s, MS + k));
+        }
+        assert_eq!(&sent[..2], &[(0, true), (10, false)]);
+        // The retransmission of 0 is lost; segment 10, sent after it, arrives.
+        s.on_ack(11 * MS, 0, &[(1, 7), (10, 11)], 1000);
+        assert_eq!(s.stats.lost_retransmits, 1);
+        assert_eq!(send_all(&mut s, 11 * MS).first(), Some(&(0, true)));
+        assert_eq!(s.stats.timeouts, 0);
+    }
+
+    /// A timeout inside fast recovery does not lower ssthresh a second time (Linux
+    /// tcp_enter_loss); a window capped by the receiver does not grow (RFC 7661).
+    #[test]
+    fn timeout_in_recovery_keeps_ssthresh_and_rwnd_limited_window_stays() {
+        let mut s = sender();
+        send_all(&mut s, 0);
+        s.on_ack(MS, 0, &[(1, 4)], 1000);
+        let ssthresh = s.win.ssthresh;
+        send_all(&mut s, MS);
+        let at = s.rto_at;
+        s.on_rto(at);
+        assert_eq!((s.win.cwnd, s.win.ssthresh), (1.0, ssthresh));
+
+        let mut r = sender();
+        let mut acked = 0;
+        for round in 1..=20u64 {
+            while let Next::Send(..) = r.next(round * MS) {}
+            acked = r.nxt;
+            r.on_ack(round * MS + MS / 2, acked, &[], 4);
+        }
+        assert_eq!(acked, 10 + 19 * 4, "four segments per round after the initial window");
+        // Linux lets slow start reach twice the most ever in flight (the initial 10), no more;
+        // unchecked it would have grown by every acknowledged segment, to 96.
+        assert_eq!(r.win.cwnd, 20.0, "cwnd grew while the receive window limited");
     }
 
     #[test]
@@ -502,11 +762,12 @@ mod tests {
         let mut s = sender();
         send_all(&mut s, 0);
         let at = s.rto_at;
-        assert_eq!(at, crate::engine::time::S);
+        // The handshake's (zero) RTT sample: RTO = SRTT + max(4 RTTVAR, 200 ms).
+        assert_eq!(at, 200 * MS);
         s.on_rto(at);
         assert_eq!(s.stats.timeouts, 1);
         assert_eq!(s.win.cwnd, 1.0);
         assert_eq!(send_all(&mut s, at), vec![(0, true)]);
-        assert_eq!(s.rto_at, at + 2 * crate::engine::time::S);
+        assert_eq!(s.rto_at, at + 400 * MS);
     }
 }

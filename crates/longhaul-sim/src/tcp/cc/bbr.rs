@@ -218,13 +218,17 @@ impl CongestionControl for Bbr {
         w.cwnd = in_flight_segs.max(MIN_CWND);
     }
 
-    fn on_rto(&mut self, w: &mut Window, _now: Time, _in_flight_segs: f64) {
+    fn on_rto(&mut self, w: &mut Window, _now: Time, _in_flight_segs: f64, _reduce: bool) {
         self.prior_cwnd = w.cwnd;
         w.cwnd = 1.0;
     }
 
     fn on_recovery_exit(&mut self, w: &mut Window) {
         w.cwnd = w.cwnd.max(self.prior_cwnd);
+    }
+
+    fn owns_recovery_window(&self) -> bool {
+        true
     }
 
     fn pacing_rate(&self) -> Option<f64> {

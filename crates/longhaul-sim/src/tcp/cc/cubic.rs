@@ -59,6 +59,9 @@ impl CongestionControl for Cubic {
                 w.ssthresh = w.cwnd;
             }
         }
+        if !a.cwnd_limited {
+            return;
+        }
         let left = w.slow_start(a.acked_segs);
         if left <= 0.0 {
             return;
@@ -106,8 +109,10 @@ impl CongestionControl for Cubic {
         w.cwnd = w.ssthresh;
     }
 
-    fn on_rto(&mut self, w: &mut Window, now: Time, in_flight_segs: f64) {
-        self.on_congestion(w, now, in_flight_segs);
+    fn on_rto(&mut self, w: &mut Window, now: Time, in_flight_segs: f64, reduce: bool) {
+        if reduce {
+            self.on_congestion(w, now, in_flight_segs);
+        }
         w.cwnd = 1.0;
         // Linux resets CUBIC's state on entering Loss, keeping only the ssthresh just computed.
         *self = Cubic::new(self.hystart.take().map(|mut h| {
@@ -136,7 +141,7 @@ mod tests {
             now += rtt;
             // one RTT worth of ACKs, as one aggregate
             let a = AckInfo { now, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0 };
+                delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
             cc.on_ack(&mut w, &a);
         }
         assert!((w.cwnd - 1000.0).abs() < 15.0, "cwnd at K: {}", w.cwnd);
@@ -151,7 +156,7 @@ mod tests {
         let run = |cc: &mut Cubic, w: &mut Window, rounds: u64| {
             for i in 1..=rounds {
                 let a = AckInfo { now: i * rtt, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                    delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0 };
+                    delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
                 cc.on_ack(w, &a);
             }
         };
@@ -166,7 +171,7 @@ mod tests {
         run(&mut cc, &mut w, 10);
         assert!(w.cwnd < 1.2 * after_loss, "after a loss the cubic governs: {} from {after_loss}", w.cwnd);
         let flight = w.cwnd;
-        cc.on_rto(&mut w, 0, flight);
+        cc.on_rto(&mut w, 0, flight, true);
         assert!(cc.w_last_max == 0.0 && cc.w_max == 0.0, "a timeout forgets W_max, as Linux");
     }
 }

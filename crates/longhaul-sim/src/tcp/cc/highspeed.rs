@@ -36,7 +36,7 @@ impl CongestionControl for HighSpeed {
     }
 
     fn on_ack(&mut self, w: &mut Window, ai: &AckInfo) {
-        if ai.in_recovery {
+        if ai.in_recovery || !ai.cwnd_limited {
             return;
         }
         let left = w.slow_start(ai.acked_segs);

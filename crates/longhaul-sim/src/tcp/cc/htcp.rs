@@ -42,7 +42,7 @@ impl CongestionControl for Htcp {
             self.rtt_min = if self.rtt_min == 0 { r } else { self.rtt_min.min(r) };
             self.rtt_max = self.rtt_max.max(r);
         }
-        if a.in_recovery {
+        if a.in_recovery || !a.cwnd_limited {
             return;
         }
         let left = w.slow_start(a.acked_segs);

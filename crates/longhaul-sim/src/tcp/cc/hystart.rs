@@ -179,6 +179,7 @@ mod tests {
             in_recovery: false,
             snd_una,
             snd_nxt,
+            cwnd_limited: true,
         }
     }
 

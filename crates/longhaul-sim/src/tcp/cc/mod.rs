@@ -63,6 +63,11 @@ pub struct AckInfo {
     /// Oldest unacknowledged and next new segment after this ACK (HyStart's rounds).
     pub snd_una: u64,
     pub snd_nxt: u64,
+    /// The window is what limits sending (RFC 7661; Linux tcp_is_cwnd_limited): sending stopped
+    /// on cwnd in the last window of data, or, in slow start, cwnd is below twice the most data
+    /// that was in flight. Loss-based algorithms grow cwnd only then, so a window capped by the
+    /// receiver or the send buffer does not inflate without bound.
+    pub cwnd_limited: bool,
 }
 
 pub trait CongestionControl: Send {
@@ -71,15 +76,25 @@ pub trait CongestionControl: Send {
     fn on_ack(&mut self, w: &mut Window, a: &AckInfo);
     /// A loss was detected by duplicate ACKs / SACK: set ssthresh and the recovery cwnd.
     fn on_congestion(&mut self, w: &mut Window, now: Time, in_flight_segs: f64);
-    /// The retransmission timer expired: by default a congestion event and cwnd = 1 segment
-    /// (RFC 5681 section 3.1, "loss window").
-    fn on_rto(&mut self, w: &mut Window, now: Time, in_flight_segs: f64) {
-        self.on_congestion(w, now, in_flight_segs);
+    /// The retransmission timer expired: cwnd = 1 segment (RFC 5681 section 3.1, "loss window")
+    /// and, when `reduce`, a congestion event. `reduce` is false when this loss episode already
+    /// reduced ssthresh (a timeout during fast recovery, or a backed-off repeat): Linux's
+    /// tcp_enter_loss keeps ssthresh then, RFC 5681 too for a repeated timeout.
+    fn on_rto(&mut self, w: &mut Window, now: Time, in_flight_segs: f64, reduce: bool) {
+        if reduce {
+            self.on_congestion(w, now, in_flight_segs);
+        }
         w.cwnd = 1.0;
     }
-    /// Fast recovery ended (everything outstanding at its start is acknowledged).
+    /// Fast recovery ended (everything outstanding at its start is acknowledged): cwnd =
+    /// ssthresh (RFC 6937 section 3; Linux tcp_end_cwnd_reduction).
     fn on_recovery_exit(&mut self, w: &mut Window) {
-        w.cwnd = w.cwnd.min(w.ssthresh.max(2.0));
+        w.cwnd = w.ssthresh.max(2.0);
+    }
+    /// True when the algorithm sets cwnd itself during fast recovery (BBR, a Linux
+    /// `cong_control` module); otherwise the sender runs Proportional Rate Reduction.
+    fn owns_recovery_window(&self) -> bool {
+        false
     }
     /// Pacing rate in segments per second (None: send as the window allows).
     fn pacing_rate(&self) -> Option<f64> {
@@ -137,6 +152,7 @@ mod tests {
             in_recovery: false,
             snd_una: now / MS,
             snd_nxt: now / MS + 100,
+            cwnd_limited: true,
         }
     }
 
@@ -157,7 +173,7 @@ mod tests {
             if name != CcName::Bbr {
                 assert!(w.ssthresh < before && w.ssthresh >= 2.0, "{name:?}: {} -> {}", before, w.ssthresh);
             }
-            cc.on_rto(&mut w, 400 * MS, before);
+            cc.on_rto(&mut w, 400 * MS, before, true);
             assert!(w.cwnd >= 1.0 && w.cwnd <= 4.0, "{name:?} after RTO: {}", w.cwnd);
         }
     }

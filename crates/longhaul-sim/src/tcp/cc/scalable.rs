@@ -19,7 +19,7 @@ impl CongestionControl for Scalable {
     }
 
     fn on_ack(&mut self, w: &mut Window, a: &AckInfo) {
-        if a.in_recovery {
+        if a.in_recovery || !a.cwnd_limited {
             return;
         }
         let left = w.slow_start(a.acked_segs);
