@@ -104,7 +104,7 @@ impl TcpNet {
                 WindowSpec::Fixed { bytes } => bytes,
                 WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
             };
-            let mut tx = Sender::new(p, cc, self.mss as u32, send_limit_bytes / self.mss, rx.window_segs(), id as u64);
+            let mut tx = Sender::new(p, cc, self.mss as u32, send_limit_bytes / self.mss, rx.window_segs(), id as u64).established();
             tx.app_limit = 0;
             let core = (id / 2) as usize % self.cores;
             self.dirs.push(Dir { src, dst, tx, rx, stream: Stream::default(), reverse, core, timer_at: NEVER });
@@ -189,6 +189,8 @@ impl TcpNet {
             Next::Blocked => return Err(NEVER),
             Next::Later(t) => return Err(t),
             Next::Send(seg, _) => seg,
+            // Never asked: every connection starts established (`Sender::established`).
+            Next::Syn => return Err(NEVER),
         };
         let (len, frames) = match dir.stream.payload(seg) {
             Some(len) => (len, 0),
@@ -242,7 +244,7 @@ impl Endpoints<TcpPacket> for TcpNet {
                 dir.stream.forget_below(keep);
                 self.arm(pkt.conn);
             }
-            Kind::Cross => {}
+            Kind::Cross | Kind::Syn | Kind::SynAck => {}
         }
     }
 

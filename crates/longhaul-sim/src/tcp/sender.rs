@@ -431,6 +431,13 @@ impl Sender {
         }
     }
 
+    /// A connection opened before the measured traffic starts (an MPI library connects its
+    /// peers during start-up or warm-up): no handshake, no RTT sample from it.
+    pub fn established(mut self) -> Self {
+        self.handshake = Handshake::Established;
+        self
+    }
+
     /// The SYN-ACK arrived (a duplicate is ignored): established, with a first RTT sample.
     pub fn on_syn_ack(&mut self, now: Time, rwnd_segs: u64) {
         if let Handshake::SynSent(sent, resent) = self.handshake {
