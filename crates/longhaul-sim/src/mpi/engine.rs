@@ -459,11 +459,7 @@ impl World {
                 self.mpi.on_completion(&mut self.ib, c, q);
             }
             let kicks = std::mem::take(&mut self.mpi.kicks);
-            for (i, &n) in kicks.iter().enumerate() {
-                if !kicks[..i].contains(&n) {
-                    self.fabric.kick(now, n, q, &mut self.ib);
-                }
-            }
+            self.fabric.kick_each(now, &kicks, q, &mut self.ib);
         }
     }
 

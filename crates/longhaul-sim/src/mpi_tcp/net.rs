@@ -140,11 +140,7 @@ impl TcpNet {
     fn queue_ack(&mut self, d: u32, ready: Time) {
         let dir = &mut self.dirs[d as usize];
         let a = dir.rx.make_ack();
-        let mut pkt = TcpPacket::data(dir.src, d, a.ack, self.framing.ack_bytes(a.n_sack));
-        pkt.kind = Kind::Ack;
-        pkt.sack = a.sack;
-        pkt.n_sack = a.n_sack as u8;
-        pkt.rwnd_segs = a.rwnd_segs;
+        let pkt = TcpPacket::ack(dir.src, d, &a, self.framing.ack_bytes(a.n_sack));
         self.hosts[dir.dst as usize].ctrl.push_back((ready, pkt));
     }
 

@@ -168,6 +168,16 @@ impl<P: Routable> Fabric<P> {
         self.try_send(now, p, q, eps);
     }
 
+    /// Kick each host of `hosts` once (in order of first appearance): the hosts a batch of
+    /// completions gave new work to.
+    pub fn kick_each<E: From<NetEvent> + Copy>(&mut self, now: Time, hosts: &[NodeId], q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        for (i, &n) in hosts.iter().enumerate() {
+            if !hosts[..i].contains(&n) {
+                self.kick(now, n, q, eps);
+            }
+        }
+    }
+
     pub fn handle<E: From<NetEvent> + Copy>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         match ev {
             NetEvent::Arrive(p) => {

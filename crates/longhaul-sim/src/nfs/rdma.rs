@@ -96,11 +96,7 @@ impl World {
                 }
             }
             let kicks = std::mem::take(&mut self.kicks);
-            for (i, &n) in kicks.iter().enumerate() {
-                if !kicks[..i].contains(&n) {
-                    self.fabric.kick(now, n, q, &mut self.ib);
-                }
-            }
+            self.fabric.kick_each(now, &kicks, q, &mut self.ib);
         }
     }
 }

@@ -150,11 +150,7 @@ impl TcpHosts {
     fn queue_ack(&mut self, c: u32, ready: Time) {
         let conn = &mut self.conns[c as usize];
         let a = conn.rx.make_ack();
-        let mut pkt = TcpPacket::data(conn.src, c, a.ack, self.framing.ack_bytes(a.n_sack));
-        pkt.kind = Kind::Ack;
-        pkt.sack = a.sack;
-        pkt.n_sack = a.n_sack as u8;
-        pkt.rwnd_segs = a.rwnd_segs;
+        let pkt = TcpPacket::ack(conn.src, c, &a, self.framing.ack_bytes(a.n_sack));
         let dst = conn.dst as usize;
         self.hosts[dst].ctrl.push_back((ready, pkt));
         self.acks_sent += 1;

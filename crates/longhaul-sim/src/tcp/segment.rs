@@ -5,6 +5,7 @@
 //! is a segment number and SACK blocks are half-open segment ranges.
 
 use crate::net::{NodeId, Routable};
+use super::receiver::AckContent;
 
 /// SACK blocks one ACK can carry: 3 when timestamps are on (40 option bytes: 10 for the
 /// timestamp option, 2 + 8 per block; RFC 2018 section 3, RFC 7323).
@@ -47,6 +48,11 @@ pub struct TcpPacket {
 impl TcpPacket {
     pub fn data(dst: NodeId, conn: u32, seg: u64, wire: u32) -> Self {
         TcpPacket { dst, conn, kind: Kind::Data, seg, sack: [(0, 0); MAX_SACK_BLOCKS], n_sack: 0, rwnd_segs: 0, frag: 0, frags: 1, wire }
+    }
+
+    /// The acknowledgement `a` of connection `conn`, to `dst`, `wire` bytes on the link.
+    pub fn ack(dst: NodeId, conn: u32, a: &AckContent, wire: u32) -> Self {
+        TcpPacket { kind: Kind::Ack, sack: a.sack, n_sack: a.n_sack as u8, rwnd_segs: a.rwnd_segs, ..Self::data(dst, conn, a.ack, wire) }
     }
 
     pub fn sack_blocks(&self) -> &[(u64, u64)] {

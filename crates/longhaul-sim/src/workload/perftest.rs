@@ -187,11 +187,7 @@ impl World {
                 self.app.on_completion(c, &mut self.ib, &mut self.kicks);
             }
             let kicks = std::mem::take(&mut self.kicks);
-            for (i, &n) in kicks.iter().enumerate() {
-                if !kicks[..i].contains(&n) {
-                    self.fabric.kick(now, n, q, &mut self.ib);
-                }
-            }
+            self.fabric.kick_each(now, &kicks, q, &mut self.ib);
         }
     }
 }
