@@ -33,18 +33,22 @@ def _rtt_points(cross_gbps: int) -> dict[float, dict]:
                               "--no-store", timeout=120))
 
 
-def _strict_points_ok(pts: dict[float, dict]) -> bool:
-    base = pts[0.0]["rtt_p50_us"]
-    return all(abs(pts[d]["rtt_p50_us"] - (2 * d + base)) <= DELAY_TOLERANCE_US for d in (100.0, 1000.0))
+def _median_of_runs(runs: list[dict[float, dict]]) -> dict[float, dict]:
+    """Per delay, the run whose median RTT is the median of the runs' medians."""
+    out = {}
+    for d in runs[0]:
+        ordered = sorted((r[d] for r in runs), key=lambda rec: rec["rtt_p50_us"])
+        out[d] = ordered[len(ordered) // 2]
+    return out
 
 
 @pytest.mark.parametrize("cross_gbps", [0, 1])
 def test_rtt_median_is_configured_rtt_plus_baseline(cross_gbps, leaves_nothing):
-    pts = _rtt_points(cross_gbps)
-    if cross_gbps == 0 and not _strict_points_ok(pts):
-        # One re-measurement: on a 2-core VM a burst of host activity can shift the 0-delay
-        # baseline (a separate emulator instance) by tens of microseconds.
-        pts = _rtt_points(cross_gbps)
+    # Light load: three runs of 200 pings per delay, and the median of their medians. On this
+    # 2-vCPU VM one run's median moves by up to ~50 us from run to run (each delay, the 0-delay
+    # baseline included, is its own emulator instance), so one run is not a measurement of the
+    # median to 40 us; three are (measured: +2.5, -5.4 and +44.3 us at 1 ms in three runs).
+    pts = _median_of_runs([_rtt_points(cross_gbps) for _ in range(3 if cross_gbps == 0 else 1)])
     base = pts[0.0]["rtt_p50_us"]
     missed = []
     for delay in (100.0, 1000.0, 10000.0):
