@@ -46,3 +46,14 @@ def test_sweep_across_mpi_ranks(tmp_path):
     recs = json.loads(proc.stdout)
     assert len(recs) == 4 and {r["streams"] for r in recs} == {1, 2}
     assert "4 computed" in proc.stderr
+
+
+@pytest.mark.parametrize("model, grid, key", [
+    ("nfs", '{"delay_us": [0, 1000], "transport": ["rdma"]}', "bw_MBps"),
+    ("mpi-tcp", '{"delay_us": [0, 1000], "osu": [{"bench": "bw", "size_bytes": 65536}]}', "bw_MBps"),
+])
+def test_every_model_sweeps(cli, tmp_path, model, grid, key):
+    recs = json.loads(cli("sweep", model, "--grid", grid, "--store", str(tmp_path / "st"), "--format", "json",
+                          check=True).stdout)
+    assert [r["delay_us"] for r in recs] == [0.0, 1000.0]
+    assert recs[0][key] > recs[1][key] > 0          # farther is slower for a window-limited exchange

@@ -55,13 +55,13 @@ def _grid(text: str) -> list[dict]:
 def _run(args) -> int:
     from longhaul.commands.simmodels.verbs import load_scenario_file
 
-    module = importlib.import_module(f"longhaul.sim.{args.model}")
+    module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
     base = load_scenario_file(args.base) if args.base else None
     points = _grid(args.grid)
     tables = ("osu", "app", "trace")
     scenarios = []
     for pt in points:
-        extra = {k: pt.pop(k) for k in tables if k in pt} if args.model == "mpi" else {}
+        extra = {k: pt.pop(k) for k in tables if k in pt} if args.model in ("mpi", "mpi-tcp") else {}
         try:
             scenarios.append(module.scenario(base, **extra, **pt))
         except TypeError as err:

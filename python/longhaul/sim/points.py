@@ -22,14 +22,17 @@ def mpi_point(sc: dict) -> list[dict]:
     return [mpi.run(sc)]
 
 
-#: model name -> (point function, scenario builder module)
-MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point}
-
-
 def nfs_point(sc: dict) -> list[dict]:
     from longhaul.sim import nfs
 
     return [nfs.run(sc)]
 
 
-MODELS["nfs"] = nfs_point
+def mpi_tcp_point(sc: dict) -> list[dict]:
+    from longhaul.sim import mpi_tcp
+
+    return [mpi_tcp.run(sc)]
+
+
+#: model name -> point function
+MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point, "nfs": nfs_point, "mpi-tcp": mpi_tcp_point}
