@@ -71,3 +71,18 @@ def test_cross_traffic_bursts_share_the_wan():
                              cross_gbps=4, cross_on_ms=10, cross_off_ms=10))
     assert r["cross_bw_MBps"] == pytest.approx(250, rel=0.1)
     assert r["bw_MBps"] + r["cross_bw_MBps"] <= 10e3 / 8
+
+
+def test_without_rack_lost_retransmissions_wait_for_the_rto(cli):
+    # 2% random loss at 1 ms: many retransmissions are lost again. RACK (Linux tcp_recovery=1)
+    # finds them within a round trip; without it (--no-rack) each one costs a timeout.
+    def run(*extra):
+        proc = cli("sim", "tcp", "--link", "10gige-lan", "--delay-us", "1000", "--loss", "0.02", "--window", "16M",
+                   "--duration-s", "5", "--format", "json", *extra, check=True)
+        return json.loads(proc.stdout)[0]
+
+    rack, no_rack = run(), run("--no-rack")
+    print(f"RACK: {rack['timeouts']} timeouts, {rack['bw_MBps']:.2f} MB/s; without: {no_rack['timeouts']} timeouts, "
+          f"{no_rack['bw_MBps']:.2f} MB/s")
+    assert no_rack["timeouts"] >= 5 * max(rack["timeouts"], 1)
+    assert no_rack["bw_MBps"] < rack["bw_MBps"]

@@ -27,7 +27,7 @@ LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_by
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "queue_bytes", "queue_packets",
               "loss", "ib_mtu_bytes")
 _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
-             "sack", "hystart", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
+             "sack", "hystart", "rack", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
 _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
                "cross_packet_bytes": "packet_bytes"}
 

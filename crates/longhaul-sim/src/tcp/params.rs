@@ -63,6 +63,10 @@ pub struct TcpParams {
     /// HyStart slow-start exit for CUBIC (Linux tcp_cubic hystart = 1, on since 2.6.29; the
     /// other algorithms never use it, as in Linux). None: plain slow start.
     pub hystart: Option<HyStartParams>,
+    /// RACK's detection of lost retransmissions (RFC 8985; Linux net.ipv4.tcp_recovery = 1,
+    /// the default since 4.18). Off: a lost retransmission waits for the RTO, as in stacks
+    /// without RACK (Linux before 4.18, ns-3 3.37).
+    pub rack: bool,
     pub window: WindowSpec,
 }
 
@@ -78,6 +82,7 @@ impl Default for TcpParams {
             dupthresh: 3,
             sack: true,
             hystart: Some(HyStartParams::linux()),
+            rack: true,
             window: WindowSpec::linux_auto(),
         }
     }

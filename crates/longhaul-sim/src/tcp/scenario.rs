@@ -59,6 +59,8 @@ pub struct TcpSpec {
     pub sack: Option<bool>,
     /// false = plain slow start for CUBIC (Linux: tcp_cubic hystart=0); default on, as Linux.
     pub hystart: Option<bool>,
+    /// false = no RACK detection of lost retransmissions (Linux: tcp_recovery=0); default on.
+    pub rack: Option<bool>,
     /// false = acknowledge every segment (Linux quickack).
     pub delayed_ack: Option<bool>,
     pub min_rto_ms: Option<f64>,
@@ -275,6 +277,7 @@ impl TcpScenario {
         let mut params = TcpParams { window, ..TcpParams::default() };
         params.initial_cwnd_segs = in_range_u("initial_cwnd_segs", t.initial_cwnd_segs.unwrap_or(params.initial_cwnd_segs) as u64, 1, 1000)? as u32;
         params.sack = t.sack.unwrap_or(true);
+        params.rack = t.rack.unwrap_or(true);
         if t.hystart == Some(false) {
             params.hystart = None;
         }

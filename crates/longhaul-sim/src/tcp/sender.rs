@@ -157,6 +157,8 @@ pub struct Sender {
     /// response workload (NFS replies) raises it as it writes.
     pub app_limit: u64,
     sack: bool,
+    /// RACK detection of lost retransmissions ([`TcpParams::rack`]).
+    rack: bool,
     dupthresh: u64,
     delivered: u64,
     delivered_time: Time,
@@ -206,6 +208,7 @@ impl Sender {
             send_limit: send_limit_segs.max(1),
             app_limit: u64::MAX,
             sack: p.sack,
+            rack: p.rack,
             dupthresh: p.dupthresh as u64,
             delivered: 0,
             delivered_time: 0,
@@ -307,7 +310,7 @@ impl Sender {
             self.retrans_out += 1;
             self.stats.retransmits += 1;
             self.retx_scan = seg + 1;
-            if self.sack {
+            if self.sack && self.rack {
                 self.retx_sent.push_back((seg, now));
             }
             Next::Send(seg, true)
@@ -497,7 +500,9 @@ impl Sender {
             for &(s, e) in sack {
                 newly += self.apply_sack(now, s, e, &mut sample);
             }
-            self.detect_lost_retransmissions();
+            if self.rack {
+                self.detect_lost_retransmissions();
+            }
         }
         if let Some(r) = rtt {
             self.rtt.sample(r);

@@ -63,6 +63,9 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--no-sack", action="store_true", help="turn SACK off (NewReno recovery)")
     p.add_argument("--no-hystart", action="store_true",
                    help="CUBIC: plain slow start, without Linux's HyStart exit (tcp_cubic hystart=0)")
+    p.add_argument("--no-rack", action="store_true",
+                   help="no RACK detection of lost retransmissions: they wait for the RTO (Linux tcp_recovery=0, "
+                        "stacks before Linux 4.18, ns-3 3.37)")
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
     p.add_argument("--initial-cwnd", type=int, default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
@@ -126,7 +129,7 @@ def run_tcp(args: argparse.Namespace) -> int:
         testbed=args.profile, stack=args.stack, seed=args.seed, cc=args.cc, mtu_bytes=args.mtu, loss=args.loss,
         duration_s=args.duration_s, interval_s=args.interval_s, extender=args.extender, rate_gbps=args.rate_gbps,
         sack=False if args.no_sack else None, hystart=False if args.no_hystart else None,
-        delayed_ack=False if args.no_delayed_ack else None,
+        rack=False if args.no_rack else None, delayed_ack=False if args.no_delayed_ack else None,
         initial_cwnd_segs=args.initial_cwnd, cwnd_trace=True if args.cwnd_trace else None,
         **_queue(args.queue), **cross,
     )
