@@ -117,7 +117,7 @@ def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRE
     the number of process pairs maximising osu_mbw_mr aggregate bandwidth (with the best
     threshold), and the predicted gains over the defaults (8 KB threshold, one pair). Every
     number comes from simulating the candidates, so the advice follows the model's mechanisms
-    (rendezvous round trips, eager credits, the adapter's in-flight limit, the WAN rate)."""
+    (rendezvous round trips, eager credits, the library's send queue per connection, the WAN rate)."""
     cands = sorted({t for t in thresholds if t >= 0} | {8192})
     scs = [scenario(None, osu={"bench": "bw", "size_bytes": size_bytes}, delay_us=delay_us,
                     eager_threshold_bytes=t, **params) for t in cands]
