@@ -68,8 +68,9 @@ impl HcaProfile {
             tx_wqe_ns: 400.0,
             tx_pkt_ns: 150.0,
             rx_pkt_ns: 350.0,
-            // mthca's device limit for a mem-free InfiniHost III Ex (ibv_devinfo -v of MT25208:
-            // max_qp_wr 16384); never the binding limit, consumers ask for far fewer.
+            // mthca's device limit for a mem-free InfiniHost III Ex, max_qp_wr 16384 as ibv_devinfo -v
+            // lists it for MT25208 (from such listings, not re-checked against a driver source
+            // here); never the binding limit: consumers ask for far fewer.
             max_qp_wr: 16384,
             max_unacked_pkts: 1 << 22,
             // mthca's max_qp_rd_atom for Arbel/Tavor (ibv_devinfo -v: 4); perftest's MAX_OUT_READ
@@ -91,8 +92,8 @@ impl HcaProfile {
             tx_wqe_ns: 200.0,
             tx_pkt_ns: 60.0,
             rx_pkt_ns: 200.0,
-            // mlx4's limit (ConnectX firmware 16384 WQEs less mlx4's spare headroom, as
-            // ibv_devinfo -v reports it).
+            // mlx4's limit: 16384 WQEs less mlx4's spare headroom (MLX4_IB_SQ_MAX_SPARE), 16351 in
+            // ibv_devinfo -v listings; never binding.
             max_qp_wr: 16351,
             max_unacked_pkts: 1 << 22,
             // mlx4's max_qp_rd_atom (ibv_devinfo -v: 16), perftest's MAX_OUT_READ_HERMON.
@@ -132,7 +133,7 @@ impl HcaProfile {
             tx_wqe_ns: 40.0,
             tx_pkt_ns: 5.0,
             rx_pkt_ns: 40.0,
-            max_qp_wr: 32768, // mlx5 (ibv_devinfo -v of ConnectX-6/7: max_qp_wr 32768)
+            max_qp_wr: 32768, // mlx5, as ibv_devinfo -v lists it for ConnectX-6/7; never binding
             max_unacked_pkts: 1 << 22,
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
