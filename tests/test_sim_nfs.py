@@ -26,7 +26,8 @@ def test_json_records_carry_units_and_the_rdma_collapse(cli):
                 "simulated_bytes", "status"} <= r.keys()
         assert r["status"] == "ok" and r["chunk_bytes"] == 4096 and r["rpcs"] == 4 * 1024 * 1024 // 32768
     bw = {r["delay_us"]: r["bw_MBps"] for r in recs}
-    assert bw[1000.0] < 0.1 * bw[0.0], "4 KiB chunks with 16 in flight cannot fill a 2 ms round trip"
+    # 4 KiB chunks with the server's 128-work-request send queue cannot fill a 2 ms round trip.
+    assert bw[1000.0] < 0.3 * bw[0.0]
 
 
 def test_csv_table_distance_and_transports(cli):

@@ -25,6 +25,19 @@ def test_issue_command_form_runs_the_sweep(cli):
     assert by[(10000, 65536)] < by[(100, 65536)] < 1000.0
 
 
+def test_the_window_is_the_benchmarks_tx_depth(cli):
+    # S1's runs kept 16 messages in flight (the s1 default): 64 KiB cannot fill a 2 ms round trip.
+    # The adapter does not limit the window: perftest's own 128 fills it on the same hardware.
+    s1 = records(cli, "--sizes", "64K", "--delay-us", "1000", "--iterations", "200")[0]
+    deep = records(cli, "--sizes", "64K", "--delay-us", "1000", "--iterations", "200", "--tx-depth", "128")[0]
+    assert s1["tx_depth"] == 16 and deep["tx_depth"] == 128
+    window_bound = 16 * 65536 / 2000.0  # bytes per us = MB/s: 16 messages per 2 ms round trip
+    assert 0.85 * window_bound < s1["bw_MBps"] <= window_bound  # below it by the start-up round trip
+    assert deep["bw_MBps"] > 800.0  # near the 4x SDR wire (987 MB/s) but for the start-up round trip
+    other = records(cli, "--sizes", "64K", "--delay-us", "1000", "--iterations", "200", "--profile", "s3")[0]
+    assert other["tx_depth"] == 128  # perftest's default outside the S1 profiles
+
+
 def test_power_of_two_size_range_and_distance_units(cli):
     recs = records(cli, "--sizes", "2:64", "--distance-km", "10,100", "--iterations", "50")
     assert sorted({r["size_bytes"] for r in recs}) == [2, 4, 8, 16, 32, 64]

@@ -129,8 +129,9 @@ def run_nfs(ctx: StudyContext) -> PartResult:
     best = max(nfs.TRANSPORTS, key=lambda t: bw.get((t, far), 0.0))
     if best != "rdma":
         out.advice.append(f"NFS at {far:g} us: {best} gets {bw[(best, far)]:.0f} MB/s against NFS/RDMA's "
-                          f"{bw[('rdma', far)]:.0f} in the model: NFS/RDMA writes the data in 4 KiB chunks and the adapter "
-                          "keeps only a few in flight per queue pair, so over a long round trip a TCP mount (or an "
-                          "adapter with more work requests in flight) moves more.")
+                          f"{bw[('rdma', far)]:.0f} in the model: NFS/RDMA writes the data in 4 KiB chunks and the server's "
+                          "send queue holds only credits x 8 work requests (svcrdma: 128), so over a long round trip "
+                          "a TCP mount moves more; more RPC-over-RDMA credits on the server (svcrdma_max_requests) "
+                          "deepen that send queue with them.")
     out.commands.append("longhaul sim nfs --transport rdma,ipoib-rc,ipoib-ud --delay-us 0,10,100,1000")
     return out

@@ -10,7 +10,7 @@ machine's, calibrated first from 0-delay emulator runs (``calibrate_stack``: lat
 
 Collectives and mbw_mr have no TCP model: they are compared with the MPI model over InfiniBand
 verbs (a hardware profile such as ``s1``) at the profile's WAN data rate, so what differs there
-is also the transport's flow control (RC's 16 messages in flight per QP vs TCP's window). Gains
+is also the transport's flow control (RC's send queue per QP vs TCP's window). Gains
 (hierarchical vs default collectives, a larger eager limit vs the first one) are compared as
 percentages, which the transport affects less than absolute numbers.
 

@@ -29,7 +29,7 @@ PLACEMENTS = ("block", "cyclic")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
               "switch_buffer_bytes")
 _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map")
-_MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "algo", "ud_window")
+_MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")
 
 
@@ -117,7 +117,7 @@ def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRE
     the number of process pairs maximising osu_mbw_mr aggregate bandwidth (with the best
     threshold), and the predicted gains over the defaults (8 KB threshold, one pair). Every
     number comes from simulating the candidates, so the advice follows the model's mechanisms
-    (rendezvous round trips, eager credits, the adapter's in-flight limit, the WAN rate)."""
+    (rendezvous round trips, eager credits, the library's send queue per connection, the WAN rate)."""
     cands = sorted({t for t in thresholds if t >= 0} | {8192})
     scs = [scenario(None, osu={"bench": "bw", "size_bytes": size_bytes}, delay_us=delay_us,
                     eager_threshold_bytes=t, **params) for t in cands]

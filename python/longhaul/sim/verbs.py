@@ -22,9 +22,6 @@ EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
 MTUS = (256, 512, 1024, 2048, 4096)
 WAN_FRAMINGS = ("ib", "oc192", "10gige-lan", "10gige-wan")
 
-#: perftest's defaults (perftest_parameters.h): iterations, tx-depth (bw), rx-depth, QP timeout.
-PERFTEST_DEFAULTS = {"iterations": 1000, "tx_depth": 128, "rx_depth": 512, "timeout_exp": 14}
-
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
               "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes")
 _VERBS_KEYS = ("transport", "op", "test", "size_bytes", "iterations", "tx_depth", "rx_depth", "qps",

@@ -1,8 +1,10 @@
 //! Host channel adapter profiles: the per-message and per-packet costs of the adapter and host,
-//! the PCIe cap, and the adapter's limits on outstanding work.
+//! the PCIe cap, and the adapter's physical limits on outstanding work.
 //!
-//! Where a number is not in a datasheet it is marked "assumed" or "calibrated", with the
-//! published figure it was set against, once per profile (never per point).
+//! Where a number is not in a datasheet it is marked "assumed", once per profile (never per
+//! point). How many messages a queue pair keeps in flight is not an adapter property: it is the
+//! depth its consumer gives the send queue (perftest's tx-depth, MVAPICH2's max_send_wqe,
+//! svcrdma's sc_sq_depth), at most `max_qp_wr`; see `IbHosts::connect`.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,8 +29,9 @@ pub struct HcaProfile {
     pub tx_pkt_ns: f64,
     /// Adapter time per packet received, before an ACK or a completion can follow (ns).
     pub rx_pkt_ns: f64,
-    /// Send work requests one RC/UC queue pair can have in progress (sent, not completed).
-    pub max_inflight_wqes: u32,
+    /// Largest send queue a queue pair can be created with (`ibv_query_device`'s max_qp_wr):
+    /// the most work requests one queue pair can have posted and not completed.
+    pub max_qp_wr: u32,
     /// Unacknowledged packets one RC queue pair may have outstanding.
     pub max_unacked_pkts: u32,
     /// Outstanding RDMA reads per queue pair (initiator depth).
@@ -65,12 +68,13 @@ impl HcaProfile {
             tx_wqe_ns: 400.0,
             tx_pkt_ns: 150.0,
             rx_pkt_ns: 350.0,
-            // Calibrated once for the profile against [S1] Fig 2(b): 64 KB messages fall below
-            // the RC peak at 1000 us but not at 100 us, while 8 MB messages fill the pipe at
-            // 10000 us: the adapter keeps only a few tens of messages in flight per QP.
-            max_inflight_wqes: 16,
+            // mthca's device limit for a mem-free InfiniHost III Ex, max_qp_wr 16384 as ibv_devinfo -v
+            // lists it for MT25208 (from such listings, not re-checked against a driver source
+            // here); never the binding limit: consumers ask for far fewer.
+            max_qp_wr: 16384,
             max_unacked_pkts: 1 << 22,
-            // perftest's MAX_OUT_READ for pre-ConnectX (Arbel/Tavor) adapters.
+            // mthca's max_qp_rd_atom for Arbel/Tavor (ibv_devinfo -v: 4); perftest's MAX_OUT_READ
+            // for these adapters is the same.
             max_rd_atomic: 4,
             ack_req_every_pkts: 64,
         }
@@ -88,11 +92,11 @@ impl HcaProfile {
             tx_wqe_ns: 200.0,
             tx_pkt_ns: 60.0,
             rx_pkt_ns: 200.0,
-            // Assumed: a larger requester context than InfiniHost III ([S1] Fig 10 shows ConnectX
-            // ahead for small and medium messages at 1 ms).
-            max_inflight_wqes: 64,
+            // mlx4's limit: 16384 WQEs less mlx4's spare headroom (MLX4_IB_SQ_MAX_SPARE), 16351 in
+            // ibv_devinfo -v listings; never binding.
+            max_qp_wr: 16351,
             max_unacked_pkts: 1 << 22,
-            // perftest's MAX_OUT_READ_HERMON.
+            // mlx4's max_qp_rd_atom (ibv_devinfo -v: 16), perftest's MAX_OUT_READ_HERMON.
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
         }
@@ -110,7 +114,7 @@ impl HcaProfile {
             tx_wqe_ns: 150.0,
             tx_pkt_ns: 40.0,
             rx_pkt_ns: 150.0,
-            max_inflight_wqes: 128,
+            max_qp_wr: 16351, // mlx4, as ConnectX
             max_unacked_pkts: 1 << 22,
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
@@ -129,7 +133,7 @@ impl HcaProfile {
             tx_wqe_ns: 40.0,
             tx_pkt_ns: 5.0,
             rx_pkt_ns: 40.0,
-            max_inflight_wqes: 1024,
+            max_qp_wr: 32768, // mlx5, as ibv_devinfo -v lists it for ConnectX-6/7; never binding
             max_unacked_pkts: 1 << 22,
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,

@@ -118,11 +118,14 @@ impl IbHosts {
     }
 
     /// Create a connected pair of QPs (one on each host); returns (qp on a, qp on b).
-    pub fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, mtu: u32, initial_psn: u32) -> (u32, u32) {
+    /// `sq_depth`: the send queue depth the consumer asks for (both ends), capped at the
+    /// adapter's `max_qp_wr` as MVAPICH2 and the kernel's RDMA consumers cap it.
+    pub fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, mtu: u32, initial_psn: u32, sq_depth: u32) -> (u32, u32) {
         let qa = self.qps.len() as u32;
         let qb = qa + 1;
-        self.qps.push(Qp::new(qa, a, qb, b, transport, mtu, initial_psn));
-        self.qps.push(Qp::new(qb, b, qa, a, transport, mtu, initial_psn));
+        let depth = sq_depth.clamp(1, self.hca.max_qp_wr);
+        self.qps.push(Qp::new(qa, a, qb, b, transport, mtu, initial_psn, depth));
+        self.qps.push(Qp::new(qb, b, qa, a, transport, mtu, initial_psn, depth));
         self.host(a);
         self.host(b);
         (qa, qb)
@@ -347,7 +350,6 @@ impl IbHosts {
     /// The next packet the host at `node` can send at `now`, or when it can send one.
     fn next_packet(&mut self, now: Time, node: NodeId) -> Pull<IbPacket> {
         let hca_unacked = self.hca.max_unacked_pkts;
-        let hca_inflight = self.hca.max_inflight_wqes as usize;
         let hca_reads = self.hca.max_rd_atomic;
         let ack_every = self.hca.ack_req_every_pkts.max(1);
         let Some(h) = self.hosts[node as usize].as_mut() else { return Pull::Idle };
@@ -439,7 +441,7 @@ impl IbHosts {
                 h.active.remove(qp);
                 continue;
             }
-            if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= hca_inflight {
+            if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= q.sq_depth as usize {
                 continue;
             }
             if q.transport == Transport::Rc && q.unacked() >= hca_unacked {

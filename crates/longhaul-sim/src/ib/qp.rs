@@ -51,6 +51,10 @@ pub struct Qp {
     pub peer_node: NodeId,
     pub transport: Transport,
     pub mtu: u32,
+    /// Send queue depth the consumer created the queue pair with: at most this many work
+    /// requests are in progress (started, not completed); later ones wait, as in the
+    /// consumer's own backlog (MVAPICH2's ext_sendq, svcrdma's sc_send_wait).
+    pub sq_depth: u32,
 
     // ---- requester
     /// Posted and not completed, oldest first.
@@ -91,7 +95,8 @@ pub struct Qp {
 }
 
 impl Qp {
-    pub fn new(id: u32, node: NodeId, peer_qp: u32, peer_node: NodeId, transport: Transport, mtu: u32, initial_psn: u32) -> Self {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: u32, node: NodeId, peer_qp: u32, peer_node: NodeId, transport: Transport, mtu: u32, initial_psn: u32, sq_depth: u32) -> Self {
         Qp {
             id,
             node,
@@ -99,6 +104,7 @@ impl Qp {
             peer_node,
             transport,
             mtu,
+            sq_depth,
             sq: VecDeque::new(),
             cur: 0,
             cur_pkt: 0,
@@ -136,7 +142,7 @@ impl Qp {
         self.sq.push_back(Wqe { op, len, id, ready_at, first_psn, npkts });
     }
 
-    /// Work requests started and not completed (the adapter's in-flight message count).
+    /// Work requests started and not completed (the queue pair's in-flight message count).
     pub fn inflight_wqes(&self) -> usize {
         self.cur + usize::from(self.cur_pkt > 0)
     }

@@ -1,7 +1,7 @@
 //! The MPI timing engine: ranks play their programs over the simulated two-cluster fabric.
 //!
 //! Inter-node messages go through the InfiniBand verbs layer (`IbHosts`) packet by packet, so
-//! link rates, credits, the extenders, the adapter's in-flight limits and RC acknowledgements
+//! link rates, credits, the extenders, the library's send queue depth and RC acknowledgements
 //! all act on MPI traffic; the protocol on top (`protocol.rs`) is the library's. Intra-node
 //! messages take the shared-memory path (`shm.rs`), modelled per message: two memory copies
 //! through a shared buffer, bounded by a core's copy rate and the node's memory bandwidth.

@@ -57,6 +57,13 @@ pub struct MpiParams {
     /// updates) costs the adapter one message in flight. 0 = off; MVAPICH2 turns it off on
     /// ConnectX adapters (MLX_CX_*), and so does the engine for those profiles.
     pub coalesce_after: u32,
+    /// Send work requests a connection may have posted and not completed: MVAPICH2 1.0 creates
+    /// each queue pair with RDMA_DEFAULT_MAX_WQE = 200 (gen2 `ibv_param.h`, MV2_DEFAULT_MAX_WQE)
+    /// and hands out 20 fewer (`send_wqes_avail = rdma_default_max_wqe - 20`, MRAILI_Init_vc in
+    /// `rdma_iba_priv.c`), so 180. Beyond that a message waits on the connection's extended
+    /// send queue (ext_sendq) and is posted as completions return. (Later MVAPICH2 releases,
+    /// 1.4 on, use MV2_DEFAULT_MAX_SEND_WQE = 64.)
+    pub max_send_wqe: u32,
     /// Payload of one eager buffer (vbuf), what a coalesced work request can hold: 9 KiB for
     /// an InfiniHost III Ex DDR (the size the 8 KiB threshold sits just below).
     pub vbuf_bytes: u32,
@@ -89,6 +96,7 @@ impl Default for MpiParams {
             max_rdma_bytes: 4 << 20,
             r3_chunk_bytes: 8192,
             coalesce_after: 6,
+            max_send_wqe: 180,
             vbuf_bytes: 9216,
             call_ns: 200.0,
             ud_window: 400,

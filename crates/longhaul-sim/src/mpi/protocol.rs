@@ -144,7 +144,7 @@ impl Mpi {
             Some(&c) => c,
             None => {
                 let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
-                let (qa, qb) = ib.connect(na, nb, self.transport, self.mtu, 0);
+                let (qa, qb) = ib.connect(na, nb, self.transport, self.mtu, 0, self.params.max_send_wqe);
                 if self.transport == Transport::Ud {
                     // MVAPICH2-UD keeps a deep pool of posted receives; they never run out here.
                     ib.post_recv(qa, u32::MAX / 2);

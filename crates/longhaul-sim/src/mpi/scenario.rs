@@ -36,6 +36,8 @@ pub struct MpiSpec {
     pub eager_threshold_bytes: Option<i64>,
     pub rndv_protocol: Option<Rndv>,
     pub eager_credits: Option<u32>,
+    /// Send work requests per connection (`MpiParams::max_send_wqe`).
+    pub send_wqes: Option<u32>,
     pub algo: Option<Algo>,
     pub ud_window: Option<u32>,
 }
@@ -219,6 +221,12 @@ impl MpiScenario {
             }
             params.eager_credits = c;
             params.credit_update_after = c / 2 + 1; // more than half the ring, as the default
+        }
+        if let Some(n) = m.send_wqes {
+            if !(1..=16384).contains(&n) {
+                return err(format!("send_wqes: {n} is out of range [1, 16384]"));
+            }
+            params.max_send_wqe = n;
         }
         if let Some(w) = m.ud_window {
             if !(1..=65536).contains(&w) {

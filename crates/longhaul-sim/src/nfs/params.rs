@@ -21,6 +21,12 @@ pub struct NfsParams {
     /// server grants svcrdma_max_requests = RPCRDMA_MAX_REQUESTS = 16 (svc_rdma.h of 2.6.25);
     /// the client's slot table (RPCRDMA_DEF_SLOT_TABLE = 32) is larger, so the grant rules.
     pub rdma_credits: u32,
+    /// The server's send queue depth per credit: svcrdma sizes its send queue at sc_sq_depth =
+    /// svcrdma_max_requests x RPCRDMA_SQ_DEPTH_MULT, 16 x 8 = 128 work requests (page Writes and
+    /// reply Sends) posted and not completed, and waits for completions once it is full
+    /// (sc_send_wait) (svc_rdma_transport.c and svc_rdma.h of 2.6.25). The client's queue pair
+    /// gets the same depth; its calls never fill it (at most one per credit outstanding).
+    pub sq_depth_per_credit: u32,
     /// RPC slot table over TCP: calls outstanding on the one socket. Linux's
     /// sunrpc.tcp_slot_table_entries default RPC_DEF_SLOT_TABLE = 16 (include/linux/sunrpc/xprt.h).
     pub tcp_slots: u32,
@@ -50,6 +56,7 @@ impl NfsParams {
             rsize_bytes: 32 * 1024,
             chunk_bytes: 4096,
             rdma_credits: 16,
+            sq_depth_per_credit: 8,
             tcp_slots: 16,
             call_bytes: 160,
             rdma_header_bytes: 16,

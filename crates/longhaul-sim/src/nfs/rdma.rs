@@ -1,10 +1,10 @@
 //! NFS/RDMA (RPC-over-RDMA, RFC 5666 / RFC 8166) on the verbs model: one RC queue pair between
 //! the client and the server. A READ call is a Send carrying the RPC-over-RDMA header, whose
 //! write chunk lists the client's buffer page by page; the server RDMA-Writes the data into it,
-//! one Write per 4 KiB segment, then Sends the reply. The adapter keeps only so many work
-//! requests in flight per queue pair (`HcaProfile::max_inflight_wqes`), each completing one round
-//! trip after it is sent, so page-sized Writes cap the data in flight at that many pages: over a
-//! long round trip this, not the link, sets the throughput.
+//! one Write per 4 KiB segment, then Sends the reply. The server's send queue holds credits x 8
+//! work requests (svcrdma's sc_sq_depth), each completing one round trip after it is sent, so
+//! page-sized Writes cap the data in flight at about that many pages: over a long round trip
+//! this, not the link, sets the throughput.
 
 use std::collections::VecDeque;
 
@@ -124,7 +124,8 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
     let pair = topology::build(v, &mut fabric, 1);
     let (client_node, server_node) = (pair.hosts_a[0], pair.hosts_b[0]);
     let mut ib = IbHosts::new(v.hca.clone(), fabric.nodes.len(), v.timeout_exp, v.retry_count);
-    let (qc, qs) = ib.connect(client_node, server_node, Transport::Rc, v.mtu_bytes, 0);
+    let sq_depth = r.slots.saturating_mul(r.params.sq_depth_per_credit);
+    let (qc, qs) = ib.connect(client_node, server_node, Transport::Rc, v.mtu_bytes, 0, sq_depth);
     let p = r.params.clone();
     let client = ReadClient::new(r.threads, r.record_bytes, p.rsize_bytes, r.slots, r.simulated_bytes);
     let app = Rdma {

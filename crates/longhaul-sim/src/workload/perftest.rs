@@ -248,7 +248,8 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     let mut ud_responders = Vec::new();
     let nqp = if r.test == TestName::Lat { 1 } else { r.qps };
     for _ in 0..nqp {
-        let (qa, qb) = ib.connect(a, b, transport, r.mtu_bytes, initial_psn);
+        // perftest creates its queue pairs with max_send_wr = tx-depth, and keeps that many posted.
+        let (qa, qb) = ib.connect(a, b, transport, r.mtu_bytes, initial_psn, r.tx_depth);
         flows.push(Flow { qp: qa, posted: 0, completed: 0 });
         if r.test == TestName::Bibw || r.test == TestName::Lat {
             flows.push(Flow { qp: qb, posted: 0, completed: 0 });

@@ -39,7 +39,10 @@ def register(models: argparse._SubParsersAction) -> None:
                         "default 2:8M (bw) or 2:MTU for ud, 2 for lat")
     p.add_argument("--qps", default="1", metavar="N", help="queue pairs (comma list allowed; 1..1024)")
     p.add_argument("--iterations", type=int, default=None, metavar="N", help="iterations per point (1..1e8; perftest default 1000)")
-    p.add_argument("--tx-depth", type=int, default=None, metavar="N", help="send work requests outstanding per QP (1..16384; perftest default 128, 1 for lat)")
+    p.add_argument("--tx-depth", type=int, default=None, metavar="N",
+                   help="the benchmark's window: send work requests posted and not completed per QP, its send queue "
+                        "depth (1..16384; default perftest's 128, 1 for lat; the S1 profiles use the windows of S1's "
+                        "runs: 16 for s1, calibrated on S1 Fig 2, and 64 for s1-connectx, assumed)")
     p.add_argument("--rx-depth", type=int, default=None, metavar="N", help="receive work requests posted (1..16384; default 512)")
     p.add_argument("--outstanding-reads", type=int, default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096 (default 2048)")
