@@ -61,6 +61,8 @@ pub struct LoopOptions {
     pub rt_priority: i32,
     /// Never sleep longer than this (0 = as long as there is nothing to do).
     pub idle_wake_ns: u64,
+    /// Run on this CPU only (None: wherever the scheduler puts it).
+    pub cpu: Option<usize>,
 }
 
 struct Held {
@@ -123,6 +125,9 @@ pub fn run(
     opts: LoopOptions,
 ) -> std::io::Result<()> {
     crate::sys::set_timer_slack_ns(1);
+    if let Some(cpu) = opts.cpu {
+        crate::sys::pin_to_cpu(cpu)?;
+    }
     if opts.rt_priority > 0 && crate::sys::set_realtime(opts.rt_priority).is_ok() {
         counters.realtime.store(true, Relaxed);
     }

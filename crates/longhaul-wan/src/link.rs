@@ -13,6 +13,7 @@
 //!   --spin-us N        busy-poll window before each release (default 50)
 //!   --idle-wake-us N   wake at least this often even with nothing to do (default 0 = never)
 //!   --rt-priority N    SCHED_FIFO priority of the direction threads, 0 = none (default 10)
+//!   --ab-cpu N, --ba-cpu N  pin a direction's thread to a CPU (default -1 = any)
 //!   --parent-pid N     exit at once if this process is gone (race-free with PDEATHSIG)
 
 use std::io::Write;
@@ -90,6 +91,14 @@ pub fn main(args: &Args) -> Result<(), String> {
     let spin_ns = args.num::<u64>("spin-us", 50)? * 1000;
     let idle_wake_ns = args.num::<u64>("idle-wake-us", 0)? * 1000;
     let rt_priority: i32 = args.num("rt-priority", 10)?;
+    let cpu = |key: &str| -> Result<Option<usize>, String> {
+        match args.num::<i64>(key, -1)? {
+            -1 => Ok(None),
+            n if n >= 0 && (n as usize) < std::thread::available_parallelism().map_or(1, |p| p.get()) => Ok(Some(n as usize)),
+            n => Err(format!("--{key}: CPU {n} is not one of this machine's (or -1 for any)")),
+        }
+    };
+    let (cpu_ab, cpu_ba) = (cpu("ab-cpu")?, cpu("ba-cpu")?);
 
     let signals = sys::signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1]);
     sys::block_signals(&signals);
@@ -116,16 +125,16 @@ pub fn main(args: &Args) -> Result<(), String> {
     let counters_ab = Arc::new(Counters::default());
     let counters_ba = Arc::new(Counters::default());
     let start_ns = sys::mono_ns();
-    let spawn = |name: &str, inputs, outs, cfg: DirectionConfig, counters: Arc<Counters>| {
+    let spawn = |name: &str, inputs, outs, cfg: DirectionConfig, counters: Arc<Counters>, cpu: Option<usize>| {
         let stop = stop.clone();
         std::thread::Builder::new().name(name.to_string()).spawn(move || {
-            let opts = LoopOptions { spin_ns, rt_priority, idle_wake_ns };
+            let opts = LoopOptions { spin_ns, rt_priority, idle_wake_ns, cpu };
             dataplane::run(inputs, outs, LinkModel::new(cfg), counters, stop, opts)
         })
     };
-    let t_ab = spawn("ab", fds(&tuns_a), outputs(&tuns_b, &hosts_b), ab.clone(), counters_ab.clone())
+    let t_ab = spawn("ab", fds(&tuns_a), outputs(&tuns_b, &hosts_b), ab.clone(), counters_ab.clone(), cpu_ab)
         .map_err(|e| format!("cannot start thread: {e}"))?;
-    let t_ba = spawn("ba", fds(&tuns_b), outputs(&tuns_a, &hosts_a), ba.clone(), counters_ba.clone())
+    let t_ba = spawn("ba", fds(&tuns_b), outputs(&tuns_a, &hosts_a), ba.clone(), counters_ba.clone(), cpu_ba)
         .map_err(|e| format!("cannot start thread: {e}"))?;
 
     let snapshot = |running: bool| -> String {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import select
 import shutil
 import subprocess
@@ -33,6 +34,17 @@ SOCKET_BUFFER_RANGE = (4096, 1 << 30)
 #: wake-up when the next probe arrives added 50-150 us to the median RTT here; waking every
 #: 200 us roughly halved that (README, "Limits").
 PING_IDLE_WAKE_US = 200
+
+
+def ping_cpus() -> tuple[int, int] | None:
+    """(CPU of the client and the A->B thread, CPU of the server and the B->A thread), or None
+    on one CPU. Each end sits with the data-plane thread that reads what it sends, so the
+    thread is woken on its own CPU; woken from the other CPU it waits for an inter-processor
+    interrupt, 15-70 us on this VM (ftrace of sched_waking -> sched_switch), which is what
+    made the median RTT at 10 ms 40-100 us high. Which CPU each process happened to be on
+    changed from run to run, and so did that error."""
+    n = os.cpu_count() or 1
+    return (n - 1, 0) if n >= 2 else None
 _port = itertools.count(20000)
 
 
@@ -274,14 +286,16 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
     rtt_cfg = emu.link.ab.delay_us + emu.link.ba.delay_us
     seconds = count * (interval_us + rtt_cfg) * 1e-6
     before = emu.stats()
-    server = _Tool(emu, "b", [wan, "ping-server", "--bind", f"{emu.address('b')}:{port}",
+    cpus = emu.dataplane_cpus or (-1, -1)
+    server = _Tool(emu, "b", [wan, "ping-server", "--bind", f"{emu.address('b')}:{port}", "--cpu", str(cpus[1]),
                               "--timeout-s", str(seconds + 30)]).ready()
     cross = _cross_traffic(emu, cross_gbps, seconds + 1.5, cross_size_bytes)
     try:
         if cross:
             time.sleep(0.5)  # the ping should see the loaded link, not its start
         client = _Tool(emu, "a", [wan, "ping-client", "--connect", f"{emu.address('b')}:{port}", "--count", str(count),
-                                  "--interval-us", str(int(interval_us)), "--size", str(size_bytes)])
+                                  "--interval-us", str(int(interval_us)), "--size", str(size_bytes),
+                                  "--cpu", str(cpus[0])])
         r = client.result(seconds + count * 1.0 + 30)
         cross_rec = _cross_record(cross, seconds + 40)
     finally:
@@ -294,7 +308,7 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
         "source": "emu", **emu.link.record(), "size_bytes": size_bytes, "count": count, "received": r.get("received"),
         "rtt_configured_us": rtt_cfg,
         **{k: r.get(k) for k in ("rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us", "rtt_max_us", "rtt_mean_us",
-                                 "app_rtt_p50_us", "app_rtt_p99_us", "kernel_stamped")},
+                                 "app_rtt_p50_us", "app_rtt_p99_us", "kernel_stamped", "tx_stamped")},
         "cross_gbps": cross_gbps, **{k: v for k, v in cross_rec.items() if k != "cross_gbps"},
         **_stats_delta(before, after),
     }
@@ -314,6 +328,6 @@ def ping(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | 
         raise UserError(f"--size: {size_bytes} is out of range [24, 65000] bytes")
     records = []
     for point in _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu):
-        with Emulator(point, name=name, idle_wake_us=PING_IDLE_WAKE_US) as emu:
+        with Emulator(point, name=name, idle_wake_us=PING_IDLE_WAKE_US, dataplane_cpus=ping_cpus()) as emu:
             records.append(ping_once(emu, count, interval_us, size_bytes, cross_gbps, cross_size_bytes))
     return records

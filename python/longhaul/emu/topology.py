@@ -51,12 +51,14 @@ def _raise_terminated(signum, frame):
 
 class Emulator:
     def __init__(self, link: LinkOptions, name: str | None = None, spin_us: int = 50, rt_priority: int = 10,
-                 idle_wake_us: int = 0,
+                 idle_wake_us: int = 0, dataplane_cpus: tuple[int, int] | None = None,
                  management: bool = False):
         self.link = link.validated()
         self.name = state.check_name(name) if name else state.new_name()
         self.spin_us = spin_us
         self.idle_wake_us = idle_wake_us
+        #: (A->B thread's CPU, B->A thread's CPU), or None: wherever the scheduler puts them.
+        self.dataplane_cpus = dataplane_cpus
         self.rt_priority = rt_priority
         n = link.hosts
         self.hosts = {side: [f"{self.name}-{side}{i}" for i in range(n)] for side in "ab"}
@@ -177,6 +179,8 @@ class Emulator:
     def _start_dataplane(self, binary: str) -> None:
         args = [binary, "link", "--ifname", TUN_NAME, "--stats", str(self.stats_path),
                 "--spin-us", str(self.spin_us), "--idle-wake-us", str(self.idle_wake_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
+                "--ab-cpu", str(self.dataplane_cpus[0] if self.dataplane_cpus else -1),
+                "--ba-cpu", str(self.dataplane_cpus[1] if self.dataplane_cpus else -1),
                 "--ab", self.link.ab.spec(self.link.seed), "--ba", self.link.ba.spec(self.link.seed + 1)]
         for side in "ab":
             for i, ns in enumerate(self.hosts[side]):
