@@ -13,11 +13,12 @@ use super::params::NfsParams;
 use super::scenario::NfsResolved;
 use super::Outcome;
 use crate::engine::time::from_ns;
-use crate::engine::{run, EventQueue, Model, Stop, Time};
-use crate::ib::{CompletionKind, IbHosts, IbPacket, Op, Transport};
+use crate::engine::{run, EventQueue, Stop, Time};
+use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
 use crate::net::{Fabric, NodeId};
 use crate::scenario::Resolved;
 use crate::topology;
+use crate::workload::verbs_world::{VerbsApp, VerbsWorld};
 use crate::workload::Ev;
 
 struct Rdma {
@@ -65,57 +66,24 @@ impl Rdma {
     }
 }
 
-struct World {
-    fabric: Fabric<IbPacket>,
-    ib: IbHosts,
-    app: Rdma,
-    kicks: Vec<NodeId>,
-}
-
-impl World {
-    fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
-        loop {
-            for (t, qp) in self.ib.timers.drain(..) {
-                q.schedule(t.max(now), Ev::Timer(qp));
-            }
-            if self.ib.completions.is_empty() && self.kicks.is_empty() {
-                return;
-            }
-            for c in std::mem::take(&mut self.ib.completions) {
-                // Only Sends (calls and replies) matter: Write completions and the Writes' data
-                // need no action, and RC orders the data before the reply.
-                if c.kind != CompletionKind::Recv || c.op != Op::Send {
-                    continue;
-                }
-                if c.qp == self.app.qs {
-                    self.app.serve(&mut self.ib, c.at, &mut self.kicks);
-                } else if c.qp == self.app.qc {
-                    let rpc = self.app.replies.pop_front().expect("a reply in transit");
-                    let next = self.app.client.on_reply(rpc, c.at);
-                    self.app.send_calls(&mut self.ib, next, c.at, &mut self.kicks);
-                }
-            }
-            let kicks = std::mem::take(&mut self.kicks);
-            self.fabric.kick_each(now, &kicks, q, &mut self.ib);
+impl VerbsApp for Rdma {
+    fn on_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+        // Only Sends (calls and replies) matter: Write completions and the Writes' data
+        // need no action, and RC orders the data before the reply.
+        if c.kind != CompletionKind::Recv || c.op != Op::Send {
+            return;
+        }
+        if c.qp == self.qs {
+            self.serve(ib, c.at, kicks);
+        } else if c.qp == self.qc {
+            let rpc = self.replies.pop_front().expect("a reply in transit");
+            let next = self.client.on_reply(rpc, c.at);
+            self.send_calls(ib, next, c.at, kicks);
         }
     }
-}
 
-impl Model for World {
-    type Event = Ev;
-    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
-        match ev {
-            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
-            Ev::Timer(qp) => {
-                self.ib.on_timer(now, qp);
-                let n = self.ib.node_of(qp);
-                self.fabric.kick(now, n, q, &mut self.ib);
-            }
-        }
-        self.settle(now, q);
-    }
-    fn finished(&self) -> bool {
-        self.app.client.done()
+    fn done(&self) -> bool {
+        self.client.done()
     }
 }
 
@@ -142,7 +110,7 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
         server_rpc: from_ns(p.server_rpc_ns),
         params: p,
     };
-    let mut world = World { fabric, ib, app, kicks: Vec::new() };
+    let mut world = VerbsWorld::new(fabric, ib, app);
     let mut q: EventQueue<Ev> = EventQueue::new();
     let first = world.app.client.start();
     world.app.send_calls(&mut world.ib, first, 0, &mut world.kicks);

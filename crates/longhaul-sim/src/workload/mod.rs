@@ -2,6 +2,7 @@
 
 pub mod iperf;
 pub mod perftest;
+pub mod verbs_world;
 
 use crate::net::NetEvent;
 

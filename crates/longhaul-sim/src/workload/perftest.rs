@@ -10,11 +10,12 @@
 use serde::Serialize;
 
 use crate::engine::time::{from_ns, to_s, to_us, S};
-use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::engine::{run, EventQueue, Stop, Time};
 use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
 use crate::net::{Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
+use crate::workload::verbs_world::{VerbsApp, VerbsWorld};
 use crate::workload::Ev;
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 per second).
@@ -112,23 +113,6 @@ impl Perftest {
         kicks
     }
 
-    fn on_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
-        if self.test == TestName::Lat {
-            return self.on_latency_completion(c, ib, kicks);
-        }
-        if c.kind != CompletionKind::Send {
-            return;
-        }
-        let Some(f) = self.flow_of_qp.get(c.qp as usize).copied().flatten() else { return };
-        self.flows[f].completed += 1;
-        self.bytes_done += c.bytes as u64;
-        self.last_done = self.last_done.max(c.at);
-        if self.flows[f].posted < self.iters {
-            kicks.push(self.post(ib, f, c.at));
-        }
-        self.done = self.flows.iter().all(|fl| fl.completed >= self.iters);
-    }
-
     fn on_latency_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
         // flows[0] is the client's QP, flows[1] the server's.
         let client = self.flows[0].qp;
@@ -156,57 +140,26 @@ impl Perftest {
     }
 }
 
-struct World {
-    fabric: Fabric<IbPacket>,
-    ib: IbHosts,
-    app: Perftest,
-    kicks: Vec<NodeId>,
-}
-
-impl World {
-    /// Hand the transports' side effects of an event to the application and the queue.
-    #[inline]
-    fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
-        // Most events (a packet moving one hop) leave nothing to settle: skip the call.
-        if !(self.ib.timers.is_empty() && self.ib.completions.is_empty() && self.kicks.is_empty()) {
-            self.settle_pending(now, q);
+impl VerbsApp for Perftest {
+    fn on_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+        if self.test == TestName::Lat {
+            return self.on_latency_completion(c, ib, kicks);
         }
+        if c.kind != CompletionKind::Send {
+            return;
+        }
+        let Some(f) = self.flow_of_qp.get(c.qp as usize).copied().flatten() else { return };
+        self.flows[f].completed += 1;
+        self.bytes_done += c.bytes as u64;
+        self.last_done = self.last_done.max(c.at);
+        if self.flows[f].posted < self.iters {
+            kicks.push(self.post(ib, f, c.at));
+        }
+        self.done = self.flows.iter().all(|fl| fl.completed >= self.iters);
     }
 
-    #[inline(never)]
-    fn settle_pending(&mut self, now: Time, q: &mut EventQueue<Ev>) {
-        loop {
-            for (t, qp) in self.ib.timers.drain(..) {
-                q.schedule(t.max(now), Ev::Timer(qp));
-            }
-            if self.ib.completions.is_empty() && self.kicks.is_empty() {
-                return;
-            }
-            let completions = std::mem::take(&mut self.ib.completions);
-            for c in completions {
-                self.app.on_completion(c, &mut self.ib, &mut self.kicks);
-            }
-            let kicks = std::mem::take(&mut self.kicks);
-            self.fabric.kick_each(now, &kicks, q, &mut self.ib);
-        }
-    }
-}
-
-impl Model for World {
-    type Event = Ev;
-    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
-        match ev {
-            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
-            Ev::Timer(qp) => {
-                self.ib.on_timer(now, qp);
-                let n = self.ib.node_of(qp);
-                self.fabric.kick(now, n, q, &mut self.ib);
-            }
-        }
-        self.settle(now, q);
-    }
-    fn finished(&self) -> bool {
-        self.app.done
+    fn done(&self) -> bool {
+        self.done
     }
 }
 
@@ -281,7 +234,7 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
         ud_responders,
         tx_depth: r.tx_depth as u64,
     };
-    let mut world = World { fabric, ib, app, kicks: Vec::new() };
+    let mut world = VerbsWorld::new(fabric, ib, app);
     let mut q: EventQueue<Ev> = EventQueue::new();
     world.kicks = world.app.start(&mut world.ib);
     world.settle(0, &mut q);
@@ -290,7 +243,7 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     record(r, &world, &q, stop, until)
 }
 
-fn record(r: &Resolved, w: &World, q: &EventQueue<Ev>, stop: Stop, until: Option<Time>) -> VerbsRecord {
+fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop, until: Option<Time>) -> VerbsRecord {
     let app = &w.app;
     let st = &w.ib.stats;
     let status = if st.qp_errors > 0 {
