@@ -8,11 +8,14 @@ link of the emulator's rate, delay and queue, with the emulator namespaces' TCP 
 machine's, calibrated first from 0-delay emulator runs (``calibrate_stack``: latency at 8 B and
 1 KiB, bw at 64 KiB, 1 MiB, 4 MiB, fitted with ``longhaul.analysis.calibrate.fit``).
 
-Collectives and mbw_mr have no TCP model: they are compared with the MPI model over InfiniBand
-verbs (a hardware profile such as ``s1``) at the profile's WAN data rate, so what differs there
-is also the transport's flow control (RC's 16 messages in flight per QP vs TCP's window). Gains
-(hierarchical vs default collectives, a larger eager limit vs the first one) are compared as
-percentages, which the transport affects less than absolute numbers.
+osu_bcast runs on the same MPI-over-TCP model with the emulated run's ranks per cluster: Open
+MPI 4.1's own broadcast as its coll/tuned fixed rules pick it, or ``HierComm.Bcast`` (32 KiB
+eager pieces across the WAN, Open MPI's broadcast inside each cluster), with the same calibrated
+stack; traffic inside a cluster takes the hosts' links through the cluster's switch, as the
+emulator's veth + bridge. allreduce, alltoall and mbw_mr have no TCP model: they are compared
+with the MPI model over InfiniBand verbs (a hardware profile such as ``s1``) at the profile's WAN
+data rate, so what differs there is also the transport's flow control. Gains (hierarchical vs
+default collectives, a larger eager limit vs the first one) are compared as percentages.
 
 Records: one per point and source (``source`` = sim | emu); ``side_by_side`` pairs them with
 ``rel_diff`` = (sim - emu) / emu; ``gains`` gives predicted vs measured gains.
@@ -29,8 +32,8 @@ from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 
 PROFILE_WAN_GBPS = {"s1": 8.0, "s1-connectx": 8.0, "s3": 8.0}  # 4x SDR data rate (8b/10b) of their WAN links
-LIMIT = ("the simulator's collectives run over InfiniBand verbs (profile {profile}), not TCP; the emulated link "
-         "runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
+LIMIT = ("the simulator runs allreduce, alltoall and mbw_mr over InfiniBand verbs (profile {profile}), not TCP; "
+         "the emulated link runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
 TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack calibrated at 0 delay: "
             "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us per MPI "
             "protocol frame")
@@ -47,7 +50,8 @@ KEYS = ("bench", "algo", "eager_limit_bytes", "delay_us", "size_bytes")
 def _point(source: str, bench: str, algo: str, eager: int | None, rec: dict) -> dict:
     out = {"source": source, "bench": bench, "algo": algo, "eager_limit_bytes": eager, "delay_us": rec["delay_us"],
            "size_bytes": rec["size_bytes"]}
-    for k in ("lat_us", "bw_MBps", "msg_rate_Mps", "iterations", "warmup", "wan_bytes_ab", "status"):
+    for k in ("lat_us", "bw_MBps", "msg_rate_Mps", "lat_us_runs", "bw_MBps_runs", "iterations", "warmup",
+              "wan_bytes_ab", "status"):
         if rec.get(k) is not None:
             out[k] = rec[k]
     return out
@@ -292,6 +296,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate-gbps", help="emulated link rate, Gb/s, 0.001..100 (default: the profile's WAN rate, s1: 8)")
     p.add_argument("--iterations", help="measured iterations, 1..100000 (default: OSU's, cut to ~0.5 s per point)")
     p.add_argument("--warmup", help="warm-up iterations, 0..10000 (default iterations/10)")
+    p.add_argument("--repeats", help="emulated runs of every point (and of the calibration), 1..20, interleaved "
+                                     "across algorithms and eager limits; the median is kept (default 1)")
     p.add_argument("--stack", metavar="SEG_US,BYTE_NS,MSG_US",
                    help="latency/bw/bibw: the host stack's costs for the simulator (per segment us, per byte ns, "
                         "per MPI message us) instead of calibrating them from 0-delay emulator runs first")
@@ -339,14 +345,16 @@ def _run(args) -> int:
     iterations = _one_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None
     warmup = _one_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None
     stack = _stack_option(args.stack) if args.stack else None
+    repeats = _one_int(args.repeats, "--repeats", 1, 20) if args.repeats else 1
     # Every option is checked above, before the calibration runs the emulator.
-    if args.bench in TCP_BENCHES and rpc in (None, 1) and stack is None:
-        stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile])
+    if args.bench in TCP_BENCHES and (args.bench == "bcast" or rpc in (None, 1)) and stack is None:
+        stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile], repeats=repeats)
         if args.format == "table":
             emit(stack["points"], "table", ["bench", "size_bytes", "metric", "emu", "fit"],
                  title="host stack calibration at 0 delay (emu: measured; fit: the fitted costs)")
     records = compare_mpi(args.bench, sizes, delays, ranks_per_cluster=rpc, algos=algos, eager_limits=eager,
-                          profile=args.profile, rate_gbps=rate, stack=stack, iterations=iterations, warmup=warmup)
+                          profile=args.profile, rate_gbps=rate, stack=stack, iterations=iterations, warmup=warmup,
+                          repeats=repeats)
     if args.format != "table":
         emit(records, args.format)
         return 0
