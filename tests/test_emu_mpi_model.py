@@ -60,7 +60,7 @@ BW_SIZES = (64 << 10, MIB, 4 * MIB)
 BW_DELAYS_US = (1000, 10_000)
 #: Why points miss when they do (measured 2026-11-22 on this 2-vCPU VM; README, "Real MPI across
 #: the emulated link", has the numbers of each run).
-BW_GAP = ("the stack is calibrated at 0 delay (median of three runs), where real Open MPI moves 1-4 MiB at 500-610 "
+BW_GAP = ("the stack is calibrated at 0 delay (median of three runs), where real Open MPI moves 1-4 MiB at 550-730 "
           "MB/s, while at 1 ms it reaches 600-790 MB/s and at 10 ms streams ~880 MB/s inside each window: with "
           "delay the per-byte cost of this VM's stack falls (segments arrive in bursts: fewer wake-ups, larger GRO "
           "batches), which a fixed per-segment cost does not follow; 64 KiB at 1 ms (two round trips and 192 "
