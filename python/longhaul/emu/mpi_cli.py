@@ -87,7 +87,8 @@ def _int(text, option: str, lo: int, hi: int) -> int:
 def _warn_mpich(library: str, ranks_per_cluster: int) -> None:
     if library == "mpich" and ranks_per_cluster > 1:
         sys.stderr.write("longhaul emu mpi: warning: MPICH 4.0 over UCX/TCP sometimes hangs in MPI_Finalize with more "
-                         "than one rank per cluster (README: Real MPI across the emulated link); --timeout-s bounds the run\n")
+                         "than one rank per cluster (README: Real MPI across the emulated link); --timeout-s bounds the run, "
+                         "--mpi mpich-ofi avoids it\n")
 
 
 def _run(args) -> int:
