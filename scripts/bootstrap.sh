@@ -54,4 +54,11 @@ VIRTUAL_ENV="$root/.venv" PATH="$root/.venv/bin:$PATH" .venv/bin/maturin develop
 cargo build --release -q -p longhaul-wan
 # 5. liblonghaul_coll (WAN-aware collectives for C/Fortran codes), when an MPI compiler is installed.
 if command -v mpicc >/dev/null 2>&1; then make -s -C c/longhaul_coll >/dev/null; fi
+# 6. MPICH with the libfabric (ch4:ofi) network module for `longhaul emu mpi --mpi mpich-ofi`: the
+#    PyPI build, in a venv of its own so that its mpicc/mpirun never shadow Debian's Open MPI ones.
+if [[ ! -x target/mpich-ofi/bin/mpiexec.hydra ]]; then
+  log "installing MPICH 5.0.2 (PyPI mpich, ch4:ofi) into target/mpich-ofi"
+  "$py" -m venv target/mpich-ofi && target/mpich-ofi/bin/pip install -q "mpich==5.0.2" \
+    || log "MPICH ch4:ofi not installed (--mpi mpich-ofi unavailable)"
+fi
 export PATH="$root/.venv/bin:$root/target/release:$PATH"

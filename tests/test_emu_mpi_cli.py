@@ -17,6 +17,8 @@ from test_emu_helpers import cli
     (["compare", "mpi", "--rate-gbps", "500"], "--rate-gbps"),
     (["compare", "mpi", "--stack", "1,2"], "--stack"),
     (["compare", "mpi", "--stack", "1,2,-5"], "per-message cost -5 is out of range"),
+    (["compare", "mpi", "--repeats", "0"], "--repeats"),
+    (["compare", "mpi", "--repeats", "21", "--stack", "1,2,3"], "[1, 20]"),
     (["emu", "mpi", "run", "--ranks-per-cluster", "17", "--", "true"], "[1, 16]"),
     (["emu", "mpi", "run", "--mca", "novalue", "--", "true"], "NAME=VALUE"),
     (["emu", "mpi", "run", "--mpi", "mpich", "--mca", "a=b", "--", "true"], "--mca"),

@@ -49,7 +49,12 @@ def test_same_command_same_records(cli):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (("--bench", "bcast", "--transport", "tcp"), "--bench: 'bcast' does not run over --transport tcp"),
+    (("--bench", "alltoall", "--transport", "tcp"), "--bench: 'alltoall' does not run over --transport tcp"),
+    (("--bench", "bcast", "--transport", "tcp", "--algo", "auto"), "--algo: 'auto' is not run over --transport tcp"),
+    (("--bench", "bcast", "--transport", "tcp", "--nodes", "17"), "--nodes: 17 is out of range [1, 16]"),
+    (("--bench", "bcast", "--transport", "tcp", "--pairs", "2"), "--pairs: not used with --transport tcp"),
+    (("--bench", "bcast", "--transport", "tcp", "--nodes", "8", "--sizes", "1M"),
+     "with scatter_allgather, which the TCP model does not run"),
     (("--bench", "bw", "--transport", "tcp", "--eager-limit", "10"), "--eager-limit: 10 bytes is out of range"),
     (("--bench", "bw", "--transport", "tcp", "--stack", "fast"), "--stack: 'fast' is neither a profile"),
     (("--bench", "bw", "--transport", "tcp", "--stack", "1,-1"), "stack.per_byte_ns: -1 is out of range"),
@@ -62,6 +67,22 @@ def test_bad_input_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", "osu", "--sizes", "1K", *args)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_bcast_over_tcp_open_mpi_default_vs_hierarchical_at_distance(cli):
+    """osu_bcast, 4 ranks per cluster, 1 MiB at 10 ms: Open MPI 4.1 picks basic_linear for 8
+    ranks (four 1 MiB rendezvous sends cross the WAN); the hierarchical bcast sends one message
+    in eager pieces and runs Open MPI's chain inside each cluster."""
+    def bcast(algo):
+        (r,) = records(cli, "--bench", "bcast", "--sizes", "1M", "--delay-us", "10000", "--nodes", "4", "--algo", algo,
+                       "--rate-gbps", "8", *TCP)
+        assert r["status"] == "ok" and r["ranks"] == 8 and r["delivered_messages"] == r["messages"], r
+        return r
+    flat, hier = bcast("default"), bcast("hierarchical")
+    assert flat["algo"] == "basic_linear" and hier["algo"] == "hierarchical (chain inside the clusters)"
+    assert hier["lat_us"] < 0.75 * flat["lat_us"], (flat["lat_us"], hier["lat_us"])
+    # Ranks of the far cluster wait at least one WAN crossing; the root's cluster does not.
+    assert flat["lat_max_us"] > 10_000 and hier["lat_max_us"] > 10_000 and hier["lat_min_us"] < 10_000
 
 
 def test_app_refuses_the_tcp_transport(cli):

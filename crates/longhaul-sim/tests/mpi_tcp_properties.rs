@@ -44,6 +44,48 @@ proptest! {
     }
 }
 
+fn bcast(per_cluster: u32, algo: &str, size: u64, root: u32, delay_us: f64, chunk: u64) -> String {
+    format!(
+        r#"{{"seed": 3, "path": {{"delay_us": {delay_us}, "rate_gbps": 8}}, "stack": {{"per_seg_us": 1.5, "per_byte_ns": 0.2}},
+            "mpi": {{"per_msg_us": 5}}, "coll": {{"ranks_per_cluster": {per_cluster}, "algo": "{algo}", "wan_chunk_bytes": {chunk}}},
+            "osu": {{"bench": "bcast", "size_bytes": {size}, "root": {root}, "iterations": 2, "warmup": 1}}}}"#
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn every_bcast_message_arrives_once_in_order_for_both_algorithms(
+        per_cluster in 1u32..6,
+        hier in any::<bool>(),
+        size in prop::sample::select(vec![0u64, 100, 5000, 40_000, 65_536, 300_000, 1 << 20]),
+        root_pick in 0u32..100,
+        delay in prop::sample::select(vec![0.0, 1000.0, 10_000.0]),
+        chunk in prop::sample::select(vec![1000u64, 32_768, 1 << 20]),
+    ) {
+        let r = run(&bcast(per_cluster, if hier { "hierarchical" } else { "default" }, size, root_pick % (2 * per_cluster), delay, chunk));
+        prop_assert_eq!(&r.status, "ok");
+        prop_assert_eq!(r.order_violations, 0);
+        prop_assert_eq!(r.delivered_messages, r.messages);
+        prop_assert_eq!(r.ranks, 2 * per_cluster);
+        // Every rank waits at least for the data when it is not the root: some rank's call
+        // spans the one-way delay unless all ranks sit on one side.
+        prop_assert!(r.lat_max_us.unwrap() >= delay, "{:?} < {}", r.lat_max_us, delay);
+    }
+}
+
+#[test]
+fn at_10_ms_the_hierarchical_bcast_of_1_mib_beats_open_mpis_basic_linear() {
+    let lat = |algo: &str| run(&bcast(4, algo, 1 << 20, 0, 10_000.0, 32_768));
+    let (flat, hier) = (lat("default"), lat("hierarchical"));
+    assert_eq!(flat.algo, "basic_linear");
+    assert!(hier.algo.starts_with("hierarchical"), "{}", hier.algo);
+    // Basic linear: four 1 MiB rendezvous sends across the WAN (RTS, ACK, rest: three one-way
+    // trips); hierarchical: one message as eager pieces (one trip).
+    assert!(flat.lat_us.unwrap() > 1.3 * hier.lat_us.unwrap(), "{:?} vs {:?}", flat.lat_us, hier.lat_us);
+    assert_eq!(run(&bcast(4, "hierarchical", 1 << 20, 0, 10_000.0, 32_768)), hier);
+}
+
 #[test]
 fn identical_scenarios_give_identical_records() {
     let s = scenario("bw", 300_000, 1000.0, 1.0, 65536, 0.001, "cubic");
@@ -83,7 +125,12 @@ fn bad_input_names_the_parameter_and_range() {
         (base(r#""stack": {"per_seg_us": 1, "per_byte_ns": -2}"#), "stack.per_byte_ns: -2 is out of range"),
         (base(r#""path": {"rate_gbps": 0}"#), "rate_gbps: 0 is out of range"),
         (base(r#""tcp": {"duration_s": 3}"#), "tcp.duration_s: not used by MPI over TCP"),
-        (r#"{"osu": {"bench": "bcast", "size_bytes": 8}}"#.to_string(), "osu.bench: 'bcast' does not run over the TCP transport"),
+        (r#"{"osu": {"bench": "allreduce", "size_bytes": 8}}"#.to_string(), "osu.bench: 'allreduce' does not run over the TCP transport"),
+        (r#"{"osu": {"bench": "bcast", "size_bytes": 8}, "coll": {"ranks_per_cluster": 17}}"#.to_string(), "coll.ranks_per_cluster: 17 is out of range [1, 16]"),
+        (r#"{"osu": {"bench": "bcast", "size_bytes": 8}, "coll": {"algo": "auto"}}"#.to_string(), "coll.algo: 'auto' is not one of default, hierarchical"),
+        (r#"{"osu": {"bench": "bcast", "size_bytes": 8, "root": 4}, "coll": {"ranks_per_cluster": 2}}"#.to_string(), "root: 4 is not a rank (valid 0..3)"),
+        (r#"{"osu": {"bench": "bcast", "size_bytes": 1048576}, "coll": {"ranks_per_cluster": 8}}"#.to_string(), "with scatter_allgather, which the TCP model does not run"),
+        (base(r#""coll": {"ranks_per_cluster": 2}"#), "coll: only for bcast"),
     ];
     for (json, want) in cases {
         let e = validate_mpi_tcp_json(&json).unwrap_err().0;

@@ -8,11 +8,14 @@ link of the emulator's rate, delay and queue, with the emulator namespaces' TCP 
 machine's, calibrated first from 0-delay emulator runs (``calibrate_stack``: latency at 8 B and
 1 KiB, bw at 64 KiB, 1 MiB, 4 MiB, fitted with ``longhaul.analysis.calibrate.fit``).
 
-Collectives and mbw_mr have no TCP model: they are compared with the MPI model over InfiniBand
-verbs (a hardware profile such as ``s1``) at the profile's WAN data rate, so what differs there
-is also the transport's flow control (RC's send queue per QP vs TCP's window). Gains
-(hierarchical vs default collectives, a larger eager limit vs the first one) are compared as
-percentages, which the transport affects less than absolute numbers.
+osu_bcast runs on the same MPI-over-TCP model with the emulated run's ranks per cluster: Open
+MPI 4.1's own broadcast as its coll/tuned fixed rules pick it, or ``HierComm.Bcast`` (32 KiB
+eager pieces across the WAN, Open MPI's broadcast inside each cluster), with the same calibrated
+stack; traffic inside a cluster takes the hosts' links through the cluster's switch, as the
+emulator's veth + bridge. allreduce, alltoall and mbw_mr have no TCP model: they are compared
+with the MPI model over InfiniBand verbs (a hardware profile such as ``s1``) at the profile's WAN
+data rate, so what differs there is also the transport's flow control (RC's send queue per QP vs TCP's window). Gains (hierarchical vs
+default collectives, a larger eager limit vs the first one) are compared as percentages.
 
 Records: one per point and source (``source`` = sim | emu); ``side_by_side`` pairs them with
 ``rel_diff`` = (sim - emu) / emu; ``gains`` gives predicted vs measured gains.
@@ -29,13 +32,13 @@ from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 
 PROFILE_WAN_GBPS = {"s1": 8.0, "s1-connectx": 8.0, "s3": 8.0}  # 4x SDR data rate (8b/10b) of their WAN links
-LIMIT = ("the simulator's collectives run over InfiniBand verbs (profile {profile}), not TCP; the emulated link "
-         "runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
+LIMIT = ("the simulator runs allreduce, alltoall and mbw_mr over InfiniBand verbs (profile {profile}), not TCP; "
+         "the emulated link runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
 TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack calibrated at 0 delay: "
             "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us per MPI "
             "protocol frame")
-#: Benchmarks the MPI-over-TCP model runs; the others use the verbs model.
-TCP_BENCHES = ("latency", "bw", "bibw")
+#: Benchmarks the MPI-over-TCP model runs (bcast with any ranks per cluster); the others use the verbs model.
+TCP_BENCHES = ("latency", "bw", "bibw", "bcast")
 #: 0-delay points the stack is calibrated from: small-message latency (per-message and per-segment
 #: costs) and large-message bandwidth (per-segment plus per-byte cost).
 CALIBRATION = (("latency", 8), ("latency", 1024), ("bw", 64 << 10), ("bw", 1 << 20), ("bw", 4 << 20))
@@ -47,7 +50,8 @@ KEYS = ("bench", "algo", "eager_limit_bytes", "delay_us", "size_bytes")
 def _point(source: str, bench: str, algo: str, eager: int | None, rec: dict) -> dict:
     out = {"source": source, "bench": bench, "algo": algo, "eager_limit_bytes": eager, "delay_us": rec["delay_us"],
            "size_bytes": rec["size_bytes"]}
-    for k in ("lat_us", "bw_MBps", "msg_rate_Mps", "iterations", "warmup", "wan_bytes_ab", "status"):
+    for k in ("lat_us", "bw_MBps", "msg_rate_Mps", "lat_us_runs", "bw_MBps_runs", "iterations", "warmup",
+              "wan_bytes_ab", "status"):
         if rec.get(k) is not None:
             out[k] = rec[k]
     return out
@@ -96,10 +100,11 @@ EAGER_LIMIT_BYTES = 65536
 MSS_BYTES = 1448
 
 
-def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None) -> dict:
+def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None, repeats: int = 1) -> dict:
     """Fit this machine's stack costs (per_seg_us, per_byte_ns, per_msg_us) to 0-delay emulator
-    runs of the ``CALIBRATION`` points (run now unless ``emu_records`` are given). Returns the
-    costs, their standard errors and the points with the fitted and simulated values."""
+    runs of the ``CALIBRATION`` points (run now unless ``emu_records`` are given; ``repeats``
+    interleaved runs of each, the median kept). Returns the costs, their standard errors and the
+    points with the fitted and simulated values."""
     from longhaul.analysis import calibrate
     from longhaul.emu import mpi_bench
     from longhaul.sim import mpi_tcp
@@ -108,7 +113,10 @@ def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None) -> 
         emu_records = []
         for bench in ("latency", "bw"):
             sizes = [s for b, s in CALIBRATION if b == bench]
-            emu_records += mpi_bench.osu(bench, sizes, [0.0], link={"rate_gbps": rate_gbps})
+            runs = []
+            for _ in range(repeats):
+                runs.append(mpi_bench.osu(bench, sizes, [0.0], link={"rate_gbps": rate_gbps}))
+            emu_records += _median_of_runs(runs, METRIC[bench])
     emu = {(r.get("test"), r["size_bytes"]): r for r in emu_records}
     points = [(b, s) for b, s in CALIBRATION if (b, s) in emu]
     if len(points) < 4:
@@ -132,65 +140,90 @@ def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None) -> 
                        for i, (b, s) in enumerate(points)]}
 
 
-def _sim_tcp(bench: str, e: dict, stack: dict, eager, window: int) -> dict:
+def _sim_tcp(bench: str, e: dict, stack: dict, eager, window: int, algo: str = "default") -> dict:
+    """The emulated point ``e`` on the MPI-over-TCP model; bcast with the emulated run's ranks per
+    cluster and algorithm (hierarchical: HierComm's default 32 KiB WAN pieces, as osu_mpi.py runs it)."""
     from longhaul.sim import mpi_tcp
 
     tcp = namespace_tcp(e["rate_gbps"], e["delay_us"])
+    coll = {"ranks_per_cluster": e["ranks_per_cluster"], "algo": algo} if bench == "bcast" else {}
     return mpi_tcp.osu_sweep(
         bench, [e["size_bytes"]], [e["delay_us"]], show_progress=False, iterations=e["iterations"],
-        warmup=e["warmup"], window=window if bench != "latency" else None, rate_gbps=e["rate_gbps"],
+        warmup=e["warmup"], window=window if bench in ("bw", "bibw") else None, rate_gbps=e["rate_gbps"],
         stack=mpi_tcp.stack_costs(stack["per_seg_us"], stack["per_byte_ns"]), per_msg_us=stack["per_msg_us"],
-        eager_limit_bytes=eager, **tcp)[0]
+        eager_limit_bytes=eager, **coll, **tcp)[0]
+
+
+def _median_of_runs(runs: list[list[dict]], metric: str) -> list[dict]:
+    """One record per point from repeated runs (same points, same order): the run whose
+    ``metric`` is the median (the lower middle one for an even count), with every run's value
+    in ``<metric>_runs``."""
+    out = []
+    for recs in zip(*runs):
+        ok = sorted((r for r in recs if r.get(metric) is not None), key=lambda r: r[metric])
+        pick = dict(ok[(len(ok) - 1) // 2] if ok else recs[0])
+        pick[f"{metric}_runs"] = [r.get(metric) for r in recs]
+        out.append(pick)
+    return out
 
 
 def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = None, algos=("default",),
                 eager_limits=(None,), profile: str = "s1", rate_gbps: float | None = None,
                 iterations: int | None = None, warmup: int | None = None, window: int = 64,
-                pairs: int = 0, stack: dict | None = None) -> list[dict]:
+                pairs: int = 0, stack: dict | None = None, repeats: int = 1) -> list[dict]:
     """Emulated then simulated records, one per (algo, eager limit, delay, size) and source.
     ``eager_limits`` entries set Open MPI's btl_tcp_eager_limit and btl_tcp_rndv_eager_limit and
-    the model's eager threshold (None = each library's default). For latency/bw/bibw the
-    simulator runs MPI over TCP with ``stack`` (a ``calibrate_stack`` result; None = calibrate
-    now); sim records then carry ``stack_per_seg_us``, ``stack_per_byte_ns``, ``per_msg_us``."""
+    the model's eager threshold (None = each library's default). latency/bw/bibw (one rank pair)
+    and bcast run on the MPI-over-TCP model with ``stack`` (a ``calibrate_stack`` result; None =
+    calibrate now); sim records then carry ``stack_per_seg_us``, ``stack_per_byte_ns``,
+    ``per_msg_us``. With ``repeats`` > 1 every emulated point is measured that many times, the
+    algorithms and eager limits interleaved within each repetition (so a slow spell of this
+    shared machine hits all of them alike), and the median run is kept (``<metric>_runs``)."""
     from longhaul.emu import mpi_bench
     from longhaul.sim import mpi as sim
 
     if profile not in PROFILE_WAN_GBPS:
         raise UserError(f"--profile: '{profile}' has no known WAN rate here; choose one of {', '.join(PROFILE_WAN_GBPS)}")
+    if not 1 <= repeats <= 20:
+        raise UserError(f"--repeats: {repeats} is out of range [1, 20]")
     rate = PROFILE_WAN_GBPS[profile] if rate_gbps is None else rate_gbps
-    over_tcp = bench in TCP_BENCHES and ranks_per_cluster in (None, 1)
+    over_tcp = bench in TCP_BENCHES and (bench == "bcast" or ranks_per_cluster in (None, 1))
     if over_tcp and stack is None:
-        stack = calibrate_stack(rate)
+        stack = calibrate_stack(rate, repeats=repeats)
+    runs: dict[tuple, list[list[dict]]] = {}
+    for _ in range(repeats):
+        for algo in algos:
+            for eager in eager_limits:
+                # btl_tcp_eager_limit: largest message sent eagerly, header included; btl_tcp_rndv_eager_limit:
+                # the first fragment of a larger one, sent with the rendezvous request (must be <= eager limit).
+                # Source: ompi_info --param btl tcp --level 9 (Open MPI 4.1.4), defaults 65536 and 65536.
+                mca = {"btl_tcp_eager_limit": eager, "btl_tcp_rndv_eager_limit": eager} if eager else {}
+                runs.setdefault((algo, eager), []).append(mpi_bench.osu(
+                    bench, sizes, delays_us, ranks_per_cluster=ranks_per_cluster, link={"rate_gbps": rate}, algo=algo,
+                    iterations=iterations, warmup=warmup, window=window, pairs=pairs, mca=mca))
     out = []
-    for algo in algos:
-        for eager in eager_limits:
-            # btl_tcp_eager_limit: largest message sent eagerly, header included; btl_tcp_rndv_eager_limit:
-            # the first fragment of a larger one, sent with the rendezvous request (must be <= eager limit).
-            # Source: ompi_info --param btl tcp --level 9 (Open MPI 4.1.4), defaults 65536 and 65536.
-            mca = {"btl_tcp_eager_limit": eager, "btl_tcp_rndv_eager_limit": eager} if eager else {}
-            emu = mpi_bench.osu(bench, sizes, delays_us, ranks_per_cluster=ranks_per_cluster, link={"rate_gbps": rate},
-                                algo=algo, iterations=iterations, warmup=warmup, window=window, pairs=pairs, mca=mca)
-            for e in emu:
-                out.append(_point("emu", bench, algo, eager, e))
-                if over_tcp:
-                    s = _sim_tcp(bench, e, stack, eager, window)
-                    out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
-                                                                      "warmup": e["warmup"]}),
-                                "transport": "tcp", "stack_per_seg_us": stack["per_seg_us"],
-                                "stack_per_byte_ns": stack["per_byte_ns"], "per_msg_us": stack["per_msg_us"],
-                                "cc": namespace_tcp(e["rate_gbps"], e["delay_us"])["cc"]})
-                    continue
-                sim_params = {"nodes": e["ranks_per_cluster"], "ppn": 1, "testbed": profile}
-                if bench in ("bcast", "allreduce", "alltoall"):
-                    sim_params["algo"] = algo
-                if eager:
-                    sim_params["eager_threshold_bytes"] = eager
-                s = sim.osu_sweep(bench, [e["size_bytes"]], [e["delay_us"]], show_progress=False,
-                                  iterations=e["iterations"], warmup=e["warmup"],
-                                  window=window if bench in ("bw", "bibw", "mbw_mr") else None,
-                                  pairs=(pairs or e["ranks_per_cluster"]) if bench == "mbw_mr" else None, **sim_params)[0]
+    for (algo, eager), emu_runs in runs.items():
+        for e in _median_of_runs(emu_runs, METRIC[bench]):
+            out.append(_point("emu", bench, algo, eager, e))
+            if over_tcp:
+                s = _sim_tcp(bench, e, stack, eager, window, algo)
                 out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
-                                                                  "warmup": e["warmup"]}), "profile": profile})
+                                                                  "warmup": e["warmup"]}),
+                            "transport": "tcp", "stack_per_seg_us": stack["per_seg_us"],
+                            "stack_per_byte_ns": stack["per_byte_ns"], "per_msg_us": stack["per_msg_us"],
+                            "cc": namespace_tcp(e["rate_gbps"], e["delay_us"])["cc"]})
+                continue
+            sim_params = {"nodes": e["ranks_per_cluster"], "ppn": 1, "testbed": profile}
+            if bench in ("bcast", "allreduce", "alltoall"):
+                sim_params["algo"] = algo
+            if eager:
+                sim_params["eager_threshold_bytes"] = eager
+            s = sim.osu_sweep(bench, [e["size_bytes"]], [e["delay_us"]], show_progress=False,
+                              iterations=e["iterations"], warmup=e["warmup"],
+                              window=window if bench in ("bw", "bibw", "mbw_mr") else None,
+                              pairs=(pairs or e["ranks_per_cluster"]) if bench == "mbw_mr" else None, **sim_params)[0]
+            out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
+                                                              "warmup": e["warmup"]}), "profile": profile})
     return out
 
 
@@ -263,6 +296,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate-gbps", help="emulated link rate, Gb/s, 0.001..100 (default: the profile's WAN rate, s1: 8)")
     p.add_argument("--iterations", help="measured iterations, 1..100000 (default: OSU's, cut to ~0.5 s per point)")
     p.add_argument("--warmup", help="warm-up iterations, 0..10000 (default iterations/10)")
+    p.add_argument("--repeats", help="emulated runs of every point (and of the calibration), 1..20, interleaved "
+                                     "across algorithms and eager limits; the median is kept (default 1)")
     p.add_argument("--stack", metavar="SEG_US,BYTE_NS,MSG_US",
                    help="latency/bw/bibw: the host stack's costs for the simulator (per segment us, per byte ns, "
                         "per MPI message us) instead of calibrating them from 0-delay emulator runs first")
@@ -310,14 +345,16 @@ def _run(args) -> int:
     iterations = _one_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None
     warmup = _one_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None
     stack = _stack_option(args.stack) if args.stack else None
+    repeats = _one_int(args.repeats, "--repeats", 1, 20) if args.repeats else 1
     # Every option is checked above, before the calibration runs the emulator.
-    if args.bench in TCP_BENCHES and rpc in (None, 1) and stack is None:
-        stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile])
+    if args.bench in TCP_BENCHES and (args.bench == "bcast" or rpc in (None, 1)) and stack is None:
+        stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile], repeats=repeats)
         if args.format == "table":
             emit(stack["points"], "table", ["bench", "size_bytes", "metric", "emu", "fit"],
                  title="host stack calibration at 0 delay (emu: measured; fit: the fitted costs)")
     records = compare_mpi(args.bench, sizes, delays, ranks_per_cluster=rpc, algos=algos, eager_limits=eager,
-                          profile=args.profile, rate_gbps=rate, stack=stack, iterations=iterations, warmup=warmup)
+                          profile=args.profile, rate_gbps=rate, stack=stack, iterations=iterations, warmup=warmup,
+                          repeats=repeats)
     if args.format != "table":
         emit(records, args.format)
         return 0

@@ -33,6 +33,13 @@ documentation (https://docs.nvidia.com/doca/archive/2-9-0/DOCA+UCX: UCX_NET_DEVI
 the devices UCX uses; UCX_TLS selects transports). mpi4py's wheel carries an MPICH-ABI module that needs
 ``libmpi.so.12``; Debian's libmpich12 ships it as ``libmpich.so.12`` only, so the ranks get a
 directory with that one link first on ``LD_LIBRARY_PATH`` and ``MPI4PY_MPIABI=mpich``.
+
+``mpich-ofi`` is MPICH 5.0.2 from PyPI (package ``mpich``, device ``ch4:ucx ofi``, libfabric
+bundled), which ``scripts/bootstrap.sh`` installs into a venv of its own (``target/mpich-ofi``):
+the same hydra launch, but ``MPIR_CVAR_CH4_NETMOD=ofi`` with libfabric's ``tcp`` provider
+(``FI_PROVIDER=tcp``, ``FI_TCP_IFACE`` = the cluster interface) instead of UCX, whose TCP
+transport can hang in ``MPI_Finalize`` (openucx/ucx#8738, see the README); its libraries find
+their bundled libfabric through ``lib/mpich`` on ``LD_LIBRARY_PATH``.
 """
 
 from __future__ import annotations
@@ -50,7 +57,13 @@ from pathlib import Path
 from longhaul.emu.topology import MGMT_SUBNET, Emulator
 from longhaul.errors import UserError
 
-LIBRARIES = {"openmpi": ("mpirun.openmpi", "openmpi-bin"), "mpich": ("mpiexec.hydra", "mpich")}
+#: The ch4:ofi MPICH's prefix (scripts/bootstrap.sh, step 6).
+MPICH_OFI_PREFIX = Path(__file__).resolve().parents[3] / "target" / "mpich-ofi"
+#: library -> (launcher, what to install when it is missing).
+LIBRARIES = {"openmpi": ("mpirun.openmpi", "the Debian package openmpi-bin"),
+             "mpich": ("mpiexec.hydra", "the Debian package mpich"),
+             "mpich-ofi": (str(MPICH_OFI_PREFIX / "bin" / "mpiexec.hydra"),
+                           "MPICH 5.0.2 from PyPI into target/mpich-ofi (scripts/bootstrap.sh)")}
 LIBMPICH_GLOB = ("/usr/lib/*/libmpich.so.12", "/usr/lib/libmpich.so.12", "/usr/lib64/libmpich.so.12")
 PLACEMENTS = ("block", "cyclic")
 MAX_RANKS_PER_CLUSTER = 16  # = the emulator's --hosts limit: one rank per emulated host
@@ -112,7 +125,8 @@ class MpiJob:
         if not self.argv:
             raise UserError("no MPI program: give it after --, e.g. -- ./a.out ARGS")
         if self.mca and self.library != "openmpi":
-            raise UserError("--mca: Open MPI parameters do not apply to --mpi mpich (use --env, e.g. UCX_RNDV_THRESH=1M)")
+            raise UserError(f"--mca: Open MPI parameters do not apply to --mpi {self.library} (use --env, "
+                            "e.g. UCX_RNDV_THRESH=1M)")
         if not 1 <= self.timeout_s <= 86400:
             raise UserError(f"--timeout-s: {self.timeout_s} is out of range [1, 86400]")
         return self
@@ -123,7 +137,7 @@ def launcher(library: str) -> str:
     binary, package = LIBRARIES[library]
     found = shutil.which(binary)
     if found is None:
-        raise UserError(f"--mpi {library}: {binary} not found; install the Debian package {package}")
+        raise UserError(f"--mpi {library}: {binary} not found; install {package}")
     return found
 
 
@@ -166,6 +180,12 @@ def mpich_command(emu: Emulator, job: MpiJob, mpiexec: str, wrapper: Path) -> li
 
 
 def _mpich_env(emu: Emulator, job: MpiJob, hosts: list[str]) -> dict[str, str]:
+    if job.library == "mpich-ofi":
+        lib = MPICH_OFI_PREFIX / "lib"
+        return {"LONGHAUL_RANK_HOSTS": " ".join(hosts), "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp",
+                "FI_TCP_IFACE": _cluster_if(emu), "MPIR_CVAR_NOLOCAL": "1", "MPI4PY_MPIABI": "mpich",
+                "LD_LIBRARY_PATH": os.pathsep.join(x for x in (str(lib / "mpich"), str(lib),
+                                                               os.environ.get("LD_LIBRARY_PATH", "")) if x)}
     found = sorted(f for pattern in LIBMPICH_GLOB for f in glob.glob(pattern))
     if not found:
         raise UserError("--mpi mpich: libmpich.so.12 not found; install the Debian package libmpich12")

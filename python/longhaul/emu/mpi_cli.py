@@ -18,8 +18,9 @@ def _job_options(p, ranks_default: str | None) -> None:
                         + (f" (default {ranks_default})" if ranks_default else " (default: what the benchmark needs)"))
     p.add_argument("--placement", choices=["block", "cyclic"], default="block",
                    help="rank order: block = A0..A{N-1} then B0.. (default); cyclic = A0, B0, A1, B1, ...")
-    p.add_argument("--mpi", choices=["openmpi", "mpich"], default="openmpi",
-                   help="MPI library: openmpi (default; Debian openmpi-bin) or mpich (Debian mpich)")
+    p.add_argument("--mpi", choices=["openmpi", "mpich", "mpich-ofi"], default="openmpi",
+                   help="MPI library: openmpi (default; Debian openmpi-bin), mpich (Debian mpich, ch4:ucx) or "
+                        "mpich-ofi (MPICH 5.0.2 from PyPI over libfabric tcp; scripts/bootstrap.sh installs it)")
     p.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Open MPI MCA parameter, e.g. btl_tcp_eager_limit=1048576 (repeatable; Open MPI only)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -86,7 +87,8 @@ def _int(text, option: str, lo: int, hi: int) -> int:
 def _warn_mpich(library: str, ranks_per_cluster: int) -> None:
     if library == "mpich" and ranks_per_cluster > 1:
         sys.stderr.write("longhaul emu mpi: warning: MPICH 4.0 over UCX/TCP sometimes hangs in MPI_Finalize with more "
-                         "than one rank per cluster (README: Real MPI across the emulated link); --timeout-s bounds the run\n")
+                         "than one rank per cluster (README: Real MPI across the emulated link); --timeout-s bounds the run, "
+                         "--mpi mpich-ofi avoids it\n")
 
 
 def _run(args) -> int:

@@ -1,6 +1,8 @@
 """MPI over TCP across the simulated long-haul path: Open MPI's ob1 PML on the TCP BTL (eager up
 to ``btl_tcp_eager_limit``, rendezvous above it), one TCP connection per rank pair, running the
-OSU latency, bw and bibw benchmarks on the simulator's TCP model (sender, receiver, host stack
+OSU latency, bw and bibw benchmarks (one rank pair) and osu_bcast (``ranks_per_cluster`` ranks
+in each cluster; ``algo`` = default: Open MPI 4.1's own broadcast, or hierarchical:
+``longhaul.mpi.HierComm.Bcast`` with ``wan_chunk_bytes`` pieces) on the simulator's TCP model (sender, receiver, host stack
 costs, Linux buffer auto-tuning, congestion control) over a plain WAN link of a given rate and
 delay - the shape of the link emulator's path.
 
@@ -21,13 +23,14 @@ from longhaul import _core
 from longhaul.errors import UserError
 from longhaul.sim import core
 
-BENCHES = ("latency", "bw", "bibw")
+BENCHES = ("latency", "bw", "bibw", "bcast")
 STACK_PROFILES = ("modern", "s1", "s3", "ideal")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "rate_gbps", "queue_bytes", "queue_packets", "loss")
 _TCP_KEYS = ("cc", "mtu_bytes", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs", "sack",
              "hystart", "rack", "delayed_ack", "min_rto_ms")
 _MPI_KEYS = ("eager_limit_bytes", "rndv_eager_limit_bytes", "max_send_size_bytes", "per_msg_us")
+_COLL_KEYS = ("ranks_per_cluster", "algo", "wan_chunk_bytes")
 _TOP_KEYS = ("seed", "stack")
 
 
@@ -43,14 +46,14 @@ def stack_costs(per_seg_us: float, per_byte_ns: float, ack_us: float | None = No
 
 def scenario(base: dict | None = None, osu: dict | None = None, **params) -> dict:
     """An MPI-over-TCP scenario dict: ``base`` updated with the OSU table and ``params`` (None = unset)."""
-    sc = core.base_copy(base, ("path", "tcp", "mpi"))
+    sc = core.base_copy(base, ("path", "tcp", "mpi", "coll"))
     if osu is not None:
         sc["osu"] = {k: v for k, v in osu.items() if v is not None}
     for key, value in params.items():
         if value is None:
             continue
         table = ("path" if key in _PATH_KEYS else "tcp" if key in _TCP_KEYS else "mpi" if key in _MPI_KEYS
-                 else None if key in _TOP_KEYS else "?")
+                 else "coll" if key in _COLL_KEYS else None if key in _TOP_KEYS else "?")
         if table == "?":
             raise UserError(f"unknown MPI-over-TCP scenario parameter '{key}'")
         (sc[table] if table else sc)[key] = value

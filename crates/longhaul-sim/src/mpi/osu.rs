@@ -41,8 +41,9 @@ const ACK_BYTES: u64 = 4;
 pub const WARMUP: u64 = 2;
 pub const ITERATIONS: u64 = 10;
 
-const START: u32 = 0;
-const END: u32 = 1;
+/// Mark labels: the start and end of the timed part (warm-up marks use u32::MAX).
+pub const START: u32 = 0;
+pub const END: u32 = 1;
 
 impl OsuBench {
     pub fn collective(self) -> Option<Collective> {

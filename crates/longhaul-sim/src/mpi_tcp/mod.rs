@@ -1,5 +1,6 @@
-//! MPI over TCP: Open MPI's ob1 PML on the TCP BTL, point to point, across the simulated
-//! long-haul path, for the OSU latency, bw and bibw benchmarks.
+//! MPI over TCP: Open MPI's ob1 PML on the TCP BTL across the simulated long-haul path, for
+//! the OSU latency, bw and bibw benchmarks (one rank pair) and osu_bcast (N ranks per cluster,
+//! Open MPI's own broadcast or the two-level one, [`coll`]).
 //!
 //! The counterpart of [`crate::mpi`] (MPI over InfiniBand verbs) for clusters joined by an IP
 //! path, and for comparing the model with real Open MPI run through the link emulator
@@ -8,10 +9,13 @@
 //! pairs' TCP connections on the TCP model's sender, receiver, stack costs and path) and
 //! [`ranks`] (the OSU programs, matching, per-message CPU time) → [`scenario`].
 //!
-//! Each rank pair has one TCP connection (as the TCP BTL opens with `btl_tcp_links` = 1); rank
-//! 0 runs on host A0 and rank 1 on host B0 of the path's two clusters.
+//! Each rank pair has one TCP connection (as the TCP BTL opens with `btl_tcp_links` = 1). One
+//! rank per host, block placement: ranks 0..N-1 on hosts A0..A(N-1), the others on B0.. .
+//! Traffic inside a cluster goes host -> the cluster's box -> host on the path's host links
+//! (the emulator's veth + bridge), never over the WAN.
 
 pub mod btl;
+pub mod coll;
 pub mod net;
 pub mod ranks;
 pub mod scenario;
@@ -122,21 +126,32 @@ pub fn validate_mpi_tcp_json(text: &str) -> Result<(), ScenarioError> {
 
 pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
     let t = &r.tcp;
-    let layout = Layout::new(1, 1, 2, &Placement::Block).expect("two ranks fit two nodes");
-    // Point-to-point benchmarks only: no collective algorithm is ever chosen.
-    let never = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
-    let (progs, _) = osu::programs(&r.osu, &layout, Algo::Default, t.one_way_delay_us(), never);
+    let (progs, per_cluster) = match &r.bcast {
+        Some((progs, _)) => (progs.clone(), r.coll.ranks_per_cluster as usize),
+        None => {
+            let layout = Layout::new(1, 1, 2, &Placement::Block).expect("two ranks fit two nodes");
+            // Point-to-point benchmarks: no collective algorithm is ever chosen.
+            let never = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
+            (osu::programs(&r.osu, &layout, Algo::Default, t.one_way_delay_us(), never).0, 1)
+        }
+    };
     let mut fabric: Fabric<TcpPacket> = Fabric::new(t.seed);
-    let p = path::build(t, &mut fabric, 1);
+    let p = path::build(t, &mut fabric, per_cluster);
     let mut net = TcpNet::new(fabric.nodes.len(), t.framing(), &t.stack, r.btl.per_msg_ns);
-    let host = vec![p.hosts_a[0], p.hosts_b[0]];
-    let (ab, ba) = net.connect(host[0], host[1], &t.params, t.cc);
+    let host: Vec<_> = p.hosts_a.iter().chain(&p.hosts_b).copied().collect();
     let ranks = Ranks::new(progs, r.btl.clone());
     let n = ranks.size() as usize;
     let mut dir = vec![vec![u32::MAX; n]; n];
-    dir[0][1] = ab;
-    dir[1][0] = ba;
-    let mut world = World { fabric, net, ranks, dir, ends: vec![(0, 1), (1, 0)] };
+    let mut ends = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            let (ab, ba) = net.connect(host[a], host[b], &t.params, t.cc);
+            dir[a][b] = ab;
+            dir[b][a] = ba;
+            ends.extend([(a as u32, b as u32), (b as u32, a as u32)]);
+        }
+    }
+    let mut world = World { fabric, net, ranks, dir, ends };
     let mut q: EventQueue<Ev> = EventQueue::new();
     for rank in 0..n as u32 {
         world.ranks.advance(rank, 0);
@@ -161,10 +176,10 @@ fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiR
         bench: Some(r.osu.bench.name().to_string()),
         app: None,
         class: None,
-        algo: "p2p".into(),
+        algo: r.bcast.as_ref().map_or("p2p".into(), |(_, a)| a.clone()),
         size_bytes: Some(r.osu.size_bytes),
-        ranks: 2,
-        nodes: 1,
+        ranks: w.ranks.size(),
+        nodes: r.coll.ranks_per_cluster,
         ppn: 1,
         pairs: None,
         delay_us: t.delay_us,

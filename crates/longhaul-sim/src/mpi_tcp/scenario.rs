@@ -5,8 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::coll;
 use super::btl::{BtlParams, BTL_HDR_BYTES, FRAG_HDR_BYTES, RNDV_HDR_BYTES};
 use crate::mpi::osu::OsuBench;
+use crate::mpi::program::Programs;
 use crate::mpi::scenario::OsuSpec;
 use crate::scenario::{err, in_range_f, in_range_u, ScenarioError};
 use crate::tcp::scenario::{StackSpec, TcpPathSpec, TcpResolved, TcpScenario, TcpSpec};
@@ -21,6 +23,31 @@ pub struct BtlSpec {
     pub max_send_size_bytes: Option<u64>,
     pub per_msg_us: Option<f64>,
 }
+
+/// Collectives (osu bcast): ranks per cluster (one per host), Open MPI's own broadcast or the
+/// two-level one of `longhaul.mpi.HierComm`, and the size of that one's WAN pieces.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CollSpec {
+    pub ranks_per_cluster: Option<u32>,
+    /// "default" (Open MPI 4.1's coll/tuned choice) or "hierarchical".
+    pub algo: Option<String>,
+    /// HierComm's wan_chunk_bytes / $LONGHAUL_WAN_CHUNK_BYTES (default 32 KiB).
+    pub wan_chunk_bytes: Option<u64>,
+}
+
+/// The collective part, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollParams {
+    pub ranks_per_cluster: u32,
+    pub hierarchical: bool,
+    pub wan_chunk_bytes: u64,
+}
+
+/// HierComm.WAN_CHUNK_BYTES and liblonghaul_coll's default piece size.
+pub const WAN_CHUNK_BYTES: u64 = 32 * 1024;
+/// The emulator's limit on hosts per cluster (one rank per host).
+pub const MAX_RANKS_PER_CLUSTER: u64 = 16;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +64,8 @@ pub struct MpiTcpScenario {
     pub stack: Option<StackSpec>,
     #[serde(default)]
     pub mpi: BtlSpec,
+    #[serde(default)]
+    pub coll: CollSpec,
     pub osu: OsuSpec,
 }
 
@@ -47,11 +76,15 @@ fn default_seed() -> u64 {
 pub struct MpiTcpResolved {
     pub tcp: TcpResolved,
     pub btl: BtlParams,
+    pub coll: CollParams,
     pub osu: OsuSpec,
+    /// bcast: every rank's program and the algorithm(s) used (built here, so that a case the
+    /// model does not run is refused like any bad input).
+    pub bcast: Option<(Programs, String)>,
 }
 
-/// Benchmarks this transport runs (one rank pair).
-pub const BENCHES: [OsuBench; 3] = [OsuBench::Latency, OsuBench::Bw, OsuBench::Bibw];
+/// Benchmarks this transport runs (one rank pair, or every rank for bcast).
+pub const BENCHES: [OsuBench; 4] = [OsuBench::Latency, OsuBench::Bw, OsuBench::Bibw, OsuBench::Bcast];
 
 impl MpiTcpScenario {
     pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
@@ -75,12 +108,37 @@ impl MpiTcpScenario {
         let per_msg_us = in_range_f("per_msg_us", m.per_msg_us.unwrap_or(0.0), 0.0, 10_000.0)?;
         let btl = BtlParams { eager_limit_bytes: eager, rndv_eager_limit_bytes: rndv, max_send_size_bytes: max_send, per_msg_ns: per_msg_us * 1e3 };
         if !BENCHES.contains(&self.osu.bench) {
-            return err(format!("osu.bench: '{}' does not run over the TCP transport (valid: latency, bw, bibw)", self.osu.bench.name()));
+            return err(format!("osu.bench: '{}' does not run over the TCP transport (valid: latency, bw, bibw, bcast)", self.osu.bench.name()));
         }
-        self.osu.validate(2)?;
-        if self.osu.pairs.is_some() || self.osu.root.is_some() {
-            return err("osu.pairs, osu.root: not used by latency, bw and bibw (one rank pair)");
+        let c = &self.coll;
+        let coll = CollParams {
+            ranks_per_cluster: in_range_u("coll.ranks_per_cluster", c.ranks_per_cluster.unwrap_or(1) as u64, 1, MAX_RANKS_PER_CLUSTER)? as u32,
+            hierarchical: match c.algo.as_deref().unwrap_or("default") {
+                "default" => false,
+                "hierarchical" => true,
+                other => return err(format!("coll.algo: '{other}' is not one of default, hierarchical")),
+            },
+            wan_chunk_bytes: in_range_u("coll.wan_chunk_bytes", c.wan_chunk_bytes.unwrap_or(WAN_CHUNK_BYTES), 1, 1 << 30)?,
+        };
+        if self.osu.bench == OsuBench::Bcast {
+            self.osu.validate(2 * coll.ranks_per_cluster)?;
+            if self.osu.pairs.is_some() {
+                return err("osu.pairs: not used by bcast");
+            }
+        } else {
+            self.osu.validate(2)?;
+            if self.osu.pairs.is_some() || self.osu.root.is_some() {
+                return err("osu.pairs, osu.root: not used by latency, bw and bibw (one rank pair)");
+            }
+            if *c != CollSpec::default() {
+                return err("coll: only for bcast (latency, bw and bibw run one rank pair)");
+            }
         }
-        Ok(MpiTcpResolved { tcp, btl, osu: self.osu.clone() })
+        let bcast = if self.osu.bench == OsuBench::Bcast {
+            Some(coll::osu_bcast(&self.osu, &coll).map_err(|e| ScenarioError(format!("osu.size_bytes: {e}")))?)
+        } else {
+            None
+        };
+        Ok(MpiTcpResolved { tcp, btl, coll, osu: self.osu.clone(), bcast })
     }
 }

@@ -39,7 +39,7 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
     p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
                    help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
-                        "latency/bw/bibw; options under 'MPI over TCP')")
+                        "latency/bw/bibw, and bcast with --nodes ranks per cluster; options under 'MPI over TCP')")
     p.add_argument("--eager-credits", type=int, default=None, metavar="N",
                    help="eager buffers per peer (1..4096; default 16, MVAPICH2's RDMA fast path)")
     p.add_argument("--send-wqes", type=int, default=None, metavar="N",
@@ -163,11 +163,16 @@ def _stack(text: str):
 
 
 def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
-    for attr, opt in _IB_ONLY:
-        if getattr(args, attr, None) is not None:
-            raise UserError(f"{opt}: not used with --transport tcp (one rank pair over TCP)")
     if args.bench not in mpi_tcp.BENCHES:
         raise UserError(f"--bench: '{args.bench}' does not run over --transport tcp (valid: {', '.join(mpi_tcp.BENCHES)})")
+    bcast = args.bench == "bcast"
+    for attr, opt in _IB_ONLY:
+        if getattr(args, attr, None) is not None and not (bcast and attr in ("nodes", "algo")):
+            raise UserError(f"{opt}: not used with --transport tcp ({'bcast takes --nodes and --algo' if bcast else 'one rank pair over TCP'})")
+    if bcast and args.algo == "auto":
+        raise UserError("--algo: 'auto' is not run over --transport tcp (valid: default, hierarchical)")
+    if bcast and args.nodes is not None and not 1 <= args.nodes <= 16:
+        raise UserError(f"--nodes: {args.nodes} is out of range [1, 16] with --transport tcp (ranks per cluster, one per host)")
     eager = _size_in(args.eager_limit, "--eager-limit", 1024, 1 << 30)
     buf = _size_in(args.socket_buffer_max, "--socket-buffer-max", 65536, 1 << 32)
     if args.per_msg_us is not None and not 0 <= args.per_msg_us <= 10000:
@@ -177,8 +182,9 @@ def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
                              iterations=args.iterations, window=args.window, seed=args.seed, loss=args.loss,
                              stack=_stack(args.stack) if args.stack is not None else None, rate_gbps=rate,
                              eager_limit_bytes=eager, per_msg_us=args.per_msg_us, cc=args.cc,
-                             rmem_max_bytes=buf, wmem_max_bytes=buf)
-    emit(recs, args.format, P2P_COLUMNS, title=f"longhaul sim mpi osu --bench {args.bench} --transport tcp "
+                             rmem_max_bytes=buf, wmem_max_bytes=buf,
+                             ranks_per_cluster=args.nodes if bcast else None, algo=args.algo if bcast else None)
+    emit(recs, args.format, COLL_COLUMNS if bcast else P2P_COLUMNS, title=f"longhaul sim mpi osu --bench {args.bench} --transport tcp "
                                                f"({recs[0]['testbed']}, stack {recs[0]['node']})")
     return 0
 

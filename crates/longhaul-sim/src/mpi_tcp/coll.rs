@@ -1,0 +1,314 @@
+//! Broadcast over TCP as the real libraries run it: Open MPI 4.1's own `MPI_Bcast` (the
+//! `coll/tuned` component's fixed decision rules and its unsegmented tree algorithms), the
+//! two-level broadcast of `longhaul.mpi.HierComm.Bcast` / `LH_Bcast`, and Open MPI's barrier
+//! between the calls of osu_bcast. Lowered to rank programs ([`Programs`]) that [`super::ranks`]
+//! plays over the ranks' TCP connections.
+//!
+//! Sources (Open MPI 4.1.x, `ompi/mca/coll/tuned/coll_tuned_decision_fixed.c`):
+//! `ompi_coll_tuned_bcast_intra_dec_fixed` picks an algorithm from the communicator size and
+//! the message size and calls `ompi_coll_tuned_bcast_intra_do_this(..., alg, 0, 0)`: fan-out and
+//! segment size 0, i.e. one segment (no pipelining) for every tree algorithm; a chain with
+//! fan-out 0 is built with fan-out 1 (`coll_base_topo.c`, build_chain). The algorithm numbers
+//! match `ompi_info --param coll tuned --level 9` of Open MPI 4.1.4 (1 basic_linear, 2 chain,
+//! 3 pipeline, 4 split_binary_tree, 5 binary_tree, 6 binomial, 7 knomial, 8 scatter_allgather,
+//! 9 scatter_allgather_ring). Tree shapes from `ompi/mca/coll/base/coll_base_topo.c`
+//! (build_tree: children `r + fanout^level x (i + 1)`; build_bmtree; build_kmtree with
+//! `coll_tuned_bcast_algorithm_knomial_radix` = 4). With one segment,
+//! `ompi_coll_base_bcast_intra_generic` receives the whole message from the parent, then posts a
+//! send to every child and waits for all; basic_linear is the root sending to every rank.
+//! `ompi_coll_tuned_barrier_intra_dec_fixed`: 2 ranks two_procs, fewer than 4 recursive
+//! doubling, fewer than 8 linear, fewer than 64 recursive doubling.
+
+use super::scenario::CollParams;
+use crate::mpi::osu::{END, START};
+use crate::mpi::program::{Action, Programs, Xfer};
+use crate::mpi::scenario::OsuSpec;
+
+/// Open MPI 4.1's broadcast algorithms (numbered as `coll_tuned_bcast_algorithm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OmpiBcast {
+    BasicLinear = 1,
+    Chain = 2,
+    Pipeline = 3,
+    SplitBinaryTree = 4,
+    BinaryTree = 5,
+    Binomial = 6,
+    Knomial = 7,
+    ScatterAllgather = 8,
+}
+
+impl OmpiBcast {
+    pub fn name(self) -> &'static str {
+        match self {
+            OmpiBcast::BasicLinear => "basic_linear",
+            OmpiBcast::Chain => "chain",
+            OmpiBcast::Pipeline => "pipeline",
+            OmpiBcast::SplitBinaryTree => "split_binary_tree",
+            OmpiBcast::BinaryTree => "binary_tree",
+            OmpiBcast::Binomial => "binomial",
+            OmpiBcast::Knomial => "knomial",
+            OmpiBcast::ScatterAllgather => "scatter_allgather",
+        }
+    }
+}
+
+/// The largest communicator the decision table below is written out for (the emulator holds
+/// at most 16 ranks per cluster).
+pub const MAX_RANKS: usize = 63;
+
+/// `ompi_coll_tuned_bcast_intra_dec_fixed` of Open MPI 4.1 for communicators of 2..=63 ranks.
+pub fn ompi_bcast_choice(ranks: usize, bytes: u64) -> OmpiBcast {
+    use OmpiBcast::*;
+    // (upper bound of total bytes, algorithm) per communicator-size band; the last entry holds
+    // for every larger message.
+    let band: &[(u64, OmpiBcast)] = match ranks {
+        0..=3 => &[(32, Pipeline), (256, BinaryTree), (512, Pipeline), (1024, Knomial), (32768, BasicLinear), (131_072, BinaryTree), (262_144, Chain), (524_288, BasicLinear), (1_048_576, Binomial), (u64::MAX, BinaryTree)],
+        4..=7 => &[(64, BinaryTree), (128, Binomial), (2048, BinaryTree), (8192, Binomial), (1_048_576, BasicLinear), (u64::MAX, Chain)],
+        8..=15 => &[(8, Knomial), (64, BinaryTree), (4096, Knomial), (16384, BinaryTree), (32768, Binomial), (u64::MAX, BasicLinear)],
+        16..=31 => &[(4096, Knomial), (1_048_576, Binomial), (u64::MAX, ScatterAllgather)],
+        _ => &[(2048, Binomial), (u64::MAX, Knomial)],
+    };
+    band.iter().find(|&&(below, _)| bytes < below).map_or(band[band.len() - 1].1, |&(_, a)| a)
+}
+
+/// Parent and children (in the order the sends are posted) of position `v` (relative to the
+/// root) in a tree of `n` ranks; `None` for the algorithms not modelled.
+fn tree(alg: OmpiBcast, n: usize, v: usize) -> Option<(Option<usize>, Vec<usize>)> {
+    let parent_children = match alg {
+        OmpiBcast::BasicLinear => {
+            if v == 0 {
+                (None, (1..n).collect())
+            } else {
+                (Some(0), Vec::new())
+            }
+        }
+        // Fan-out 1: a pipeline 0 -> 1 -> ... -> n-1 (one segment).
+        OmpiBcast::Chain | OmpiBcast::Pipeline => ((v > 0).then(|| v - 1), if v + 1 < n { vec![v + 1] } else { Vec::new() }),
+        OmpiBcast::BinaryTree => {
+            // build_tree(fanout 2): level L holds 2^L ranks; children r + 2^L x (i + 1).
+            let (mut level, mut first) = (0u32, 0usize);
+            while first + (1 << level) <= v {
+                first += 1 << level;
+                level += 1;
+            }
+            let delta = 1usize << level;
+            let children = (1..=2).map(|i| v + delta * i).filter(|&c| c < n).collect();
+            // The parent steps back by 2^(L-1) until it lies in the level above.
+            let parent = (v > 0).then(|| {
+                let mut p = v;
+                while p >= first {
+                    p -= delta / 2;
+                }
+                p
+            });
+            (parent, children)
+        }
+        OmpiBcast::Binomial => kary(n, v, 2),
+        OmpiBcast::Knomial => kary(n, v, 4),
+        OmpiBcast::SplitBinaryTree | OmpiBcast::ScatterAllgather => return None,
+    };
+    Some(parent_children)
+}
+
+/// k-nomial tree (k = 2: binomial): the parent clears the lowest nonzero base-k digit; the
+/// children add j x k^d (j = 1..k-1) for every digit d below it, smallest distance first.
+fn kary(n: usize, v: usize, k: usize) -> (Option<usize>, Vec<usize>) {
+    let mut step = 1;
+    while step < n && v % (step * k) == 0 {
+        step *= k;
+    }
+    let parent = (v > 0).then(|| v - v % (step * k));
+    let mut children = Vec::new();
+    let mut s = 1;
+    while s < step.min(n) {
+        for j in 1..k {
+            if v + j * s < n {
+                children.push(v + j * s);
+            }
+        }
+        s *= k;
+    }
+    (parent, children)
+}
+
+/// One `MPI_Bcast` of `bytes` among the global ranks `g` (root at index `root`), with the
+/// algorithm Open MPI 4.1 picks; an error names an algorithm not modelled.
+pub fn ompi_bcast(p: &mut Programs, g: &[u32], root: usize, bytes: u64) -> Result<OmpiBcast, String> {
+    let n = g.len();
+    if n < 2 {
+        return Ok(OmpiBcast::BasicLinear);
+    }
+    let alg = ompi_bcast_choice(n, bytes);
+    for (i, &me) in g.iter().enumerate() {
+        let v = (i + n - root) % n;
+        let (parent, children) = tree(alg, n, v).ok_or_else(|| {
+            format!("Open MPI 4.1 broadcasts {bytes} bytes among {n} ranks with {}, which the TCP model does not run", alg.name())
+        })?;
+        let rank = |w: usize| g[(w + root) % n];
+        let prog = &mut p.ranks[me as usize];
+        if let Some(up) = parent {
+            prog.push(Action::recv(Xfer::plain(rank(up), bytes)));
+        }
+        if !children.is_empty() {
+            prog.push(Action::Round { sends: children.iter().map(|&c| Xfer::plain(rank(c), bytes)).collect(), recvs: Vec::new() });
+        }
+    }
+    Ok(alg)
+}
+
+/// Open MPI 4.1's barrier among the global ranks `g` (zero-byte messages).
+pub fn ompi_barrier(p: &mut Programs, g: &[u32]) {
+    let n = g.len();
+    let zero = |r: u32| Xfer::plain(r, 0);
+    if (4..8).contains(&n) {
+        // basic_linear: everyone reports to rank 0, which then releases everyone.
+        for &r in &g[1..] {
+            p.ranks[r as usize].push(Action::send(zero(g[0])));
+            p.ranks[r as usize].push(Action::recv(zero(g[0])));
+        }
+        p.ranks[g[0] as usize].push(Action::Round { sends: Vec::new(), recvs: g[1..].iter().map(|&r| zero(r)).collect() });
+        p.ranks[g[0] as usize].push(Action::Round { sends: g[1..].iter().map(|&r| zero(r)).collect(), recvs: Vec::new() });
+        return;
+    }
+    // Recursive doubling (two_procs for 2 ranks is the same single exchange): ranks beyond the
+    // largest power of two first hand over to a partner and are released by it at the end.
+    let pof2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
+    for (i, &me) in g.iter().enumerate() {
+        let prog = &mut p.ranks[me as usize];
+        if i >= pof2 {
+            prog.push(Action::send(zero(g[i - pof2])));
+            prog.push(Action::recv(zero(g[i - pof2])));
+            continue;
+        }
+        if i + pof2 < n {
+            prog.push(Action::recv(zero(g[i + pof2])));
+        }
+        let mut mask = 1;
+        while mask < pof2 {
+            let peer = g[i ^ mask];
+            prog.push(Action::sendrecv(zero(peer), zero(peer)));
+            mask <<= 1;
+        }
+        if i + pof2 < n {
+            prog.push(Action::send(zero(g[i + pof2])));
+        }
+    }
+}
+
+/// `HierComm.Bcast` / `LH_Bcast` with the root in `clusters[rc][ri]`: the root hands the buffer
+/// to its cluster's leader (the cluster's first rank); that leader posts the message to every
+/// other leader without waiting, as pieces of at most `chunk` bytes when it is larger than one
+/// (all in flight at once: each piece below the eager limit, so none waits for a rendezvous
+/// round trip), else as one message (an `MPI_Ibcast` among the leaders); it then runs its own
+/// cluster's `MPI_Bcast` and waits for the pieces. Another leader waits for all pieces, then
+/// runs its cluster's `MPI_Bcast`. Returns the algorithm Open MPI uses inside the clusters.
+pub fn hier_bcast(p: &mut Programs, clusters: &[Vec<u32>], rc: usize, ri: usize, bytes: u64, chunk: u64) -> Result<Vec<OmpiBcast>, String> {
+    let leader = clusters[rc][0];
+    let root = clusters[rc][ri];
+    if root != leader {
+        p.ranks[root as usize].push(Action::send(Xfer::plain(leader, bytes)));
+        p.ranks[leader as usize].push(Action::recv(Xfer::plain(root, bytes)));
+    }
+    let pieces: Vec<u64> = if bytes > chunk { (0..bytes.div_ceil(chunk)).map(|i| chunk.min(bytes - i * chunk)).collect() } else { vec![bytes] };
+    let others: Vec<u32> = clusters.iter().enumerate().filter(|&(c, _)| c != rc).map(|(_, m)| m[0]).collect();
+    let sends = others.iter().flat_map(|&o| pieces.iter().map(move |&b| Xfer::plain(o, b))).collect();
+    p.ranks[leader as usize].push(Action::Post { sends, recvs: Vec::new() });
+    let mut used = Vec::new();
+    used.push(ompi_bcast(p, &clusters[rc], 0, bytes)?);
+    p.ranks[leader as usize].push(Action::WaitAll);
+    for members in clusters.iter().enumerate().filter(|&(c, _)| c != rc).map(|(_, m)| m) {
+        let recvs = pieces.iter().map(|&b| Xfer::plain(leader, b)).collect();
+        p.ranks[members[0] as usize].push(Action::Post { sends: Vec::new(), recvs });
+        p.ranks[members[0] as usize].push(Action::WaitAll);
+        used.push(ompi_bcast(p, members, 0, bytes)?);
+    }
+    Ok(used)
+}
+
+/// osu_bcast as `longhaul emu mpi osu` runs it (`osu_mpi.py`): every iteration is a barrier,
+/// then each rank times its own broadcast call; warm-up calls are not timed. Block placement:
+/// ranks 0..N-1 in cluster A. Returns the programs and the algorithm(s) used.
+pub fn osu_bcast(spec: &OsuSpec, c: &CollParams) -> Result<(Programs, String), String> {
+    let rpc = c.ranks_per_cluster;
+    let n = 2 * rpc;
+    let world: Vec<u32> = (0..n).collect();
+    let clusters: Vec<Vec<u32>> = vec![(0..rpc).collect(), (rpc..n).collect()];
+    let root = spec.root.unwrap_or(0);
+    let mut p = Programs::new(n as usize);
+    let mut used = String::new();
+    let (warm, iters) = (spec.warmup.unwrap_or(crate::mpi::osu::WARMUP), spec.iterations.unwrap_or(crate::mpi::osu::ITERATIONS));
+    for i in 0..warm + iters {
+        ompi_barrier(&mut p, &world);
+        p.mark_all(if i < warm { u32::MAX } else { START });
+        used = if c.hierarchical {
+            let inside = hier_bcast(&mut p, &clusters, (root / rpc) as usize, (root % rpc) as usize, spec.size_bytes, c.wan_chunk_bytes)?;
+            format!("hierarchical ({} inside the clusters)", inside[0].name())
+        } else {
+            ompi_bcast(&mut p, &world, root as usize, spec.size_bytes)?.name().to_string()
+        };
+        p.mark_all(if i < warm { u32::MAX } else { END });
+    }
+    Ok((p, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mpi::program::check;
+
+    fn parents(alg: OmpiBcast, n: usize) -> Vec<Option<usize>> {
+        (0..n).map(|v| tree(alg, n, v).unwrap().0).collect()
+    }
+
+    #[test]
+    fn trees_are_open_mpis_shapes() {
+        // build_tree(2) is strided: 0 -> 1, 2; 1 -> 3, 5; 2 -> 4, 6; 3 -> 7.
+        assert_eq!(parents(OmpiBcast::BinaryTree, 8), vec![None, Some(0), Some(0), Some(1), Some(2), Some(1), Some(2), Some(3)]);
+        assert_eq!(tree(OmpiBcast::BinaryTree, 8, 1).unwrap().1, vec![3, 5]);
+        assert_eq!(parents(OmpiBcast::Binomial, 8), vec![None, Some(0), Some(0), Some(2), Some(0), Some(4), Some(4), Some(6)]);
+        assert_eq!(tree(OmpiBcast::Binomial, 8, 0).unwrap().1, vec![1, 2, 4]);
+        assert_eq!(tree(OmpiBcast::Knomial, 8, 0).unwrap().1, vec![1, 2, 3, 4]);
+        assert_eq!(parents(OmpiBcast::Knomial, 8)[5..], [Some(4), Some(4), Some(4)]);
+        assert_eq!(parents(OmpiBcast::Chain, 4), vec![None, Some(0), Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn every_rank_gets_the_message_once_for_every_modelled_choice() {
+        for n in 2..=MAX_RANKS {
+            for bytes in [1u64, 100, 1000, 5000, 20_000, 40_000, 200_000, 1 << 20, 4 << 20] {
+                for root in [0, n / 2, n - 1] {
+                    let mut p = Programs::new(n);
+                    let g: Vec<u32> = (0..n as u32).collect();
+                    if ompi_bcast(&mut p, &g, root, bytes).is_err() {
+                        continue;
+                    }
+                    let recvs: usize = p.ranks.iter().flatten().map(|a| if let Action::Round { recvs, .. } = a { recvs.len() } else { 0 }).sum();
+                    assert_eq!(recvs, n - 1, "n {n} bytes {bytes} root {root}");
+                    ompi_barrier(&mut p, &g);
+                    check(&p, &mut p.zero_buffers()).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_8_rank_1_mib_default_is_basic_linear_and_the_4_rank_one_a_chain() {
+        assert_eq!(ompi_bcast_choice(8, 1 << 20), OmpiBcast::BasicLinear);
+        assert_eq!(ompi_bcast_choice(4, 1 << 20), OmpiBcast::Chain);
+        assert_eq!(ompi_bcast_choice(4, (1 << 20) - 1), OmpiBcast::BasicLinear);
+        assert_eq!(ompi_bcast_choice(2, 32 << 10), OmpiBcast::BinaryTree);
+    }
+
+    #[test]
+    fn hierarchical_bcast_crosses_once_in_eager_pieces() {
+        let clusters = vec![vec![0u32, 1, 2, 3], vec![4, 5, 6, 7]];
+        let mut p = Programs::new(8);
+        hier_bcast(&mut p, &clusters, 0, 1, 1 << 20, 32 << 10).unwrap();
+        check(&p, &mut p.zero_buffers()).unwrap();
+        let wan: Vec<u64> = p.ranks[0]
+            .iter()
+            .flat_map(|a| if let Action::Post { sends, .. } = a { sends.iter().filter(|x| x.peer >= 4).map(|x| x.bytes).collect() } else { Vec::new() })
+            .collect();
+        assert_eq!((wan.len(), wan.iter().sum::<u64>()), (32, 1 << 20));
+    }
+}
