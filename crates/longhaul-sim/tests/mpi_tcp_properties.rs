@@ -20,7 +20,7 @@ fn run(json: &str) -> MpiRecord {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(20))]
+    #![proptest_config(ProptestConfig { cases: 20, rng_seed: proptest::test_runner::RngSeed::Fixed(20_261_122), ..ProptestConfig::default() })]
     #[test]
     fn every_message_once_in_order_and_never_faster_than_the_link(
         bench in prop::sample::select(vec!["bw", "bibw", "latency"]),
@@ -53,7 +53,7 @@ fn bcast(per_cluster: u32, algo: &str, size: u64, root: u32, delay_us: f64, chun
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig { cases: 24, rng_seed: proptest::test_runner::RngSeed::Fixed(20_261_122), ..ProptestConfig::default() })]
     #[test]
     fn every_bcast_message_arrives_once_in_order_for_both_algorithms(
         per_cluster in 1u32..6,
@@ -69,8 +69,10 @@ proptest! {
         prop_assert_eq!(r.delivered_messages, r.messages);
         prop_assert_eq!(r.ranks, 2 * per_cluster);
         // Every rank waits at least for the data when it is not the root: some rank's call
-        // spans the one-way delay unless all ranks sit on one side.
-        prop_assert!(r.lat_max_us.unwrap() >= delay, "{:?} < {}", r.lat_max_us, delay);
+        // spans the one-way delay. A 0-byte bcast moves nothing (Open MPI returns at once).
+        if size > 0 {
+            prop_assert!(r.lat_max_us.unwrap() >= delay, "{:?} < {}", r.lat_max_us, delay);
+        }
     }
 }
 
