@@ -35,6 +35,13 @@ pub trait Endpoints<P> {
     fn pull(&mut self, now: Time, node: NodeId) -> Pull<P>;
     /// The packet just pulled from `node` will have left the host at `done_at`.
     fn sent(&mut self, node: NodeId, pkt: &P, done_at: Time);
+    /// True if a `pull` at `at` would return `Idle` and change nothing, provided nothing is
+    /// delivered to `node` and none of its timers fires before then. The fabric then does not
+    /// wake the busy port at `at` (each of those events tries the port again). The default,
+    /// false, always wakes it.
+    fn idle_at(&self, _node: NodeId, _at: Time) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,14 +262,13 @@ impl<P: Routable> Fabric<P> {
         let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
         // The last bit cannot leave before it has arrived.
         let ready_at = now.max(item.tail_at.saturating_sub(ser_out));
-        if let Some(limit) = port.params.queue_limit_bytes {
-            if port.queued_bytes + item.wire_bytes as u64 > limit {
-                port.stats.drops_queue += 1;
-                self.return_credits(in_port, now, item.wire_bytes, q);
-                return;
-            }
+        let waiting = port.waiting_bytes(now);
+        if port.params.queue_limit_bytes.is_some_and(|limit| waiting + item.wire_bytes as u64 > limit) {
+            port.stats.drops_queue += 1;
+            self.return_credits(in_port, now, item.wire_bytes, q);
+            return;
         }
-        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(port.queued_bytes + item.wire_bytes as u64);
+        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(waiting + item.wire_bytes as u64);
         if port.commit_ahead && port.queue.is_empty() {
             // What `try_send` would do with this packet alone in the queue, without queueing it.
             let start = now.max(port.busy_until).max(ready_at);
@@ -277,11 +283,13 @@ impl<P: Routable> Fabric<P> {
 
     /// Start as many transmissions on port `p` as its state allows at `now`.
     ///
-    /// Forwarding ports without a drop-tail limit commit queued packets ahead: a packet whose
-    /// credits are available now is given its (possibly future) start time at once. This is
-    /// exact for a FIFO port, because credits only grow with time except through the port's
-    /// own sends, and it saves one event per packet on every backlogged port. Host ports pull
-    /// one packet at a time so that ACKs generated meanwhile still go first.
+    /// Forwarding ports commit packets ahead: a packet whose credits are available now is given
+    /// its (possibly future) start time at once, and put on the wire. This is exact for a FIFO
+    /// port, because credits only grow with time except through the port's own sends, and a
+    /// drop-tail limit is checked against the packets whose start is still to come (virtual
+    /// finish times); it saves one event per packet on every backlogged port. Host ports pull
+    /// one packet at a time so that ACKs generated meanwhile still go first; a busy host port
+    /// is woken when it is free only if the host may have something for it then.
     fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let pi = p as usize;
         let is_host = self.ports[pi].ends.from_host;
@@ -289,8 +297,8 @@ impl<P: Routable> Fabric<P> {
         loop {
             let port = &mut self.ports[pi];
             if port.busy_until > now && !commit_ahead {
-                if is_host || !port.queue.is_empty() {
-                    let t = port.busy_until;
+                let t = port.busy_until;
+                if !port.queue.is_empty() || (is_host && !eps.idle_at(port.node, t)) {
                     self.wake(p, t, q);
                 }
                 return;
@@ -361,6 +369,10 @@ impl<P: Routable> Fabric<P> {
         let port = &mut self.ports[p as usize];
         if port.ends.from_host {
             eps.sent(port.node, &pkt, start + ser);
+        }
+        if port.params.queue_limit_bytes.is_some() {
+            port.committed.push_back((start, wire_bytes));
+            port.committed_bytes += wire_bytes as u64;
         }
         let was_empty = port.wire.is_empty();
         port.wire.push_back(InFlight { deliver_at, tail_at, wire_bytes, pkt });

@@ -98,11 +98,17 @@ pub struct Port<P> {
     pub(crate) ends: Ends,
     /// Link-level flow control is on (`params.peer_buffer_bytes` is set).
     pub(crate) credit_controlled: bool,
-    /// A forwarding port without a drop-tail limit: it schedules queued packets ahead.
+    /// A forwarding port: it gives each packet its (possibly future) start of transmission as
+    /// soon as it can (see `Fabric::try_send`).
     pub(crate) commit_ahead: bool,
     pub stats: PortStats,
     pub(crate) queue: VecDeque<Queued<P>>,
     pub(crate) queued_bytes: u64,
+    /// Drop-tail ports: the packets already given a start of transmission, (start, bytes) in
+    /// order, until they start; with `committed_bytes`, their sum, this is the queue a drop-tail
+    /// decision sees.
+    pub(crate) committed: VecDeque<(Time, u32)>,
+    pub(crate) committed_bytes: u64,
     pub(crate) busy_until: Time,
     /// Credits (bytes, in whole blocks) we may still send into the peer's buffer.
     pub(crate) credits: u64,
@@ -121,12 +127,14 @@ impl<P> Port<P> {
             node,
             peer: NO_PORT,
             credit_controlled: params.peer_buffer_bytes.is_some(),
-            commit_ahead: !ends.from_host && params.queue_limit_bytes.is_none(),
+            commit_ahead: !ends.from_host,
             ends,
             params,
             stats: PortStats::default(),
             queue: VecDeque::new(),
             queued_bytes: 0,
+            committed: VecDeque::new(),
+            committed_bytes: 0,
             busy_until: 0,
             credits,
             credit_returns: VecDeque::new(),
@@ -165,6 +173,20 @@ impl<P> Port<P> {
         true
     }
 
+    /// Bytes waiting at `now` (queued, or committed to a later start), forgetting the
+    /// committed packets that have started by then.
+    #[inline]
+    pub(crate) fn waiting_bytes(&mut self, now: Time) -> u64 {
+        while let Some(&(start, bytes)) = self.committed.front() {
+            if start > now {
+                break;
+            }
+            self.committed_bytes -= bytes as u64;
+            self.committed.pop_front();
+        }
+        self.queued_bytes + self.committed_bytes
+    }
+
     /// Record credits that will arrive at `at` (kept sorted; almost always appended).
     #[inline]
     pub(crate) fn push_credit_return(&mut self, at: Time, bytes: u64) {
@@ -177,6 +199,12 @@ impl<P> Port<P> {
         }
         let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map_or(0, |i| i + 1);
         self.credit_returns.insert(pos, (at, bytes));
+    }
+
+    /// Packets this port had started sending by `t`: on a drop-tail port, `stats.tx_packets`
+    /// also counts the packets committed to a later start.
+    pub fn tx_packets_by(&self, t: Time) -> u64 {
+        self.stats.tx_packets - self.committed.iter().filter(|&&(start, _)| start > t).count() as u64
     }
 
     /// Packets and bytes currently on the wire or queued (memory is proportional to these).

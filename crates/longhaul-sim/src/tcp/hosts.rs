@@ -326,4 +326,17 @@ impl Endpoints<TcpPacket> for TcpHosts {
     }
 
     fn sent(&mut self, _node: NodeId, _pkt: &TcpPacket, _done_at: Time) {}
+
+    /// Idle: no ACK, fragment or cross traffic waiting, and every connection's core free and
+    /// sender with nothing to do (the receiver after its ACK; the sender whose window is full).
+    fn idle_at(&self, node: NodeId, at: Time) -> bool {
+        let h = &self.hosts[node as usize];
+        h.ctrl.is_empty()
+            && h.frags.is_empty()
+            && h.cross.is_empty()
+            && h.conns.iter().all(|&c| {
+                let conn = &self.conns[c as usize];
+                h.cores_free[conn.core] <= at && conn.tx.idle_at(at)
+            })
+    }
 }

@@ -167,7 +167,8 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRec
     let stream_bw: Vec<f64> = w.tcp.conns.iter().map(|c| (c.rx.rcv_nxt * mss) as f64 / secs / 1e6).collect();
     let stream_retx: Vec<u64> = w.tcp.conns.iter().map(|c| c.tx.stats.retransmits).collect();
     let min_rtt = w.tcp.conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
-    let (ab, ba) = (&w.fabric.ports[p.wan_ab as usize].stats, &w.fabric.ports[p.wan_ba as usize].stats);
+    let (wan_ab, wan_ba) = (&w.fabric.ports[p.wan_ab as usize], &w.fabric.ports[p.wan_ba as usize]);
+    let (ab, ba) = (&wan_ab.stats, &wan_ba.stats);
     let window = match r.params.window {
         crate::tcp::WindowSpec::Fixed { bytes } => bytes.to_string(),
         crate::tcp::WindowSpec::Auto { .. } => "auto".to_string(),
@@ -201,7 +202,7 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRec
         cross_bw_MBps: w.tcp.cross.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / secs / 1e6,
         wan_drops_queue: ab.drops_queue + ba.drops_queue,
         wan_drops_loss: ab.drops_loss + ba.drops_loss,
-        link_packets: ab.tx_packets + ba.tx_packets,
+        link_packets: wan_ab.tx_packets_by(r.duration) + wan_ba.tx_packets_by(r.duration),
         sim_events: q.events_handled(),
         series_t_s: w.series.iter().map(|s| s.0).collect(),
         series_bw_MBps: w.series.iter().map(|s| s.1).collect(),
