@@ -257,7 +257,8 @@ impl<P: Routable> Fabric<P> {
             self.return_credits(in_port, now, item.wire_bytes, q);
             return;
         }
-        let out = choices[item.pkt.flow() as usize % choices.len()];
+        // (One choice is the common case: no division then.)
+        let out = if choices.len() == 1 { choices[0] } else { choices[item.pkt.flow() as usize % choices.len()] };
         let port = &mut self.ports[out as usize];
         let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
         // The last bit cannot leave before it has arrived.

@@ -242,14 +242,12 @@ impl Endpoints<TcpPacket> for TcpHosts {
                 let core = &mut self.hosts[conn.dst as usize].cores_free[conn.core];
                 *core = (*core).max(now) + self.costs.rx_pkt;
                 let ready = *core;
-                let mut syn_ack = TcpPacket::data(conn.src, pkt.conn, 0, self.framing.syn_bytes());
-                syn_ack.kind = Kind::SynAck;
-                syn_ack.rwnd_segs = conn.rx.window_segs();
+                let syn_ack = TcpPacket::syn_ack(conn.src, pkt.conn, conn.rx.window_segs(), self.framing.syn_bytes());
                 self.hosts[conn.dst as usize].ctrl.push_back((ready, syn_ack));
             }
             Kind::SynAck => {
                 let conn = &mut self.conns[pkt.conn as usize];
-                conn.tx.on_syn_ack(now, pkt.rwnd_segs);
+                conn.tx.on_syn_ack(now, pkt.rwnd_segs());
                 self.arm(pkt.conn);
             }
             Kind::Ack => {
@@ -257,7 +255,8 @@ impl Endpoints<TcpPacket> for TcpHosts {
                 let conn = &mut self.conns[pkt.conn as usize];
                 let core = &mut self.hosts[conn.src as usize].cores_free[conn.core];
                 *core = (*core).max(now) + ack_cost;
-                conn.tx.on_ack(now, pkt.seg, pkt.sack_blocks(), pkt.rwnd_segs);
+                let (sack, n) = pkt.sack_blocks();
+                conn.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
                 self.arm(pkt.conn);
             }
             Kind::Cross => {
