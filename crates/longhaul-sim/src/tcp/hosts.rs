@@ -282,13 +282,14 @@ impl Endpoints<TcpPacket> for TcpHosts {
             return Pull::Ready(p);
         }
         let n = h.conns.len();
-        for k in 0..n {
-            let h = &self.hosts[node as usize];
-            let i = (h.rr + k) % n;
-            let c = h.conns[i];
+        let mut i = h.rr;
+        for _ in 0..n {
+            let c = self.hosts[node as usize].conns[i];
+            // Round robin without a division per pull.
+            i = if i + 1 == n { 0 } else { i + 1 };
             match self.pull_conn(now, node, c) {
                 Ok(pkt) => {
-                    self.hosts[node as usize].rr = (i + 1) % n;
+                    self.hosts[node as usize].rr = i;
                     return Pull::Ready(pkt);
                 }
                 Err(t) => wait = wait.min(t),

@@ -289,9 +289,11 @@ impl Sender {
         due && (self.is_cwnd_limited, self.max_packets_out, self.cwnd_usage_seq) != (cwnd_limited, out, self.nxt)
     }
 
-    /// The congestion window allows another segment in flight.
+    /// The congestion window allows another segment in flight: pipe < max(floor(cwnd), 1),
+    /// written without `floor` (a library call on the baseline x86-64 target).
     fn window_open(&self) -> bool {
-        (self.pipe() as f64) < self.win.cwnd.floor().max(1.0)
+        let pipe = self.pipe();
+        pipe == 0 || (pipe + 1) as f64 <= self.win.cwnd
     }
 
     /// Linux tcp_is_cwnd_limited.
