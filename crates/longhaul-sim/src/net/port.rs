@@ -109,6 +109,11 @@ pub struct Port<P> {
     /// decision sees.
     pub(crate) committed: VecDeque<(Time, u32)>,
     pub(crate) committed_bytes: u64,
+    /// The far node forwards what this port sends the moment it is sent (see
+    /// `Fabric::plan_forwarding`), and the times of the queue drops decided that way ahead of
+    /// the packets' arrival, until the clock passes them.
+    pub(crate) forward_at_send: bool,
+    pub(crate) early_drops: VecDeque<Time>,
     pub(crate) busy_until: Time,
     /// Credits (bytes, in whole blocks) we may still send into the peer's buffer.
     pub(crate) credits: u64,
@@ -135,6 +140,8 @@ impl<P> Port<P> {
             queued_bytes: 0,
             committed: VecDeque::new(),
             committed_bytes: 0,
+            forward_at_send: false,
+            early_drops: VecDeque::new(),
             busy_until: 0,
             credits,
             credit_returns: VecDeque::new(),
@@ -173,10 +180,10 @@ impl<P> Port<P> {
         true
     }
 
-    /// Bytes waiting at `now` (queued, or committed to a later start), forgetting the
-    /// committed packets that have started by then.
+    /// Bytes waiting at `at` (queued, or committed to a start after `at`), at clock time
+    /// `now` <= `at`: the committed packets that have started by `now` are forgotten.
     #[inline]
-    pub(crate) fn waiting_bytes(&mut self, now: Time) -> u64 {
+    pub(crate) fn waiting_bytes(&mut self, now: Time, at: Time) -> u64 {
         while let Some(&(start, bytes)) = self.committed.front() {
             if start > now {
                 break;
@@ -184,7 +191,15 @@ impl<P> Port<P> {
             self.committed_bytes -= bytes as u64;
             self.committed.pop_front();
         }
-        self.queued_bytes + self.committed_bytes
+        while let Some(&t) = self.early_drops.front() {
+            if t > now {
+                break;
+            }
+            self.early_drops.pop_front();
+        }
+        // Forwarded ahead of time: the few packets starting between the clock and `at`.
+        let started = self.committed.iter().take_while(|&&(start, _)| start <= at).map(|&(_, b)| b as u64).sum::<u64>();
+        self.queued_bytes + self.committed_bytes - started
     }
 
     /// Record credits that will arrive at `at` (kept sorted; almost always appended).
@@ -205,6 +220,12 @@ impl<P> Port<P> {
     /// also counts the packets committed to a later start.
     pub fn tx_packets_by(&self, t: Time) -> u64 {
         self.stats.tx_packets - self.committed.iter().filter(|&&(start, _)| start > t).count() as u64
+    }
+
+    /// Queue drops of packets that had arrived by `t`: `stats.drops_queue` also counts the ones
+    /// decided ahead of their arrival.
+    pub fn drops_queue_by(&self, t: Time) -> u64 {
+        self.stats.drops_queue - self.early_drops.iter().filter(|&&at| at > t).count() as u64
     }
 
     /// Packets and bytes currently on the wire or queued (memory is proportional to these).
