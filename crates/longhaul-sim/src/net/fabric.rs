@@ -263,9 +263,14 @@ impl<P: Routable> Fabric<P> {
         // (One choice is the common case: no division then.)
         let out = if choices.len() == 1 { choices[0] } else { choices[item.pkt.flow() as usize % choices.len()] };
         let port = &mut self.ports[out as usize];
-        let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
-        // The last bit cannot leave before it has arrived.
-        let ready_at = now.max(item.tail_at.saturating_sub(ser_out));
+        // The last bit cannot leave before it has arrived (only a cut-through node gets a packet
+        // before its tail).
+        let ready_at = if item.tail_at <= now {
+            now
+        } else {
+            let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
+            now.max(item.tail_at.saturating_sub(ser_out))
+        };
         let waiting = port.waiting_bytes(clock, now);
         if port.params.queue_limit_bytes.is_some_and(|limit| waiting + item.wire_bytes as u64 > limit) {
             port.stats.drops_queue += 1;
@@ -446,7 +451,7 @@ impl<P: Routable> Fabric<P> {
     /// When a packet sent on port `pi` at `start` should be handed to the far node: at its tail
     /// (+ processing) for store-and-forward nodes; for cut-through nodes after the forwarding
     /// latency, but not so early that its tail would have to leave before it arrives.
-    #[inline]
+    #[inline(always)]
     fn delivery_time(&self, pi: usize, pkt: &P, wire_bytes: u32, start: Time, tail_at: Time) -> Time {
         let port = &self.ports[pi];
         if !port.ends.to_cut_through {
