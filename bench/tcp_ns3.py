@@ -3,7 +3,8 @@
 
 The point: one TCP flow over a 1 Gb/s (or 10 Gb/s) Ethernet link with a one-way delay, drop-tail
 queue of ``queue_packets``, MSS 1448 (MTU 1500 with timestamps), SACK, initial window 10, min RTO
-200 ms, socket buffers of ``buffer_bytes``, an ACK for every segment (ns-3 grows the window per
+200 ms, socket buffers of ``buffer_bytes``, plain slow start (``tcp_bulk.cc`` turns ns-3's CUBIC
+HyStart off, so longhaul runs without it too), an ACK for every segment (ns-3 grows the window per
 ACK, Linux and longhaul per acknowledged segment: they agree only without delayed ACKs). ns-3's
 device rate is scaled so that a 1500-byte packet with PPP framing takes as long as with
 Ethernet's 38 bytes of framing in longhaul (``ETHERNET_FRAME_OVERHEAD_BYTES``).
@@ -59,7 +60,7 @@ def run_longhaul(cc: str, delay_ms: float, rate_gbps: float = 1.0, duration_s: f
 
     sc = tcp.scenario(link="10gige-lan", stack="ideal", rate_gbps=rate_gbps, delay_us=delay_ms * 1000,
                       queue_packets=queue_packets, window_bytes=buffer_bytes, cc=cc, duration_s=duration_s,
-                      interval_s=interval_s, delayed_ack=False, cwnd_trace=True, streams=streams)
+                      interval_s=interval_s, delayed_ack=False, hystart=False, cwnd_trace=True, streams=streams)
     t = time.process_time()
     rec = tcp.run(sc)
     rec["cpu_s"] = time.process_time() - t

@@ -29,16 +29,6 @@ KNOWN_70MS = pytest.mark.xfail(strict=True, reason="ns-3 3.37 has no RACK: its d
                                "that halves ssthresh again (TcpSocketBase::ReTxTimeout); Linux and longhaul recover in one RTT")
 
 
-@pytest.fixture(autouse=True)
-def _no_hystart(monkeypatch):
-    """bench/ns3/tcp_bulk.cc turns ns-3's HyStart off (ns::TcpCubic::HyStart = false): compare
-    like with like, plain slow start on the longhaul side too (tcp.hystart = false)."""
-    from longhaul.sim import tcp
-
-    scenario = tcp.scenario
-    monkeypatch.setattr(tcp, "scenario", lambda *a, **kw: scenario(*a, **kw, hystart=False))
-
-
 def _shape_alike(a: list[float], b: list[float]) -> float:
     """Pearson correlation of the two cwnd series over their common length."""
     n = min(len(a), len(b))
