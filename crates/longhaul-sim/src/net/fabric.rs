@@ -439,11 +439,11 @@ impl<P: Routable> Fabric<P> {
             }
             outs.push(routable.then_some(taken));
         }
-        for x in 0..self.ports.len() {
+        for (x, out) in outs.iter().enumerate() {
             let port = &self.ports[x];
             let eligible = !port.ends.to_host && !port.credit_controlled && port.params.loss == 0.0;
             let ok = eligible
-                && outs[x].as_ref().is_some_and(|ys| ys.iter().all(|&y| feeders[y as usize] == 1 && !self.ports[y as usize].credit_controlled));
+                && out.as_ref().is_some_and(|ys| ys.iter().all(|&y| feeders[y as usize] == 1 && !self.ports[y as usize].credit_controlled));
             self.ports[x].forward_at_send = ok;
         }
     }
