@@ -29,17 +29,6 @@ KNOWN_70MS = pytest.mark.xfail(strict=True, reason="ns-3 3.37 drops its first fa
                                "(TcpSocketBase::ReTxTimeout); longhaul's retransmission gets through")
 
 
-@pytest.fixture(autouse=True)
-def _like_ns3(monkeypatch):
-    """Compare like with like: bench/ns3/tcp_bulk.cc turns ns-3's HyStart off (ns::TcpCubic::HyStart
-    = false), so plain slow start on the longhaul side too (tcp.hystart = false); ns-3 3.37 has no
-    RACK, so none on the longhaul side either (tcp.rack = false)."""
-    from longhaul.sim import tcp
-
-    scenario = tcp.scenario
-    monkeypatch.setattr(tcp, "scenario", lambda *a, **kw: scenario(*a, **kw, hystart=False, rack=False))
-
-
 def _shape_alike(a: list[float], b: list[float]) -> float:
     """Pearson correlation of the two cwnd series over their common length."""
     n = min(len(a), len(b))

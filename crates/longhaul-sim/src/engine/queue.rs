@@ -47,14 +47,16 @@ impl<E: Copy> EventQueue<E> {
     pub fn schedule(&mut self, at: Time, ev: E) {
         debug_assert!(at >= self.now, "event scheduled in the past: {at} < {}", self.now);
         self.seq += 1;
-        self.heap.push(Entry { key: (at as u128) << 64 | self.seq as u128, ev });
-        self.sift_up(self.heap.len() - 1);
+        let entry = Entry { key: (at as u128) << 64 | self.seq as u128, ev };
+        self.heap.push(entry);
+        self.sift_up(self.heap.len() - 1, entry);
     }
 
-    /// Move the entry at `pos` up past every parent with a later key.
+    /// Put `moving` at the hole `pos` or above it, moving down every parent with a later key.
+    /// The entry is passed in, not read back from the hole: a read of what was just written
+    /// in pieces stalls the CPU's store forwarding (a tenth of the engine's time).
     #[inline]
-    fn sift_up(&mut self, mut pos: usize) {
-        let moving = self.heap[pos];
+    fn sift_up(&mut self, mut pos: usize, moving: Entry<E>) {
         while pos > 0 {
             let parent = (pos - 1) / 2;
             if self.heap[parent].key <= moving.key {
@@ -91,8 +93,7 @@ impl<E: Copy> EventQueue<E> {
                 self.heap[hole] = self.heap[child];
                 hole = child;
             }
-            self.heap[hole] = last;
-            self.sift_up(hole);
+            self.sift_up(hole, last);
             top
         };
         let at = (top.key >> 64) as Time;

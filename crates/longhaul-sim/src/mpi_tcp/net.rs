@@ -235,7 +235,8 @@ impl Endpoints<TcpPacket> for TcpNet {
                 let dir = &mut self.dirs[pkt.conn as usize];
                 let core = &mut self.hosts[dir.src as usize].cores_free[dir.core];
                 *core = (*core).max(now) + self.costs.ack;
-                dir.tx.on_ack(now, pkt.seg, pkt.sack_blocks(), pkt.rwnd_segs);
+                let (sack, n) = pkt.sack_blocks();
+                dir.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
                 let keep = dir.tx.acked().min(dir.rx.rcv_nxt);
                 dir.stream.forget_below(keep);
                 self.arm(pkt.conn);

@@ -35,6 +35,13 @@ pub trait Endpoints<P> {
     fn pull(&mut self, now: Time, node: NodeId) -> Pull<P>;
     /// The packet just pulled from `node` will have left the host at `done_at`.
     fn sent(&mut self, node: NodeId, pkt: &P, done_at: Time);
+    /// True if a `pull` at `at` would return `Idle` and change nothing, provided nothing is
+    /// delivered to `node` and none of its timers fires before then. The fabric then does not
+    /// wake the busy port at `at` (each of those events tries the port again). The default,
+    /// false, always wakes it.
+    fn idle_at(&self, _node: NodeId, _at: Time) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +149,7 @@ impl<P: Routable> Fabric<P> {
                 self.routes[u * n + dst] = (start, self.route_ports.len() as u32 - start);
             }
         }
+        self.plan_forwarding();
     }
 
     /// The ports on a shortest path from `node` toward host `dst`.
@@ -184,7 +192,7 @@ impl<P: Routable> Fabric<P> {
                 let pi = p as usize;
                 while self.ports[pi].wire.front().is_some_and(|f| f.deliver_at <= now) {
                     let item = self.ports[pi].wire.pop_front().expect("front checked");
-                    self.arrive(now, p, item, q, eps);
+                    self.arrive(now, now, p, item, q, eps);
                 }
                 if let Some(f) = self.ports[pi].wire.front() {
                     q.schedule(f.deliver_at, NetEvent::Arrive(p).into());
@@ -224,8 +232,10 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    /// A packet sent on `from` has arrived at the far node (through the peer port).
-    fn arrive<E: From<NetEvent> + Copy>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    /// A packet sent on `from` has arrived at the far node (through the peer port) at `now`; the
+    /// clock is at `clock` (earlier than `now` when `from` forwards at send time).
+    #[allow(clippy::too_many_arguments)]
+    fn arrive<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let sender = &mut self.ports[from as usize];
         let in_port = sender.peer;
         let node = sender.ends.to_node;
@@ -250,26 +260,35 @@ impl<P: Routable> Fabric<P> {
             self.return_credits(in_port, now, item.wire_bytes, q);
             return;
         }
-        let out = choices[item.pkt.flow() as usize % choices.len()];
+        // (One choice is the common case: no division then.)
+        let out = if choices.len() == 1 { choices[0] } else { choices[item.pkt.flow() as usize % choices.len()] };
         let port = &mut self.ports[out as usize];
-        let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
-        // The last bit cannot leave before it has arrived.
-        let ready_at = now.max(item.tail_at.saturating_sub(ser_out));
-        if let Some(limit) = port.params.queue_limit_bytes {
-            if port.queued_bytes + item.wire_bytes as u64 > limit {
-                port.stats.drops_queue += 1;
-                self.return_credits(in_port, now, item.wire_bytes, q);
-                return;
+        // The last bit cannot leave before it has arrived (only a cut-through node gets a packet
+        // before its tail).
+        let ready_at = if item.tail_at <= now {
+            now
+        } else {
+            let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
+            now.max(item.tail_at.saturating_sub(ser_out))
+        };
+        let waiting = port.waiting_bytes(clock, now);
+        if port.params.queue_limit_bytes.is_some_and(|limit| waiting + item.wire_bytes as u64 > limit) {
+            port.stats.drops_queue += 1;
+            if now > clock {
+                port.early_drops.push_back(now);
             }
+            self.return_credits(in_port, now, item.wire_bytes, q);
+            return;
         }
-        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(port.queued_bytes + item.wire_bytes as u64);
+        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(waiting + item.wire_bytes as u64);
         if port.commit_ahead && port.queue.is_empty() {
             // What `try_send` would do with this packet alone in the queue, without queueing it.
             let start = now.max(port.busy_until).max(ready_at);
             if port.take_credits(now, item.wire_bytes) {
-                return self.transmit(out, start, item.pkt, item.wire_bytes, in_port, q, eps);
+                return self.transmit(clock, out, start, item.pkt, item.wire_bytes, in_port, q, eps);
             }
         }
+        debug_assert_eq!(clock, now, "a port forwarded to at send time never queues");
         port.queued_bytes += item.wire_bytes as u64;
         port.queue.push_back(Queued { pkt: item.pkt, wire_bytes: item.wire_bytes, in_port, ready_at });
         self.try_send(now, out, q, eps);
@@ -277,11 +296,13 @@ impl<P: Routable> Fabric<P> {
 
     /// Start as many transmissions on port `p` as its state allows at `now`.
     ///
-    /// Forwarding ports without a drop-tail limit commit queued packets ahead: a packet whose
-    /// credits are available now is given its (possibly future) start time at once. This is
-    /// exact for a FIFO port, because credits only grow with time except through the port's
-    /// own sends, and it saves one event per packet on every backlogged port. Host ports pull
-    /// one packet at a time so that ACKs generated meanwhile still go first.
+    /// Forwarding ports commit packets ahead: a packet whose credits are available now is given
+    /// its (possibly future) start time at once, and put on the wire. This is exact for a FIFO
+    /// port, because credits only grow with time except through the port's own sends, and a
+    /// drop-tail limit is checked against the packets whose start is still to come (virtual
+    /// finish times); it saves one event per packet on every backlogged port. Host ports pull
+    /// one packet at a time so that ACKs generated meanwhile still go first; a busy host port
+    /// is woken when it is free only if the host may have something for it then.
     fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let pi = p as usize;
         let is_host = self.ports[pi].ends.from_host;
@@ -289,8 +310,8 @@ impl<P: Routable> Fabric<P> {
         loop {
             let port = &mut self.ports[pi];
             if port.busy_until > now && !commit_ahead {
-                if is_host || !port.queue.is_empty() {
-                    let t = port.busy_until;
+                let t = port.busy_until;
+                if !port.queue.is_empty() || (is_host && !eps.idle_at(port.node, t)) {
                     self.wake(p, t, q);
                 }
                 return;
@@ -305,7 +326,7 @@ impl<P: Routable> Fabric<P> {
                         let port = &mut self.ports[pi];
                         // A pulled packet starts now if it has the credits (the port is free).
                         if port.take_credits(now, wire_bytes) {
-                            self.transmit(p, now, pkt, wire_bytes, NO_PORT, q, eps);
+                            self.transmit(now, p, now, pkt, wire_bytes, NO_PORT, q, eps);
                             continue;
                         }
                         port.queued_bytes += wire_bytes as u64;
@@ -332,7 +353,7 @@ impl<P: Routable> Fabric<P> {
             }
             let Queued { pkt, wire_bytes, in_port, .. } = port.queue.pop_front().expect("non-empty");
             port.queued_bytes -= wire_bytes as u64;
-            self.transmit(p, start, pkt, wire_bytes, in_port, q, eps);
+            self.transmit(now, p, start, pkt, wire_bytes, in_port, q, eps);
         }
     }
 
@@ -346,11 +367,12 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    /// Put a packet that has its credits on port `p`'s wire at `start`; `in_port` (or NO_PORT)
-    /// is where it held buffer space at this node, freed once its tail has left.
+    /// Put a packet that has its credits on port `p`'s wire at `start` (the clock is at `now`);
+    /// `in_port` (or NO_PORT) is where it held buffer space at this node, freed once its tail
+    /// has left.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn transmit<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn transmit<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let port = &mut self.ports[p as usize];
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
@@ -362,20 +384,74 @@ impl<P: Routable> Fabric<P> {
         if port.ends.from_host {
             eps.sent(port.node, &pkt, start + ser);
         }
-        let was_empty = port.wire.is_empty();
-        port.wire.push_back(InFlight { deliver_at, tail_at, wire_bytes, pkt });
-        if was_empty {
-            q.schedule(deliver_at, NetEvent::Arrive(p).into());
+        if port.params.queue_limit_bytes.is_some() {
+            port.committed.push_back((start, wire_bytes));
+            port.committed_bytes += wire_bytes as u64;
+        }
+        let item = InFlight { deliver_at, tail_at, wire_bytes, pkt };
+        if port.forward_at_send {
+            self.arrive(now, deliver_at, p, item, q, eps);
+        } else {
+            let was_empty = port.wire.is_empty();
+            port.wire.push_back(item);
+            if was_empty {
+                q.schedule(deliver_at, NetEvent::Arrive(p).into());
+            }
         }
         if in_port != NO_PORT {
             self.return_credits(in_port, start + ser, wire_bytes, q);
         }
     }
 
+    /// Mark the links whose far node can forward a packet the moment it is sent rather than
+    /// when it arrives: what the node does with it then depends only on the packets before it
+    /// on the same link. That holds when the link has no flow control and no random loss, the
+    /// far node is not a host, and every egress port it forwards this link's packets to is fed
+    /// by this link alone, without flow control (a drop-tail queue is fine: its occupancy at the
+    /// arrival is known from the packets committed before). It saves the event of the arrival at
+    /// every such hop; the packet's timing, and every decision, are the same.
+    fn plan_forwarding(&mut self) {
+        let n = self.nodes.len();
+        let hosts: Vec<NodeId> = (0..n as NodeId).filter(|&h| self.nodes[h as usize].kind == NodeKind::Host).collect();
+        // For each link, the egress ports at its far node its packets may take.
+        let mut outs: Vec<Option<Vec<PortId>>> = Vec::with_capacity(self.ports.len());
+        let mut feeders = vec![0u32; self.ports.len()];
+        for x in 0..self.ports.len() as PortId {
+            let port = &self.ports[x as usize];
+            let (from, to) = (port.node, port.ends.to_node);
+            let mut taken: Vec<PortId> = Vec::new();
+            let mut routable = true;
+            for &d in &hosts {
+                let carries = d != from && (self.nodes[from as usize].kind == NodeKind::Host || self.route(from, d).contains(&x));
+                if !carries || d == to {
+                    continue;
+                }
+                let r = self.route(to, d);
+                routable &= !r.is_empty();
+                for &y in r {
+                    if !taken.contains(&y) {
+                        taken.push(y);
+                    }
+                }
+            }
+            for &y in &taken {
+                feeders[y as usize] += 1;
+            }
+            outs.push(routable.then_some(taken));
+        }
+        for (x, out) in outs.iter().enumerate() {
+            let port = &self.ports[x];
+            let eligible = !port.ends.to_host && !port.credit_controlled && port.params.loss == 0.0;
+            let ok = eligible
+                && out.as_ref().is_some_and(|ys| ys.iter().all(|&y| feeders[y as usize] == 1 && !self.ports[y as usize].credit_controlled));
+            self.ports[x].forward_at_send = ok;
+        }
+    }
+
     /// When a packet sent on port `pi` at `start` should be handed to the far node: at its tail
     /// (+ processing) for store-and-forward nodes; for cut-through nodes after the forwarding
     /// latency, but not so early that its tail would have to leave before it arrives.
-    #[inline]
+    #[inline(always)]
     fn delivery_time(&self, pi: usize, pkt: &P, wire_bytes: u32, start: Time, tail_at: Time) -> Time {
         let port = &self.ports[pi];
         if !port.ends.to_cut_through {

@@ -98,11 +98,22 @@ pub struct Port<P> {
     pub(crate) ends: Ends,
     /// Link-level flow control is on (`params.peer_buffer_bytes` is set).
     pub(crate) credit_controlled: bool,
-    /// A forwarding port without a drop-tail limit: it schedules queued packets ahead.
+    /// A forwarding port: it gives each packet its (possibly future) start of transmission as
+    /// soon as it can (see `Fabric::try_send`).
     pub(crate) commit_ahead: bool,
     pub stats: PortStats,
     pub(crate) queue: VecDeque<Queued<P>>,
     pub(crate) queued_bytes: u64,
+    /// Drop-tail ports: the packets already given a start of transmission, (start, bytes) in
+    /// order, until they start; with `committed_bytes`, their sum, this is the queue a drop-tail
+    /// decision sees.
+    pub(crate) committed: VecDeque<(Time, u32)>,
+    pub(crate) committed_bytes: u64,
+    /// The far node forwards what this port sends the moment it is sent (see
+    /// `Fabric::plan_forwarding`), and the times of the queue drops decided that way ahead of
+    /// the packets' arrival, until the clock passes them.
+    pub(crate) forward_at_send: bool,
+    pub(crate) early_drops: VecDeque<Time>,
     pub(crate) busy_until: Time,
     /// Credits (bytes, in whole blocks) we may still send into the peer's buffer.
     pub(crate) credits: u64,
@@ -121,12 +132,16 @@ impl<P> Port<P> {
             node,
             peer: NO_PORT,
             credit_controlled: params.peer_buffer_bytes.is_some(),
-            commit_ahead: !ends.from_host && params.queue_limit_bytes.is_none(),
+            commit_ahead: !ends.from_host,
             ends,
             params,
             stats: PortStats::default(),
             queue: VecDeque::new(),
             queued_bytes: 0,
+            committed: VecDeque::new(),
+            committed_bytes: 0,
+            forward_at_send: false,
+            early_drops: VecDeque::new(),
             busy_until: 0,
             credits,
             credit_returns: VecDeque::new(),
@@ -165,6 +180,28 @@ impl<P> Port<P> {
         true
     }
 
+    /// Bytes waiting at `at` (queued, or committed to a start after `at`), at clock time
+    /// `now` <= `at`: the committed packets that have started by `now` are forgotten.
+    #[inline]
+    pub(crate) fn waiting_bytes(&mut self, now: Time, at: Time) -> u64 {
+        while let Some(&(start, bytes)) = self.committed.front() {
+            if start > now {
+                break;
+            }
+            self.committed_bytes -= bytes as u64;
+            self.committed.pop_front();
+        }
+        while let Some(&t) = self.early_drops.front() {
+            if t > now {
+                break;
+            }
+            self.early_drops.pop_front();
+        }
+        // Forwarded ahead of time: the few packets starting between the clock and `at`.
+        let started = self.committed.iter().take_while(|&&(start, _)| start <= at).map(|&(_, b)| b as u64).sum::<u64>();
+        self.queued_bytes + self.committed_bytes - started
+    }
+
     /// Record credits that will arrive at `at` (kept sorted; almost always appended).
     #[inline]
     pub(crate) fn push_credit_return(&mut self, at: Time, bytes: u64) {
@@ -177,6 +214,18 @@ impl<P> Port<P> {
         }
         let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map_or(0, |i| i + 1);
         self.credit_returns.insert(pos, (at, bytes));
+    }
+
+    /// Packets this port had started sending by `t`: on a drop-tail port, `stats.tx_packets`
+    /// also counts the packets committed to a later start.
+    pub fn tx_packets_by(&self, t: Time) -> u64 {
+        self.stats.tx_packets - self.committed.iter().filter(|&&(start, _)| start > t).count() as u64
+    }
+
+    /// Queue drops of packets that had arrived by `t`: `stats.drops_queue` also counts the ones
+    /// decided ahead of their arrival.
+    pub fn drops_queue_by(&self, t: Time) -> u64 {
+        self.stats.drops_queue - self.early_drops.iter().filter(|&&at| at > t).count() as u64
     }
 
     /// Packets and bytes currently on the wire or queued (memory is proportional to these).

@@ -242,14 +242,12 @@ impl Endpoints<TcpPacket> for TcpHosts {
                 let core = &mut self.hosts[conn.dst as usize].cores_free[conn.core];
                 *core = (*core).max(now) + self.costs.rx_pkt;
                 let ready = *core;
-                let mut syn_ack = TcpPacket::data(conn.src, pkt.conn, 0, self.framing.syn_bytes());
-                syn_ack.kind = Kind::SynAck;
-                syn_ack.rwnd_segs = conn.rx.window_segs();
+                let syn_ack = TcpPacket::syn_ack(conn.src, pkt.conn, conn.rx.window_segs(), self.framing.syn_bytes());
                 self.hosts[conn.dst as usize].ctrl.push_back((ready, syn_ack));
             }
             Kind::SynAck => {
                 let conn = &mut self.conns[pkt.conn as usize];
-                conn.tx.on_syn_ack(now, pkt.rwnd_segs);
+                conn.tx.on_syn_ack(now, pkt.rwnd_segs());
                 self.arm(pkt.conn);
             }
             Kind::Ack => {
@@ -257,7 +255,8 @@ impl Endpoints<TcpPacket> for TcpHosts {
                 let conn = &mut self.conns[pkt.conn as usize];
                 let core = &mut self.hosts[conn.src as usize].cores_free[conn.core];
                 *core = (*core).max(now) + ack_cost;
-                conn.tx.on_ack(now, pkt.seg, pkt.sack_blocks(), pkt.rwnd_segs);
+                let (sack, n) = pkt.sack_blocks();
+                conn.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
                 self.arm(pkt.conn);
             }
             Kind::Cross => {
@@ -283,13 +282,14 @@ impl Endpoints<TcpPacket> for TcpHosts {
             return Pull::Ready(p);
         }
         let n = h.conns.len();
-        for k in 0..n {
-            let h = &self.hosts[node as usize];
-            let i = (h.rr + k) % n;
-            let c = h.conns[i];
+        let mut i = h.rr;
+        for _ in 0..n {
+            let c = self.hosts[node as usize].conns[i];
+            // Round robin without a division per pull.
+            i = if i + 1 == n { 0 } else { i + 1 };
             match self.pull_conn(now, node, c) {
                 Ok(pkt) => {
-                    self.hosts[node as usize].rr = (i + 1) % n;
+                    self.hosts[node as usize].rr = i;
                     return Pull::Ready(pkt);
                 }
                 Err(t) => wait = wait.min(t),
@@ -326,4 +326,17 @@ impl Endpoints<TcpPacket> for TcpHosts {
     }
 
     fn sent(&mut self, _node: NodeId, _pkt: &TcpPacket, _done_at: Time) {}
+
+    /// Idle: no ACK, fragment or cross traffic waiting, and every connection's core free and
+    /// sender with nothing to do (the receiver after its ACK; the sender whose window is full).
+    fn idle_at(&self, node: NodeId, at: Time) -> bool {
+        let h = &self.hosts[node as usize];
+        h.ctrl.is_empty()
+            && h.frags.is_empty()
+            && h.cross.is_empty()
+            && h.conns.iter().all(|&c| {
+                let conn = &self.conns[c as usize];
+                h.cores_free[conn.core] <= at && conn.tx.idle_at(at)
+            })
+    }
 }

@@ -33,11 +33,14 @@ pub struct TcpPacket {
     pub kind: Kind,
     /// Data: segment number. Ack: the next segment expected (cumulative ACK).
     pub seg: u64,
-    /// Ack: SACK blocks [start, end) in segments, most recent first; `n_sack` are valid.
-    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    /// Ack: SACK blocks, most recent first, each as (start - `seg`, end - start) in segments
+    /// (they lie above the cumulative ACK, within a window of under 2^32 segments; offsets keep
+    /// the packet, copied at every hop, small); `n_sack` are valid.
+    sack: [(u32, u32); MAX_SACK_BLOCKS],
     pub n_sack: u8,
-    /// Ack: the receive window the receiver offers, in segments past `seg`.
-    pub rwnd_segs: u64,
+    /// Ack, SYN-ACK: the receive window the receiver offers, in segments past `seg` (a window of
+    /// at most 2^32 bytes).
+    rwnd: u32,
     /// IPoIB connected mode: this fragment's index and the fragment count of its datagram.
     pub frag: u16,
     pub frags: u16,
@@ -47,16 +50,36 @@ pub struct TcpPacket {
 
 impl TcpPacket {
     pub fn data(dst: NodeId, conn: u32, seg: u64, wire: u32) -> Self {
-        TcpPacket { dst, conn, kind: Kind::Data, seg, sack: [(0, 0); MAX_SACK_BLOCKS], n_sack: 0, rwnd_segs: 0, frag: 0, frags: 1, wire }
+        TcpPacket { dst, conn, kind: Kind::Data, seg, sack: [(0, 0); MAX_SACK_BLOCKS], n_sack: 0, rwnd: 0, frag: 0, frags: 1, wire }
     }
 
     /// The acknowledgement `a` of connection `conn`, to `dst`, `wire` bytes on the link.
     pub fn ack(dst: NodeId, conn: u32, a: &AckContent, wire: u32) -> Self {
-        TcpPacket { kind: Kind::Ack, sack: a.sack, n_sack: a.n_sack as u8, rwnd_segs: a.rwnd_segs, ..Self::data(dst, conn, a.ack, wire) }
+        let mut sack = [(0, 0); MAX_SACK_BLOCKS];
+        for (packed, &(start, end)) in sack.iter_mut().zip(&a.sack[..a.n_sack]) {
+            *packed = ((start - a.ack) as u32, (end - start) as u32);
+        }
+        let rwnd = a.rwnd_segs.min(u32::MAX as u64) as u32;
+        TcpPacket { kind: Kind::Ack, sack, n_sack: a.n_sack as u8, rwnd, ..Self::data(dst, conn, a.ack, wire) }
     }
 
-    pub fn sack_blocks(&self) -> &[(u64, u64)] {
-        &self.sack[..self.n_sack as usize]
+    /// A SYN-ACK offering `rwnd_segs`.
+    pub fn syn_ack(dst: NodeId, conn: u32, rwnd_segs: u64, wire: u32) -> Self {
+        TcpPacket { kind: Kind::SynAck, rwnd: rwnd_segs.min(u32::MAX as u64) as u32, ..Self::data(dst, conn, 0, wire) }
+    }
+
+    /// The SACK blocks [start, end) in segments: the first `n` of the array.
+    pub fn sack_blocks(&self) -> ([(u64, u64); MAX_SACK_BLOCKS], usize) {
+        let mut out = [(0, 0); MAX_SACK_BLOCKS];
+        for (block, &(offset, len)) in out.iter_mut().zip(&self.sack) {
+            let start = self.seg + offset as u64;
+            *block = (start, start + len as u64);
+        }
+        (out, self.n_sack as usize)
+    }
+
+    pub fn rwnd_segs(&self) -> u64 {
+        self.rwnd as u64
     }
 }
 

@@ -76,6 +76,21 @@ enum Handshake {
     Established,
 }
 
+/// What `Sender::next` does, decided before anything changes (`scanned`: where the search for
+/// a segment to retransmit stopped).
+#[derive(Debug, Clone, Copy)]
+enum Decision {
+    Syn,
+    /// The SYN is out: nothing else before its answer.
+    AwaitSynAck,
+    Later(Time),
+    /// The window (`cwnd_limited`), or else the receive window, send buffer or application,
+    /// allows nothing.
+    Blocked { cwnd_limited: bool, scanned: u64 },
+    Retransmit(u64),
+    NewData { scanned: u64 },
+}
+
 /// What the sender can do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -237,18 +252,19 @@ impl Sender {
         &mut self.segs[i].flags
     }
 
-    /// The lowest segment marked lost and not yet retransmitted.
-    fn next_retransmission(&mut self) -> Option<u64> {
-        self.retx_scan = self.retx_scan.max(self.una);
+    /// The lowest segment marked lost and not yet retransmitted, and where the search for it
+    /// stopped (the new `retx_scan`).
+    fn find_retransmission(&self) -> (Option<u64>, u64) {
+        let mut scan = self.retx_scan.max(self.una);
         let hi = self.lost_hi.min(self.nxt);
-        while self.retx_scan < hi {
-            let f = *self.flags(self.retx_scan);
+        while scan < hi {
+            let f = self.segs[(scan - self.una) as usize].flags;
             if f & LOST != 0 && f & (RETRANS | SACKED) == 0 {
-                return Some(self.retx_scan);
+                return (Some(scan), scan);
             }
-            self.retx_scan += 1;
+            scan += 1;
         }
-        None
+        (None, scan)
     }
 
     fn stamp(&mut self, now: Time) -> SegState {
@@ -263,12 +279,24 @@ impl Sender {
     /// Linux tcp_cwnd_validate: remember whether cwnd stopped sending in this window of data,
     /// else the most segments it had outstanding.
     fn cwnd_validate(&mut self, cwnd_limited: bool) {
-        let out = self.nxt - self.una;
-        if self.una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && out > self.max_packets_out) {
+        if self.cwnd_validate_changes(cwnd_limited) {
             self.is_cwnd_limited = cwnd_limited;
-            self.max_packets_out = out;
+            self.max_packets_out = self.nxt - self.una;
             self.cwnd_usage_seq = self.nxt;
         }
+    }
+
+    fn cwnd_validate_changes(&self, cwnd_limited: bool) -> bool {
+        let out = self.nxt - self.una;
+        let due = self.una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && out > self.max_packets_out);
+        due && (self.is_cwnd_limited, self.max_packets_out, self.cwnd_usage_seq) != (cwnd_limited, out, self.nxt)
+    }
+
+    /// The congestion window allows another segment in flight: pipe < max(floor(cwnd), 1),
+    /// written without `floor` (a library call on the baseline x86-64 target).
+    fn window_open(&self) -> bool {
+        let pipe = self.pipe();
+        pipe == 0 || (pipe + 1) as f64 <= self.win.cwnd
     }
 
     /// Linux tcp_is_cwnd_limited.
@@ -276,60 +304,90 @@ impl Sender {
         self.is_cwnd_limited || (self.win.in_slow_start() && self.win.cwnd < 2.0 * self.max_packets_out as f64)
     }
 
-    /// Decide the next transmission at `now`; the caller sends it at once.
-    pub fn next(&mut self, now: Time) -> Next {
+    /// What `next` does at `now`, worked out without changing anything.
+    fn decide(&self, now: Time) -> Decision {
         match self.handshake {
             Handshake::Established => {}
-            Handshake::SynDue => {
+            Handshake::SynDue => return Decision::Syn,
+            Handshake::SynSent(..) => return Decision::AwaitSynAck,
+        }
+        if self.next_send_at > now {
+            return Decision::Later(self.next_send_at);
+        }
+        let window_open = self.window_open();
+        if !window_open && !self.fast_retransmit {
+            return Decision::Blocked { cwnd_limited: true, scanned: self.retx_scan };
+        }
+        let (retx, scanned) = self.find_retransmission();
+        if let Some(seg) = retx {
+            return Decision::Retransmit(seg);
+        }
+        if !window_open {
+            return Decision::Blocked { cwnd_limited: true, scanned };
+        }
+        let edge = (self.una + self.peer_rwnd.min(self.send_limit)).min(self.app_limit);
+        if self.nxt >= edge {
+            return Decision::Blocked { cwnd_limited: false, scanned };
+        }
+        Decision::NewData { scanned }
+    }
+
+    /// True if `next(at)` would send nothing and change nothing (as long as no ACK or timer
+    /// comes first): the host need not ask then.
+    pub fn idle_at(&self, at: Time) -> bool {
+        match self.decide(at) {
+            Decision::AwaitSynAck => true,
+            // `retx_scan` below `una` counts as `una` (every use raises it to `una` first).
+            Decision::Blocked { cwnd_limited, scanned } => scanned == self.retx_scan.max(self.una) && !self.cwnd_validate_changes(cwnd_limited),
+            _ => false,
+        }
+    }
+
+    /// Decide the next transmission at `now`; the caller sends it at once.
+    pub fn next(&mut self, now: Time) -> Next {
+        let out = match self.decide(now) {
+            Decision::Syn => {
                 let resent = self.stats.timeouts > 0;
                 self.handshake = Handshake::SynSent(now, resent);
                 self.rto_at = now + self.rtt.rto();
                 return Next::Syn;
             }
-            Handshake::SynSent(..) => return Next::Blocked,
-        }
-        if self.next_send_at > now {
-            return Next::Later(self.next_send_at);
-        }
-        let window_open = (self.pipe() as f64) < self.win.cwnd.floor().max(1.0);
-        if !window_open && !self.fast_retransmit {
-            self.cwnd_validate(true);
-            return Next::Blocked;
-        }
-        let retx = self.next_retransmission();
-        if !window_open && retx.is_none() {
-            self.cwnd_validate(true);
-            return Next::Blocked;
-        }
-        self.fast_retransmit = false;
-        let out = if let Some(seg) = retx {
-            let st = self.stamp(now);
-            let i = (seg - self.una) as usize;
-            let s = &mut self.segs[i];
-            *s = SegState { flags: s.flags | RETRANS | EVER_RETRANS, ..st };
-            self.retrans_out += 1;
-            self.stats.retransmits += 1;
-            self.retx_scan = seg + 1;
-            if self.sack && self.rack {
-                self.retx_sent.push_back((seg, now));
-            }
-            Next::Send(seg, true)
-        } else {
-            let edge = (self.una + self.peer_rwnd.min(self.send_limit)).min(self.app_limit);
-            if self.nxt >= edge {
-                self.cwnd_validate(false);
+            Decision::AwaitSynAck => return Next::Blocked,
+            Decision::Later(t) => return Next::Later(t),
+            Decision::Blocked { cwnd_limited, scanned } => {
+                self.retx_scan = scanned;
+                self.cwnd_validate(cwnd_limited);
                 return Next::Blocked;
             }
-            let st = self.stamp(now);
-            self.segs.push_back(st);
-            self.nxt += 1;
-            Next::Send(self.nxt - 1, false)
+            Decision::Retransmit(seg) => {
+                let st = self.stamp(now);
+                let i = (seg - self.una) as usize;
+                let s = &mut self.segs[i];
+                *s = SegState { flags: s.flags | RETRANS | EVER_RETRANS, ..st };
+                self.retrans_out += 1;
+                self.stats.retransmits += 1;
+                self.retx_scan = seg + 1;
+                if self.sack && self.rack {
+                    self.retx_sent.push_back((seg, now));
+                }
+                Next::Send(seg, true)
+            }
+            Decision::NewData { scanned } => {
+                self.retx_scan = scanned;
+                let st = self.stamp(now);
+                self.segs.push_back(st);
+                self.nxt += 1;
+                Next::Send(self.nxt - 1, false)
+            }
         };
+        self.fast_retransmit = false;
         self.stats.segments_sent += 1;
         if self.state == State::Recovery {
             self.prr.out += 1;
         }
-        self.cwnd_validate(false);
+        // Linux tcp_write_xmit: sending that fills the window counts as limited by it.
+        let cwnd_limited = !self.window_open();
+        self.cwnd_validate(cwnd_limited);
         if let Some(rate) = self.cc.pacing_rate() {
             self.next_send_at = now + (S as f64 / rate) as Time;
         }

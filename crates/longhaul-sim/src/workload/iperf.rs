@@ -149,7 +149,11 @@ fn start(r: &TcpResolved) -> (World, TcpPath) {
 
 /// Run one iperf-like test for the scenario's duration.
 pub fn run_tcp(r: &TcpResolved) -> TcpRecord {
-    let (mut world, p) = start(r);
+    let (world, p) = start(r);
+    run_world(r, world, p)
+}
+
+fn run_world(r: &TcpResolved, mut world: World, p: TcpPath) -> TcpRecord {
     let mut q: EventQueue<Ev> = EventQueue::new();
     let senders: Vec<NodeId> = [p.hosts_a.clone(), p.hosts_b.clone()].concat();
     for h in senders {
@@ -167,7 +171,8 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRec
     let stream_bw: Vec<f64> = w.tcp.conns.iter().map(|c| (c.rx.rcv_nxt * mss) as f64 / secs / 1e6).collect();
     let stream_retx: Vec<u64> = w.tcp.conns.iter().map(|c| c.tx.stats.retransmits).collect();
     let min_rtt = w.tcp.conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
-    let (ab, ba) = (&w.fabric.ports[p.wan_ab as usize].stats, &w.fabric.ports[p.wan_ba as usize].stats);
+    let (wan_ab, wan_ba) = (&w.fabric.ports[p.wan_ab as usize], &w.fabric.ports[p.wan_ba as usize]);
+    let (ab, ba) = (&wan_ab.stats, &wan_ba.stats);
     let window = match r.params.window {
         crate::tcp::WindowSpec::Fixed { bytes } => bytes.to_string(),
         crate::tcp::WindowSpec::Auto { .. } => "auto".to_string(),
@@ -199,13 +204,45 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRec
         fast_recoveries: w.tcp.conns.iter().map(|c| c.tx.stats.fast_recoveries).sum(),
         min_rtt_us: if min_rtt == Time::MAX { 0.0 } else { to_us(min_rtt) },
         cross_bw_MBps: w.tcp.cross.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / secs / 1e6,
-        wan_drops_queue: ab.drops_queue + ba.drops_queue,
+        wan_drops_queue: wan_ab.drops_queue_by(r.duration) + wan_ba.drops_queue_by(r.duration),
         wan_drops_loss: ab.drops_loss + ba.drops_loss,
-        link_packets: ab.tx_packets + ba.tx_packets,
+        link_packets: wan_ab.tx_packets_by(r.duration) + wan_ba.tx_packets_by(r.duration),
         sim_events: q.events_handled(),
         series_t_s: w.series.iter().map(|s| s.0).collect(),
         series_bw_MBps: w.series.iter().map(|s| s.1).collect(),
         cwnd_trace_segs: w.trace.clone().unwrap_or_default(),
         status: "ok".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::TcpScenario;
+
+    /// Forwarding at send time (`Fabric::plan_forwarding`) saves events and changes nothing
+    /// else: every field of the record is the same with each link forwarding on arrival.
+    #[test]
+    fn forwarding_at_send_time_changes_no_result() {
+        let cases = [
+            // Drop-tail losses on the WAN, several streams, a slow WAN box.
+            r#"{"link": "10gige-lan", "stack": "ideal", "path": {"delay_us": 1000, "rate_gbps": 1, "queue_packets": 50}, "tcp": {"streams": 3, "duration_s": 0.5, "delayed_ack": false, "cwnd_trace": true}}"#,
+            r#"{"link": "10gige-wan", "path": {"delay_us": 5000, "extender": "longbow-xr"}, "tcp": {"cc": "bbr", "duration_s": 0.5}}"#,
+            r#"{"link": "oc192", "path": {"delay_us": 200, "queue_bytes": 20000}, "tcp": {"streams": 8, "cc": "reno", "sack": false, "duration_s": 0.3}}"#,
+        ];
+        for json in cases {
+            let r = TcpScenario::from_json(json).unwrap().resolve().unwrap();
+            let (world, p) = start(&r);
+            assert!(world.fabric.ports.iter().any(|port| port.forward_at_send), "{json}: nothing forwarded at send time");
+            let fast = run_world(&r, world, p);
+            let (mut world, p) = start(&r);
+            for port in world.fabric.ports.iter_mut() {
+                port.forward_at_send = false;
+            }
+            let slow = run_world(&r, world, p);
+            assert!(fast.sim_events < slow.sim_events);
+            assert!(fast.wan_drops_queue > 0 || !json.contains("queue"), "{json}: no drop-tail losses to compare");
+            assert_eq!(TcpRecord { sim_events: 0, ..fast }, TcpRecord { sim_events: 0, ..slow }, "{json}");
+        }
     }
 }
