@@ -25,9 +25,7 @@ RTO_RESTARTS = ("every-ack", "first-partial-ack")
 RTO_SSTHRESHES = ("once-per-episode", "every-timeout")
 RTT_SAMPLES = ("newest-covered", "newly-delivered")
 DUPACK_RULES = ("any", "new-sack")
-#: What ns-3 3.37's TcpSocketBase does for each (README, "ns-3 comparison").
-NS3_RECOVERY = {"rto_formula": "rfc6298", "rto_restart": "first-partial-ack", "rto_ssthresh": "every-timeout",
-                "rtt_sample": "newly-delivered", "dupack_rule": "new-sack"}
+CWND_GROWTHS = ("every-delivery", "in-order", "cumulative")
 
 #: Stock Linux (ip-sysctl.rst) and iperf defaults the model uses when a parameter is unset.
 LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_bytes": 4194304,
@@ -37,7 +35,7 @@ _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "q
               "loss", "ib_mtu_bytes")
 _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
              "sack", "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "rtt_sample", "dupack_rule",
-             "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
+             "cwnd_growth", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
 _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
                "cross_packet_bytes": "packet_bytes"}
 

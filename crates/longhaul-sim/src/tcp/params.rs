@@ -119,6 +119,26 @@ pub enum DupAckRule {
     NewSack,
 }
 
+/// Which ACKs grow the congestion window, and by how many segments (slow start and congestion
+/// avoidance alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CwndGrowth {
+    /// Every ACK that delivers data, by the segments it delivers, SACKed or cumulatively
+    /// acknowledged, each counted once (the model so far).
+    EveryDelivery,
+    /// Only an ACK that advances snd_una, by the segments it delivers, each counted once (Linux
+    /// tcp_may_raise_cwnd: FLAG_DATA_ACKED, "only grow cwnd on in-order delivery (RFC 5681)";
+    /// tcp_cong_avoid gets acked_sacked). SACKs of segments beyond a hole grow nothing.
+    InOrder,
+    /// Only an ACK that advances snd_una, by every segment its cumulative acknowledgement newly
+    /// covers, SACKed before or not (RFC 3465 byte counting with no per-ACK limit; ns-3 3.37
+    /// passes ProcessAck's segsAcked to IncreaseWindow, whose slow start stops at ssthresh).
+    /// The ACK that repairs a hole covers the SACKed run behind it, so after a timeout the
+    /// window opens to ssthresh in one step instead of doubling per round trip.
+    Cumulative,
+}
+
 /// The fraction of the receive buffer Linux advertises as window: 1 - 2^-tcp_adv_win_scale
 /// with the default tcp_adv_win_scale = 1 (ip-sysctl.rst).
 pub const ADV_WINDOW_FRACTION: f64 = 0.5;
@@ -161,6 +181,8 @@ pub struct TcpParams {
     pub rtt_sample: RttSample,
     /// What counts as a duplicate ACK with SACK (default: the model so far, not Linux's).
     pub dupack_rule: DupAckRule,
+    /// Which ACKs may grow cwnd (default: the model so far, not Linux's).
+    pub cwnd_growth: CwndGrowth,
     pub window: WindowSpec,
 }
 
@@ -182,6 +204,7 @@ impl Default for TcpParams {
             rto_ssthresh: RtoSsthresh::OncePerEpisode,
             rtt_sample: RttSample::NewestCovered,
             dupack_rule: DupAckRule::Any,
+            cwnd_growth: CwndGrowth::EveryDelivery,
             window: WindowSpec::linux_auto(),
         }
     }

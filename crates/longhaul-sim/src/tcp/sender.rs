@@ -28,7 +28,8 @@
 //!   segment is marked lost, cwnd falls to one segment and the timer backs off; ssthresh is
 //!   reduced only if this loss episode has not already reduced it (Linux tcp_enter_loss; as an
 //!   option, on every timeout outside Loss: [`RtoSsthresh`]);
-//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`]).
+//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`]),
+//!   and, as an option, only on ACKs that advance snd_una ([`CwndGrowth`]).
 //!
 //! RTT samples (Karn's rule: never from a retransmitted segment) come from the newest segment a
 //! cumulative ACK covers, or as an option only from segments it newly delivers ([`RttSample`]).
@@ -40,7 +41,7 @@ use std::collections::VecDeque;
 
 use super::cc::hystart::HyStart;
 use super::cc::{AckInfo, CcName, CongestionControl, Window};
-use super::params::{DupAckRule, RtoRestart, RtoSsthresh, RttSample, TcpParams};
+use super::params::{CwndGrowth, DupAckRule, RtoRestart, RtoSsthresh, RttSample, TcpParams};
 use super::rtt::RttEstimator;
 use crate::engine::time::S;
 use crate::engine::Time;
@@ -186,6 +187,7 @@ pub struct Sender {
     no_rtt_sample: u8,
     /// Duplicate ACKs count only when they SACK new data ([`DupAckRule::NewSack`], with SACK).
     dupacks_need_sack: bool,
+    cwnd_growth: CwndGrowth,
     /// A partial ACK of the current fast recovery has restarted the timer
     /// ([`RtoRestart::FirstPartialAck`]).
     partial_acked: bool,
@@ -246,6 +248,7 @@ impl Sender {
                 RttSample::NewlyDelivered => EVER_RETRANS | SACKED,
             },
             dupacks_need_sack: p.sack && p.dupack_rule == DupAckRule::NewSack,
+            cwnd_growth: p.cwnd_growth,
             partial_acked: false,
             dupthresh: p.dupthresh as u64,
             delivered: 0,
@@ -543,6 +546,7 @@ impl Sender {
         let mut rtt = None;
         let mut sample: Option<SegState> = None;
         let advanced = ack > self.una;
+        let una_before = self.una;
         if advanced {
             for seg in self.una..ack {
                 let st = self.segs.pop_front().expect("outstanding segment");
@@ -609,9 +613,14 @@ impl Sender {
                 }
                 self.first_sent_time = p.sent_at;
             }
+            let (grows, growth_segs) = match self.cwnd_growth {
+                CwndGrowth::EveryDelivery => (true, newly),
+                CwndGrowth::InOrder => (advanced, newly),
+                CwndGrowth::Cumulative => (advanced, self.una - una_before),
+            };
             let info = AckInfo {
                 now,
-                acked_segs: newly as f64,
+                acked_segs: growth_segs as f64,
                 rtt,
                 min_rtt: self.rtt.min_rtt,
                 srtt: self.rtt.srtt(),
@@ -622,7 +631,7 @@ impl Sender {
                 in_recovery: self.state == State::Recovery,
                 snd_una: self.una,
                 snd_nxt: self.nxt,
-                cwnd_limited: self.cwnd_limited(),
+                cwnd_limited: self.cwnd_limited() && grows,
             };
             self.cc.on_ack(&mut self.win, &info);
         }
@@ -970,5 +979,27 @@ mod tests {
             s.on_ack(MS, 0, &[(1, k)], 1000);
         }
         assert_eq!(s.stats.fast_recoveries, 1);
+    }
+
+    /// After a timeout, the ACK that repairs the hole before a SACKed run grows cwnd by that
+    /// run too under RFC 3465 counting (ns-3), by the one segment it delivers otherwise; a SACK
+    /// beyond a hole grows it only by default.
+    #[test]
+    fn cwnd_growth_rules() {
+        let cases = [(CwndGrowth::EveryDelivery, 2.0, 3.0), (CwndGrowth::InOrder, 2.0, 2.0), (CwndGrowth::Cumulative, 4.0, 4.0)];
+        for (rule, after_repair, after_sack) in cases {
+            let mut s = sender_with(TcpParams { cwnd_growth: rule, ..TcpParams::default() });
+            send_all(&mut s, 0);
+            s.on_ack(MS, 0, &[(1, 3)], 1000);
+            let at = s.rto_at;
+            s.on_rto(at);
+            assert_eq!((s.win.cwnd, s.win.ssthresh), (1.0, 4.0));
+            assert_eq!(send_all(&mut s, at), vec![(0, true)]);
+            s.on_ack(at + MS, 3, &[], 1000);
+            assert_eq!(s.win.cwnd, after_repair, "{rule:?}");
+            send_all(&mut s, at + MS);
+            s.on_ack(at + 2 * MS, 3, &[(4, 5)], 1000);
+            assert_eq!(s.win.cwnd, after_sack, "{rule:?}");
+        }
     }
 }

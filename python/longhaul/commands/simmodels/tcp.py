@@ -81,6 +81,10 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--dupack-rule", choices=tcp.DUPACK_RULES, default=None,
                    help="with SACK, which ACKs count as duplicates: any, or new-sack = only those that SACK new data "
                         "(RFC 6675, Linux, ns-3) (default any)")
+    p.add_argument("--cwnd-growth", choices=tcp.CWND_GROWTHS, default=None,
+                   help="which ACKs grow cwnd: every-delivery, by what they deliver (SACKed too); in-order = only ACKs "
+                        "that advance snd_una, by what they deliver (Linux); cumulative = only those, by all their "
+                        "cumulative acknowledgement covers (RFC 3465, ns-3) (default every-delivery)")
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
     p.add_argument("--initial-cwnd", type=int, default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
@@ -146,6 +150,7 @@ def run_tcp(args: argparse.Namespace) -> int:
         sack=False if args.no_sack else None, hystart=False if args.no_hystart else None,
         rack=False if args.no_rack else None, rto_formula=args.rto_formula, rto_restart=args.rto_restart,
         rto_ssthresh=args.rto_ssthresh, rtt_sample=args.rtt_sample, dupack_rule=args.dupack_rule,
+        cwnd_growth=args.cwnd_growth,
         delayed_ack=False if args.no_delayed_ack else None,
         initial_cwnd_segs=args.initial_cwnd, cwnd_trace=True if args.cwnd_trace else None,
         **_queue(args.queue), **cross,
