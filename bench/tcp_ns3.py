@@ -5,7 +5,8 @@ The point: one TCP flow over a 1 Gb/s (or 10 Gb/s) Ethernet link with a one-way 
 queue of ``queue_packets``, MSS 1448 (MTU 1500 with timestamps), SACK, initial window 10, min RTO
 200 ms, socket buffers of ``buffer_bytes``, plain slow start (``tcp_bulk.cc`` turns ns-3's CUBIC
 HyStart off, so longhaul runs without it too), an ACK for every segment (ns-3 grows the window per
-ACK, Linux and longhaul per acknowledged segment: they agree only without delayed ACKs). ns-3's
+ACK, Linux and longhaul per acknowledged segment: they agree only without delayed ACKs), and
+longhaul's loss recovery switched to what ns-3 3.37's TcpSocketBase does (``NS3_RECOVERY``). ns-3's
 device rate is scaled so that a 1500-byte packet with PPP framing takes as long as with
 Ethernet's 38 bytes of framing in longhaul (``ETHERNET_FRAME_OVERHEAD_BYTES``).
 
@@ -29,6 +30,15 @@ HERE = Path(__file__).resolve().parent
 NS3_CC = {"reno": "NewReno", "cubic": "Cubic"}
 # Preamble + SFD 8, header 14, FCS 4, inter-frame gap 12 (IEEE 802.3): longhaul's 10gige-lan framing.
 ETHERNET_FRAME_OVERHEAD_BYTES = 38
+# ns-3 3.37's loss recovery as longhaul's TcpParams switches (src/internet/model/tcp-socket-base.cc):
+# RTO = max(SRTT + max(G, 4 RTTVAR), MinRto) (EstimateRtt, NewAck); in fast recovery only the first
+# partial ACK restarts the timer (ProcessAck: NewAck(ack, m_isFirstPartialAck), RFC 6582); every
+# timeout outside CA_LOSS lowers ssthresh (ReTxTimeout, RFC 5681 eq. 4); RTT samples only when the
+# oldest outstanding transmission was never retransmitted (EstimateRtt's m_history); with SACK an
+# ACK is a duplicate only if it SACKs new data (ProcessAck: isDupack = scoreboardUpdated, RFC 6675);
+# the window grows only on cumulative ACKs, by all they cover (IncreaseWindow(segsAcked)).
+NS3_RECOVERY = {"rto_formula": "rfc6298", "rto_restart": "first-partial-ack", "rto_ssthresh": "every-timeout",
+                "rtt_sample": "newly-delivered", "dupack_rule": "new-sack", "cwnd_growth": "cumulative"}
 
 
 def ns3_available() -> str | None:
@@ -58,11 +68,12 @@ def run_longhaul(cc: str, delay_ms: float, rate_gbps: float = 1.0, duration_s: f
                  buffer_bytes: int = 64 << 20, interval_s: float = 0.1, streams: int = 1) -> dict:
     from longhaul.sim import tcp
 
-    # Like with like: tcp_bulk.cc turns ns-3's HyStart off, and ns-3 3.37 has no RACK.
+    # Like with like: tcp_bulk.cc turns ns-3's HyStart off, ns-3 3.37 has no RACK, and recovers as
+    # NS3_RECOVERY says.
     sc = tcp.scenario(link="10gige-lan", stack="ideal", rate_gbps=rate_gbps, delay_us=delay_ms * 1000,
                       queue_packets=queue_packets, window_bytes=buffer_bytes, cc=cc, duration_s=duration_s,
                       interval_s=interval_s, delayed_ack=False, hystart=False, rack=False, cwnd_trace=True,
-                      streams=streams)
+                      streams=streams, **NS3_RECOVERY)
     t = time.process_time()
     rec = tcp.run(sc)
     rec["cpu_s"] = time.process_time() - t

@@ -230,6 +230,7 @@ def test_scenario_tcp_settings_reach_the_hosts_and_options_override_the_file(tmp
     ('link = "ipoib-cm"\n[path]\nqueue_bytes = 1000000\n', "queue_bytes:"),
     ('link = "10gige-lan"\n[path]\nqueue_packets = 4\n', "queue_packets:"),
     ('link = "10gige-lan"\n[tcp]\nhystart = false\n', "hystart:"),
+    ('link = "10gige-lan"\n[tcp]\nrto_restart = "first-partial-ack"\n', "rto_restart:"),
     ('link = "10gige-lan"\n[tcp]\ninterval_s = 0.1\n', "interval_s:"),
     ('link = "10gige-lan"\n[cross]\ngbps = 1\non_ms = 5\noff_ms = 5\n', "cross.on_ms"),
     ('link = "10gige-lan"\n[tcp]\nmtu_bytes = 20000\n', "mtu_bytes:"),

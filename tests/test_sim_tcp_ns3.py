@@ -1,6 +1,7 @@
 """longhaul's TCP side by side with ns-3 (issue 3): bulk transfer on a 1 Gb/s link, NewReno and
-CUBIC, 5 simulated seconds. Goodput within 10% and cwnd trajectories alike in shape. Skipped
-with the reason when ns-3 (Debian ns3 + libns3-dev) is not installed."""
+CUBIC, 5 simulated seconds. Goodput within 10% and cwnd trajectories alike in shape, with
+longhaul's loss recovery switched to ns-3 3.37's rules (``tcp_ns3.NS3_RECOVERY``). Skipped with
+the reason when ns-3 (Debian ns3 + libns3-dev) is not installed."""
 
 from __future__ import annotations
 
@@ -15,18 +16,18 @@ import tcp_ns3  # noqa: E402
 REASON = tcp_ns3.ns3_available()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-# 70 ms: a known ns-3 difference (README, "Simulating TCP", "ns-3 comparison"). Both runs overshoot
-# in slow start into the 100-packet queue, lose about 160 segments and set the same ssthresh. ns-3
-# sends its first fast retransmission into the still-full queue, where it is dropped; ns-3 3.37 has
-# no RACK (its recovery ops are classic and PRR only), so only the RTO recovers it, and its RTO is
-# RFC 6298's max(SRTT + 4 RTTVAR, MinRto) = 200 ms at a 140 ms RTT (tcp-socket-base.cc,
-# TcpSocketBase::ReTxTimeout), which also lowers ssthresh a second time (ReTxTimeout calls
-# GetSsThresh unless the state is already CA_LOSS): 258 -> 128 segments, cwnd 1. longhaul's fast
-# retransmission is not dropped (its result is the same without RACK, as this test runs it), so its
-# window stays near 260-500 segments and its goodput is ~70% above ns-3's.
-KNOWN_70MS = pytest.mark.xfail(strict=True, reason="ns-3 3.37 drops its first fast retransmission in the full queue "
-                               "and, without RACK, waits for an RTO that halves ssthresh again "
-                               "(TcpSocketBase::ReTxTimeout); longhaul's retransmission gets through")
+# CUBIC at 70 ms: a known ns-3 3.37 defect, not a modelling difference (README, "Simulating TCP",
+# "ns-3 comparison"). TcpPrrRecovery::DoRecovery multiplies prr_delivered by ssthresh (both bytes)
+# in 32-bit unsigned arithmetic (an imul in libns3.37-internet.so); from the 6th segment delivered in
+# the first recovery (ssthresh 363 segments) the product wraps and the proportional quota collapses,
+# so ns-3 sends far less in the first round of fast recovery than RFC 6937 allows. That shifts what
+# is in flight when the RFC 6582 timer fires; the burst after the timeout then loses new data in
+# ns-3 (a second fast recovery: 2.26 MB/s) and none in longhaul (4.50 MB/s, +99%). ns-3 with the
+# same PRR step computed in 64 bits gives 4.67 MB/s (-3.6% to longhaul); NewReno's smaller
+# ssthresh wraps too, but its run after the timeout does not depend on it (+3.7%).
+KNOWN_CUBIC_70MS = pytest.mark.xfail(strict=True, reason="ns-3 3.37's TcpPrrRecovery::DoRecovery overflows 32 bits "
+                                     "(prr_delivered x ssthresh), which changes its CUBIC run after the 70 ms timeout; "
+                                     "longhaul is within 4% of ns-3 with the product in 64 bits")
 
 
 def _shape_alike(a: list[float], b: list[float]) -> float:
@@ -40,8 +41,8 @@ def _shape_alike(a: list[float], b: list[float]) -> float:
     return cov / (va * vb) if va and vb else 1.0
 
 
-@pytest.mark.parametrize("cc", ["reno", "cubic"])
-@pytest.mark.parametrize("delay_ms", [1, 10, pytest.param(70, marks=KNOWN_70MS)])
+@pytest.mark.parametrize("cc, delay_ms", [("reno", 1), ("reno", 10), ("reno", 70), ("cubic", 1), ("cubic", 10),
+                                          pytest.param("cubic", 70, marks=KNOWN_CUBIC_70MS)])
 def test_goodput_and_cwnd_match_ns3(cc, delay_ms):
     ns = tcp_ns3.run_ns3(cc, delay_ms)
     lh = tcp_ns3.run_longhaul(cc, delay_ms)

@@ -22,8 +22,10 @@ the Rust core), so it means what it means to the simulator, defaults included, a
 What the emulator cannot honour is refused with one line naming the parameter: the simulated
 hosts' costs (``stack``; ``testbed`` on Ethernet/SONET, where it only picks the hosts),
 Ethernet/SONET ``extender`` boxes, the IPoIB extender's credit buffer (``queue_bytes``),
-``hystart`` (a module parameter of the whole machine), cross traffic that starts late or comes
-in bursts, and the simulator's time series (``interval_s``, ``cwnd_trace``).
+``hystart`` (a module parameter of the whole machine), the retransmission-timer variants Linux
+does not have (``rto_formula = "rfc6298"``, ``rto_restart = "first-partial-ack"``,
+``rto_ssthresh = "every-timeout"``), cross traffic that starts late or comes in bursts, and the
+simulator's time series (``interval_s``, ``cwnd_trace``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ def _refuse_what_cannot_be_honoured(sc: dict, r: dict) -> None:
          "queue_bytes: on IPoIB it is the extender's credit buffer; the emulator does not model credit flow control"),
         (tcp_.get("hystart") is False, "hystart: tcp_cubic's hystart is a module parameter of the whole machine, "
                                        "not settable per emulated host"),
+        *((tcp_.get(key, linux) != linux, f"{key}: Linux TCP has only '{linux}'; '{tcp_.get(key)}' is a simulator variant")
+          for key, linux in (("rto_formula", "linux"), ("rto_restart", "every-ack"),
+                             ("rto_ssthresh", "once-per-episode"))),
         (bool(cross.get("start_s")), "cross.start_s: the emulator's cross traffic runs from the start"),
         (bool(cross.get("on_ms") or cross.get("off_ms")), "cross.on_ms, cross.off_ms: the emulator's cross traffic "
                                                            "is constant-rate, not bursts"),

@@ -19,6 +19,13 @@ CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
 TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "modern", "ideal")
 STACKS = ("s1", "s3", "modern", "ideal")
 EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
+#: Loss-recovery variants (``TcpParams`` in the Rust core; the first of each is the default).
+RTO_FORMULAS = ("linux", "rfc6298")
+RTO_RESTARTS = ("every-ack", "first-partial-ack")
+RTO_SSTHRESHES = ("once-per-episode", "every-timeout")
+RTT_SAMPLES = ("newest-covered", "newly-delivered")
+DUPACK_RULES = ("any", "new-sack")
+CWND_GROWTHS = ("every-delivery", "in-order", "cumulative")
 
 #: Stock Linux (ip-sysctl.rst) and iperf defaults the model uses when a parameter is unset.
 LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_bytes": 4194304,
@@ -27,7 +34,8 @@ LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_by
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "queue_bytes", "queue_packets",
               "loss", "ib_mtu_bytes")
 _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
-             "sack", "hystart", "rack", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
+             "sack", "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "rtt_sample", "dupack_rule",
+             "cwnd_growth", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
 _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
                "cross_packet_bytes": "packet_bytes"}
 

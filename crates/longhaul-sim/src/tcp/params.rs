@@ -6,7 +6,7 @@
 //! tcp_wmem = 4096 16384 4194304, tcp_adv_win_scale = 1, TCP_RTO_MIN = 200 ms, TCP_RTO_MAX =
 //! 120 s, TCP_TIMEOUT_INIT = 1 s, TCP_DELACK_MIN = 40 ms, TCP_INIT_CWND = 10, CUBIC.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::cc::hystart::HyStartParams;
 use crate::engine::time::{MS, S};
@@ -34,6 +34,109 @@ impl WindowSpec {
     pub fn linux_auto() -> Self {
         WindowSpec::Auto { rmem_initial_bytes: 131_072, rmem_max_bytes: 6_291_456, wmem_max_bytes: 4_194_304 }
     }
+}
+
+/// How the retransmission timeout is bounded below (RFC 6298 section 2 leaves the bound to the
+/// implementation; stacks differ in where they apply it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RtoFormula {
+    /// RTO = SRTT + max(4 RTTVAR, min_rto): Linux keeps its variance term (`mdev_us`) at least
+    /// TCP_RTO_MIN (tcp_rtt_estimator, tcp_set_rto), so a steady 140 ms round trip times out
+    /// after 340 ms, more than two round trips.
+    Linux,
+    /// RTO = max(SRTT + max(G, 4 RTTVAR), min_rto) (RFC 6298 sections 2.2-2.4, with the 1 s
+    /// floor lowered to min_rto; ns-3 3.37 TcpSocketBase, whose ClockGranularity G is 1 ms): a
+    /// steady path whose round trip is below min_rto times out after min_rto, possibly before a
+    /// retransmission sent at the start of a round trip can be acknowledged.
+    Rfc6298,
+}
+
+/// Clock granularity G of RFC 6298's timeout (section 2): ns-3's TcpSocketBase ClockGranularity
+/// default, 1 ms (the timer resolution of a host with a 1 kHz tick).
+pub const RFC6298_CLOCK_GRANULARITY: Time = MS;
+
+/// Which acknowledgements restart the retransmission timer during fast recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RtoRestart {
+    /// Every ACK that acknowledges new data (RFC 6298 section 5.3; Linux re-arms the timer in
+    /// tcp_ack whenever snd_una advances): a fast recovery that keeps making progress never
+    /// times out.
+    EveryAck,
+    /// In fast recovery only the first partial ACK (RFC 6582 section 3.2 step 5, the
+    /// "Impatient" variant of RFC 3782 section 4; ns-3 3.37's TcpSocketBase::ProcessAck calls
+    /// NewAck(ack, m_isFirstPartialAck)): a recovery that lasts longer than one RTO after its
+    /// first partial ACK ends in a timeout, even while partial ACKs keep arriving. Outside fast
+    /// recovery every ACK of new data restarts the timer, as with `EveryAck`.
+    FirstPartialAck,
+}
+
+/// What a retransmission timeout during fast recovery does to ssthresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RtoSsthresh {
+    /// One reduction per loss episode: a timeout in fast recovery keeps the ssthresh the
+    /// recovery set (Linux tcp_enter_loss recomputes it only from Open/Disorder, or after the
+    /// episode is over).
+    OncePerEpisode,
+    /// Every timeout computes it again from the window at the time (RFC 5681 section 3.1,
+    /// equation 4, for every segment not yet resent by the timer; ns-3 3.37
+    /// TcpSocketBase::ReTxTimeout calls GetSsThresh unless it is already in CA_LOSS): a timeout
+    /// late in a fast recovery halves the already halved window again. A repeated timeout of
+    /// the timer's own retransmission keeps it (RFC 5681 section 3.1).
+    EveryTimeout,
+}
+
+/// Which segments a cumulative ACK takes its round-trip sample from (Karn's rule, RFC 6298
+/// section 3, excludes retransmitted ones in both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RttSample {
+    /// The newest never-retransmitted segment it covers, SACKed earlier or not (the model so
+    /// far). After a repaired hole this measures the repair, up to two round trips for a
+    /// segment SACKed one round trip before, and SRTT and the RTO grow during a recovery.
+    NewestCovered,
+    /// Only segments it newly delivers: one SACKed earlier was delivered then, not now (Linux
+    /// tcp_clean_rtx_queue skips TCPCB_SACKED_ACKED segments; ns-3 3.37 TcpSocketBase::
+    /// EstimateRtt samples only when the oldest outstanding transmission, never
+    /// retransmitted, is covered). A partial ACK that covers a retransmitted hole and SACKed
+    /// segments gives no sample, so SRTT stays near the path's round trip.
+    NewlyDelivered,
+}
+
+/// What counts as a duplicate ACK towards `dupthresh` when SACK is on (without SACK every ACK
+/// that acknowledges nothing new while data is outstanding counts, RFC 5681 section 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DupAckRule {
+    /// Every such ACK, SACK or not (RFC 5681 section 2; the model so far).
+    Any,
+    /// Only one whose SACK blocks cover data not SACKed before (RFC 6675 section 2; ns-3 3.37
+    /// ProcessAck's isDupack = scoreboardUpdated; Linux counts SACKed segments, not ACKs). The
+    /// duplicate ACKs a spurious retransmission draws (the receiver already has the segment)
+    /// then start no fast recovery.
+    NewSack,
+}
+
+/// Which ACKs grow the congestion window, and by how many segments (slow start and congestion
+/// avoidance alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CwndGrowth {
+    /// Every ACK that delivers data, by the segments it delivers, SACKed or cumulatively
+    /// acknowledged, each counted once (the model so far).
+    EveryDelivery,
+    /// Only an ACK that advances snd_una, by the segments it delivers, each counted once (Linux
+    /// tcp_may_raise_cwnd: FLAG_DATA_ACKED, "only grow cwnd on in-order delivery (RFC 5681)";
+    /// tcp_cong_avoid gets acked_sacked). SACKs of segments beyond a hole grow nothing.
+    InOrder,
+    /// Only an ACK that advances snd_una, by every segment its cumulative acknowledgement newly
+    /// covers, SACKed before or not (RFC 3465 byte counting with no per-ACK limit; ns-3 3.37
+    /// passes ProcessAck's segsAcked to IncreaseWindow, whose slow start stops at ssthresh).
+    /// The ACK that repairs a hole covers the SACKed run behind it, so after a timeout the
+    /// window opens to ssthresh in one step instead of doubling per round trip.
+    Cumulative,
 }
 
 /// The fraction of the receive buffer Linux advertises as window: 1 - 2^-tcp_adv_win_scale
@@ -67,6 +170,19 @@ pub struct TcpParams {
     /// the default since 4.18). Off: a lost retransmission waits for the RTO, as in stacks
     /// without RACK (Linux before 4.18, ns-3 3.37).
     pub rack: bool,
+    /// How the retransmission timeout is bounded below (Linux default).
+    pub rto_formula: RtoFormula,
+    /// Which ACKs restart the retransmission timer in fast recovery (Linux default: every ACK
+    /// of new data).
+    pub rto_restart: RtoRestart,
+    /// Whether a timeout in fast recovery lowers ssthresh again (Linux default: no).
+    pub rto_ssthresh: RtoSsthresh,
+    /// Which segments give round-trip samples (default: the model so far, not Linux's).
+    pub rtt_sample: RttSample,
+    /// What counts as a duplicate ACK with SACK (default: the model so far, not Linux's).
+    pub dupack_rule: DupAckRule,
+    /// Which ACKs may grow cwnd (default: the model so far, not Linux's).
+    pub cwnd_growth: CwndGrowth,
     pub window: WindowSpec,
 }
 
@@ -83,6 +199,12 @@ impl Default for TcpParams {
             sack: true,
             hystart: Some(HyStartParams::linux()),
             rack: true,
+            rto_formula: RtoFormula::Linux,
+            rto_restart: RtoRestart::EveryAck,
+            rto_ssthresh: RtoSsthresh::OncePerEpisode,
+            rtt_sample: RttSample::NewestCovered,
+            dupack_rule: DupAckRule::Any,
+            cwnd_growth: CwndGrowth::EveryDelivery,
             window: WindowSpec::linux_auto(),
         }
     }

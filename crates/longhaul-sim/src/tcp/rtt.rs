@@ -1,13 +1,15 @@
 //! Round-trip time estimation and the retransmission timeout (RFC 6298).
 //!
-//! SRTT and RTTVAR follow section 2 with alpha = 1/8 and beta = 1/4. The timeout is Linux's
-//! (net/ipv4/tcp_input.c tcp_rtt_estimator and tcp_set_rto): RTO = SRTT + max(4 RTTVAR, min_rto),
-//! at most max_rto, because Linux keeps its variance term (`rttvar_us`) at least TCP_RTO_MIN. The
-//! RFC's form, max(SRTT + 4 RTTVAR, min_rto), which ns-3 uses, gives 200 ms at a 140 ms RTT: a
-//! timeout that fires before a retransmission can be acknowledged. Karn's
+//! SRTT and RTTVAR follow section 2 with alpha = 1/8 and beta = 1/4. The timeout is Linux's by
+//! default (net/ipv4/tcp_input.c tcp_rtt_estimator and tcp_set_rto): RTO = SRTT + max(4 RTTVAR,
+//! min_rto), at most max_rto, because Linux keeps its variance term (`rttvar_us`) at least
+//! TCP_RTO_MIN. The RFC's form ([`RtoFormula::Rfc6298`]), max(SRTT + max(G, 4 RTTVAR), min_rto),
+//! which ns-3 uses, gives 200 ms at a 140 ms RTT: a timeout that can fire before a retransmission
+//! is acknowledged. Karn's
 //! algorithm (section 3) is the caller's job: only segments sent once give samples. Backoff
 //! doubles the RTO on every expiry (section 5.5) and is cleared by the next new acknowledgement.
 
+use super::params::{RtoFormula, RFC6298_CLOCK_GRANULARITY};
 use crate::engine::Time;
 
 #[derive(Debug, Clone)]
@@ -19,11 +21,12 @@ pub struct RttEstimator {
     backoff: u32,
     min_rto: Time,
     max_rto: Time,
+    formula: RtoFormula,
 }
 
 impl RttEstimator {
-    pub fn new(initial_rto: Time, min_rto: Time, max_rto: Time) -> Self {
-        RttEstimator { srtt: None, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto }
+    pub fn new(initial_rto: Time, min_rto: Time, max_rto: Time, formula: RtoFormula) -> Self {
+        RttEstimator { srtt: None, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto, formula }
     }
 
     pub fn sample(&mut self, r: Time) {
@@ -52,7 +55,10 @@ impl RttEstimator {
             }
         }
         let s = self.srtt.expect("set above");
-        let rto = (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time;
+        let rto = match self.formula {
+            RtoFormula::Linux => (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time,
+            RtoFormula::Rfc6298 => ((s + (4.0 * self.rttvar).max(RFC6298_CLOCK_GRANULARITY as f64)) as Time).max(self.min_rto),
+        };
         self.rto = rto.min(self.max_rto);
     }
 
@@ -86,7 +92,7 @@ mod tests {
 
     #[test]
     fn rfc6298_first_sample_and_backoff() {
-        let mut e = RttEstimator::new(S, 200 * MS, 120 * S);
+        let mut e = RttEstimator::new(S, 200 * MS, 120 * S, RtoFormula::Linux);
         assert_eq!(e.rto(), S);
         e.sample(100 * MS);
         // SRTT = R, RTTVAR = R/2: RTO = R + 4 R/2 = 300 ms.
@@ -97,12 +103,28 @@ mod tests {
         e.clear_backoff();
         // Linux: the variance term is at least the minimum RTO, so a steady 140 ms path times
         // out after 340 ms (RFC 6298's clamp would give 200 ms, less than two round trips).
-        let mut f = RttEstimator::new(S, 200 * MS, 120 * S);
+        let mut f = RttEstimator::new(S, 200 * MS, 120 * S, RtoFormula::Linux);
         f.sample(MS);
         assert_eq!(f.rto(), 201 * MS);
         for _ in 0..50 {
             f.sample(140 * MS);
         }
         assert!((339 * MS..=341 * MS).contains(&f.rto()), "{}", f.rto());
+    }
+
+    /// RFC 6298's form bounds the whole timeout: 200 ms on the same steady 140 ms path, and
+    /// SRTT + 4 RTTVAR where that is larger.
+    #[test]
+    fn rfc6298_bounds_the_whole_timeout() {
+        let mut f = RttEstimator::new(S, 200 * MS, 120 * S, RtoFormula::Rfc6298);
+        f.sample(MS);
+        assert_eq!(f.rto(), 200 * MS);
+        for _ in 0..50 {
+            f.sample(140 * MS);
+        }
+        assert_eq!(f.rto(), 200 * MS);
+        let mut g = RttEstimator::new(S, 200 * MS, 120 * S, RtoFormula::Rfc6298);
+        g.sample(100 * MS);
+        assert_eq!(g.rto(), 300 * MS);
     }
 }

@@ -7,7 +7,9 @@
 //!   SACKed (the forward-acknowledgement rule, Mathis & Mahdavi SIGCOMM 1996, Linux's default
 //!   until 4.15), so the test is one pointer that only moves forward;
 //! - without SACK, NewReno (RFC 6582): the third duplicate ACK marks the first unacknowledged
-//!   segment lost, and each partial ACK in recovery marks the next one;
+//!   segment lost, and each partial ACK in recovery marks the next one; with SACK the third
+//!   duplicate ACK does too, whether it SACKs anything or (as an option, RFC 6675's definition)
+//!   only if it SACKs new data ([`DupAckRule`]);
 //! - the pipe is Linux's packets-in-flight: outstanding - SACKed - lost + retransmitted, and the
 //!   sender transmits while pipe < cwnd, retransmissions first (RFC 6675 section 5);
 //! - in fast recovery the window follows Proportional Rate Reduction (RFC 6937, Linux
@@ -21,11 +23,16 @@
 //!   once a segment sent after the retransmission is delivered, the retransmission is lost (no
 //!   reordering window: the model's paths are FIFO, and Linux uses none in recovery before it
 //!   has seen reordering). First transmissions keep the forward-acknowledgement rule above;
-//! - RTO (RFC 6298, [`super::rtt`]): restarted by every ACK of new data; on expiry every
-//!   un-SACKed segment is marked lost, cwnd falls to one segment and the timer backs off;
-//!   ssthresh is reduced only if this loss episode has not already reduced it (Linux
-//!   tcp_enter_loss);
-//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`]).
+//! - RTO (RFC 6298, [`super::rtt`]): restarted by every ACK of new data (or, as an option, in
+//!   fast recovery only by its first partial ACK: [`RtoRestart`]); on expiry every un-SACKed
+//!   segment is marked lost, cwnd falls to one segment and the timer backs off; ssthresh is
+//!   reduced only if this loss episode has not already reduced it (Linux tcp_enter_loss; as an
+//!   option, on every timeout outside Loss: [`RtoSsthresh`]);
+//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`]),
+//!   and, as an option, only on ACKs that advance snd_una ([`CwndGrowth`]).
+//!
+//! RTT samples (Karn's rule: never from a retransmitted segment) come from the newest segment a
+//! cumulative ACK covers, or as an option only from segments it newly delivers ([`RttSample`]).
 //!
 //! Delivery-rate samples for BBR follow draft-cheng-iccrg-delivery-rate-estimation: each
 //! segment remembers the delivered count and time when it was sent.
@@ -34,7 +41,7 @@ use std::collections::VecDeque;
 
 use super::cc::hystart::HyStart;
 use super::cc::{AckInfo, CcName, CongestionControl, Window};
-use super::params::TcpParams;
+use super::params::{CwndGrowth, DupAckRule, RtoRestart, RtoSsthresh, RttSample, TcpParams};
 use super::rtt::RttEstimator;
 use crate::engine::time::S;
 use crate::engine::Time;
@@ -174,6 +181,16 @@ pub struct Sender {
     sack: bool,
     /// RACK detection of lost retransmissions ([`TcpParams::rack`]).
     rack: bool,
+    rto_restart: RtoRestart,
+    rto_ssthresh: RtoSsthresh,
+    /// Segments with any of these flags give no RTT sample ([`RttSample`]).
+    no_rtt_sample: u8,
+    /// Duplicate ACKs count only when they SACK new data ([`DupAckRule::NewSack`], with SACK).
+    dupacks_need_sack: bool,
+    cwnd_growth: CwndGrowth,
+    /// A partial ACK of the current fast recovery has restarted the timer
+    /// ([`RtoRestart::FirstPartialAck`]).
+    partial_acked: bool,
     dupthresh: u64,
     delivered: u64,
     delivered_time: Time,
@@ -218,12 +235,21 @@ impl Sender {
             cwnd_usage_seq: 0,
             win: Window { cwnd: iw, ssthresh: f64::INFINITY },
             cc,
-            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto),
+            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.rto_formula),
             peer_rwnd: initial_rwnd_segs,
             send_limit: send_limit_segs.max(1),
             app_limit: u64::MAX,
             sack: p.sack,
             rack: p.rack,
+            rto_restart: p.rto_restart,
+            rto_ssthresh: p.rto_ssthresh,
+            no_rtt_sample: match p.rtt_sample {
+                RttSample::NewestCovered => EVER_RETRANS,
+                RttSample::NewlyDelivered => EVER_RETRANS | SACKED,
+            },
+            dupacks_need_sack: p.sack && p.dupack_rule == DupAckRule::NewSack,
+            cwnd_growth: p.cwnd_growth,
+            partial_acked: false,
             dupthresh: p.dupthresh as u64,
             delivered: 0,
             delivered_time: 0,
@@ -520,6 +546,7 @@ impl Sender {
         let mut rtt = None;
         let mut sample: Option<SegState> = None;
         let advanced = ack > self.una;
+        let una_before = self.una;
         if advanced {
             for seg in self.una..ack {
                 let st = self.segs.pop_front().expect("outstanding segment");
@@ -538,7 +565,7 @@ impl Sender {
                     }
                     self.rack_advance(now, seg, &st);
                 }
-                if st.flags & EVER_RETRANS == 0 {
+                if st.flags & self.no_rtt_sample == 0 {
                     rtt = Some(now - st.sent_at);
                 }
             }
@@ -551,12 +578,16 @@ impl Sender {
             self.lost_scan = self.lost_scan.max(ack);
             self.rtt.clear_backoff();
             self.dupacks = 0;
-        } else if ack == self.una && self.nxt > self.una {
+        } else if ack == self.una && self.nxt > self.una && !self.dupacks_need_sack {
             self.dupacks += 1;
         }
         if self.sack {
+            let sacked_before = self.sacked_out;
             for &(s, e) in sack {
                 newly += self.apply_sack(now, s, e, &mut sample);
+            }
+            if self.dupacks_need_sack && !advanced && ack == self.una && self.sacked_out > sacked_before {
+                self.dupacks += 1;
             }
             if self.rack {
                 self.detect_lost_retransmissions();
@@ -582,9 +613,14 @@ impl Sender {
                 }
                 self.first_sent_time = p.sent_at;
             }
+            let (grows, growth_segs) = match self.cwnd_growth {
+                CwndGrowth::EveryDelivery => (true, newly),
+                CwndGrowth::InOrder => (advanced, newly),
+                CwndGrowth::Cumulative => (advanced, self.una - una_before),
+            };
             let info = AckInfo {
                 now,
-                acked_segs: newly as f64,
+                acked_segs: growth_segs as f64,
                 rtt,
                 min_rtt: self.rtt.min_rtt,
                 srtt: self.rtt.srtt(),
@@ -595,14 +631,27 @@ impl Sender {
                 in_recovery: self.state == State::Recovery,
                 snd_una: self.una,
                 snd_nxt: self.nxt,
-                cwnd_limited: self.cwnd_limited(),
+                cwnd_limited: self.cwnd_limited() && grows,
             };
             self.cc.on_ack(&mut self.win, &info);
         }
         if self.una == self.nxt {
             self.rto_at = NEVER;
-        } else if advanced {
+        } else if advanced && self.ack_restarts_timer() {
             self.rto_at = now + self.rtt.rto();
+        }
+    }
+
+    /// Whether this ACK of new data restarts the retransmission timer ([`RtoRestart`]).
+    fn ack_restarts_timer(&mut self) -> bool {
+        match self.rto_restart {
+            RtoRestart::EveryAck => true,
+            RtoRestart::FirstPartialAck => {
+                let partial = self.state == State::Recovery && self.una < self.recovery_point;
+                let first = !self.partial_acked;
+                self.partial_acked |= partial;
+                !partial || first
+            }
         }
     }
 
@@ -656,6 +705,7 @@ impl Sender {
             self.recovery_point = self.nxt;
             self.stats.fast_recoveries += 1;
             self.fast_retransmit = true;
+            self.partial_acked = false;
             // FlightSize (RFC 5681): the data outstanding when the loss is detected.
             let flight = (self.nxt - self.una) as f64;
             self.prr = Prr { prior_cwnd: self.win.cwnd.max(1.0), delivered: 0, out: 0 };
@@ -684,8 +734,13 @@ impl Sender {
         }
         self.stats.timeouts += 1;
         let flight = (self.nxt - self.una - self.sacked_out) as f64;
-        // Only the first reduction of a loss episode lowers ssthresh (Linux tcp_enter_loss).
-        let reduce = self.state == State::Open;
+        let reduce = match self.rto_ssthresh {
+            // Only the first reduction of a loss episode lowers ssthresh (Linux tcp_enter_loss).
+            RtoSsthresh::OncePerEpisode => self.state == State::Open,
+            // RFC 5681 eq. 4 on every timeout but a repeated one: in Loss the head was resent
+            // by the timer (cwnd 1 sends it at once).
+            RtoSsthresh::EveryTimeout => self.state != State::Loss,
+        };
         self.cc.on_rto(&mut self.win, now, flight, reduce);
         self.retx_sent.clear();
         self.rtt.back_off();
@@ -712,9 +767,13 @@ mod tests {
     use super::*;
     use crate::engine::time::MS;
 
-    /// A connection already established (SYN-ACK after 1 ms).
+    /// A connection already established (SYN-ACK at once).
     fn sender() -> Sender {
-        let mut s = Sender::new(&TcpParams::default(), CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
+        sender_with(TcpParams::default())
+    }
+
+    fn sender_with(p: TcpParams) -> Sender {
+        let mut s = Sender::new(&p, CcName::Reno, 1448, 1 << 20, 1 << 20, 0);
         assert_eq!(s.next(0), Next::Syn);
         s.on_syn_ack(0, 1 << 20);
         s
@@ -839,5 +898,108 @@ mod tests {
         assert_eq!(s.win.cwnd, 1.0);
         assert_eq!(send_all(&mut s, at), vec![(0, true)]);
         assert_eq!(s.rto_at, at + 400 * MS);
+    }
+
+    /// Under RFC 6582's rule only the first partial ACK of a fast recovery restarts the
+    /// retransmission timer; by default (Linux) every ACK of new data does.
+    #[test]
+    fn only_the_first_partial_ack_restarts_the_timer_when_asked() {
+        for (restart, second_restarts) in [(RtoRestart::EveryAck, true), (RtoRestart::FirstPartialAck, false)] {
+            let mut s = sender_with(TcpParams { rto_restart: restart, ..TcpParams::default() });
+            send_all(&mut s, 0);
+            // Segments 0 and 2 lost: 1 and 3..5 SACKed mark both (forward acknowledgement).
+            s.on_ack(MS, 0, &[(3, 6), (1, 2)], 1000);
+            assert_eq!(s.stats.fast_recoveries, 1);
+            send_all(&mut s, MS);
+            s.on_ack(10 * MS, 2, &[(3, 6)], 1000);
+            let first = s.rto_at;
+            assert_eq!(first, 10 * MS + s.rtt.rto(), "the first partial ACK restarts the timer");
+            send_all(&mut s, 10 * MS);
+            s.on_ack(20 * MS, 6, &[], 1000);
+            assert!(s.una < s.recovery_point, "a second partial ACK");
+            let restarted = s.rto_at == 20 * MS + s.rtt.rto();
+            assert_eq!((restarted, s.rto_at == first), (second_restarts, !second_restarts), "{restart:?}");
+        }
+    }
+
+    /// RFC 5681's rule lowers ssthresh again on a timeout in fast recovery (Linux keeps it, see
+    /// `timeout_in_recovery_keeps_ssthresh_and_rwnd_limited_window_stays`); a repeated timeout
+    /// of the timer's own retransmission keeps it.
+    #[test]
+    fn timeout_in_recovery_lowers_ssthresh_again_when_asked() {
+        let mut s = sender_with(TcpParams { rto_ssthresh: RtoSsthresh::EveryTimeout, ..TcpParams::default() });
+        send_all(&mut s, 0);
+        s.on_ack(MS, 0, &[(1, 4)], 1000);
+        assert_eq!(s.win.ssthresh, 5.0);
+        send_all(&mut s, MS);
+        let at = s.rto_at;
+        s.on_rto(at);
+        // Reno: half of the 8 segments outstanding and not SACKed at the timeout (11 sent,
+        // 3 SACKed).
+        assert_eq!((s.nxt, s.win.cwnd, s.win.ssthresh), (11, 1.0, 4.0));
+        assert_eq!(send_all(&mut s, at), vec![(0, true)]);
+        let again = s.rto_at;
+        s.on_rto(again);
+        assert_eq!((s.stats.timeouts, s.win.ssthresh), (2, 4.0));
+    }
+
+    /// A cumulative ACK over segments SACKed earlier takes no RTT sample from them when only
+    /// newly delivered segments count (Linux, ns-3); by default it does.
+    #[test]
+    fn rtt_sample_from_newly_delivered_segments_when_asked() {
+        for (rule, sampled) in [(RttSample::NewestCovered, true), (RttSample::NewlyDelivered, false)] {
+            let mut s = sender_with(TcpParams { rtt_sample: rule, ..TcpParams::default() });
+            send_all(&mut s, 0);
+            s.on_ack(100 * MS, 0, &[(1, 4)], 1000);
+            send_all(&mut s, 100 * MS);
+            let srtt = s.rtt.srtt();
+            // Covers 0 (retransmitted) and 1..3 (SACKed 200 ms before): nothing new to time.
+            s.on_ack(300 * MS, 4, &[], 1000);
+            assert_eq!(s.rtt.srtt() != srtt, sampled, "{rule:?}");
+        }
+    }
+
+    /// Duplicate ACKs that SACK nothing new (a spurious retransmission draws them) start no
+    /// fast recovery under RFC 6675's definition; by default the third one does.
+    #[test]
+    fn dupacks_without_new_sack_information_when_asked() {
+        for (rule, recoveries) in [(DupAckRule::Any, 1), (DupAckRule::NewSack, 0)] {
+            let mut s = sender_with(TcpParams { dupack_rule: rule, ..TcpParams::default() });
+            send_all(&mut s, 0);
+            s.on_ack(MS, 2, &[], 1000);
+            for k in 1..=3 {
+                s.on_ack(MS + k, 2, &[], 1000);
+            }
+            assert_eq!(s.stats.fast_recoveries, recoveries, "{rule:?}");
+        }
+        // SACK information still counts.
+        let mut s = sender_with(TcpParams { dupack_rule: DupAckRule::NewSack, ..TcpParams::default() });
+        send_all(&mut s, 0);
+        for k in 2..=4 {
+            s.on_ack(MS, 0, &[(1, k)], 1000);
+        }
+        assert_eq!(s.stats.fast_recoveries, 1);
+    }
+
+    /// After a timeout, the ACK that repairs the hole before a SACKed run grows cwnd by that
+    /// run too under RFC 3465 counting (ns-3), by the one segment it delivers otherwise; a SACK
+    /// beyond a hole grows it only by default.
+    #[test]
+    fn cwnd_growth_rules() {
+        let cases = [(CwndGrowth::EveryDelivery, 2.0, 3.0), (CwndGrowth::InOrder, 2.0, 2.0), (CwndGrowth::Cumulative, 4.0, 4.0)];
+        for (rule, after_repair, after_sack) in cases {
+            let mut s = sender_with(TcpParams { cwnd_growth: rule, ..TcpParams::default() });
+            send_all(&mut s, 0);
+            s.on_ack(MS, 0, &[(1, 3)], 1000);
+            let at = s.rto_at;
+            s.on_rto(at);
+            assert_eq!((s.win.cwnd, s.win.ssthresh), (1.0, 4.0));
+            assert_eq!(send_all(&mut s, at), vec![(0, true)]);
+            s.on_ack(at + MS, 3, &[], 1000);
+            assert_eq!(s.win.cwnd, after_repair, "{rule:?}");
+            send_all(&mut s, at + MS);
+            s.on_ack(at + 2 * MS, 3, &[(4, 5)], 1000);
+            assert_eq!(s.win.cwnd, after_sack, "{rule:?}");
+        }
     }
 }

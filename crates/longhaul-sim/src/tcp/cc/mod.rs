@@ -44,7 +44,8 @@ impl Window {
 #[derive(Debug, Clone, Copy)]
 pub struct AckInfo {
     pub now: Time,
-    /// Segments newly delivered (cumulatively acknowledged or SACKed) by this ACK.
+    /// Segments the window may grow by: those this ACK newly delivers (cumulatively
+    /// acknowledged or SACKed), or as [`super::params::CwndGrowth`] chooses.
     pub acked_segs: f64,
     /// RTT sample from this ACK (Karn's rule applied), if any.
     pub rtt: Option<Time>,
