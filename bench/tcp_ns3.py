@@ -55,8 +55,10 @@ def ns3_binary() -> str:
 
 
 def run_ns3(cc: str, delay_ms: float, rate_gbps: float = 1.0, duration_s: float = 5.0, queue_packets: int = 100,
-            buffer_bytes: int = 64 << 20, interval_s: float = 0.1) -> dict:
-    out = subprocess.run([ns3_binary(), f"--cc={NS3_CC[cc]}", f"--delay_ms={delay_ms}", f"--rate_gbps={rate_gbps}",
+            buffer_bytes: int = 64 << 20, interval_s: float = 0.1, wide_prr: bool = True) -> dict:
+    """One ns-3 run; ``wide_prr``: its PRR with the proportional step in 64 bits (tcp_bulk.cc's
+    WidePrrRecovery), else ns-3 3.37's own, whose 32-bit product wraps in long recoveries."""
+    out = subprocess.run([ns3_binary(), f"--cc={NS3_CC[cc]}", f"--wide_prr={int(wide_prr)}", f"--delay_ms={delay_ms}", f"--rate_gbps={rate_gbps}",
                           f"--duration_s={duration_s}", f"--queue_packets={queue_packets}",
                           f"--buffer_bytes={buffer_bytes}", f"--interval_s={interval_s}", "--delack_count=1",
                           f"--frame_overhead_bytes={ETHERNET_FRAME_OVERHEAD_BYTES}"],

@@ -20,12 +20,72 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 #include <sstream>
 #include <vector>
 
 using namespace ns3;
+
+// Proportional Rate Reduction (RFC 6937 section 3) with ns-3 3.37's choices, its one defect
+// removed. ns-3 3.37's TcpPrrRecovery computes the proportional step prr_delivered x ssthresh in
+// 32-bit unsigned arithmetic (both in bytes): from the 6th-8th segment delivered in a recovery
+// the product wraps and the step collapses (an imul in libns3.37-internet.so; upstream ns-3 later
+// widened it). This class keeps 3.37's rules (RecoverFS = data unacknowledged when recovery
+// starts, the slow-start reduction bound's extra segment only once a retransmission is
+// cumulatively acknowledged, at least one segment on the first step) and counts in 64 bits.
+// Selected with --wide_prr=1 through TcpL4Protocol::RecoveryType.
+class WidePrrRecovery : public TcpClassicRecovery {
+ public:
+  static TypeId GetTypeId() {
+    static TypeId tid = TypeId("ns3::LonghaulWidePrrRecovery")
+                            .SetParent<TcpClassicRecovery>()
+                            .SetGroupName("Internet")
+                            .AddConstructor<WidePrrRecovery>();
+    return tid;
+  }
+  WidePrrRecovery() = default;
+  WidePrrRecovery(const WidePrrRecovery &other) = default;
+  std::string GetName() const override { return "LonghaulWidePrrRecovery"; }
+
+  void EnterRecovery(Ptr<TcpSocketState> tcb, uint32_t, uint32_t unacked_bytes, uint32_t delivered_bytes) override {
+    recover_fs_ = std::max<uint64_t>(unacked_bytes, 1);
+    delivered_ = 0;
+    sent_ = 0;
+    DoRecovery(tcb, delivered_bytes);
+  }
+
+  void DoRecovery(Ptr<TcpSocketState> tcb, uint32_t delivered_bytes) override {
+    delivered_ += delivered_bytes;
+    const int64_t pipe = tcb->m_bytesInFlight.Get(), ssthresh = tcb->m_ssThresh.Get(), mss = tcb->m_segmentSize;
+    int64_t quota;
+    if (pipe > ssthresh) {
+      // Send ssthresh / RecoverFS of what has been delivered (ceiling), less what was sent.
+      const uint64_t due = (delivered_ * uint64_t(ssthresh) + recover_fs_ - 1) / recover_fs_;
+      quota = int64_t(due) - int64_t(sent_);
+    } else {
+      int64_t bound = delivered_bytes;
+      if (tcb->m_isRetransDataAcked) {
+        bound = std::max<int64_t>(int64_t(delivered_) - int64_t(sent_), delivered_bytes) + mss;
+      }
+      quota = std::min(bound, ssthresh - pipe);
+    }
+    if (sent_ == 0) {
+      quota = std::max(quota, mss);  // the fast retransmission itself
+    }
+    tcb->m_cWnd = uint32_t(std::max<int64_t>(pipe + quota, 0));
+    tcb->m_cWndInfl = tcb->m_cWnd;
+  }
+
+  void ExitRecovery(Ptr<TcpSocketState> tcb) override { tcb->m_cWndInfl = tcb->m_cWnd; }
+  void UpdateBytesSent(uint32_t bytes) override { sent_ += bytes; }
+  Ptr<TcpRecoveryOps> Fork() override { return CopyObject<WidePrrRecovery>(this); }
+
+ private:
+  uint64_t delivered_ = 0, sent_ = 0, recover_fs_ = 1;
+};
+NS_OBJECT_ENSURE_REGISTERED(WidePrrRecovery);
 
 static uint32_t g_cwnd_bytes = 0;
 static uint64_t g_link_packets = 0;
@@ -54,6 +114,7 @@ int main(int argc, char *argv[]) {
   double rate_gbps = 1.0, delay_ms = 10.0, duration_s = 5.0, interval_s = 0.1;
   uint32_t queue_packets = 100, mss = 1448, delack_count = 2, frame_overhead_bytes = 2;
   uint64_t buffer_bytes = 64 << 20;
+  bool wide_prr = false;
   std::string cc = "NewReno";
   CommandLine cmd;
   cmd.AddValue("rate_gbps", "link rate (Gb/s)", rate_gbps);
@@ -66,6 +127,7 @@ int main(int argc, char *argv[]) {
   cmd.AddValue("cc", "NewReno or Cubic", cc);
   cmd.AddValue("delack_count", "segments per delayed ACK (1 = ACK every segment)", delack_count);
   cmd.AddValue("frame_overhead_bytes", "link framing per packet to match (PPP: 2)", frame_overhead_bytes);
+  cmd.AddValue("wide_prr", "PRR with its proportional step in 64 bits (ns-3 3.37's overflows 32)", wide_prr);
   cmd.Parse(argc, argv);
 
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::Tcp" + cc));
@@ -81,6 +143,9 @@ int main(int argc, char *argv[]) {
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
   // HyStart off on both sides (the test runs longhaul with --no-hystart): compare like with like.
   Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(false));
+  if (wide_prr) {
+    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType", TypeIdValue(WidePrrRecovery::GetTypeId()));
+  }
 
   NodeContainer nodes;
   nodes.Create(2);
