@@ -51,7 +51,7 @@ def _point(source: str, bench: str, algo: str, eager: int | None, rec: dict) -> 
     out = {"source": source, "bench": bench, "algo": algo, "eager_limit_bytes": eager, "delay_us": rec["delay_us"],
            "size_bytes": rec["size_bytes"]}
     for k in ("lat_us", "bw_MBps", "msg_rate_Mps", "lat_us_runs", "bw_MBps_runs", "iterations", "warmup",
-              "wan_bytes_ab", "status"):
+              "rate_gbps", "ranks_per_cluster", "wan_bytes_ab", "status"):
         if rec.get(k) is not None:
             out[k] = rec[k]
     return out
@@ -100,23 +100,32 @@ EAGER_LIMIT_BYTES = 65536
 MSS_BYTES = 1448
 
 
-def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None, repeats: int = 1) -> dict:
-    """Fit this machine's stack costs (per_seg_us, per_byte_ns, per_msg_us) to 0-delay emulator
-    runs of the ``CALIBRATION`` points (run now unless ``emu_records`` are given; ``repeats``
-    interleaved runs of each, the median kept). Returns the costs, their standard errors and the
-    points with the fitted and simulated values."""
-    from longhaul.analysis import calibrate
+def calibration_runs(rate_gbps: float, repeats: int = 1) -> dict[str, list[list[dict]]]:
+    """``repeats`` 0-delay emulator runs of the ``CALIBRATION`` points, per benchmark, as measured
+    (``calibrate_stack(runs=...)`` takes their median; more runs can be pooled with them later)."""
     from longhaul.emu import mpi_bench
+
+    runs: dict[str, list[list[dict]]] = {"latency": [], "bw": []}
+    for _ in range(repeats):
+        for bench in runs:
+            sizes = [s for b, s in CALIBRATION if b == bench]
+            runs[bench].append(mpi_bench.osu(bench, sizes, [0.0], link={"rate_gbps": rate_gbps}))
+    return runs
+
+
+def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None, repeats: int = 1,
+                    runs: dict[str, list[list[dict]]] | None = None) -> dict:
+    """Fit this machine's stack costs (per_seg_us, per_byte_ns, per_msg_us) to 0-delay emulator
+    runs of the ``CALIBRATION`` points: ``emu_records`` (one per point), else the median of
+    ``runs`` (``calibration_runs``), else of ``repeats`` runs made now. Returns the costs, their
+    standard errors, the points with the measured and fitted values, and the runs (``runs``;
+    None when ``emu_records`` were given)."""
+    from longhaul.analysis import calibrate
     from longhaul.sim import mpi_tcp
 
     if emu_records is None:
-        emu_records = []
-        for bench in ("latency", "bw"):
-            sizes = [s for b, s in CALIBRATION if b == bench]
-            runs = []
-            for _ in range(repeats):
-                runs.append(mpi_bench.osu(bench, sizes, [0.0], link={"rate_gbps": rate_gbps}))
-            emu_records += _median_of_runs(runs, METRIC[bench])
+        runs = runs if runs is not None else calibration_runs(rate_gbps, repeats)
+        emu_records = [rec for bench, rs in runs.items() for rec in median_of_runs(rs, METRIC[bench])]
     emu = {(r.get("test"), r["size_bytes"]): r for r in emu_records}
     points = [(b, s) for b, s in CALIBRATION if (b, s) in emu]
     if len(points) < 4:
@@ -135,12 +144,12 @@ def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None, rep
     costs = {k: round(v, 4) for k, v in fit.values.items()}
     fitted = fit.predict(x)[0]
     return {**costs, "stderr": {k: (round(v, 4) if np.isfinite(v) else None) for k, v in fit.stderr.items()},
-            "cc": tcp["cc"], "rate_gbps": rate_gbps,
+            "cc": tcp["cc"], "rate_gbps": rate_gbps, "runs": runs,
             "points": [{"bench": b, "size_bytes": s, "metric": METRIC[b], "emu": y[i], "fit": round(float(fitted[i]), 2)}
                        for i, (b, s) in enumerate(points)]}
 
 
-def _sim_tcp(bench: str, e: dict, stack: dict, eager, window: int, algo: str = "default") -> dict:
+def simulate_point(bench: str, e: dict, stack: dict, eager=None, window: int = 64, algo: str = "default") -> dict:
     """The emulated point ``e`` on the MPI-over-TCP model; bcast with the emulated run's ranks per
     cluster and algorithm (hierarchical: HierComm's default 32 KiB WAN pieces, as osu_mpi.py runs it)."""
     from longhaul.sim import mpi_tcp
@@ -154,7 +163,7 @@ def _sim_tcp(bench: str, e: dict, stack: dict, eager, window: int, algo: str = "
         eager_limit_bytes=eager, **coll, **tcp)[0]
 
 
-def _median_of_runs(runs: list[list[dict]], metric: str) -> list[dict]:
+def median_of_runs(runs: list[list[dict]], metric: str) -> list[dict]:
     """One record per point from repeated runs (same points, same order): the run whose
     ``metric`` is the median (the lower middle one for an even count), with every run's value
     in ``<metric>_runs``."""
@@ -203,10 +212,10 @@ def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = No
                     iterations=iterations, warmup=warmup, window=window, pairs=pairs, mca=mca))
     out = []
     for (algo, eager), emu_runs in runs.items():
-        for e in _median_of_runs(emu_runs, METRIC[bench]):
+        for e in median_of_runs(emu_runs, METRIC[bench]):
             out.append(_point("emu", bench, algo, eager, e))
             if over_tcp:
-                s = _sim_tcp(bench, e, stack, eager, window, algo)
+                s = simulate_point(bench, e, stack, eager, window, algo)
                 out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
                                                                   "warmup": e["warmup"]}),
                             "transport": "tcp", "stack_per_seg_us": stack["per_seg_us"],
