@@ -192,7 +192,7 @@ impl<P: Routable> Fabric<P> {
                 let pi = p as usize;
                 while self.ports[pi].wire.front().is_some_and(|f| f.deliver_at <= now) {
                     let item = self.ports[pi].wire.pop_front().expect("front checked");
-                    self.arrive(now, now, p, item, q, eps);
+                    self.arrive(now, p, item, q, eps);
                 }
                 if let Some(f) = self.ports[pi].wire.front() {
                     q.schedule(f.deliver_at, NetEvent::Arrive(p).into());
@@ -232,10 +232,8 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    /// A packet sent on `from` has arrived at the far node (through the peer port) at `now`; the
-    /// clock is at `clock` (earlier than `now` when `from` forwards at send time).
-    #[allow(clippy::too_many_arguments)]
-    fn arrive<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    /// A packet sent on `from` has arrived at the far node (through the peer port) at `now`.
+    fn arrive<E: From<NetEvent> + Copy>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let sender = &mut self.ports[from as usize];
         let in_port = sender.peer;
         let node = sender.ends.to_node;
@@ -253,12 +251,33 @@ impl<P: Routable> Fabric<P> {
             self.try_send(now, hp, q, eps);
             return;
         }
+        let Some((out, ready_at)) = self.admit(now, now, from, &item, q) else { return };
+        let port = &mut self.ports[out as usize];
+        if port.commit_ahead && port.queue.is_empty() {
+            // What `try_send` would do with this packet alone in the queue, without queueing it.
+            let start = now.max(port.busy_until).max(ready_at);
+            if port.take_credits(now, item.wire_bytes) {
+                return self.transmit(now, out, start, item.pkt, item.wire_bytes, in_port, q, eps);
+            }
+        }
+        port.queued_bytes += item.wire_bytes as u64;
+        port.queue.push_back(Queued { pkt: item.pkt, wire_bytes: item.wire_bytes, in_port, ready_at });
+        self.try_send(now, out, q, eps);
+    }
+
+    /// The egress port a packet sent on `from` takes at the far node, where it arrives at `now`
+    /// (the clock is at `clock`, earlier when `from` forwards at send time), and the earliest
+    /// start of its transmission there; None if the node drops it (its buffer space is freed).
+    #[inline(always)]
+    fn admit<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: &InFlight<P>, q: &mut EventQueue<E>) -> Option<(PortId, Time)> {
+        let sender = &self.ports[from as usize];
+        let (in_port, node) = (sender.peer, sender.ends.to_node);
         let choices = self.route(node, item.pkt.dst());
         if choices.is_empty() {
             // Unroutable: impossible in a validated topology; count it as a queue drop.
             self.ports[from as usize].stats.drops_queue += 1;
             self.return_credits(in_port, now, item.wire_bytes, q);
-            return;
+            return None;
         }
         // (One choice is the common case: no division then.)
         let out = if choices.len() == 1 { choices[0] } else { choices[item.pkt.flow() as usize % choices.len()] };
@@ -271,27 +290,37 @@ impl<P: Routable> Fabric<P> {
             let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
             now.max(item.tail_at.saturating_sub(ser_out))
         };
-        let waiting = port.waiting_bytes(clock, now);
-        if port.params.queue_limit_bytes.is_some_and(|limit| waiting + item.wire_bytes as u64 > limit) {
-            port.stats.drops_queue += 1;
-            if now > clock {
-                port.early_drops.push_back(now);
+        if let Some(limit) = port.params.queue_limit_bytes {
+            if port.waiting_bytes(clock, now) + item.wire_bytes as u64 > limit {
+                port.stats.drops_queue += 1;
+                if now > clock {
+                    port.early_drops.push_back(now);
+                }
+                self.return_credits(in_port, now, item.wire_bytes, q);
+                return None;
             }
-            self.return_credits(in_port, now, item.wire_bytes, q);
-            return;
         }
-        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(waiting + item.wire_bytes as u64);
-        if port.commit_ahead && port.queue.is_empty() {
-            // What `try_send` would do with this packet alone in the queue, without queueing it.
+        Some((out, ready_at))
+    }
+
+    /// `item`, just sent on `from` at clock time `clock`, is handed to the far node now (see
+    /// `plan_forwarding`), and from there on down the path while each link forwards at send
+    /// time: a loop rather than recursion through `transmit`. Such a node's egress port is fed
+    /// by this link alone and has no flow control, so the packet never queues there; and the
+    /// link into it has none either, so no hop has credits to give back.
+    fn forward<E: From<NetEvent> + Copy>(&mut self, clock: Time, mut from: PortId, mut item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        loop {
+            let now = item.deliver_at;
+            let Some((out, ready_at)) = self.admit(clock, now, from, &item, q) else { return };
+            let port = &self.ports[out as usize];
+            debug_assert!(port.commit_ahead && port.queue.is_empty() && !port.credit_controlled, "a port forwarded to at send time never queues");
             let start = now.max(port.busy_until).max(ready_at);
-            if port.take_credits(now, item.wire_bytes) {
-                return self.transmit(clock, out, start, item.pkt, item.wire_bytes, in_port, q, eps);
+            let (_, next) = self.put_on_wire(out, start, item.pkt, item.wire_bytes, q, eps);
+            match next {
+                Some(next) => (from, item) = (out, next),
+                None => return,
             }
         }
-        debug_assert_eq!(clock, now, "a port forwarded to at send time never queues");
-        port.queued_bytes += item.wire_bytes as u64;
-        port.queue.push_back(Queued { pkt: item.pkt, wire_bytes: item.wire_bytes, in_port, ready_at });
-        self.try_send(now, out, q, eps);
     }
 
     /// Start as many transmissions on port `p` as its state allows at `now`.
@@ -369,10 +398,25 @@ impl<P: Routable> Fabric<P> {
 
     /// Put a packet that has its credits on port `p`'s wire at `start` (the clock is at `now`);
     /// `in_port` (or NO_PORT) is where it held buffer space at this node, freed once its tail
-    /// has left.
+    /// has left (after the packet has been forwarded as far as it goes at send time, as the
+    /// order in which events are scheduled decides same-time ties).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn transmit<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        let (ser, forwarded) = self.put_on_wire(p, start, pkt, wire_bytes, q, eps);
+        if let Some(item) = forwarded {
+            self.forward(now, p, item, q, eps);
+        }
+        if in_port != NO_PORT {
+            self.return_credits(in_port, start + ser, wire_bytes, q);
+        }
+    }
+
+    /// Start sending a packet on port `p` at `start`: onto the wire, with an arrival event if it
+    /// is the wire's only packet, or, if the far node forwards at send time, returned (with its
+    /// serialisation time) for the caller to hand on.
+    #[inline(always)]
+    fn put_on_wire<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) -> (Time, Option<InFlight<P>>) {
         let port = &mut self.ports[p as usize];
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
@@ -390,17 +434,14 @@ impl<P: Routable> Fabric<P> {
         }
         let item = InFlight { deliver_at, tail_at, wire_bytes, pkt };
         if port.forward_at_send {
-            self.arrive(now, deliver_at, p, item, q, eps);
-        } else {
-            let was_empty = port.wire.is_empty();
-            port.wire.push_back(item);
-            if was_empty {
-                q.schedule(deliver_at, NetEvent::Arrive(p).into());
-            }
+            return (ser, Some(item));
         }
-        if in_port != NO_PORT {
-            self.return_credits(in_port, start + ser, wire_bytes, q);
+        let was_empty = port.wire.is_empty();
+        port.wire.push_back(item);
+        if was_empty {
+            q.schedule(deliver_at, NetEvent::Arrive(p).into());
         }
+        (ser, None)
     }
 
     /// Mark the links whose far node can forward a packet the moment it is sent rather than

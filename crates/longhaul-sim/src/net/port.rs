@@ -86,8 +86,6 @@ pub struct PortStats {
     pub tx_bytes: u64,
     pub drops_loss: u64,
     pub drops_queue: u64,
-    pub max_queue_bytes: u64,
-    pub max_credit_debt_bytes: u64,
 }
 
 pub struct Port<P> {
