@@ -20,6 +20,10 @@ struct Entry<E> {
 /// Pending events of type `E` and the current simulated time.
 pub struct EventQueue<E> {
     heap: Vec<Entry<E>>,
+    /// `heap[0]` is the event `pop` returned last, not yet removed: a model handling an event
+    /// usually schedules a follow-up, which then takes the root's place (one pass down the
+    /// heap instead of a removal and an insertion).
+    handled_root: bool,
     seq: u64,
     now: Time,
     popped: u64,
@@ -33,7 +37,7 @@ impl<E: Copy> Default for EventQueue<E> {
 
 impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { heap: Vec::with_capacity(1024), seq: 0, now: 0, popped: 0 }
+        EventQueue { heap: Vec::with_capacity(1024), handled_root: false, seq: 0, now: 0, popped: 0 }
     }
 
     /// The time of the event being handled (or of the last one handled).
@@ -48,8 +52,14 @@ impl<E: Copy> EventQueue<E> {
         debug_assert!(at >= self.now, "event scheduled in the past: {at} < {}", self.now);
         self.seq += 1;
         let entry = Entry { key: (at as u128) << 64 | self.seq as u128, ev };
-        self.heap.push(entry);
-        self.sift_up(self.heap.len() - 1, entry);
+        if self.handled_root {
+            self.handled_root = false;
+            let hole = self.hole_to_leaf();
+            self.sift_up(hole, entry);
+        } else {
+            self.heap.push(entry);
+            self.sift_up(self.heap.len() - 1, entry);
+        }
     }
 
     /// Put `moving` at the hole `pos` or above it, moving down every parent with a later key.
@@ -68,34 +78,41 @@ impl<E: Copy> EventQueue<E> {
         self.heap[pos] = moving;
     }
 
-    /// Remove the earliest event and advance the clock to it.
-    ///
-    /// As in std's heap: the root's hole goes all the way down along the earlier children (a
-    /// loop whose length depends only on the size, so it is predicted), then the last entry
-    /// fills it and moves up, usually not at all (late events sit at the bottom).
+    /// Move the hole at the root down to a leaf along the earlier children (as in std's heap: a
+    /// loop whose length depends only on the size, so it is predicted); returns the leaf. The
+    /// caller fills it with `sift_up`, usually in place (late events sit at the bottom).
+    #[inline]
+    fn hole_to_leaf(&mut self) -> usize {
+        let n = self.heap.len();
+        let mut hole = 0;
+        let mut child = 1;
+        while child + 1 < n {
+            child += usize::from(self.heap[child + 1].key < self.heap[child].key);
+            self.heap[hole] = self.heap[child];
+            hole = child;
+            child = 2 * hole + 1;
+        }
+        if child + 1 == n {
+            self.heap[hole] = self.heap[child];
+            hole = child;
+        }
+        hole
+    }
+
+    /// Remove the earliest event and advance the clock to it. It stays in the heap, marked
+    /// handled, until the next `schedule` overwrites it or the next `pop` removes it.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let last = self.heap.pop()?;
-        let top = if self.heap.is_empty() {
-            last
-        } else {
-            let top = self.heap[0];
-            let n = self.heap.len();
-            let mut hole = 0;
-            let mut child = 1;
-            while child + 1 < n {
-                child += usize::from(self.heap[child + 1].key < self.heap[child].key);
-                self.heap[hole] = self.heap[child];
-                hole = child;
-                child = 2 * hole + 1;
+        if self.handled_root {
+            self.handled_root = false;
+            let last = self.heap.pop().expect("the handled root");
+            if !self.heap.is_empty() {
+                let hole = self.hole_to_leaf();
+                self.sift_up(hole, last);
             }
-            if child + 1 == n {
-                self.heap[hole] = self.heap[child];
-                hole = child;
-            }
-            self.sift_up(hole, last);
-            top
-        };
+        }
+        let top = *self.heap.first()?;
+        self.handled_root = true;
         let at = (top.key >> 64) as Time;
         self.now = at;
         self.popped += 1;
@@ -105,15 +122,25 @@ impl<E: Copy> EventQueue<E> {
     /// The time of the earliest pending event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.first().map(|e| (e.key >> 64) as Time)
+        let key = if self.handled_root {
+            // The earliest of the root's children.
+            match (self.heap.get(1), self.heap.get(2)) {
+                (Some(a), Some(b)) => a.key.min(b.key),
+                (Some(a), None) => a.key,
+                _ => return None,
+            }
+        } else {
+            self.heap.first()?.key
+        };
+        Some((key >> 64) as Time)
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - usize::from(self.handled_root)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
     /// Events handled so far (the engine's unit of work, reported by benchmarks).
