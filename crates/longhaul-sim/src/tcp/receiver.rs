@@ -47,6 +47,8 @@ pub struct Receiver {
     pub delack_at: Time,
     mss: u64,
     window_bytes: u64,
+    /// `window_bytes` in whole segments (at least one), kept with it: every ACK carries it.
+    window_segs: u64,
     max_window_bytes: u64,
     autotune: bool,
     mark_time: Time,
@@ -85,6 +87,7 @@ impl Receiver {
             delack_at: NEVER,
             mss: mss as u64,
             window_bytes,
+            window_segs: (window_bytes / mss as u64).max(1),
             max_window_bytes,
             autotune,
             mark_time: 0,
@@ -96,7 +99,7 @@ impl Receiver {
 
     /// The window offered now, in whole segments (at least one).
     pub fn window_segs(&self) -> u64 {
-        (self.window_bytes / self.mss).max(1)
+        self.window_segs
     }
 
     pub fn ooo_ranges(&self) -> usize {
@@ -118,6 +121,7 @@ impl Receiver {
             let grow = (base as u128 * (copied - self.space) as u128 / self.space.max(1) as u128) as u64;
             let wanted = base.saturating_add(2 * grow).min(self.max_window_bytes);
             self.window_bytes = self.window_bytes.max(wanted);
+            self.window_segs = (self.window_bytes / self.mss).max(1);
             self.space = copied;
         }
         self.mark_time = now;

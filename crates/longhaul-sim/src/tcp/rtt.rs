@@ -13,6 +13,8 @@ use crate::engine::Time;
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     srtt: Option<f64>,
+    /// `srtt` as a Time, converted once per sample rather than at every read.
+    srtt_ps: Time,
     rttvar: f64,
     pub min_rtt: Time,
     rto: Time,
@@ -23,7 +25,7 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(initial_rto: Time, min_rto: Time, max_rto: Time) -> Self {
-        RttEstimator { srtt: None, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto }
+        RttEstimator { srtt: None, srtt_ps: 0, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto }
     }
 
     pub fn sample(&mut self, r: Time) {
@@ -41,24 +43,31 @@ impl RttEstimator {
 
     fn smooth(&mut self, r: Time) {
         let rf = r as f64;
-        match self.srtt {
+        let s = match self.srtt {
             None => {
-                self.srtt = Some(rf);
                 self.rttvar = rf / 2.0;
+                rf
             }
             Some(s) => {
                 self.rttvar = 0.75 * self.rttvar + 0.25 * (s - rf).abs();
-                self.srtt = Some(0.875 * s + 0.125 * rf);
+                0.875 * s + 0.125 * rf
             }
-        }
-        let s = self.srtt.expect("set above");
+        };
+        self.srtt = Some(s);
+        self.srtt_ps = s as Time;
         let rto = (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time;
         self.rto = rto.min(self.max_rto);
     }
 
     /// Smoothed RTT (before any sample: the minimum seen, or 0).
     pub fn srtt(&self) -> Time {
-        self.srtt.map(|s| s as Time).unwrap_or(if self.min_rtt == Time::MAX { 0 } else { self.min_rtt })
+        if self.srtt.is_some() {
+            self.srtt_ps
+        } else if self.min_rtt == Time::MAX {
+            0
+        } else {
+            self.min_rtt
+        }
     }
 
     pub fn has_sample(&self) -> bool {

@@ -33,7 +33,7 @@
 use std::collections::VecDeque;
 
 use super::cc::hystart::HyStart;
-use super::cc::{AckInfo, CcName, CongestionControl, Window};
+use super::cc::{AckInfo, CcName, CongestionControl, RateSample, Window};
 use super::params::TcpParams;
 use super::rtt::RttEstimator;
 use crate::engine::time::S;
@@ -578,7 +578,7 @@ impl Sender {
             if let Some(p) = sample {
                 let interval = (now - p.delivered_time).max(p.sent_at - p.first_sent_time);
                 if interval > 0 {
-                    rate = Some((self.delivered - p.delivered) as f64 * S as f64 / interval as f64);
+                    rate = Some(RateSample { delivered_segs: self.delivered - p.delivered, interval });
                 }
                 self.first_sent_time = p.sent_at;
             }
@@ -589,7 +589,7 @@ impl Sender {
                 min_rtt: self.rtt.min_rtt,
                 srtt: self.rtt.srtt(),
                 in_flight_segs: self.pipe() as f64,
-                delivery_rate: rate,
+                rate_sample: rate,
                 delivered: self.delivered,
                 sample_prior_delivered: sample.map(|p| p.delivered).unwrap_or(0),
                 in_recovery: self.state == State::Recovery,
