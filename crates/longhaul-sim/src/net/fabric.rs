@@ -8,8 +8,9 @@ use crate::engine::{EventQueue, RngStream, Time};
 
 pub type NodeId = u32;
 
-/// What the fabric needs to know about a packet.
-pub trait Routable {
+/// What the fabric needs to know about a packet (small and `Copy`: a packet forwarded at send
+/// time is copied only onto the wire where it waits for its arrival event).
+pub trait Routable: Copy {
     /// Destination host.
     fn dst(&self) -> NodeId;
     /// Bytes on an InfiniBand-style link (headers + payload + CRCs), before WAN framing.
@@ -247,8 +248,9 @@ impl<P: Routable> Fabric<P> {
             // The adapter drains its receive buffer into host memory as packets arrive.
             self.return_credits(in_port, item.tail_at, item.wire_bytes, q);
             eps.deliver(now, node, item.pkt);
-            let hp = self.host_port(node);
-            self.try_send(now, hp, q, eps);
+            // The host's one port is this link's far end.
+            debug_assert_eq!(in_port, self.host_port(node));
+            self.try_send(now, in_port, q, eps);
             return;
         }
         let Some((out, ready_at)) = self.admit(now, now, from, &item, q) else { return };
@@ -315,9 +317,8 @@ impl<P: Routable> Fabric<P> {
             let port = &self.ports[out as usize];
             debug_assert!(port.commit_ahead && port.queue.is_empty() && !port.credit_controlled, "a port forwarded to at send time never queues");
             let start = now.max(port.busy_until).max(ready_at);
-            let (_, next) = self.put_on_wire(out, start, item.pkt, item.wire_bytes, q, eps);
-            match next {
-                Some(next) => (from, item) = (out, next),
+            match self.put_on_wire(out, start, &item.pkt, item.wire_bytes, q, eps).1 {
+                Some((deliver_at, tail_at)) => (from, item.deliver_at, item.tail_at) = (out, deliver_at, tail_at),
                 None => return,
             }
         }
@@ -403,41 +404,41 @@ impl<P: Routable> Fabric<P> {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn transmit<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
-        let (ser, forwarded) = self.put_on_wire(p, start, pkt, wire_bytes, q, eps);
-        if let Some(item) = forwarded {
-            self.forward(now, p, item, q, eps);
+        let (ser, forwarded) = self.put_on_wire(p, start, &pkt, wire_bytes, q, eps);
+        if let Some((deliver_at, tail_at)) = forwarded {
+            self.forward(now, p, InFlight { deliver_at, tail_at, wire_bytes, pkt }, q, eps);
         }
         if in_port != NO_PORT {
             self.return_credits(in_port, start + ser, wire_bytes, q);
         }
     }
 
-    /// Start sending a packet on port `p` at `start`: onto the wire, with an arrival event if it
-    /// is the wire's only packet, or, if the far node forwards at send time, returned (with its
-    /// serialisation time) for the caller to hand on.
+    /// Start sending `pkt` on port `p` at `start`: onto the wire, with an arrival event if it is
+    /// the wire's only packet; or, if the far node forwards at send time, not: its arrival
+    /// (deliver_at, tail_at) is returned for the caller to hand it on. Also returns the
+    /// serialisation time.
     #[inline(always)]
-    fn put_on_wire<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: P, wire_bytes: u32, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) -> (Time, Option<InFlight<P>>) {
+    fn put_on_wire<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: &P, wire_bytes: u32, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) -> (Time, Option<(Time, Time)>) {
         let port = &mut self.ports[p as usize];
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
         port.stats.tx_packets += 1;
         port.stats.tx_bytes += wire_bytes as u64;
         let tail_at = start + ser + port.params.propagation;
-        let deliver_at = self.delivery_time(p as usize, &pkt, wire_bytes, start, tail_at);
+        let deliver_at = self.delivery_time(p as usize, pkt, wire_bytes, start, tail_at);
         let port = &mut self.ports[p as usize];
         if port.ends.from_host {
-            eps.sent(port.node, &pkt, start + ser);
+            eps.sent(port.node, pkt, start + ser);
         }
         if port.params.queue_limit_bytes.is_some() {
             port.committed.push_back((start, wire_bytes));
             port.committed_bytes += wire_bytes as u64;
         }
-        let item = InFlight { deliver_at, tail_at, wire_bytes, pkt };
         if port.forward_at_send {
-            return (ser, Some(item));
+            return (ser, Some((deliver_at, tail_at)));
         }
         let was_empty = port.wire.is_empty();
-        port.wire.push_back(item);
+        port.wire.push_back(InFlight { deliver_at, tail_at, wire_bytes, pkt: *pkt });
         if was_empty {
             q.schedule(deliver_at, NetEvent::Arrive(p).into());
         }
