@@ -255,8 +255,9 @@ impl<P: Routable> Fabric<P> {
         }
         let Some((out, ready_at)) = self.admit(now, now, from, &item, q) else { return };
         let port = &mut self.ports[out as usize];
-        if port.commit_ahead && port.queue.is_empty() {
-            // What `try_send` would do with this packet alone in the queue, without queueing it.
+        if port.queue.is_empty() {
+            // What `try_send` would do with this packet alone in the queue of this forwarding
+            // port (a node's, not a host's), without queueing it.
             let start = now.max(port.busy_until).max(ready_at);
             if port.take_credits(now, item.wire_bytes) {
                 return self.transmit(now, out, start, item.pkt, item.wire_bytes, in_port, q, eps);
@@ -315,7 +316,7 @@ impl<P: Routable> Fabric<P> {
             let now = item.deliver_at;
             let Some((out, ready_at)) = self.admit(clock, now, from, &item, q) else { return };
             let port = &self.ports[out as usize];
-            debug_assert!(port.commit_ahead && port.queue.is_empty() && !port.credit_controlled, "a port forwarded to at send time never queues");
+            debug_assert!(port.queue.is_empty() && !port.credit_controlled, "a port forwarded to at send time never queues");
             let start = now.max(port.busy_until).max(ready_at);
             match self.put_on_wire(out, start, &item.pkt, item.wire_bytes, q, eps).1 {
                 Some((deliver_at, tail_at)) => (from, item.deliver_at, item.tail_at) = (out, deliver_at, tail_at),
@@ -334,49 +335,65 @@ impl<P: Routable> Fabric<P> {
     /// one packet at a time so that ACKs generated meanwhile still go first; a busy host port
     /// is woken when it is free only if the host may have something for it then.
     fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        if self.ports[p as usize].ends.from_host {
+            self.try_send_host(now, p, q, eps);
+        } else {
+            self.try_send_forwarding(now, p, q, eps);
+        }
+    }
+
+    /// `try_send` on a host's port (a packet waits in its queue only for credits).
+    fn try_send_host<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let pi = p as usize;
-        let is_host = self.ports[pi].ends.from_host;
-        let commit_ahead = self.ports[pi].commit_ahead;
         loop {
             let port = &mut self.ports[pi];
-            if port.busy_until > now && !commit_ahead {
+            if port.busy_until > now {
                 let t = port.busy_until;
-                if !port.queue.is_empty() || (is_host && !eps.idle_at(port.node, t)) {
+                if !port.queue.is_empty() || !eps.idle_at(port.node, t) {
                     self.wake(p, t, q);
                 }
                 return;
             }
-            if port.queue.is_empty() {
-                if !is_host {
+            if let Some(head) = port.queue.front() {
+                if head.ready_at > now {
+                    let t = head.ready_at;
+                    self.wake(p, t, q);
                     return;
                 }
-                match eps.pull(now, port.node) {
-                    Pull::Ready(pkt) => {
-                        let wire_bytes = pkt.wire_bytes();
-                        let port = &mut self.ports[pi];
-                        // A pulled packet starts now if it has the credits (the port is free).
-                        if port.take_credits(now, wire_bytes) {
-                            self.transmit(now, p, now, pkt, wire_bytes, NO_PORT, q, eps);
-                            continue;
-                        }
+                if !port.take_credits(now, head.wire_bytes) {
+                    return self.wait_for_credits(p, q);
+                }
+                let Queued { pkt, wire_bytes, in_port, .. } = port.queue.pop_front().expect("non-empty");
+                port.queued_bytes -= wire_bytes as u64;
+                self.transmit(now, p, now, pkt, wire_bytes, in_port, q, eps);
+                continue;
+            }
+            match eps.pull(now, port.node) {
+                Pull::Ready(pkt) => {
+                    let wire_bytes = pkt.wire_bytes();
+                    let port = &mut self.ports[pi];
+                    // A pulled packet starts now if it has the credits (the port is free).
+                    if port.take_credits(now, wire_bytes) {
+                        self.transmit(now, p, now, pkt, wire_bytes, NO_PORT, q, eps);
+                    } else {
                         port.queued_bytes += wire_bytes as u64;
                         port.queue.push_back(Queued { pkt, wire_bytes, in_port: NO_PORT, ready_at: now });
-                        continue;
                     }
-                    Pull::Later(t) => {
-                        self.wake(p, t.max(now), q);
-                        return;
-                    }
-                    Pull::Idle => return,
                 }
+                Pull::Later(t) => {
+                    self.wake(p, t.max(now), q);
+                    return;
+                }
+                Pull::Idle => return,
             }
-            let port = &mut self.ports[pi];
-            let head = port.queue.front().expect("non-empty");
-            if head.ready_at > now && !commit_ahead {
-                let t = head.ready_at;
-                self.wake(p, t, q);
-                return;
-            }
+        }
+    }
+
+    /// `try_send` on a forwarding port: every queued packet whose credits are here is committed.
+    fn try_send_forwarding<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        loop {
+            let port = &mut self.ports[p as usize];
+            let Some(head) = port.queue.front() else { return };
             let start = now.max(port.busy_until).max(head.ready_at);
             if !port.take_credits(now, head.wire_bytes) {
                 return self.wait_for_credits(p, q);

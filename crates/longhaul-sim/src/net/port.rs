@@ -96,9 +96,6 @@ pub struct Port<P> {
     pub(crate) ends: Ends,
     /// Link-level flow control is on (`params.peer_buffer_bytes` is set).
     pub(crate) credit_controlled: bool,
-    /// A forwarding port: it gives each packet its (possibly future) start of transmission as
-    /// soon as it can (see `Fabric::try_send`).
-    pub(crate) commit_ahead: bool,
     pub stats: PortStats,
     pub(crate) queue: VecDeque<Queued<P>>,
     pub(crate) queued_bytes: u64,
@@ -130,7 +127,6 @@ impl<P> Port<P> {
             node,
             peer: NO_PORT,
             credit_controlled: params.peer_buffer_bytes.is_some(),
-            commit_ahead: !ends.from_host,
             ends,
             params,
             stats: PortStats::default(),

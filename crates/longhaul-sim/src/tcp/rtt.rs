@@ -8,6 +8,7 @@
 //! algorithm (section 3) is the caller's job: only segments sent once give samples. Backoff
 //! doubles the RTO on every expiry (section 5.5) and is cleared by the next new acknowledgement.
 
+use crate::engine::time::{f64_of, time_of};
 use crate::engine::Time;
 
 #[derive(Debug, Clone)]
@@ -42,7 +43,7 @@ impl RttEstimator {
     }
 
     fn smooth(&mut self, r: Time) {
-        let rf = r as f64;
+        let rf = f64_of(r);
         let s = match self.srtt {
             None => {
                 self.rttvar = rf / 2.0;
@@ -54,8 +55,8 @@ impl RttEstimator {
             }
         };
         self.srtt = Some(s);
-        self.srtt_ps = s as Time;
-        let rto = (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time;
+        self.srtt_ps = time_of(s);
+        let rto = time_of(s + (4.0 * self.rttvar).max(f64_of(self.min_rto)));
         self.rto = rto.min(self.max_rto);
     }
 
