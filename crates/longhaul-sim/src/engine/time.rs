@@ -23,11 +23,11 @@ pub fn from_ns(ns: f64) -> Time {
 }
 
 pub fn to_us(t: Time) -> f64 {
-    t as f64 / US as f64
+    f64_of(t) / US as f64
 }
 
 pub fn to_s(t: Time) -> f64 {
-    t as f64 / S as f64
+    f64_of(t) / S as f64
 }
 
 /// `n as f64` for n < 2^63 (a time below 106 days, a count): the same value, converted through

@@ -36,6 +36,9 @@ pub struct Cubic {
     epoch: Option<Time>,
     /// The AIMD-equivalent window of the TCP-friendly region.
     w_est: f64,
+    /// The RTT the last ACK used, and it in seconds (it rarely changes: a division per ACK
+    /// saved).
+    rtt: (Time, f64),
     hystart: Option<HyStart>,
 }
 
@@ -77,7 +80,11 @@ impl CongestionControl for Cubic {
             self.w_est = w.cwnd;
             a.now
         });
-        let rtt = to_s(if a.min_rtt == Time::MAX { a.srtt } else { a.min_rtt });
+        let rtt_ps = if a.min_rtt == Time::MAX { a.srtt } else { a.min_rtt };
+        if rtt_ps != self.rtt.0 {
+            self.rtt = (rtt_ps, to_s(rtt_ps));
+        }
+        let rtt = self.rtt.1;
         let t = to_s(a.now - start) + rtt;
         let target = C * (t - self.k).powi(3) + self.w_max;
         self.w_est += 3.0 * (1.0 - BETA) / (1.0 + BETA) * left / w.cwnd;
