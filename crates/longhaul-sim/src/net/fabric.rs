@@ -76,13 +76,22 @@ pub enum NetEvent {
     Wake(PortId),
 }
 
+/// The ports from one node toward one host: `route_ports[start..start + count]`, the first
+/// of them kept here too (most routes have one port: it is read with the entry).
+#[derive(Clone, Copy, Default)]
+struct Route {
+    first: PortId,
+    start: u32,
+    count: u32,
+}
+
 pub struct Fabric<P> {
     pub nodes: Vec<Node>,
     pub ports: Vec<Port<P>>,
-    /// Routing, flattened (one lookup per hop): `routes[node * nodes.len() + dst]` is the range
-    /// of `route_ports` holding the ports on a shortest path from `node` toward host `dst`
-    /// (several = parallel links; empty = no route).
-    routes: Vec<(u32, u32)>,
+    /// Routing, flattened (one lookup per hop): `routes[node * nodes.len() + dst]` holds the
+    /// ports on a shortest path from `node` toward host `dst` (several = parallel links; none =
+    /// no route).
+    routes: Vec<Route>,
     route_ports: Vec<PortId>,
     seed: u64,
 }
@@ -115,7 +124,7 @@ impl<P: Routable> Fabric<P> {
     /// choices). Call once after the topology is built.
     pub fn compute_routes(&mut self) {
         let n = self.nodes.len();
-        self.routes = vec![(0, 0); n * n];
+        self.routes = vec![Route::default(); n * n];
         self.route_ports.clear();
         for dst in 0..n {
             if self.nodes[dst].kind != NodeKind::Host {
@@ -147,7 +156,9 @@ impl<P: Routable> Fabric<P> {
                         self.route_ports.push(p);
                     }
                 }
-                self.routes[u * n + dst] = (start, self.route_ports.len() as u32 - start);
+                let count = self.route_ports.len() as u32 - start;
+                let first = self.route_ports.get(start as usize).copied().unwrap_or(NO_PORT);
+                self.routes[u * n + dst] = Route { first, start, count };
             }
         }
         self.plan_forwarding();
@@ -156,8 +167,8 @@ impl<P: Routable> Fabric<P> {
     /// The ports on a shortest path from `node` toward host `dst`.
     #[inline]
     fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let (start, len) = self.routes[node as usize * self.nodes.len() + dst as usize];
-        &self.route_ports[start as usize..(start + len) as usize]
+        let r = self.routes[node as usize * self.nodes.len() + dst as usize];
+        &self.route_ports[r.start as usize..(r.start + r.count) as usize]
     }
 
     /// True if every host can reach every other host.
@@ -189,16 +200,17 @@ impl<P: Routable> Fabric<P> {
 
     pub fn handle<E: From<NetEvent> + Copy>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         match ev {
-            NetEvent::Arrive(p) => {
-                let pi = p as usize;
-                while self.ports[pi].wire.front().is_some_and(|f| f.deliver_at <= now) {
-                    let item = self.ports[pi].wire.pop_front().expect("front checked");
-                    self.arrive(now, p, item, q, eps);
+            NetEvent::Arrive(p) => loop {
+                let wire = &mut self.ports[p as usize].wire;
+                match wire.front() {
+                    Some(f) if f.deliver_at <= now => {
+                        let item = wire.pop_front().expect("front checked");
+                        self.arrive(now, p, item, q, eps);
+                    }
+                    Some(f) => break q.schedule(f.deliver_at, NetEvent::Arrive(p).into()),
+                    None => break,
                 }
-                if let Some(f) = self.ports[pi].wire.front() {
-                    q.schedule(f.deliver_at, NetEvent::Arrive(p).into());
-                }
-            }
+            },
             NetEvent::Wake(p) => {
                 if self.ports[p as usize].wake_at <= now {
                     self.ports[p as usize].wake_at = NEVER;
@@ -275,15 +287,17 @@ impl<P: Routable> Fabric<P> {
     fn admit<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: &InFlight<P>, q: &mut EventQueue<E>) -> Option<(PortId, Time)> {
         let sender = &self.ports[from as usize];
         let (in_port, node) = (sender.peer, sender.ends.to_node);
-        let choices = self.route(node, item.pkt.dst());
-        if choices.is_empty() {
-            // Unroutable: impossible in a validated topology; count it as a queue drop.
-            self.ports[from as usize].stats.drops_queue += 1;
-            self.return_credits(in_port, now, item.wire_bytes, q);
-            return None;
-        }
-        // (One choice is the common case: no division then.)
-        let out = if choices.len() == 1 { choices[0] } else { choices[item.pkt.flow() as usize % choices.len()] };
+        let route = self.routes[node as usize * self.nodes.len() + item.pkt.dst() as usize];
+        let out = match route.count {
+            1 => route.first,
+            0 => {
+                // Unroutable: impossible in a validated topology; count it as a queue drop.
+                self.ports[from as usize].stats.drops_queue += 1;
+                self.return_credits(in_port, now, item.wire_bytes, q);
+                return None;
+            }
+            n => self.route_ports[(route.start + item.pkt.flow() % n) as usize],
+        };
         let port = &mut self.ports[out as usize];
         // The last bit cannot leave before it has arrived (only a cut-through node gets a packet
         // before its tail).
@@ -440,7 +454,6 @@ impl<P: Routable> Fabric<P> {
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
         port.stats.tx_packets += 1;
-        port.stats.tx_bytes += wire_bytes as u64;
         let tail_at = start + ser + port.params.propagation;
         let deliver_at = self.delivery_time(p as usize, pkt, wire_bytes, start, tail_at);
         let port = &mut self.ports[p as usize];

@@ -83,7 +83,6 @@ pub(crate) struct Ends {
 #[derive(Debug, Clone, Default)]
 pub struct PortStats {
     pub tx_packets: u64,
-    pub tx_bytes: u64,
     pub drops_loss: u64,
     pub drops_queue: u64,
 }
