@@ -8,8 +8,9 @@ use crate::engine::{EventQueue, RngStream, Time};
 
 pub type NodeId = u32;
 
-/// What the fabric needs to know about a packet.
-pub trait Routable {
+/// What the fabric needs to know about a packet (small and `Copy`: a packet forwarded at send
+/// time is copied only onto the wire where it waits for its arrival event).
+pub trait Routable: Copy {
     /// Destination host.
     fn dst(&self) -> NodeId;
     /// Bytes on an InfiniBand-style link (headers + payload + CRCs), before WAN framing.
@@ -75,13 +76,22 @@ pub enum NetEvent {
     Wake(PortId),
 }
 
+/// The ports from one node toward one host: `route_ports[start..start + count]`, the first
+/// of them kept here too (most routes have one port: it is read with the entry).
+#[derive(Clone, Copy, Default)]
+struct Route {
+    first: PortId,
+    start: u32,
+    count: u32,
+}
+
 pub struct Fabric<P> {
     pub nodes: Vec<Node>,
     pub ports: Vec<Port<P>>,
-    /// Routing, flattened (one lookup per hop): `routes[node * nodes.len() + dst]` is the range
-    /// of `route_ports` holding the ports on a shortest path from `node` toward host `dst`
-    /// (several = parallel links; empty = no route).
-    routes: Vec<(u32, u32)>,
+    /// Routing, flattened (one lookup per hop): `routes[node * nodes.len() + dst]` holds the
+    /// ports on a shortest path from `node` toward host `dst` (several = parallel links; none =
+    /// no route).
+    routes: Vec<Route>,
     route_ports: Vec<PortId>,
     seed: u64,
 }
@@ -114,7 +124,7 @@ impl<P: Routable> Fabric<P> {
     /// choices). Call once after the topology is built.
     pub fn compute_routes(&mut self) {
         let n = self.nodes.len();
-        self.routes = vec![(0, 0); n * n];
+        self.routes = vec![Route::default(); n * n];
         self.route_ports.clear();
         for dst in 0..n {
             if self.nodes[dst].kind != NodeKind::Host {
@@ -146,7 +156,9 @@ impl<P: Routable> Fabric<P> {
                         self.route_ports.push(p);
                     }
                 }
-                self.routes[u * n + dst] = (start, self.route_ports.len() as u32 - start);
+                let count = self.route_ports.len() as u32 - start;
+                let first = self.route_ports.get(start as usize).copied().unwrap_or(NO_PORT);
+                self.routes[u * n + dst] = Route { first, start, count };
             }
         }
         self.plan_forwarding();
@@ -155,8 +167,8 @@ impl<P: Routable> Fabric<P> {
     /// The ports on a shortest path from `node` toward host `dst`.
     #[inline]
     fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let (start, len) = self.routes[node as usize * self.nodes.len() + dst as usize];
-        &self.route_ports[start as usize..(start + len) as usize]
+        let r = self.routes[node as usize * self.nodes.len() + dst as usize];
+        &self.route_ports[r.start as usize..(r.start + r.count) as usize]
     }
 
     /// True if every host can reach every other host.
@@ -188,16 +200,17 @@ impl<P: Routable> Fabric<P> {
 
     pub fn handle<E: From<NetEvent> + Copy>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         match ev {
-            NetEvent::Arrive(p) => {
-                let pi = p as usize;
-                while self.ports[pi].wire.front().is_some_and(|f| f.deliver_at <= now) {
-                    let item = self.ports[pi].wire.pop_front().expect("front checked");
-                    self.arrive(now, now, p, item, q, eps);
+            NetEvent::Arrive(p) => loop {
+                let wire = &mut self.ports[p as usize].wire;
+                match wire.front() {
+                    Some(f) if f.deliver_at <= now => {
+                        let item = wire.pop_front().expect("front checked");
+                        self.arrive(now, p, item, q, eps);
+                    }
+                    Some(f) => break q.schedule(f.deliver_at, NetEvent::Arrive(p).into()),
+                    None => break,
                 }
-                if let Some(f) = self.ports[pi].wire.front() {
-                    q.schedule(f.deliver_at, NetEvent::Arrive(p).into());
-                }
-            }
+            },
             NetEvent::Wake(p) => {
                 if self.ports[p as usize].wake_at <= now {
                     self.ports[p as usize].wake_at = NEVER;
@@ -232,10 +245,8 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    /// A packet sent on `from` has arrived at the far node (through the peer port) at `now`; the
-    /// clock is at `clock` (earlier than `now` when `from` forwards at send time).
-    #[allow(clippy::too_many_arguments)]
-    fn arrive<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    /// A packet sent on `from` has arrived at the far node (through the peer port) at `now`.
+    fn arrive<E: From<NetEvent> + Copy>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let sender = &mut self.ports[from as usize];
         let in_port = sender.peer;
         let node = sender.ends.to_node;
@@ -249,19 +260,44 @@ impl<P: Routable> Fabric<P> {
             // The adapter drains its receive buffer into host memory as packets arrive.
             self.return_credits(in_port, item.tail_at, item.wire_bytes, q);
             eps.deliver(now, node, item.pkt);
-            let hp = self.host_port(node);
-            self.try_send(now, hp, q, eps);
+            // The host's one port is this link's far end.
+            debug_assert_eq!(in_port, self.host_port(node));
+            self.try_send(now, in_port, q, eps);
             return;
         }
-        let choices = self.route(node, item.pkt.dst());
-        if choices.is_empty() {
-            // Unroutable: impossible in a validated topology; count it as a queue drop.
-            self.ports[from as usize].stats.drops_queue += 1;
-            self.return_credits(in_port, now, item.wire_bytes, q);
-            return;
+        let Some((out, ready_at)) = self.admit(now, now, from, &item, q) else { return };
+        let port = &mut self.ports[out as usize];
+        if port.queue.is_empty() {
+            // What `try_send` would do with this packet alone in the queue of this forwarding
+            // port (a node's, not a host's), without queueing it.
+            let start = now.max(port.busy_until).max(ready_at);
+            if port.take_credits(now, item.wire_bytes) {
+                return self.transmit(now, out, start, item.pkt, item.wire_bytes, in_port, q, eps);
+            }
         }
-        // (One choice is the common case: no division then.)
-        let out = if choices.len() == 1 { choices[0] } else { choices[item.pkt.flow() as usize % choices.len()] };
+        port.queued_bytes += item.wire_bytes as u64;
+        port.queue.push_back(Queued { pkt: item.pkt, wire_bytes: item.wire_bytes, in_port, ready_at });
+        self.try_send(now, out, q, eps);
+    }
+
+    /// The egress port a packet sent on `from` takes at the far node, where it arrives at `now`
+    /// (the clock is at `clock`, earlier when `from` forwards at send time), and the earliest
+    /// start of its transmission there; None if the node drops it (its buffer space is freed).
+    #[inline(always)]
+    fn admit<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: &InFlight<P>, q: &mut EventQueue<E>) -> Option<(PortId, Time)> {
+        let sender = &self.ports[from as usize];
+        let (in_port, node) = (sender.peer, sender.ends.to_node);
+        let route = self.routes[node as usize * self.nodes.len() + item.pkt.dst() as usize];
+        let out = match route.count {
+            1 => route.first,
+            0 => {
+                // Unroutable: impossible in a validated topology; count it as a queue drop.
+                self.ports[from as usize].stats.drops_queue += 1;
+                self.return_credits(in_port, now, item.wire_bytes, q);
+                return None;
+            }
+            n => self.route_ports[(route.start + item.pkt.flow() % n) as usize],
+        };
         let port = &mut self.ports[out as usize];
         // The last bit cannot leave before it has arrived (only a cut-through node gets a packet
         // before its tail).
@@ -271,27 +307,36 @@ impl<P: Routable> Fabric<P> {
             let ser_out = port.params.rate.serialise((item.wire_bytes + port.params.frame_overhead_bytes) as u64);
             now.max(item.tail_at.saturating_sub(ser_out))
         };
-        let waiting = port.waiting_bytes(clock, now);
-        if port.params.queue_limit_bytes.is_some_and(|limit| waiting + item.wire_bytes as u64 > limit) {
-            port.stats.drops_queue += 1;
-            if now > clock {
-                port.early_drops.push_back(now);
+        if let Some(limit) = port.params.queue_limit_bytes {
+            if port.waiting_bytes(clock, now) + item.wire_bytes as u64 > limit {
+                port.stats.drops_queue += 1;
+                if now > clock {
+                    port.early_drops.push_back(now);
+                }
+                self.return_credits(in_port, now, item.wire_bytes, q);
+                return None;
             }
-            self.return_credits(in_port, now, item.wire_bytes, q);
-            return;
         }
-        port.stats.max_queue_bytes = port.stats.max_queue_bytes.max(waiting + item.wire_bytes as u64);
-        if port.commit_ahead && port.queue.is_empty() {
-            // What `try_send` would do with this packet alone in the queue, without queueing it.
+        Some((out, ready_at))
+    }
+
+    /// `item`, just sent on `from` at clock time `clock`, is handed to the far node now (see
+    /// `plan_forwarding`), and from there on down the path while each link forwards at send
+    /// time: a loop rather than recursion through `transmit`. Such a node's egress port is fed
+    /// by this link alone and has no flow control, so the packet never queues there; and the
+    /// link into it has none either, so no hop has credits to give back.
+    fn forward<E: From<NetEvent> + Copy>(&mut self, clock: Time, mut from: PortId, mut item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        loop {
+            let now = item.deliver_at;
+            let Some((out, ready_at)) = self.admit(clock, now, from, &item, q) else { return };
+            let port = &self.ports[out as usize];
+            debug_assert!(port.queue.is_empty() && !port.credit_controlled, "a port forwarded to at send time never queues");
             let start = now.max(port.busy_until).max(ready_at);
-            if port.take_credits(now, item.wire_bytes) {
-                return self.transmit(clock, out, start, item.pkt, item.wire_bytes, in_port, q, eps);
+            match self.put_on_wire(out, start, &item.pkt, item.wire_bytes, q, eps).1 {
+                Some((deliver_at, tail_at)) => (from, item.deliver_at, item.tail_at) = (out, deliver_at, tail_at),
+                None => return,
             }
         }
-        debug_assert_eq!(clock, now, "a port forwarded to at send time never queues");
-        port.queued_bytes += item.wire_bytes as u64;
-        port.queue.push_back(Queued { pkt: item.pkt, wire_bytes: item.wire_bytes, in_port, ready_at });
-        self.try_send(now, out, q, eps);
     }
 
     /// Start as many transmissions on port `p` as its state allows at `now`.
@@ -304,49 +349,65 @@ impl<P: Routable> Fabric<P> {
     /// one packet at a time so that ACKs generated meanwhile still go first; a busy host port
     /// is woken when it is free only if the host may have something for it then.
     fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        if self.ports[p as usize].ends.from_host {
+            self.try_send_host(now, p, q, eps);
+        } else {
+            self.try_send_forwarding(now, p, q, eps);
+        }
+    }
+
+    /// `try_send` on a host's port (a packet waits in its queue only for credits).
+    fn try_send_host<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
         let pi = p as usize;
-        let is_host = self.ports[pi].ends.from_host;
-        let commit_ahead = self.ports[pi].commit_ahead;
         loop {
             let port = &mut self.ports[pi];
-            if port.busy_until > now && !commit_ahead {
+            if port.busy_until > now {
                 let t = port.busy_until;
-                if !port.queue.is_empty() || (is_host && !eps.idle_at(port.node, t)) {
+                if !port.queue.is_empty() || !eps.idle_at(port.node, t) {
                     self.wake(p, t, q);
                 }
                 return;
             }
-            if port.queue.is_empty() {
-                if !is_host {
+            if let Some(head) = port.queue.front() {
+                if head.ready_at > now {
+                    let t = head.ready_at;
+                    self.wake(p, t, q);
                     return;
                 }
-                match eps.pull(now, port.node) {
-                    Pull::Ready(pkt) => {
-                        let wire_bytes = pkt.wire_bytes();
-                        let port = &mut self.ports[pi];
-                        // A pulled packet starts now if it has the credits (the port is free).
-                        if port.take_credits(now, wire_bytes) {
-                            self.transmit(now, p, now, pkt, wire_bytes, NO_PORT, q, eps);
-                            continue;
-                        }
+                if !port.take_credits(now, head.wire_bytes) {
+                    return self.wait_for_credits(p, q);
+                }
+                let Queued { pkt, wire_bytes, in_port, .. } = port.queue.pop_front().expect("non-empty");
+                port.queued_bytes -= wire_bytes as u64;
+                self.transmit(now, p, now, pkt, wire_bytes, in_port, q, eps);
+                continue;
+            }
+            match eps.pull(now, port.node) {
+                Pull::Ready(pkt) => {
+                    let wire_bytes = pkt.wire_bytes();
+                    let port = &mut self.ports[pi];
+                    // A pulled packet starts now if it has the credits (the port is free).
+                    if port.take_credits(now, wire_bytes) {
+                        self.transmit(now, p, now, pkt, wire_bytes, NO_PORT, q, eps);
+                    } else {
                         port.queued_bytes += wire_bytes as u64;
                         port.queue.push_back(Queued { pkt, wire_bytes, in_port: NO_PORT, ready_at: now });
-                        continue;
                     }
-                    Pull::Later(t) => {
-                        self.wake(p, t.max(now), q);
-                        return;
-                    }
-                    Pull::Idle => return,
                 }
+                Pull::Later(t) => {
+                    self.wake(p, t.max(now), q);
+                    return;
+                }
+                Pull::Idle => return,
             }
-            let port = &mut self.ports[pi];
-            let head = port.queue.front().expect("non-empty");
-            if head.ready_at > now && !commit_ahead {
-                let t = head.ready_at;
-                self.wake(p, t, q);
-                return;
-            }
+        }
+    }
+
+    /// `try_send` on a forwarding port: every queued packet whose credits are here is committed.
+    fn try_send_forwarding<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        loop {
+            let port = &mut self.ports[p as usize];
+            let Some(head) = port.queue.front() else { return };
             let start = now.max(port.busy_until).max(head.ready_at);
             if !port.take_credits(now, head.wire_bytes) {
                 return self.wait_for_credits(p, q);
@@ -369,38 +430,49 @@ impl<P: Routable> Fabric<P> {
 
     /// Put a packet that has its credits on port `p`'s wire at `start` (the clock is at `now`);
     /// `in_port` (or NO_PORT) is where it held buffer space at this node, freed once its tail
-    /// has left.
+    /// has left (after the packet has been forwarded as far as it goes at send time, as the
+    /// order in which events are scheduled decides same-time ties).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn transmit<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+        let (ser, forwarded) = self.put_on_wire(p, start, &pkt, wire_bytes, q, eps);
+        if let Some((deliver_at, tail_at)) = forwarded {
+            self.forward(now, p, InFlight { deliver_at, tail_at, wire_bytes, pkt }, q, eps);
+        }
+        if in_port != NO_PORT {
+            self.return_credits(in_port, start + ser, wire_bytes, q);
+        }
+    }
+
+    /// Start sending `pkt` on port `p` at `start`: onto the wire, with an arrival event if it is
+    /// the wire's only packet; or, if the far node forwards at send time, not: its arrival
+    /// (deliver_at, tail_at) is returned for the caller to hand it on. Also returns the
+    /// serialisation time.
+    #[inline(always)]
+    fn put_on_wire<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: &P, wire_bytes: u32, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) -> (Time, Option<(Time, Time)>) {
         let port = &mut self.ports[p as usize];
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
         port.stats.tx_packets += 1;
-        port.stats.tx_bytes += wire_bytes as u64;
         let tail_at = start + ser + port.params.propagation;
-        let deliver_at = self.delivery_time(p as usize, &pkt, wire_bytes, start, tail_at);
+        let deliver_at = self.delivery_time(p as usize, pkt, wire_bytes, start, tail_at);
         let port = &mut self.ports[p as usize];
         if port.ends.from_host {
-            eps.sent(port.node, &pkt, start + ser);
+            eps.sent(port.node, pkt, start + ser);
         }
         if port.params.queue_limit_bytes.is_some() {
             port.committed.push_back((start, wire_bytes));
             port.committed_bytes += wire_bytes as u64;
         }
-        let item = InFlight { deliver_at, tail_at, wire_bytes, pkt };
         if port.forward_at_send {
-            self.arrive(now, deliver_at, p, item, q, eps);
-        } else {
-            let was_empty = port.wire.is_empty();
-            port.wire.push_back(item);
-            if was_empty {
-                q.schedule(deliver_at, NetEvent::Arrive(p).into());
-            }
+            return (ser, Some((deliver_at, tail_at)));
         }
-        if in_port != NO_PORT {
-            self.return_credits(in_port, start + ser, wire_bytes, q);
+        let was_empty = port.wire.is_empty();
+        port.wire.push_back(InFlight { deliver_at, tail_at, wire_bytes, pkt: *pkt });
+        if was_empty {
+            q.schedule(deliver_at, NetEvent::Arrive(p).into());
         }
+        (ser, None)
     }
 
     /// Mark the links whose far node can forward a packet the moment it is sent rather than

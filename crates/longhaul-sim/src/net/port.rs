@@ -83,11 +83,8 @@ pub(crate) struct Ends {
 #[derive(Debug, Clone, Default)]
 pub struct PortStats {
     pub tx_packets: u64,
-    pub tx_bytes: u64,
     pub drops_loss: u64,
     pub drops_queue: u64,
-    pub max_queue_bytes: u64,
-    pub max_credit_debt_bytes: u64,
 }
 
 pub struct Port<P> {
@@ -98,9 +95,6 @@ pub struct Port<P> {
     pub(crate) ends: Ends,
     /// Link-level flow control is on (`params.peer_buffer_bytes` is set).
     pub(crate) credit_controlled: bool,
-    /// A forwarding port: it gives each packet its (possibly future) start of transmission as
-    /// soon as it can (see `Fabric::try_send`).
-    pub(crate) commit_ahead: bool,
     pub stats: PortStats,
     pub(crate) queue: VecDeque<Queued<P>>,
     pub(crate) queued_bytes: u64,
@@ -132,7 +126,6 @@ impl<P> Port<P> {
             node,
             peer: NO_PORT,
             credit_controlled: params.peer_buffer_bytes.is_some(),
-            commit_ahead: !ends.from_host,
             ends,
             params,
             stats: PortStats::default(),
@@ -197,8 +190,12 @@ impl<P> Port<P> {
             }
             self.early_drops.pop_front();
         }
-        // Forwarded ahead of time: the few packets starting between the clock and `at`.
-        let started = self.committed.iter().take_while(|&&(start, _)| start <= at).map(|&(_, b)| b as u64).sum::<u64>();
+        // Forwarded ahead of time: the few packets starting between the clock and `at` (usually
+        // none: the head alone tells).
+        let started = match self.committed.front() {
+            Some(&(start, _)) if start <= at => self.committed.iter().take_while(|&&(start, _)| start <= at).map(|&(_, b)| b as u64).sum(),
+            _ => 0,
+        };
         self.queued_bytes + self.committed_bytes - started
     }
 

@@ -10,11 +10,14 @@
 //! doubles the RTO on every expiry (section 5.5) and is cleared by the next new acknowledgement.
 
 use super::params::{RtoFormula, RFC6298_CLOCK_GRANULARITY};
+use crate::engine::time::{f64_of, time_of};
 use crate::engine::Time;
 
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     srtt: Option<f64>,
+    /// `srtt` as a Time, converted once per sample rather than at every read.
+    srtt_ps: Time,
     rttvar: f64,
     pub min_rtt: Time,
     rto: Time,
@@ -26,7 +29,7 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(initial_rto: Time, min_rto: Time, max_rto: Time, formula: RtoFormula) -> Self {
-        RttEstimator { srtt: None, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto, formula }
+        RttEstimator { srtt: None, srtt_ps: 0, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto, formula }
     }
 
     pub fn sample(&mut self, r: Time) {
@@ -43,28 +46,35 @@ impl RttEstimator {
     }
 
     fn smooth(&mut self, r: Time) {
-        let rf = r as f64;
-        match self.srtt {
+        let rf = f64_of(r);
+        let s = match self.srtt {
             None => {
-                self.srtt = Some(rf);
                 self.rttvar = rf / 2.0;
+                rf
             }
             Some(s) => {
                 self.rttvar = 0.75 * self.rttvar + 0.25 * (s - rf).abs();
-                self.srtt = Some(0.875 * s + 0.125 * rf);
+                0.875 * s + 0.125 * rf
             }
-        }
-        let s = self.srtt.expect("set above");
+        };
+        self.srtt = Some(s);
+        self.srtt_ps = time_of(s);
         let rto = match self.formula {
-            RtoFormula::Linux => (s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Time,
-            RtoFormula::Rfc6298 => ((s + (4.0 * self.rttvar).max(RFC6298_CLOCK_GRANULARITY as f64)) as Time).max(self.min_rto),
+            RtoFormula::Linux => time_of(s + (4.0 * self.rttvar).max(f64_of(self.min_rto))),
+            RtoFormula::Rfc6298 => time_of(s + (4.0 * self.rttvar).max(f64_of(RFC6298_CLOCK_GRANULARITY))).max(self.min_rto),
         };
         self.rto = rto.min(self.max_rto);
     }
 
     /// Smoothed RTT (before any sample: the minimum seen, or 0).
     pub fn srtt(&self) -> Time {
-        self.srtt.map(|s| s as Time).unwrap_or(if self.min_rtt == Time::MAX { 0 } else { self.min_rtt })
+        if self.srtt.is_some() {
+            self.srtt_ps
+        } else if self.min_rtt == Time::MAX {
+            0
+        } else {
+            self.min_rtt
+        }
     }
 
     pub fn has_sample(&self) -> bool {

@@ -71,7 +71,7 @@ impl TcpPacket {
     /// The SACK blocks [start, end) in segments: the first `n` of the array.
     pub fn sack_blocks(&self) -> ([(u64, u64); MAX_SACK_BLOCKS], usize) {
         let mut out = [(0, 0); MAX_SACK_BLOCKS];
-        for (block, &(offset, len)) in out.iter_mut().zip(&self.sack) {
+        for (block, &(offset, len)) in out.iter_mut().zip(&self.sack).take(self.n_sack as usize) {
             let start = self.seg + offset as u64;
             *block = (start, start + len as u64);
         }

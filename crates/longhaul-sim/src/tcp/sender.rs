@@ -40,10 +40,10 @@
 use std::collections::VecDeque;
 
 use super::cc::hystart::HyStart;
-use super::cc::{AckInfo, CcName, CongestionControl, Window};
+use super::cc::{AckInfo, CcName, CongestionControl, RateSample, Window};
 use super::params::{CwndGrowth, DupAckRule, RtoRestart, RtoSsthresh, RttSample, TcpParams};
 use super::rtt::RttEstimator;
-use crate::engine::time::S;
+use crate::engine::time::{f64_of, S};
 use crate::engine::Time;
 
 const SACKED: u8 = 1;
@@ -322,15 +322,17 @@ impl Sender {
     /// written without `floor` (a library call on the baseline x86-64 target).
     fn window_open(&self) -> bool {
         let pipe = self.pipe();
-        pipe == 0 || (pipe + 1) as f64 <= self.win.cwnd
+        pipe == 0 || f64_of(pipe + 1) <= self.win.cwnd
     }
 
     /// Linux tcp_is_cwnd_limited.
     fn cwnd_limited(&self) -> bool {
-        self.is_cwnd_limited || (self.win.in_slow_start() && self.win.cwnd < 2.0 * self.max_packets_out as f64)
+        self.is_cwnd_limited || (self.win.in_slow_start() && self.win.cwnd < 2.0 * f64_of(self.max_packets_out))
     }
 
-    /// What `next` does at `now`, worked out without changing anything.
+    /// What `next` does at `now`, worked out without changing anything. (Inlined: `idle_at`
+    /// then only works out what it needs.)
+    #[inline(always)]
     fn decide(&self, now: Time) -> Decision {
         match self.handshake {
             Handshake::Established => {}
@@ -490,7 +492,8 @@ impl Sender {
     /// "most recently sent and delivered" time, unless it was retransmitted and acknowledged
     /// sooner than a round trip after, when the ACK may be for the original.
     fn rack_advance(&mut self, now: Time, seg: u64, st: &SegState) {
-        if st.flags & EVER_RETRANS != 0 && now - st.sent_at < self.rtt.min_rtt {
+        // (Without RACK nothing reads `rack_xmit`.)
+        if !self.rack || st.flags & EVER_RETRANS != 0 && now - st.sent_at < self.rtt.min_rtt {
             return;
         }
         self.rack_xmit = self.rack_xmit.max((st.sent_at, seg));
@@ -609,7 +612,7 @@ impl Sender {
             if let Some(p) = sample {
                 let interval = (now - p.delivered_time).max(p.sent_at - p.first_sent_time);
                 if interval > 0 {
-                    rate = Some((self.delivered - p.delivered) as f64 * S as f64 / interval as f64);
+                    rate = Some(RateSample { delivered_segs: self.delivered - p.delivered, interval });
                 }
                 self.first_sent_time = p.sent_at;
             }
@@ -620,12 +623,12 @@ impl Sender {
             };
             let info = AckInfo {
                 now,
-                acked_segs: growth_segs as f64,
+                acked_segs: f64_of(growth_segs),
                 rtt,
                 min_rtt: self.rtt.min_rtt,
                 srtt: self.rtt.srtt(),
-                in_flight_segs: self.pipe() as f64,
-                delivery_rate: rate,
+                in_flight_segs: f64_of(self.pipe()),
+                rate_sample: rate,
                 delivered: self.delivered,
                 sample_prior_delivered: sample.map(|p| p.delivered).unwrap_or(0),
                 in_recovery: self.state == State::Recovery,

@@ -98,7 +98,7 @@ impl Bbr {
     }
 
     fn update_bw(&mut self, a: &AckInfo) {
-        let Some(rate) = a.delivery_rate else { return };
+        let Some(rate) = a.delivery_rate() else { return };
         let round = self.round;
         self.bw_samples.retain(|s| s.0 + BW_WINDOW_ROUNDS > round);
         self.bw_samples.push((round, rate));

@@ -36,6 +36,9 @@ pub struct Cubic {
     epoch: Option<Time>,
     /// The AIMD-equivalent window of the TCP-friendly region.
     w_est: f64,
+    /// The RTT the last ACK used, and it in seconds (it rarely changes: a division per ACK
+    /// saved).
+    rtt: (Time, f64),
     hystart: Option<HyStart>,
 }
 
@@ -77,7 +80,11 @@ impl CongestionControl for Cubic {
             self.w_est = w.cwnd;
             a.now
         });
-        let rtt = to_s(if a.min_rtt == Time::MAX { a.srtt } else { a.min_rtt });
+        let rtt_ps = if a.min_rtt == Time::MAX { a.srtt } else { a.min_rtt };
+        if rtt_ps != self.rtt.0 {
+            self.rtt = (rtt_ps, to_s(rtt_ps));
+        }
+        let rtt = self.rtt.1;
         let t = to_s(a.now - start) + rtt;
         let target = C * (t - self.k).powi(3) + self.w_max;
         self.w_est += 3.0 * (1.0 - BETA) / (1.0 + BETA) * left / w.cwnd;
@@ -141,7 +148,7 @@ mod tests {
             now += rtt;
             // one RTT worth of ACKs, as one aggregate
             let a = AckInfo { now, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
+                rate_sample: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
             cc.on_ack(&mut w, &a);
         }
         assert!((w.cwnd - 1000.0).abs() < 15.0, "cwnd at K: {}", w.cwnd);
@@ -156,7 +163,7 @@ mod tests {
         let run = |cc: &mut Cubic, w: &mut Window, rounds: u64| {
             for i in 1..=rounds {
                 let a = AckInfo { now: i * rtt, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                    delivery_rate: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
+                    rate_sample: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
                 cc.on_ack(w, &a);
             }
         };

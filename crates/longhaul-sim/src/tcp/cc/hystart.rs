@@ -173,7 +173,7 @@ mod tests {
             min_rtt: rtt,
             srtt: rtt,
             in_flight_segs: 0.0,
-            delivery_rate: None,
+            rate_sample: None,
             delivered: snd_una,
             sample_prior_delivered: 0,
             in_recovery: false,

@@ -16,6 +16,7 @@ pub mod scalable;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::time::S;
 use crate::engine::Time;
 
 /// The congestion window and slow-start threshold the sender enforces (segments).
@@ -53,8 +54,8 @@ pub struct AckInfo {
     pub srtt: Time,
     /// Segments in flight after processing this ACK.
     pub in_flight_segs: f64,
-    /// Delivery-rate sample (segments per second, RFC-draft "delivery rate estimation"), if any.
-    pub delivery_rate: Option<f64>,
+    /// Delivery-rate sample (RFC-draft "delivery rate estimation"), if any: see `delivery_rate`.
+    pub rate_sample: Option<RateSample>,
     /// Total segments delivered so far, and the total when the sampled segment was sent
     /// (BBR's round counting).
     pub delivered: u64,
@@ -69,6 +70,21 @@ pub struct AckInfo {
     /// that was in flight. Loss-based algorithms grow cwnd only then, so a window capped by the
     /// receiver or the send buffer does not inflate without bound.
     pub cwnd_limited: bool,
+}
+
+/// Segments delivered over an interval (> 0): the inputs of a delivery-rate sample, whose
+/// division only the algorithms that use it (BBR) pay for.
+#[derive(Debug, Clone, Copy)]
+pub struct RateSample {
+    pub delivered_segs: u64,
+    pub interval: Time,
+}
+
+impl AckInfo {
+    /// The delivery rate in segments per second, if this ACK gives a sample.
+    pub fn delivery_rate(&self) -> Option<f64> {
+        self.rate_sample.map(|r| r.delivered_segs as f64 * S as f64 / r.interval as f64)
+    }
 }
 
 pub trait CongestionControl: Send {
@@ -147,7 +163,8 @@ mod tests {
             min_rtt: 10 * MS,
             srtt: 10 * MS,
             in_flight_segs: 100.0,
-            delivery_rate: Some(10_000.0),
+            // 10,000 segments per second.
+            rate_sample: Some(RateSample { delivered_segs: 1000, interval: 100 * MS }),
             delivered: now / MS,
             sample_prior_delivered: (now / MS).saturating_sub(100),
             in_recovery: false,
