@@ -33,12 +33,13 @@ ETHERNET_FRAME_OVERHEAD_BYTES = 38
 # ns-3 3.37's loss recovery as longhaul's TcpParams switches (src/internet/model/tcp-socket-base.cc):
 # RTO = max(SRTT + max(G, 4 RTTVAR), MinRto) (EstimateRtt, NewAck); in fast recovery only the first
 # partial ACK restarts the timer (ProcessAck: NewAck(ack, m_isFirstPartialAck), RFC 6582); every
-# timeout outside CA_LOSS lowers ssthresh (ReTxTimeout, RFC 5681 eq. 4); RTT samples only when the
-# oldest outstanding transmission was never retransmitted (EstimateRtt's m_history); with SACK an
-# ACK is a duplicate only if it SACKs new data (ProcessAck: isDupack = scoreboardUpdated, RFC 6675);
-# the window grows only on cumulative ACKs, by all they cover (IncreaseWindow(segsAcked)).
+# timeout outside CA_LOSS lowers ssthresh (ReTxTimeout, RFC 5681 eq. 4); the window grows only on
+# cumulative ACKs, by all they cover (IncreaseWindow(segsAcked)). Like Linux (longhaul's defaults),
+# ns-3 takes RTT samples only from segments not SACKed or retransmitted before (EstimateRtt's
+# m_history) and with SACK counts an ACK as a duplicate only if it SACKs new data (ProcessAck:
+# isDupack = scoreboardUpdated, RFC 6675).
 NS3_RECOVERY = {"rto_formula": "rfc6298", "rto_restart": "first-partial-ack", "rto_ssthresh": "every-timeout",
-                "rtt_sample": "newly-delivered", "dupack_rule": "new-sack", "cwnd_growth": "cumulative"}
+                "cwnd_growth": "cumulative"}
 
 
 def ns3_available() -> str | None:

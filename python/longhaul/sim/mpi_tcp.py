@@ -28,8 +28,8 @@ STACK_PROFILES = ("modern", "s1", "s3", "ideal")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "rate_gbps", "queue_bytes", "queue_packets", "loss")
 _TCP_KEYS = ("cc", "mtu_bytes", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs", "sack",
-             "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "rtt_sample",
-             "dupack_rule", "cwnd_growth", "delayed_ack", "min_rto_ms")
+             "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "cwnd_growth",
+             "delayed_ack", "min_rto_ms")
 _MPI_KEYS = ("eager_limit_bytes", "rndv_eager_limit_bytes", "max_send_size_bytes", "per_msg_us")
 _COLL_KEYS = ("ranks_per_cluster", "algo", "wan_chunk_bytes")
 _TOP_KEYS = ("seed", "stack")

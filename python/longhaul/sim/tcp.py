@@ -23,9 +23,7 @@ EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
 RTO_FORMULAS = ("linux", "rfc6298")
 RTO_RESTARTS = ("every-ack", "first-partial-ack")
 RTO_SSTHRESHES = ("once-per-episode", "every-timeout")
-RTT_SAMPLES = ("newest-covered", "newly-delivered")
-DUPACK_RULES = ("any", "new-sack")
-CWND_GROWTHS = ("every-delivery", "in-order", "cumulative")
+CWND_GROWTHS = ("in-order", "cumulative")
 
 #: Stock Linux (ip-sysctl.rst) and iperf defaults the model uses when a parameter is unset.
 LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_bytes": 4194304,
@@ -34,8 +32,8 @@ LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_by
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "queue_bytes", "queue_packets",
               "loss", "ib_mtu_bytes")
 _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
-             "sack", "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "rtt_sample", "dupack_rule",
-             "cwnd_growth", "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
+             "sack", "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "cwnd_growth",
+             "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
 _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
                "cross_packet_bytes": "packet_bytes"}
 

@@ -88,45 +88,11 @@ pub enum RtoSsthresh {
     EveryTimeout,
 }
 
-/// Which segments a cumulative ACK takes its round-trip sample from (Karn's rule, RFC 6298
-/// section 3, excludes retransmitted ones in both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RttSample {
-    /// The newest never-retransmitted segment it covers, SACKed earlier or not (the model so
-    /// far). After a repaired hole this measures the repair, up to two round trips for a
-    /// segment SACKed one round trip before, and SRTT and the RTO grow during a recovery.
-    NewestCovered,
-    /// Only segments it newly delivers: one SACKed earlier was delivered then, not now (Linux
-    /// tcp_clean_rtx_queue skips TCPCB_SACKED_ACKED segments; ns-3 3.37 TcpSocketBase::
-    /// EstimateRtt samples only when the oldest outstanding transmission, never
-    /// retransmitted, is covered). A partial ACK that covers a retransmitted hole and SACKed
-    /// segments gives no sample, so SRTT stays near the path's round trip.
-    NewlyDelivered,
-}
-
-/// What counts as a duplicate ACK towards `dupthresh` when SACK is on (without SACK every ACK
-/// that acknowledges nothing new while data is outstanding counts, RFC 5681 section 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DupAckRule {
-    /// Every such ACK, SACK or not (RFC 5681 section 2; the model so far).
-    Any,
-    /// Only one whose SACK blocks cover data not SACKed before (RFC 6675 section 2; ns-3 3.37
-    /// ProcessAck's isDupack = scoreboardUpdated; Linux counts SACKed segments, not ACKs). The
-    /// duplicate ACKs a spurious retransmission draws (the receiver already has the segment)
-    /// then start no fast recovery.
-    NewSack,
-}
-
 /// Which ACKs grow the congestion window, and by how many segments (slow start and congestion
 /// avoidance alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CwndGrowth {
-    /// Every ACK that delivers data, by the segments it delivers, SACKed or cumulatively
-    /// acknowledged, each counted once (the model so far).
-    EveryDelivery,
     /// Only an ACK that advances snd_una, by the segments it delivers, each counted once (Linux
     /// tcp_may_raise_cwnd: FLAG_DATA_ACKED, "only grow cwnd on in-order delivery (RFC 5681)";
     /// tcp_cong_avoid gets acked_sacked). SACKs of segments beyond a hole grow nothing.
@@ -177,11 +143,7 @@ pub struct TcpParams {
     pub rto_restart: RtoRestart,
     /// Whether a timeout in fast recovery lowers ssthresh again (Linux default: no).
     pub rto_ssthresh: RtoSsthresh,
-    /// Which segments give round-trip samples (default: the model so far, not Linux's).
-    pub rtt_sample: RttSample,
-    /// What counts as a duplicate ACK with SACK (default: the model so far, not Linux's).
-    pub dupack_rule: DupAckRule,
-    /// Which ACKs may grow cwnd (default: the model so far, not Linux's).
+    /// Which ACKs may grow cwnd (Linux default: those that advance snd_una).
     pub cwnd_growth: CwndGrowth,
     pub window: WindowSpec,
 }
@@ -202,9 +164,7 @@ impl Default for TcpParams {
             rto_formula: RtoFormula::Linux,
             rto_restart: RtoRestart::EveryAck,
             rto_ssthresh: RtoSsthresh::OncePerEpisode,
-            rtt_sample: RttSample::NewestCovered,
-            dupack_rule: DupAckRule::Any,
-            cwnd_growth: CwndGrowth::EveryDelivery,
+            cwnd_growth: CwndGrowth::InOrder,
             window: WindowSpec::linux_auto(),
         }
     }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cc::CcName;
 use super::link::{Framing, LinkKind, MIN_MTU};
-use super::params::{CwndGrowth, DupAckRule, HostStack, RtoFormula, RtoRestart, RtoSsthresh, RttSample, TcpParams, WindowSpec};
+use super::params::{CwndGrowth, HostStack, RtoFormula, RtoRestart, RtoSsthresh, TcpParams, WindowSpec};
 use crate::engine::time::{MS, S};
 use crate::engine::Time;
 use crate::net::{ExtenderParams, WanFraming};
@@ -69,14 +69,8 @@ pub struct TcpSpec {
     /// "once-per-episode" (default, Linux) or "every-timeout" (RFC 5681): whether a timeout in
     /// fast recovery lowers ssthresh again.
     pub rto_ssthresh: Option<RtoSsthresh>,
-    /// "newest-covered" (default) or "newly-delivered" (Linux, ns-3): which segments a
-    /// cumulative ACK takes its RTT sample from.
-    pub rtt_sample: Option<RttSample>,
-    /// "any" (default) or "new-sack" (RFC 6675, Linux, ns-3): which ACKs count as duplicates
-    /// with SACK.
-    pub dupack_rule: Option<DupAckRule>,
-    /// "every-delivery" (default), "in-order" (Linux) or "cumulative" (ns-3): which ACKs grow
-    /// cwnd, and by how much.
+    /// "in-order" (default, Linux) or "cumulative" (ns-3): which ACKs grow cwnd, and by how
+    /// much.
     pub cwnd_growth: Option<CwndGrowth>,
     /// false = acknowledge every segment (Linux quickack).
     pub delayed_ack: Option<bool>,
@@ -298,8 +292,6 @@ impl TcpScenario {
         params.rto_formula = t.rto_formula.unwrap_or(params.rto_formula);
         params.rto_restart = t.rto_restart.unwrap_or(params.rto_restart);
         params.rto_ssthresh = t.rto_ssthresh.unwrap_or(params.rto_ssthresh);
-        params.rtt_sample = t.rtt_sample.unwrap_or(params.rtt_sample);
-        params.dupack_rule = t.dupack_rule.unwrap_or(params.dupack_rule);
         params.cwnd_growth = t.cwnd_growth.unwrap_or(params.cwnd_growth);
         if t.hystart == Some(false) {
             params.hystart = None;

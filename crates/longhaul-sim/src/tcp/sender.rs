@@ -8,8 +8,9 @@
 //!   until 4.15), so the test is one pointer that only moves forward;
 //! - without SACK, NewReno (RFC 6582): the third duplicate ACK marks the first unacknowledged
 //!   segment lost, and each partial ACK in recovery marks the next one; with SACK the third
-//!   duplicate ACK does too, whether it SACKs anything or (as an option, RFC 6675's definition)
-//!   only if it SACKs new data ([`DupAckRule`]);
+//!   duplicate ACK that SACKs new data does too (RFC 6675's definition of a duplicate: the ones
+//!   a spurious retransmission draws count for nothing, as in Linux, which counts SACKed
+//!   segments);
 //! - the pipe is Linux's packets-in-flight: outstanding - SACKed - lost + retransmitted, and the
 //!   sender transmits while pipe < cwnd, retransmissions first (RFC 6675 section 5);
 //! - in fast recovery the window follows Proportional Rate Reduction (RFC 6937, Linux
@@ -28,11 +29,14 @@
 //!   segment is marked lost, cwnd falls to one segment and the timer backs off; ssthresh is
 //!   reduced only if this loss episode has not already reduced it (Linux tcp_enter_loss; as an
 //!   option, on every timeout outside Loss: [`RtoSsthresh`]);
-//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`]),
-//!   and, as an option, only on ACKs that advance snd_una ([`CwndGrowth`]).
+//! - window growth only when the window limits sending (RFC 7661, [`AckInfo::cwnd_limited`])
+//!   and only on ACKs that advance snd_una, by what they deliver (Linux) or, as an option, by
+//!   all their cumulative acknowledgement covers ([`CwndGrowth`]).
 //!
 //! RTT samples (Karn's rule: never from a retransmitted segment) come from the newest segment a
-//! cumulative ACK covers, or as an option only from segments it newly delivers ([`RttSample`]).
+//! cumulative ACK newly delivers: one SACKed earlier was delivered then (Linux
+//! tcp_clean_rtx_queue skips SACKed segments; sampling it would measure a hole's repair, up to
+//! two round trips, and inflate SRTT and the RTO during a recovery).
 //!
 //! Delivery-rate samples for BBR follow draft-cheng-iccrg-delivery-rate-estimation: each
 //! segment remembers the delivered count and time when it was sent.
@@ -41,7 +45,7 @@ use std::collections::VecDeque;
 
 use super::cc::hystart::HyStart;
 use super::cc::{AckInfo, CcName, CongestionControl, RateSample, Window};
-use super::params::{CwndGrowth, DupAckRule, RtoRestart, RtoSsthresh, RttSample, TcpParams};
+use super::params::{CwndGrowth, RtoRestart, RtoSsthresh, TcpParams};
 use super::rtt::RttEstimator;
 use crate::engine::time::{f64_of, S};
 use crate::engine::Time;
@@ -183,10 +187,6 @@ pub struct Sender {
     rack: bool,
     rto_restart: RtoRestart,
     rto_ssthresh: RtoSsthresh,
-    /// Segments with any of these flags give no RTT sample ([`RttSample`]).
-    no_rtt_sample: u8,
-    /// Duplicate ACKs count only when they SACK new data ([`DupAckRule::NewSack`], with SACK).
-    dupacks_need_sack: bool,
     cwnd_growth: CwndGrowth,
     /// A partial ACK of the current fast recovery has restarted the timer
     /// ([`RtoRestart::FirstPartialAck`]).
@@ -243,11 +243,6 @@ impl Sender {
             rack: p.rack,
             rto_restart: p.rto_restart,
             rto_ssthresh: p.rto_ssthresh,
-            no_rtt_sample: match p.rtt_sample {
-                RttSample::NewestCovered => EVER_RETRANS,
-                RttSample::NewlyDelivered => EVER_RETRANS | SACKED,
-            },
-            dupacks_need_sack: p.sack && p.dupack_rule == DupAckRule::NewSack,
             cwnd_growth: p.cwnd_growth,
             partial_acked: false,
             dupthresh: p.dupthresh as u64,
@@ -568,7 +563,7 @@ impl Sender {
                     }
                     self.rack_advance(now, seg, &st);
                 }
-                if st.flags & self.no_rtt_sample == 0 {
+                if st.flags & (EVER_RETRANS | SACKED) == 0 {
                     rtt = Some(now - st.sent_at);
                 }
             }
@@ -581,7 +576,7 @@ impl Sender {
             self.lost_scan = self.lost_scan.max(ack);
             self.rtt.clear_backoff();
             self.dupacks = 0;
-        } else if ack == self.una && self.nxt > self.una && !self.dupacks_need_sack {
+        } else if ack == self.una && self.nxt > self.una && !self.sack {
             self.dupacks += 1;
         }
         if self.sack {
@@ -589,7 +584,7 @@ impl Sender {
             for &(s, e) in sack {
                 newly += self.apply_sack(now, s, e, &mut sample);
             }
-            if self.dupacks_need_sack && !advanced && ack == self.una && self.sacked_out > sacked_before {
+            if !advanced && ack == self.una && self.sacked_out > sacked_before {
                 self.dupacks += 1;
             }
             if self.rack {
@@ -617,7 +612,6 @@ impl Sender {
                 self.first_sent_time = p.sent_at;
             }
             let (grows, growth_segs) = match self.cwnd_growth {
-                CwndGrowth::EveryDelivery => (true, newly),
                 CwndGrowth::InOrder => (advanced, newly),
                 CwndGrowth::Cumulative => (advanced, self.una - una_before),
             };
@@ -946,37 +940,35 @@ mod tests {
         assert_eq!((s.stats.timeouts, s.win.ssthresh), (2, 4.0));
     }
 
-    /// A cumulative ACK over segments SACKed earlier takes no RTT sample from them when only
-    /// newly delivered segments count (Linux, ns-3); by default it does.
+    /// A cumulative ACK over segments SACKed earlier takes no RTT sample from them (Linux,
+    /// ns-3): they were delivered then, and timing them now would measure the hole's repair.
     #[test]
-    fn rtt_sample_from_newly_delivered_segments_when_asked() {
-        for (rule, sampled) in [(RttSample::NewestCovered, true), (RttSample::NewlyDelivered, false)] {
-            let mut s = sender_with(TcpParams { rtt_sample: rule, ..TcpParams::default() });
-            send_all(&mut s, 0);
-            s.on_ack(100 * MS, 0, &[(1, 4)], 1000);
-            send_all(&mut s, 100 * MS);
-            let srtt = s.rtt.srtt();
-            // Covers 0 (retransmitted) and 1..3 (SACKed 200 ms before): nothing new to time.
-            s.on_ack(300 * MS, 4, &[], 1000);
-            assert_eq!(s.rtt.srtt() != srtt, sampled, "{rule:?}");
-        }
+    fn no_rtt_sample_from_segments_sacked_before() {
+        let mut s = sender();
+        send_all(&mut s, 0);
+        s.on_ack(100 * MS, 0, &[(1, 4)], 1000);
+        send_all(&mut s, 100 * MS);
+        let srtt = s.rtt.srtt();
+        // Covers 0 (retransmitted) and 1..3 (SACKed 200 ms before): nothing new to time.
+        s.on_ack(300 * MS, 4, &[], 1000);
+        assert_eq!(s.rtt.srtt(), srtt);
     }
 
-    /// Duplicate ACKs that SACK nothing new (a spurious retransmission draws them) start no
-    /// fast recovery under RFC 6675's definition; by default the third one does.
+    /// With SACK, duplicate ACKs that SACK nothing new (a spurious retransmission draws them)
+    /// start no fast recovery (RFC 6675's definition); ones that SACK new data do, and without
+    /// SACK every duplicate counts (RFC 5681).
     #[test]
-    fn dupacks_without_new_sack_information_when_asked() {
-        for (rule, recoveries) in [(DupAckRule::Any, 1), (DupAckRule::NewSack, 0)] {
-            let mut s = sender_with(TcpParams { dupack_rule: rule, ..TcpParams::default() });
+    fn only_duplicates_with_new_sack_information_count() {
+        for (sack, recoveries) in [(true, 0), (false, 1)] {
+            let mut s = sender_with(TcpParams { sack, ..TcpParams::default() });
             send_all(&mut s, 0);
             s.on_ack(MS, 2, &[], 1000);
             for k in 1..=3 {
                 s.on_ack(MS + k, 2, &[], 1000);
             }
-            assert_eq!(s.stats.fast_recoveries, recoveries, "{rule:?}");
+            assert_eq!(s.stats.fast_recoveries, recoveries, "sack {sack}");
         }
-        // SACK information still counts.
-        let mut s = sender_with(TcpParams { dupack_rule: DupAckRule::NewSack, ..TcpParams::default() });
+        let mut s = sender();
         send_all(&mut s, 0);
         for k in 2..=4 {
             s.on_ack(MS, 0, &[(1, k)], 1000);
@@ -985,11 +977,11 @@ mod tests {
     }
 
     /// After a timeout, the ACK that repairs the hole before a SACKed run grows cwnd by that
-    /// run too under RFC 3465 counting (ns-3), by the one segment it delivers otherwise; a SACK
-    /// beyond a hole grows it only by default.
+    /// run too under RFC 3465 counting (ns-3), by the one segment it delivers otherwise (Linux);
+    /// a SACK beyond a hole grows it under neither.
     #[test]
     fn cwnd_growth_rules() {
-        let cases = [(CwndGrowth::EveryDelivery, 2.0, 3.0), (CwndGrowth::InOrder, 2.0, 2.0), (CwndGrowth::Cumulative, 4.0, 4.0)];
+        let cases = [(CwndGrowth::InOrder, 2.0, 2.0), (CwndGrowth::Cumulative, 4.0, 4.0)];
         for (rule, after_repair, after_sack) in cases {
             let mut s = sender_with(TcpParams { cwnd_growth: rule, ..TcpParams::default() });
             send_all(&mut s, 0);

@@ -75,16 +75,10 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--rto-ssthresh", choices=tcp.RTO_SSTHRESHES, default=None,
                    help="a timeout in fast recovery: once-per-episode keeps ssthresh (Linux tcp_enter_loss), "
                         "every-timeout lowers it again (RFC 5681, ns-3) (default once-per-episode)")
-    p.add_argument("--rtt-sample", choices=tcp.RTT_SAMPLES, default=None,
-                   help="which segments a cumulative ACK samples the RTT from: newest-covered, even if SACKed before, "
-                        "or newly-delivered only (Linux, ns-3) (default newest-covered)")
-    p.add_argument("--dupack-rule", choices=tcp.DUPACK_RULES, default=None,
-                   help="with SACK, which ACKs count as duplicates: any, or new-sack = only those that SACK new data "
-                        "(RFC 6675, Linux, ns-3) (default any)")
     p.add_argument("--cwnd-growth", choices=tcp.CWND_GROWTHS, default=None,
-                   help="which ACKs grow cwnd: every-delivery, by what they deliver (SACKed too); in-order = only ACKs "
-                        "that advance snd_una, by what they deliver (Linux); cumulative = only those, by all their "
-                        "cumulative acknowledgement covers (RFC 3465, ns-3) (default every-delivery)")
+                   help="which ACKs grow cwnd: in-order = only ACKs that advance snd_una, by what they deliver "
+                        "(Linux); cumulative = only those, by all their cumulative acknowledgement covers (RFC 3465, "
+                        "ns-3) (default in-order)")
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
     p.add_argument("--initial-cwnd", type=int, default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
@@ -149,8 +143,7 @@ def run_tcp(args: argparse.Namespace) -> int:
         duration_s=args.duration_s, interval_s=args.interval_s, extender=args.extender, rate_gbps=args.rate_gbps,
         sack=False if args.no_sack else None, hystart=False if args.no_hystart else None,
         rack=False if args.no_rack else None, rto_formula=args.rto_formula, rto_restart=args.rto_restart,
-        rto_ssthresh=args.rto_ssthresh, rtt_sample=args.rtt_sample, dupack_rule=args.dupack_rule,
-        cwnd_growth=args.cwnd_growth,
+        rto_ssthresh=args.rto_ssthresh, cwnd_growth=args.cwnd_growth,
         delayed_ack=False if args.no_delayed_ack else None,
         initial_cwnd_segs=args.initial_cwnd, cwnd_trace=True if args.cwnd_trace else None,
         **_queue(args.queue), **cross,
