@@ -208,13 +208,15 @@ def test_one_scenario_file_drives_the_simulator_and_the_emulator(tmp_path, leave
 def test_scenario_tcp_settings_reach_the_hosts_and_options_override_the_file(tmp_path, leaves_nothing):
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"link": "ipoib-cm", "path": {"fibre_km": 200},
-                             "tcp": {"sack": False, "initial_cwnd_segs": 20, "min_rto_ms": 50, "delayed_ack": False}}))
+                             "tcp": {"sack": False, "rack": False, "initial_cwnd_segs": 20, "min_rto_ms": 50,
+                                     "delayed_ack": False}}))
     recs = cli_json("emu", "run", "--scenario", str(f), "--",
-                    "A: ip link show wan0; ip route show dev wan0; sysctl -n net.ipv4.tcp_sack")
+                    "A: ip link show wan0; ip route show dev wan0; sysctl -n net.ipv4.tcp_recovery; "
+                    "sysctl -n net.ipv4.tcp_sack")
     out = recs[0]["stdout"]
     # iproute2 locks rto_min, which is what makes the kernel use it.
     assert "mtu 65520" in out and "initcwnd 20" in out and "rto_min lock 50ms" in out and "quickack 1" in out, out
-    assert out.strip().endswith("0"), out  # SACK off
+    assert out.split()[-2:] == ["0", "0"], out  # RACK and SACK off
     p = cli("emu", "run", "--scenario", str(f), "--mtu", "4000", "--", "A: ip link show wan0")
     assert p.returncode == 0 and "mtu 4000" in p.stdout
     # 200 km of fibre = 1 ms one way, at IPoIB's lossless queue and the S1 WAN rate.
@@ -231,6 +233,7 @@ def test_scenario_tcp_settings_reach_the_hosts_and_options_override_the_file(tmp
     ('link = "10gige-lan"\n[path]\nqueue_packets = 4\n', "queue_packets:"),
     ('link = "10gige-lan"\n[tcp]\nhystart = false\n', "hystart:"),
     ('link = "10gige-lan"\n[tcp]\nrto_restart = "first-partial-ack"\n', "rto_restart:"),
+    ('link = "10gige-lan"\n[tcp]\ncwnd_growth = "cumulative"\n', "cwnd_growth:"),
     ('link = "10gige-lan"\n[tcp]\ninterval_s = 0.1\n', "interval_s:"),
     ('link = "10gige-lan"\n[cross]\ngbps = 1\non_ms = 5\noff_ms = 5\n', "cross.on_ms"),
     ('link = "10gige-lan"\n[tcp]\nmtu_bytes = 20000\n', "mtu_bytes:"),

@@ -123,7 +123,8 @@ class LinkOptions:
     hosts: hosts per cluster (1..16); window: maximum TCP socket buffer in bytes set in every
     namespace (tcp_rmem maximum, and tcp_wmem maximum unless wmem_max is given; None = 4 x the
     bandwidth-delay product, >= 4 MiB); seed: of the loss and jitter random streams.
-    TCP of the hosts, per namespace: sack (net.ipv4.tcp_sack); and on the route across the
+    TCP of the hosts, per namespace: sack (net.ipv4.tcp_sack), rack (RACK loss detection,
+    net.ipv4.tcp_recovery = 1; off = 0, as before Linux 4.18); and on the route across the
     link: initcwnd_segs (initial congestion window, segments; None = the kernel's 10),
     rto_min_ms (minimum retransmission time-out; None = the kernel's 200 ms), quickack
     (True = acknowledge every segment at once, no delayed ACKs).
@@ -137,6 +138,7 @@ class LinkOptions:
     wmem_max: int | None = None
     seed: int = 1
     sack: bool = True
+    rack: bool = True
     initcwnd_segs: int | None = None
     rto_min_ms: float | None = None
     quickack: bool = False
@@ -206,9 +208,9 @@ class LinkOptions:
         }
         if self.ab.frame_bytes:
             r["frame_bytes"] = self.ab.frame_bytes
-        if (self.sack, self.initcwnd_segs, self.rto_min_ms, self.quickack) != (True, None, None, False):
-            r.update({"sack": self.sack, "initcwnd_segs": self.initcwnd_segs, "rto_min_ms": self.rto_min_ms,
-                      "quickack": self.quickack})
+        if (self.sack, self.rack, self.initcwnd_segs, self.rto_min_ms, self.quickack) != (True, True, None, None, False):
+            r.update({"sack": self.sack, "rack": self.rack, "initcwnd_segs": self.initcwnd_segs,
+                      "rto_min_ms": self.rto_min_ms, "quickack": self.quickack})
         if self.ba != self.ab:
             r.update({"ba_delay_us": self.ba.delay_us, "ba_rate_gbps": self.ba.rate_gbps, "ba_loss": self.ba.loss})
         return r

@@ -13,8 +13,8 @@ the Rust core), so it means what it means to the simulator, defaults included, a
   product, >= 100 packets, as the simulator); IPoIB is credit flow-controlled, i.e. lossless:
   a queue of the emulator's maximum (1 GiB) that TCP's windows never fill;
 - TCP: ``rmem_max_bytes``/``wmem_max_bytes`` (default stock Linux, 6 MiB / 4 MiB) as the
-  namespaces' tcp_rmem/tcp_wmem maxima, ``sack`` as net.ipv4.tcp_sack, ``initial_cwnd_segs``,
-  ``min_rto_ms`` and ``delayed_ack = false`` on the route across the link (initcwnd, rto_min,
+  namespaces' tcp_rmem/tcp_wmem maxima, ``sack`` as net.ipv4.tcp_sack, ``rack`` as
+  net.ipv4.tcp_recovery, ``initial_cwnd_segs``, ``min_rto_ms`` and ``delayed_ack = false`` on the route across the link (initcwnd, rto_min,
   quickack); ``cc``, ``streams``, ``window_bytes`` (socket buffer, iperf -w) and
   ``duration_s`` for ``bench tcp``; ``cross.gbps`` / ``cross.packet_bytes``: UDP
   constant-bit-rate cross traffic; ``seed``.
@@ -22,9 +22,9 @@ the Rust core), so it means what it means to the simulator, defaults included, a
 What the emulator cannot honour is refused with one line naming the parameter: the simulated
 hosts' costs (``stack``; ``testbed`` on Ethernet/SONET, where it only picks the hosts),
 Ethernet/SONET ``extender`` boxes, the IPoIB extender's credit buffer (``queue_bytes``),
-``hystart`` (a module parameter of the whole machine), the retransmission-timer variants Linux
-does not have (``rto_formula = "rfc6298"``, ``rto_restart = "first-partial-ack"``,
-``rto_ssthresh = "every-timeout"``), cross traffic that starts late or comes in bursts, and the
+``hystart`` (a module parameter of the whole machine), the recovery variants Linux does not
+have (``rto_formula = "rfc6298"``, ``rto_restart = "first-partial-ack"``, ``rto_ssthresh =
+"every-timeout"``, ``cwnd_growth = "cumulative"``), cross traffic that starts late or comes in bursts, and the
 simulator's time series (``interval_s``, ``cwnd_trace``).
 """
 
@@ -57,7 +57,7 @@ def _refuse_what_cannot_be_honoured(sc: dict, r: dict) -> None:
                                        "not settable per emulated host"),
         *((tcp_.get(key, linux) != linux, f"{key}: Linux TCP has only '{linux}'; '{tcp_.get(key)}' is a simulator variant")
           for key, linux in (("rto_formula", "linux"), ("rto_restart", "every-ack"),
-                             ("rto_ssthresh", "once-per-episode"))),
+                             ("rto_ssthresh", "once-per-episode"), ("cwnd_growth", "in-order"))),
         (bool(cross.get("start_s")), "cross.start_s: the emulator's cross traffic runs from the start"),
         (bool(cross.get("on_ms") or cross.get("off_ms")), "cross.on_ms, cross.off_ms: the emulator's cross traffic "
                                                            "is constant-rate, not bursts"),
@@ -104,6 +104,7 @@ def load(path: str) -> dict:
             "wmem_max": window["wmem_max_bytes"] if auto else None,
             "seed": r["seed"],
             "sack": r["params"]["sack"],
+            "rack": r["params"]["rack"],
             "initcwnd_segs": sc["tcp"].get("initial_cwnd_segs"),
             "rto_min_ms": sc["tcp"].get("min_rto_ms"),
             "quickack": r["params"]["ack_every_segs"] == 1,
@@ -164,6 +165,7 @@ def build_link(values: dict) -> LinkOptions:
         wmem_max=int(wmem) if wmem is not None else None,
         seed=_int(values["seed"], "--seed") if values.get("seed") is not None else 1,
         sack=values.get("sack", True),
+        rack=values.get("rack", True),
         initcwnd_segs=values.get("initcwnd_segs"),
         rto_min_ms=values.get("rto_min_ms"),
         quickack=bool(values.get("quickack")),

@@ -156,6 +156,8 @@ class Emulator:
             system.sysctl(ns, "net.ipv4.tcp_wmem", f"4096 16384 {self.link.wmem_max or window}")
             system.sysctl(ns, "net.ipv4.tcp_no_metrics_save", "1")  # each run starts from a clean slate
             system.sysctl(ns, "net.ipv4.tcp_sack", "1" if self.link.sack else "0")
+            # RACK (RFC 8985) is bit 0 of tcp_recovery, Linux's default since 4.18 (ip-sysctl.rst).
+            system.sysctl(ns, "net.ipv4.tcp_recovery", "1" if self.link.rack else "0")
         for side, sw in zip("ab", self.switches):
             system.ip("-n", sw, "link", "add", "br0", "type", "bridge")
             self._set_mtu(sw, "br0")
