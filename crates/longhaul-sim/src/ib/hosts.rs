@@ -471,7 +471,7 @@ impl IbHosts {
                 (p, true)
             } else {
                 let last = q.cur_pkt + 1 == w.npkts;
-                let ack_req = last || (q.cur_pkt + 1) % ack_every == 0;
+                let ack_req = last || (q.cur_pkt + 1).is_multiple_of(ack_every);
                 let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::Data, op: w.op, psn, len, first, last, ack_req, wire: headers::data_packet_bytes(ud, w.op, first, len) };
                 (p, last)
             };

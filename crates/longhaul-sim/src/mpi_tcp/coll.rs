@@ -114,7 +114,7 @@ fn tree(alg: OmpiBcast, n: usize, v: usize) -> Option<(Option<usize>, Vec<usize>
 /// children add j x k^d (j = 1..k-1) for every digit d below it, smallest distance first.
 fn kary(n: usize, v: usize, k: usize) -> (Option<usize>, Vec<usize>) {
     let mut step = 1;
-    while step < n && v % (step * k) == 0 {
+    while step < n && v.is_multiple_of(step * k) {
         step *= k;
     }
     let parent = (v > 0).then(|| v - v % (step * k));

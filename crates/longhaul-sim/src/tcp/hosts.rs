@@ -32,7 +32,6 @@ pub struct Conn {
     /// Reassembly of connected-mode datagrams: next fragment expected, and whether one was lost.
     frag_next: u16,
     frag_broken: bool,
-    pub datagrams_lost_in_fragments: u64,
 }
 
 impl Conn {
@@ -70,7 +69,6 @@ pub struct TcpHosts {
     cores: usize,
     /// Timer events to schedule: (time, connection).
     pub timers: Vec<(Time, u32)>,
-    pub acks_sent: u64,
 }
 
 impl TcpHosts {
@@ -90,7 +88,6 @@ impl TcpHosts {
             },
             cores,
             timers: Vec::new(),
-            acks_sent: 0,
         }
     }
 
@@ -104,7 +101,7 @@ impl TcpHosts {
             WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
         };
         let tx = Sender::new(p, cc, mss, send_limit_bytes / mss as u64, rx.window_segs(), id as u64);
-        self.conns.push(Conn { src, dst, tx, rx, core: id as usize % self.cores, timer_at: NEVER, frag_next: 0, frag_broken: false, datagrams_lost_in_fragments: 0 });
+        self.conns.push(Conn { src, dst, tx, rx, core: id as usize % self.cores, timer_at: NEVER, frag_next: 0, frag_broken: false });
         self.hosts[src as usize].conns.push(id);
         id
     }
@@ -153,7 +150,6 @@ impl TcpHosts {
         let pkt = TcpPacket::ack(conn.src, c, &a, self.framing.ack_bytes(a.n_sack));
         let dst = conn.dst as usize;
         self.hosts[dst].ctrl.push_back((ready, pkt));
-        self.acks_sent += 1;
     }
 
     /// A whole data segment reached its receiver: charge the stack, then acknowledge.
@@ -230,7 +226,6 @@ impl Endpoints<TcpPacket> for TcpHosts {
                         return;
                     }
                     if conn.frag_broken {
-                        conn.datagrams_lost_in_fragments += 1;
                         return;
                     }
                 }

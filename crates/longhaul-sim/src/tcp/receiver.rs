@@ -102,10 +102,6 @@ impl Receiver {
         self.window_segs
     }
 
-    pub fn ooo_ranges(&self) -> usize {
-        self.ooo.len()
-    }
-
     /// Dynamic right-sizing as Linux 6.x tcp_rcv_space_adjust: once per round trip, if the
     /// application read more than in the last growing round (`space`), offer twice what it read
     /// plus 16 segments, plus twice that again scaled by the growth of the reading rate, so that
