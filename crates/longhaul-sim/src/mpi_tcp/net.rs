@@ -18,23 +18,21 @@ use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::net::{Endpoints, NodeId, Pull};
 use crate::tcp::cc::CcName;
+use crate::tcp::flow::Flow;
 use crate::tcp::link::{Framing, TCP_IP_HEADER_BYTES};
-use crate::tcp::params::{HostStack, TcpParams, WindowSpec};
-use crate::tcp::receiver::{AckNow, Receiver};
+use crate::tcp::params::{HostStack, TcpParams};
+use crate::tcp::receiver::AckNow;
 use crate::tcp::segment::{Kind, TcpPacket};
-use crate::tcp::sender::{Next, Sender, NEVER};
+use crate::tcp::sender::{Next, NEVER};
 
 /// One direction of a rank pair's connection.
-pub struct Dir {
-    pub src: NodeId,
-    pub dst: NodeId,
-    pub tx: Sender,
-    pub rx: Receiver,
+pub type Dir = Flow<Frames>;
+
+/// What a direction carries besides TCP: the protocol frames written to it, and the opposite
+/// direction (its receiver lives on this direction's sending host).
+pub struct Frames {
     pub stream: Stream,
-    /// The opposite direction (its receiver lives on this direction's sending host).
     pub reverse: u32,
-    core: usize,
-    timer_at: Time,
 }
 
 struct Costs {
@@ -99,39 +97,23 @@ impl TcpNet {
         let first = self.dirs.len() as u32;
         for (src, dst, reverse) in [(a, b, first + 1), (b, a, first)] {
             let id = self.dirs.len() as u32;
-            let rx = Receiver::new(self.mss as u32, p.window, p.ack_every_segs, p.delack_timeout);
-            let send_limit_bytes = match p.window {
-                WindowSpec::Fixed { bytes } => bytes,
-                WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
-            };
-            let mut tx = Sender::new(p, cc, self.mss as u32, send_limit_bytes / self.mss, rx.window_segs(), id as u64).established();
-            tx.app_limit = 0;
             let core = (id / 2) as usize % self.cores;
-            self.dirs.push(Dir { src, dst, tx, rx, stream: Stream::default(), reverse, core, timer_at: NEVER });
+            let frames = Frames { stream: Stream::default(), reverse };
+            let mut dir = Flow::open(src, dst, p, cc, self.mss as u32, id, core, true, frames);
+            dir.tx.app_limit = 0;
+            self.dirs.push(dir);
             self.hosts[src as usize].dirs.push(id);
         }
         (first, first + 1)
     }
 
     fn arm(&mut self, d: u32) {
-        let dir = &mut self.dirs[d as usize];
-        let due = dir.tx.rto_at.min(dir.rx.delack_at);
-        if due < dir.timer_at {
-            dir.timer_at = due;
-            self.timers.push((due, d));
-        }
+        self.dirs[d as usize].arm(d, &mut self.timers);
     }
 
     /// A timer event of direction `d` fired: RTO and/or delayed ACK.
     pub fn on_timer(&mut self, now: Time, d: u32) {
-        let dir = &mut self.dirs[d as usize];
-        if dir.timer_at <= now {
-            dir.timer_at = NEVER;
-        }
-        if dir.tx.rto_at <= now {
-            dir.tx.on_rto(now);
-        }
-        if dir.rx.delack_at <= now {
+        if self.dirs[d as usize].fire(now) {
             self.queue_ack(d, now);
         }
         self.arm(d);
@@ -139,20 +121,19 @@ impl TcpNet {
 
     fn queue_ack(&mut self, d: u32, ready: Time) {
         let dir = &mut self.dirs[d as usize];
-        let a = dir.rx.make_ack();
-        let pkt = TcpPacket::ack(dir.src, d, &a, self.framing.ack_bytes(a.n_sack));
+        let pkt = dir.ack(d, &self.framing);
         self.hosts[dir.dst as usize].ctrl.push_back((ready, pkt));
     }
 
     /// The application writes a frame to direction `d` (the library's time for it is charged
     /// with the segment it starts in).
     pub fn write(&mut self, d: u32, f: super::btl::Frame) {
-        self.dirs[d as usize].stream.write(f);
+        self.dirs[d as usize].ext.stream.write(f);
     }
 
     fn on_segment(&mut self, now: Time, d: u32, seg: u64) {
         let dir = &mut self.dirs[d as usize];
-        let len = dir.stream.payload(seg).unwrap_or(self.mss);
+        let len = dir.ext.stream.payload(seg).unwrap_or(self.mss);
         let core = &mut self.hosts[dir.dst as usize].cores_free[dir.core];
         *core = (*core).max(now) + self.costs.rx_pkt + self.costs.rx_byte * len;
         let done = *core;
@@ -160,9 +141,9 @@ impl TcpNet {
         let rtt = dir.tx.rtt.srtt();
         let ack = dir.rx.on_data(now, seg, rtt);
         if dir.rx.rcv_nxt > before {
-            let delivered = dir.stream.delivered(dir.rx.rcv_nxt);
+            let delivered = dir.ext.stream.delivered(dir.rx.rcv_nxt);
             // The library takes each completed frame on the same core after the segment.
-            *core += self.costs.frame * dir.stream.frames_completed(delivered);
+            *core += self.costs.frame * dir.ext.stream.frames_completed(delivered);
             self.ready.push((*core, d, delivered));
         }
         match ack {
@@ -180,7 +161,7 @@ impl TcpNet {
         }
         let mss = self.mss;
         let dir = &mut self.dirs[d as usize];
-        dir.tx.app_limit = dir.stream.segments_available(mss);
+        dir.tx.app_limit = dir.ext.stream.segments_available(mss);
         let seg = match dir.tx.next(now) {
             Next::Blocked => return Err(NEVER),
             Next::Later(t) => return Err(t),
@@ -188,11 +169,11 @@ impl TcpNet {
             // Never asked: every connection starts established (`Sender::established`).
             Next::Syn => return Err(NEVER),
         };
-        let (len, frames) = match dir.stream.payload(seg) {
+        let (len, frames) = match dir.ext.stream.payload(seg) {
             Some(len) => (len, 0),
-            None => dir.stream.cut(seg, mss),
+            None => dir.ext.stream.cut(seg, mss),
         };
-        let (dst, core, reverse) = (dir.dst, dir.core, dir.reverse);
+        let (dst, core, reverse) = (dir.dst, dir.core, dir.ext.reverse);
         let done = now + self.costs.frame * frames + self.costs.tx_pkt + self.costs.tx_byte * len;
         self.hosts[node as usize].cores_free[core] = done;
         // The segment carries the acknowledgement this host owes the opposite direction.
@@ -238,7 +219,7 @@ impl Endpoints<TcpPacket> for TcpNet {
                 let (sack, n) = pkt.sack_blocks();
                 dir.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
                 let keep = dir.tx.acked().min(dir.rx.rcv_nxt);
-                dir.stream.forget_below(keep);
+                dir.ext.stream.forget_below(keep);
                 self.arm(pkt.conn);
             }
             Kind::Cross | Kind::Syn | Kind::SynAck => {}

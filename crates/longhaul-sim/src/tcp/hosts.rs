@@ -9,35 +9,26 @@
 
 use std::collections::VecDeque;
 
-use super::cross::CrossSource;
-use super::link::Framing;
-use super::params::{HostStack, TcpParams, WindowSpec};
-use super::receiver::{AckNow, Receiver};
-use super::segment::{Kind, TcpPacket};
-use super::sender::{Next, Sender, NEVER};
 use super::cc::CcName;
+use super::cross::CrossSource;
+use super::flow::Flow;
+use super::link::Framing;
+use super::params::{HostStack, TcpParams};
+use super::receiver::AckNow;
+use super::segment::{Kind, TcpPacket};
+use super::sender::{Next, NEVER};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::net::{Endpoints, NodeId, Pull};
 
 /// One TCP connection (an iperf stream): sender on `src`, receiver on `dst`.
-pub struct Conn {
-    pub src: NodeId,
-    pub dst: NodeId,
-    pub tx: Sender,
-    pub rx: Receiver,
-    core: usize,
-    /// The earliest timer event scheduled for this connection (NEVER: none).
-    timer_at: Time,
-    /// Reassembly of connected-mode datagrams: next fragment expected, and whether one was lost.
-    frag_next: u16,
-    frag_broken: bool,
-}
+pub type Conn = Flow<Reassembly>;
 
-impl Conn {
-    fn due(&self) -> Time {
-        self.tx.rto_at.min(self.rx.delack_at)
-    }
+/// Reassembly of connected-mode datagrams: next fragment expected, and whether one was lost.
+#[derive(Default)]
+pub struct Reassembly {
+    next: u16,
+    broken: bool,
 }
 
 /// Stack costs in picoseconds (per packet) and picoseconds per byte.
@@ -93,15 +84,9 @@ impl TcpHosts {
 
     /// Open a connection from `src` to `dst`: its sender starts with the SYN.
     pub fn connect(&mut self, src: NodeId, dst: NodeId, p: &TcpParams, cc: CcName) -> u32 {
-        let mss = self.framing.mss();
         let id = self.conns.len() as u32;
-        let rx = Receiver::new(mss, p.window, p.ack_every_segs, p.delack_timeout);
-        let send_limit_bytes = match p.window {
-            WindowSpec::Fixed { bytes } => bytes,
-            WindowSpec::Auto { wmem_max_bytes, .. } => wmem_max_bytes,
-        };
-        let tx = Sender::new(p, cc, mss, send_limit_bytes / mss as u64, rx.window_segs(), id as u64);
-        self.conns.push(Conn { src, dst, tx, rx, core: id as usize % self.cores, timer_at: NEVER, frag_next: 0, frag_broken: false });
+        let core = id as usize % self.cores;
+        self.conns.push(Flow::open(src, dst, p, cc, self.framing.mss(), id, core, false, Reassembly::default()));
         self.hosts[src as usize].conns.push(id);
         id
     }
@@ -119,26 +104,13 @@ impl TcpHosts {
         self.hosts[src].cross.push(self.cross.len() - 1);
     }
 
-    /// Schedule a timer event if this connection's earliest deadline moved earlier.
     fn arm(&mut self, c: u32) {
-        let conn = &mut self.conns[c as usize];
-        let due = conn.due();
-        if due < conn.timer_at {
-            conn.timer_at = due;
-            self.timers.push((due, c));
-        }
+        self.conns[c as usize].arm(c, &mut self.timers);
     }
 
     /// A timer event of connection `c` fired: RTO and/or delayed ACK.
     pub fn on_timer(&mut self, now: Time, c: u32) {
-        let conn = &mut self.conns[c as usize];
-        if conn.timer_at <= now {
-            conn.timer_at = NEVER;
-        }
-        if conn.tx.rto_at <= now {
-            conn.tx.on_rto(now);
-        }
-        if conn.rx.delack_at <= now {
+        if self.conns[c as usize].fire(now) {
             self.queue_ack(c, now);
         }
         self.arm(c);
@@ -146,10 +118,8 @@ impl TcpHosts {
 
     fn queue_ack(&mut self, c: u32, ready: Time) {
         let conn = &mut self.conns[c as usize];
-        let a = conn.rx.make_ack();
-        let pkt = TcpPacket::ack(conn.src, c, &a, self.framing.ack_bytes(a.n_sack));
-        let dst = conn.dst as usize;
-        self.hosts[dst].ctrl.push_back((ready, pkt));
+        let pkt = conn.ack(c, &self.framing);
+        self.hosts[conn.dst as usize].ctrl.push_back((ready, pkt));
     }
 
     /// A whole data segment reached its receiver: charge the stack, then acknowledge.
@@ -217,15 +187,15 @@ impl Endpoints<TcpPacket> for TcpHosts {
                 if pkt.frags > 1 {
                     // RC delivers fragments in order; a gap means the WAN lost one of them.
                     if pkt.frag == 0 {
-                        conn.frag_broken = false;
-                    } else if pkt.frag != conn.frag_next {
-                        conn.frag_broken = true;
+                        conn.ext.broken = false;
+                    } else if pkt.frag != conn.ext.next {
+                        conn.ext.broken = true;
                     }
-                    conn.frag_next = pkt.frag + 1;
+                    conn.ext.next = pkt.frag + 1;
                     if pkt.frag + 1 < pkt.frags {
                         return;
                     }
-                    if conn.frag_broken {
+                    if conn.ext.broken {
                         return;
                     }
                 }

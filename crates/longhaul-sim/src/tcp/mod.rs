@@ -4,7 +4,8 @@
 //! fabric through [`crate::net::Endpoints`].
 //!
 //! Layers, each readable alone: [`segment`] (what travels) → [`link`] (how many bytes it costs on
-//! the wire) → [`rtt`], [`cc`] → [`sender`], [`receiver`] → [`hosts`] (CPU costs, fragmentation,
+//! the wire) → [`rtt`], [`cc`] → [`sender`], [`receiver`] → [`flow`] (one direction and its
+//! timer) → [`hosts`] (CPU costs, fragmentation,
 //! cross traffic) → [`path`] (the topology) → [`scenario`] (plain data, validated once).
 //!
 //! Modelling choices that hold everywhere:
@@ -16,6 +17,7 @@
 
 pub mod cc;
 pub mod cross;
+pub mod flow;
 pub mod hosts;
 pub mod link;
 pub mod params;
