@@ -22,8 +22,9 @@ pub struct Stream {
     ends: VecDeque<u64>,
     /// Frames not yet taken by the receiving application, with the byte where each ends.
     frames: VecDeque<(u64, Frame)>,
-    /// Bytes up to which completed frames have been counted (`frames_completed`).
-    counted: u64,
+    /// How many frames at the front of `frames` have been counted as completed
+    /// (`frames_completed`): frames end in increasing order, so the count is a cursor.
+    counted: usize,
     /// Where each frame not yet reached by a cut segment starts (`frames_started`).
     unsent_starts: VecDeque<u64>,
 }
@@ -100,9 +101,11 @@ impl Stream {
     /// How many frames end within the first `delivered` bytes and not within those of the
     /// previous call: the frames the receiving host has just completed.
     pub fn frames_completed(&mut self, delivered: u64) -> u64 {
-        let n = self.frames.iter().filter(|&&(end, _)| end > self.counted && end <= delivered).count() as u64;
-        self.counted = self.counted.max(delivered);
-        n
+        let before = self.counted;
+        while self.frames.get(self.counted).is_some_and(|&(end, _)| end <= delivered) {
+            self.counted += 1;
+        }
+        (self.counted - before) as u64
     }
 
     /// The frames whose every byte is among the first `delivered` bytes, in order.
@@ -113,6 +116,7 @@ impl Stream {
                 break;
             }
             self.frames.pop_front();
+            self.counted = self.counted.saturating_sub(1);
             out.push(f);
         }
         out
