@@ -96,7 +96,7 @@ impl Model for World {
                 self.fabric.kick(now, dst, q, &mut self.net);
             }
             Ev::Ready(d, bytes) => {
-                let frames = self.net.dirs[d as usize].ext.stream.take_frames(bytes);
+                let frames = self.net.dirs[d as usize].ext.take_frames(bytes);
                 let (a, b) = self.ends[d as usize];
                 self.ranks.on_frames(b, a, &frames, now);
             }

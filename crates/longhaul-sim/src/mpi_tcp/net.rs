@@ -25,15 +25,10 @@ use crate::tcp::receiver::AckNow;
 use crate::tcp::segment::{Kind, TcpPacket};
 use crate::tcp::sender::{Next, NEVER};
 
-/// One direction of a rank pair's connection.
-pub type Dir = Flow<Frames>;
-
-/// What a direction carries besides TCP: the protocol frames written to it, and the opposite
-/// direction (its receiver lives on this direction's sending host).
-pub struct Frames {
-    pub stream: Stream,
-    pub reverse: u32,
-}
+/// One direction of a rank pair's connection, with the stream of protocol frames written to it.
+/// Directions are opened in pairs (`connect`): the opposite of direction `d`, whose receiver
+/// lives on `d`'s sending host, is `d ^ 1`.
+pub type Dir = Flow<Stream>;
 
 struct Costs {
     /// The MPI library's time per protocol frame written or received (see `BtlParams`).
@@ -92,14 +87,13 @@ impl TcpNet {
     }
 
     /// Open the connection between hosts `a` and `b` (already established); returns the
-    /// directions a -> b and b -> a.
+    /// directions a -> b and b -> a (an even number and the next: each the other's `d ^ 1`).
     pub fn connect(&mut self, a: NodeId, b: NodeId, p: &TcpParams, cc: CcName) -> (u32, u32) {
         let first = self.dirs.len() as u32;
-        for (src, dst, reverse) in [(a, b, first + 1), (b, a, first)] {
+        for (src, dst) in [(a, b), (b, a)] {
             let id = self.dirs.len() as u32;
             let core = (id / 2) as usize % self.cores;
-            let frames = Frames { stream: Stream::default(), reverse };
-            let mut dir = Flow::open(src, dst, p, cc, self.mss as u32, id, core, true, frames);
+            let mut dir = Flow::open(src, dst, p, cc, self.mss as u32, id, core, true, Stream::default());
             dir.tx.app_limit = 0;
             self.dirs.push(dir);
             self.hosts[src as usize].dirs.push(id);
@@ -128,12 +122,12 @@ impl TcpNet {
     /// The application writes a frame to direction `d` (the library's time for it is charged
     /// with the segment it starts in).
     pub fn write(&mut self, d: u32, f: super::btl::Frame) {
-        self.dirs[d as usize].ext.stream.write(f);
+        self.dirs[d as usize].ext.write(f);
     }
 
     fn on_segment(&mut self, now: Time, d: u32, seg: u64) {
         let dir = &mut self.dirs[d as usize];
-        let len = dir.ext.stream.payload(seg).unwrap_or(self.mss);
+        let len = dir.ext.payload(seg).unwrap_or(self.mss);
         let core = &mut self.hosts[dir.dst as usize].cores_free[dir.core];
         *core = (*core).max(now) + self.costs.rx_pkt + self.costs.rx_byte * len;
         let done = *core;
@@ -141,9 +135,9 @@ impl TcpNet {
         let rtt = dir.tx.rtt.srtt();
         let ack = dir.rx.on_data(now, seg, rtt);
         if dir.rx.rcv_nxt > before {
-            let delivered = dir.ext.stream.delivered(dir.rx.rcv_nxt);
+            let delivered = dir.ext.delivered(dir.rx.rcv_nxt);
             // The library takes each completed frame on the same core after the segment.
-            *core += self.costs.frame * dir.ext.stream.frames_completed(delivered);
+            *core += self.costs.frame * dir.ext.frames_completed(delivered);
             self.ready.push((*core, d, delivered));
         }
         match ack {
@@ -161,7 +155,7 @@ impl TcpNet {
         }
         let mss = self.mss;
         let dir = &mut self.dirs[d as usize];
-        dir.tx.app_limit = dir.ext.stream.segments_available(mss);
+        dir.tx.app_limit = dir.ext.segments_available(mss);
         let seg = match dir.tx.next(now) {
             Next::Blocked => return Err(NEVER),
             Next::Later(t) => return Err(t),
@@ -169,11 +163,11 @@ impl TcpNet {
             // Never asked: every connection starts established (`Sender::established`).
             Next::Syn => return Err(NEVER),
         };
-        let (len, frames) = match dir.ext.stream.payload(seg) {
+        let (len, frames) = match dir.ext.payload(seg) {
             Some(len) => (len, 0),
-            None => dir.ext.stream.cut(seg, mss),
+            None => dir.ext.cut(seg, mss),
         };
-        let (dst, core, reverse) = (dir.dst, dir.core, dir.ext.reverse);
+        let (dst, core, reverse) = (dir.dst, dir.core, d ^ 1);
         let done = now + self.costs.frame * frames + self.costs.tx_pkt + self.costs.tx_byte * len;
         self.hosts[node as usize].cores_free[core] = done;
         // The segment carries the acknowledgement this host owes the opposite direction.
@@ -219,7 +213,7 @@ impl Endpoints<TcpPacket> for TcpNet {
                 let (sack, n) = pkt.sack_blocks();
                 dir.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
                 let keep = dir.tx.acked().min(dir.rx.rcv_nxt);
-                dir.ext.stream.forget_below(keep);
+                dir.ext.forget_below(keep);
                 self.arm(pkt.conn);
             }
             Kind::Cross | Kind::Syn | Kind::SynAck => {}
