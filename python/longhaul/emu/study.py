@@ -43,10 +43,14 @@ def study_part(ctx):
     if by.get((far, 4)) and by.get((far, 1)):
         gain = by[(far, 4)] / by[(far, 1)] - 1
         stock_cap = STOCK_WMEM_MAX_BYTES / (2 * far * 1e-6) / 1e6
+        link_MBps = RATE_GBPS * 1e9 / 8 / 1e6
+        stock = (f"With Linux's stock 4 MiB tcp_wmem maximum one stream is capped near {stock_cap:.0f} MB/s at this "
+                 f"delay: raise net.ipv4.tcp_wmem/tcp_rmem or use parallel streams." if stock_cap < link_MBps else
+                 f"Linux's stock 4 MiB tcp_wmem maximum would allow {stock_cap:.0f} MB/s at this delay, more than this "
+                 f"link's {link_MBps:.0f}: at this rate the stock buffers are enough (a faster link needs larger ones).")
         advice.append(f"Emulated {RATE_GBPS:g} Gb/s link at {far:g} us one way: one TCP stream with buffers of 4 x the "
                       f"bandwidth-delay product moves {by[(far, 1)]:.0f} MB/s, four move {by[(far, 4)]:.0f} MB/s "
-                      f"({gain:+.0%}). With Linux's stock 4 MiB tcp_wmem maximum one stream is capped near "
-                      f"{stock_cap:.0f} MB/s at this delay: raise net.ipv4.tcp_wmem/tcp_rmem or use parallel streams.")
+                      f"({gain:+.0%}). {stock}")
     return PartResult(
         records=ping + tcp,
         tables=[
