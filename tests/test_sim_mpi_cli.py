@@ -48,6 +48,15 @@ def test_transports_and_rendezvous_protocols(cli):
             assert r["status"] == "ok" and r["bw_MBps"] > 100, (t, proto, r)
 
 
+def test_ud_under_loss_resends_and_the_retry_timeout_sets_the_cost(cli):
+    base = ("osu", "--bench", "bw", "--sizes", "64K", "--transport", "ud", "--delay-us", "100", "--loss", "0.001")
+    lan_default = records(cli, *base)[0]
+    tuned = records(cli, *base, "--ud-retry-timeout-us", "2000")[0]
+    assert lan_default["status"] == tuned["status"] == "ok"
+    assert lan_default["resent_frames"] > 0 and tuned["resent_frames"] > 0
+    assert tuned["bw_MBps"] > 10 * lan_default["bw_MBps"]
+
+
 def test_mbw_mr_pairs_scale_message_rate(cli):
     one = records(cli, "osu", "--bench", "mbw_mr", "--sizes", "8", "--pairs", "1", "--delay-us", "1000")[0]
     four = records(cli, "osu", "--bench", "mbw_mr", "--sizes", "8", "--pairs", "4", "--delay-us", "1000")[0]
@@ -91,7 +100,8 @@ def test_same_seed_same_bits(cli):
     (("app", "--app", "cg", "--nodes", "3"), "power-of-two"),
     (("app", "--app", "xx"), "--app"),
     (("osu", "--bench", "bw", "--delay-us", "-5"), "--delay-us"),
-    (("osu", "--bench", "bw", "--transport", "ud", "--loss", "0.1"), "loss"),
+    (("osu", "--bench", "bw", "--transport", "ud", "--loss", "0.6"), "loss"),
+    (("osu", "--bench", "bw", "--transport", "ud", "--ud-retry-timeout-us", "0"), "ud_retry_timeout_us"),
     (("osu", "--bench", "bw", "--send-wqes", "0"), "send_wqes"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):

@@ -29,7 +29,8 @@ PLACEMENTS = ("block", "cyclic")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
               "switch_buffer_bytes")
 _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map")
-_MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window")
+_MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
+             "ud_retry_timeout_us", "ud_progress_timeout_us")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")
 
 

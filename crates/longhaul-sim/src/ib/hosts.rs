@@ -26,6 +26,8 @@ pub struct Completion {
     pub qp: u32,
     pub kind: CompletionKind,
     pub op: Op,
+    /// Send side: the work request's id. Receive side: the 32-bit header field the sender's
+    /// upper layer set (`IbPacket::imm`).
     pub id: u64,
     pub bytes: u32,
     /// When the application sees it (after adapter and polling costs).
@@ -253,7 +255,7 @@ impl IbHosts {
                 }
                 q.rq_posted -= 1;
                 q.rx_bytes += p.len as u64;
-                self.complete(p.qp, CompletionKind::Recv, p.op, 0, p.len, seen);
+                self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, p.len, seen);
             }
             Transport::Uc => {
                 let q = &mut self.qps[qi];
@@ -278,7 +280,7 @@ impl IbHosts {
                     let bytes = q.rx_msg_bytes as u32;
                     q.rx_bytes += q.rx_msg_bytes;
                     q.rx_msg_bytes = 0;
-                    self.complete(p.qp, CompletionKind::Recv, p.op, 0, bytes, seen);
+                    self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, bytes, seen);
                 }
             }
             Transport::Rc => {
@@ -300,7 +302,7 @@ impl IbHosts {
                     let bytes = q.rx_msg_bytes as u32;
                     q.rx_bytes += q.rx_msg_bytes;
                     q.rx_msg_bytes = 0;
-                    self.complete(p.qp, CompletionKind::Recv, p.op, 0, bytes, seen);
+                    self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, bytes, seen);
                 }
                 if p.ack_req || p.last {
                     self.queue_ack(p.qp, p.psn, ready);
@@ -369,7 +371,7 @@ impl IbHosts {
             q.ack_psn = None;
             h.engine_free = ready;
             self.stats.acks += 1;
-            let pkt = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind, op: Op::Send, psn, len: 0, first: true, last: true, ack_req: false, wire: headers::ack_bytes() };
+            let pkt = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind, op: Op::Send, psn, len: 0, first: true, last: true, ack_req: false, wire: headers::ack_bytes(), imm: 0 };
             return Pull::Ready(pkt);
         }
         // 2. read responses
@@ -398,6 +400,7 @@ impl IbHosts {
                 last,
                 ack_req: false,
                 wire: headers::read_response_bytes(first, last, len),
+                imm: 0,
             };
             job.first = false;
             job.remaining -= len;
@@ -467,12 +470,12 @@ impl IbHosts {
             let (pkt, advance_wqe) = if is_read {
                 let req_len = w.len - offset.min(w.len);
                 q.reads_outstanding += 1;
-                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::ReadReq, op: Op::Read, psn, len: req_len, first: true, last: true, ack_req: false, wire: headers::read_request_bytes() };
+                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::ReadReq, op: Op::Read, psn, len: req_len, first: true, last: true, ack_req: false, wire: headers::read_request_bytes(), imm: 0 };
                 (p, true)
             } else {
                 let last = q.cur_pkt + 1 == w.npkts;
                 let ack_req = last || (q.cur_pkt + 1).is_multiple_of(ack_every);
-                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::Data, op: w.op, psn, len, first, last, ack_req, wire: headers::data_packet_bytes(ud, w.op, first, len) };
+                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::Data, op: w.op, psn, len, first, last, ack_req, wire: headers::data_packet_bytes(ud, w.op, first, len), imm: (w.id >> 32) as u32 };
                 (p, last)
             };
             if psn_diff(psn, q.sent_through) < 0 {

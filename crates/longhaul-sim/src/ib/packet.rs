@@ -22,6 +22,10 @@ pub struct IbPacket {
     pub ack_req: bool,
     /// Bytes on the wire.
     pub wire: u32,
+    /// What the upper layer wrote into its own header (here: the high 32 bits of the send work
+    /// request's id), handed to the receiver with the receive completion. MPI over UD/UC puts
+    /// its frame sequence number here, as MVAPICH2 does in its packet header.
+    pub imm: u32,
 }
 
 impl Routable for IbPacket {

@@ -38,6 +38,10 @@ pub enum Ev {
     Resume(u32),
     /// An intra-node message's data is in the shared buffer.
     Shm(u32),
+    /// UD/UC: a direction's (connection, direction) retransmission check is due.
+    UdRetry(u32, u8),
+    /// UD/UC: a direction's receiver sends the acknowledgements it still owes.
+    UdAck(u32, u8),
 }
 
 impl From<NetEvent> for Ev {
@@ -134,6 +138,9 @@ pub struct MpiStats {
     pub credit_updates: u64,
     pub delivered: u64,
     pub order_violations: u64,
+    /// UD/UC: frames the library sent again, and copies the receiver dropped as duplicates.
+    pub resent_frames: u64,
+    pub duplicate_frames: u64,
 }
 
 pub struct Mpi {
@@ -164,6 +171,10 @@ pub struct Mpi {
     pub kicks: Vec<NodeId>,
     pub post_cost: Time,
     pub call_cost: Time,
+    /// Timer events asked for while handling completions (scheduled by `World::settle`).
+    pub timer_requests: Vec<(Time, Ev)>,
+    /// Why the run was aborted (the library gave up), if it was.
+    pub failure: Option<String>,
     unfinished: usize,
 }
 
@@ -233,6 +244,8 @@ impl Mpi {
             kicks: Vec::new(),
             post_cost: from_ns(post_ns),
             call_cost,
+            timer_requests: Vec::new(),
+            failure: None,
             unfinished: n,
         }
     }
@@ -441,7 +454,7 @@ impl Mpi {
     }
 
     pub fn finished(&self) -> bool {
-        self.unfinished == 0
+        self.unfinished == 0 || self.failure.is_some()
     }
 }
 
@@ -450,6 +463,9 @@ impl World {
         loop {
             for (t, qp) in std::mem::take(&mut self.ib.timers) {
                 self.timers.arm(t.max(now), qp, q);
+            }
+            for (t, ev) in std::mem::take(&mut self.mpi.timer_requests) {
+                q.schedule(t.max(now), ev);
             }
             if self.ib.completions.is_empty() && self.mpi.kicks.is_empty() {
                 return;
@@ -496,6 +512,8 @@ impl Model for World {
             }
             Ev::Resume(r) => self.mpi.advance(&mut self.ib, r, now, q),
             Ev::Shm(m) => self.mpi.shm_arrived(&mut self.ib, m, now, q),
+            Ev::UdRetry(c, d) => self.mpi.on_retry_timer(&mut self.ib, c, d as usize, now),
+            Ev::UdAck(c, d) => self.mpi.on_ack_timer(&mut self.ib, c, d as usize, now),
         }
         self.settle(now, q);
     }

@@ -2,8 +2,9 @@
 //!
 //! Layers, each in its own file: `placement` (ranks on N nodes x P processes per cluster),
 //! `program` (what ranks do, and the checksum checker), `coll_flat` / `collectives` (flat and
-//! hierarchical algorithms), `engine` + `protocol` + `shm` (the timing model: eager, rendezvous,
-//! credits over IB verbs; shared memory within a node), workloads `osu`, `apps` (NAS), `trace`
+//! hierarchical algorithms), `engine` + `protocol` + `reliable` + `shm` (the timing model: eager,
+//! rendezvous, credits over IB verbs; the library's own reliability over UD/UC; shared memory
+//! within a node), workloads `osu`, `apps` (NAS), `trace`
 //! (replay), and `scenario` (plain data, validated once).
 
 pub mod apps;
@@ -14,6 +15,7 @@ pub mod params;
 pub mod placement;
 pub mod program;
 pub mod protocol;
+pub mod reliable;
 pub mod scenario;
 pub mod shm;
 pub mod osu;
@@ -75,6 +77,8 @@ pub struct MpiRecord {
     pub delivered_messages: u64,
     pub order_violations: u64,
     pub retransmitted_packets: u64,
+    /// MPI over UD/UC: frames the library resent after its retry timeout.
+    pub resent_frames: u64,
     pub sim_time_us: f64,
     pub sim_events: u64,
     pub status: String,
@@ -172,7 +176,9 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let m = &world.mpi;
-    let status = if world.ib.stats.qp_errors > 0 {
+    let status = if let Some(f) = &m.failure {
+        f.clone()
+    } else if world.ib.stats.qp_errors > 0 {
         "qp error: retry count exceeded".to_string()
     } else if stop == Stop::Finished {
         "ok".to_string()
@@ -242,6 +248,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         delivered_messages: m.stats.delivered,
         order_violations: m.stats.order_violations,
         retransmitted_packets: world.ib.stats.retransmitted_packets,
+        resent_frames: m.stats.resent_frames,
         sim_time_us: to_us(q.now()),
         sim_events: q.events_handled(),
         status,

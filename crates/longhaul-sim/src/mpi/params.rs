@@ -74,6 +74,23 @@ pub struct MpiParams {
     pub ud_window: u32,
     /// The receiver acknowledges every this many frames explicitly (else piggybacked).
     pub ud_ack_every: u32,
+    /// MPI over UD/UC: a frame not acknowledged this long after it was (re)sent goes again
+    /// (MV2_UD_RETRY_TIMEOUT, default 500000 us in MVAPICH2's parameter list). The wait is
+    /// multiplied by log2 of the retries so far and capped at `ud_max_retry_timeout_us`
+    /// (MV2_UD_MAX_RETRY_TIMEOUT, 20 s), as MVAPICH2's resend check (`mv2_check_resend`) does.
+    /// Tuned for a LAN: one lost frame costs half a second whatever the distance.
+    pub ud_retry_timeout_us: f64,
+    pub ud_max_retry_timeout_us: f64,
+    /// A frame resent more than this many times ends the job with a reliability error
+    /// (MVAPICH2's rdma_ud_max_retry_count = 1000).
+    pub ud_max_retries: u32,
+    /// The receiver sends the acknowledgements it owes once this long has passed without a
+    /// frame to carry them (MV2_UD_PROGRESS_TIMEOUT; its default depends on job size, and the
+    /// user guide recommends a tenth of the retry timeout, so 50000 us).
+    pub ud_progress_timeout_us: f64,
+    /// Frames the receiver keeps when they arrive ahead of a missing one
+    /// (MV2_UD_RECVWINDOW_SIZE = 2501); frames beyond it are dropped and sent again later.
+    pub ud_recv_window: u32,
     /// Shared-memory eager limit within a node (MV2_SMP_EAGERSIZE; MVAPICH2 1.x default 8 KiB
     /// on x86_64); larger intra-node messages pipeline through the shared buffer in chunks
     /// of this size.
@@ -101,6 +118,11 @@ impl Default for MpiParams {
             call_ns: 200.0,
             ud_window: 400,
             ud_ack_every: 32,
+            ud_retry_timeout_us: 500_000.0,
+            ud_max_retry_timeout_us: 20_000_000.0,
+            ud_max_retries: 1000,
+            ud_progress_timeout_us: 50_000.0,
+            ud_recv_window: 2501,
             smp_chunk_bytes: 8192,
             auto: AutoRule { min_delay_us: 50.0, min_bytes: 64 << 10 },
         }

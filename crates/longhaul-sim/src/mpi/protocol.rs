@@ -18,17 +18,17 @@
 //!   outstanding sends drop below the threshold again (or when the next message does not fit,
 //!   or a rendezvous FIN, always a work request of its own, is posted); the receiver handles
 //!   its messages in order. The messages of a buffer are chained through `Wire::next`.
-//! - Over UD and UC the library provides reliability itself: the credits become a send window
-//!   of `ud_window` frames acknowledged every `ud_ack_every` frames (or piggybacked). UD frames
-//!   are one MTU, so UD messages are fragmented and rendezvous falls back to R3 (no RDMA); UC
-//!   has RDMA write but no read, so RGET falls back to RPUT. Without loss no frame needs
-//!   resending; retransmission after loss is not modelled for UD/UC (the scenario rejects loss
-//!   with them).
+//! - Over UD and UC the library provides reliability itself (`reliable.rs`): the credits become
+//!   a send window of `ud_window` sequenced frames, acknowledged cumulatively and resent after a
+//!   timeout when lost. UD frames are one MTU, so UD messages are fragmented and rendezvous falls
+//!   back to R3 (no RDMA); UC has RDMA write but no read, so RGET falls back to RPUT, and the
+//!   RPUT sender's buffer is free once the receiver acknowledges the data.
 
 use std::collections::VecDeque;
 
 use super::engine::{Ev, Mpi, Proto};
 use super::params::Rndv;
+use super::reliable::{Reliable, ACK_TAG, NO_SEQ};
 use crate::engine::{EventQueue, Time};
 use crate::ib::{Completion, CompletionKind, IbHosts, Op, Transport};
 
@@ -61,6 +61,8 @@ pub struct Wire {
     pub next: u32,
     /// It took one of the receiver's per-peer eager buffers (a credit), freed on arrival.
     pub ring: bool,
+    /// UD/UC: its sequence number in its direction (`NO_SEQ`: none).
+    pub seq: u32,
 }
 
 pub const NO_WIRE: u32 = u32::MAX;
@@ -87,6 +89,8 @@ pub struct Dir {
     /// Send work requests posted in this direction and not completed (coalescing's trigger).
     pub sends_out: u32,
     pub held: Option<Held>,
+    /// UD/UC: sequence numbers, acknowledgements and retransmission.
+    pub rel: Reliable,
 }
 
 /// Two ranks on different nodes: `ranks[0]` < `ranks[1]`, `qps[i]` on `ranks[i]`'s node;
@@ -118,13 +122,6 @@ impl Mpi {
         match self.transport {
             Transport::Rc => self.params.eager_credits,
             _ => self.params.ud_window,
-        }
-    }
-
-    fn update_after(&self) -> u32 {
-        match self.transport {
-            Transport::Rc => self.params.credit_update_after,
-            _ => self.params.ud_ack_every,
         }
     }
 
@@ -182,7 +179,7 @@ impl Mpi {
 
     /// One completion of the work request headed by `w`: every message chained to it is done
     /// on that side.
-    fn release_wire(&mut self, w: u32) {
+    pub(super) fn release_wire(&mut self, w: u32) {
         let mut w = w;
         while w != NO_WIRE {
             let wire = &mut self.wires[w as usize];
@@ -196,13 +193,15 @@ impl Mpi {
     }
 
     /// Send a wire of `kind` for message `m` from rank `from` to rank `to`, ready at `t`.
-    fn send_wire(&mut self, ib: &mut IbHosts, from: u32, to: u32, kind: Kind, m: u32, bytes: u32, op: Op, t: Time) {
+    pub(super) fn send_wire(&mut self, ib: &mut IbHosts, from: u32, to: u32, kind: Kind, m: u32, bytes: u32, op: Op, t: Time) {
         let (c, d) = self.conn(ib, from, to);
-        let uses = if matches!(kind, Kind::Read) { 1 } else { 2 };
-        let w = self.new_wire(Wire { kind, msg: m, credits: 0, uses, next: NO_WIRE, ring: false });
+        let rc = self.transport == Transport::Rc;
+        // Completions that will release it: the send and the arrival; a read completes at the
+        // requester only, and the receiver of a UD/UC acknowledgement reads only its header.
+        let uses = if kind == Kind::Read || (!rc && kind == Kind::Credit) { 1 } else { 2 };
+        let w = self.new_wire(Wire { kind, msg: m, credits: 0, uses, next: NO_WIRE, ring: false, seq: NO_SEQ });
         let ready = self.cpu(from, t, self.post_cost);
         let needs = self.needs_credit(kind);
-        let rc = self.transport == Transport::Rc;
         if rc && kind == Kind::Fin {
             // MVAPICH2 sends the rendezvous finish in a buffer of its own on the send/receive
             // channel (MPIDI_CH3I_MRAILI_rput_complete / rget_finish call post_send, which
@@ -219,7 +218,7 @@ impl Mpi {
             // (MPIDI_CH3I_MRAILI_Fast_rdma_ok refuses when MRAILI_Coalesce_ok holds).
             dir.credits -= 1;
             self.wires[w as usize].ring = true;
-            return self.post_now(ib, c, d, w, bytes, op, ready);
+            return self.post_slot(ib, c, d, w, bytes, op, ready);
         }
         if needs {
             self.stats.credit_stalls += 1;
@@ -275,29 +274,48 @@ impl Mpi {
         }
     }
 
-    fn post_now(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+    /// Post a wire that holds a receiver buffer (RC) or a window slot (UD/UC).
+    fn post_slot(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+        if self.transport == Transport::Rc {
+            self.post_now(ib, c, d, w, bytes, op, ready);
+        } else {
+            self.post_sequenced(ib, c, d, w, bytes, op, ready);
+        }
+    }
+
+    pub(super) fn post_now(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+        let rc = self.transport == Transport::Rc;
         let conn = &mut self.conns[c as usize];
         if op == Op::Send {
             conn.dirs[d].sends_out += 1;
         }
-        // Piggyback what this side owes the other direction, on messages that carry an MPI
-        // header: an RDMA write or read moves user data only and its peer sees no message, so
-        // credits put on it would be lost.
-        if op == Op::Send {
+        let mut tag = 0;
+        if !rc {
+            // UD/UC: every frame carries the cumulative acknowledgement of the other direction
+            // and its own sequence number (an explicit acknowledgement: the acknowledged number).
+            let back = &mut conn.dirs[1 - d].rel;
+            back.ack_pending = 0;
+            let wire = &mut self.wires[w as usize];
+            wire.credits = back.expect;
+            tag = if wire.seq == NO_SEQ { ACK_TAG | back.expect } else { wire.seq };
+        } else if op == Op::Send {
+            // Piggyback what this side owes the other direction, on messages that carry an MPI
+            // header: an RDMA write or read moves user data only and its peer sees no message,
+            // so credits put on it would be lost.
             let back = &mut conn.dirs[1 - d];
             self.wires[w as usize].credits = std::mem::take(&mut back.owed);
         }
         let qp = conn.qps[d];
-        if op != Op::Read {
+        if rc && op != Op::Read {
             conn.dirs[d].inbox.push_back(w);
         }
-        ib.post_send(qp, op, bytes, w as u64, ready);
+        ib.post_send(qp, op, bytes, (tag as u64) << 32 | w as u64, ready);
         self.kicks.push(ib.node_of(qp));
     }
 
     /// Credits came back to direction `d` of connection `c` at `t`: release work waiting for
     /// window slots (UD/UC; RC never waits, see `send_wire`).
-    fn add_credits(&mut self, ib: &mut IbHosts, c: u32, d: usize, n: u32, t: Time) {
+    pub(super) fn add_credits(&mut self, ib: &mut IbHosts, c: u32, d: usize, n: u32, t: Time) {
         if n == 0 {
             return;
         }
@@ -317,13 +335,18 @@ impl Mpi {
             }
             let from = self.conns[c as usize].ranks[d];
             let ready = self.cpu(from, t, self.post_cost);
-            self.post_now(ib, c, d, w, bytes, op, ready);
+            if needs {
+                self.post_slot(ib, c, d, w, bytes, op, ready);
+            } else {
+                self.post_now(ib, c, d, w, bytes, op, ready);
+            }
         }
     }
 
-    /// The receiver of direction `d` freed a buffer at `t`; return credits when enough are owed.
+    /// RC: the receiver of direction `d` freed a buffer at `t`; return credits when enough are
+    /// owed.
     fn free_buffer(&mut self, ib: &mut IbHosts, c: u32, d: usize, t: Time) {
-        let after = self.update_after();
+        let after = self.params.credit_update_after;
         let dir = &mut self.conns[c as usize].dirs[d];
         dir.owed += 1;
         if dir.owed >= after {
@@ -397,6 +420,9 @@ impl Mpi {
             CompletionKind::Recv => {
                 // Arrived on side's QP: it travelled in the other side's direction.
                 let d = 1 - side;
+                if self.transport != Transport::Rc {
+                    return self.on_frame(ib, conn, d, c.id as u32, c.at, q);
+                }
                 let head = self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
                 let mut w = head;
                 while w != NO_WIRE {
@@ -408,10 +434,14 @@ impl Mpi {
             CompletionKind::Send => {
                 let w = c.id as u32;
                 let wire = self.wires[w as usize];
+                let rc = self.transport == Transport::Rc;
+                if wire.seq != NO_SEQ {
+                    self.frame_sent(conn, side, w);
+                }
                 match wire.kind {
-                    // RPUT: the sender's buffer is free once the last write is acknowledged (RC)
-                    // or has left the adapter (UC).
-                    Kind::Write { last: true } => self.complete_send(wire.msg, c.at, q),
+                    // RPUT: the sender's buffer is free once the last write is acknowledged (RC;
+                    // UC: by the library, see `reliable.rs`).
+                    Kind::Write { last: true } if rc => self.complete_send(wire.msg, c.at, q),
                     Kind::Read => self.read_done(ib, wire.msg, c.at, q),
                     _ => {}
                 }
@@ -444,12 +474,16 @@ impl Mpi {
         self.complete_recv(m, done, q);
     }
 
-    /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at`.
-    fn on_arrival(&mut self, ib: &mut IbHosts, conn: u32, d: usize, w: u32, at: Time, q: &mut EventQueue<Ev>) {
+    /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at` (UD/UC: in
+    /// sequence, its acknowledgement already counted).
+    pub(super) fn on_arrival(&mut self, ib: &mut IbHosts, conn: u32, d: usize, w: u32, at: Time, q: &mut EventQueue<Ev>) {
         let wire = self.wires[w as usize];
         let me = self.conns[conn as usize].ranks[1 - d];
         let t = self.cpu(me, at, 0);
-        self.add_credits(ib, conn, 1 - d, wire.credits, t);
+        let rc = self.transport == Transport::Rc;
+        if rc {
+            self.add_credits(ib, conn, 1 - d, wire.credits, t);
+        }
         let m = wire.msg;
         match wire.kind {
             Kind::Credit | Kind::Write { .. } => {}
@@ -480,7 +514,7 @@ impl Mpi {
             }
             Kind::Read => unreachable!("reads complete at the requester"),
         }
-        if wire.ring {
+        if wire.ring && rc {
             let t = self.ranks[me as usize].cpu_free;
             self.free_buffer(ib, conn, d, t);
         }

@@ -40,6 +40,10 @@ pub struct MpiSpec {
     pub send_wqes: Option<u32>,
     pub algo: Option<Algo>,
     pub ud_window: Option<u32>,
+    /// MPI over UD/UC: `MpiParams::ud_retry_timeout_us`; the progress timeout follows at a
+    /// tenth of it (the MVAPICH2 user guide's advice) unless given too.
+    pub ud_retry_timeout_us: Option<f64>,
+    pub ud_progress_timeout_us: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -186,9 +190,6 @@ impl MpiScenario {
             None => self.testbed.as_str(),
         };
         let transport = self.mpi.transport.unwrap_or(TransportName::Rc);
-        if transport != TransportName::Rc && path.loss.unwrap_or(0.0) > 0.0 {
-            return err("loss: MPI over UD/UC is modelled without packet loss (valid with ud/uc: 0; use transport rc)");
-        }
         let verbs = VerbsSpec { transport: TransportName::Rc, op: OpName::Send, test: TestName::Bw, size_bytes: 1, iterations: None, tx_depth: None, rx_depth: None, qps: None, outstanding_reads: None, timeout_exp: None, retry_count: None };
         let sc = Scenario { seed: self.seed, testbed: base_testbed.into(), hca: self.hca.clone(), path, verbs };
         let mut base = sc.resolve()?;
@@ -234,6 +235,18 @@ impl MpiScenario {
             }
             params.ud_window = w;
             params.ud_ack_every = params.ud_ack_every.min(w.div_ceil(2));
+        }
+        let timeout = |name: &str, v: Option<f64>| match v {
+            Some(us) if !(1.0..=1e8).contains(&us) => err(format!("{name}: {us} is out of range [1, 100000000] us")),
+            _ => Ok(v),
+        };
+        if let Some(us) = timeout("ud_retry_timeout_us", m.ud_retry_timeout_us)? {
+            params.ud_retry_timeout_us = us;
+            params.ud_max_retry_timeout_us = params.ud_max_retry_timeout_us.max(us);
+            params.ud_progress_timeout_us = us / 10.0;
+        }
+        if let Some(us) = timeout("ud_progress_timeout_us", m.ud_progress_timeout_us)? {
+            params.ud_progress_timeout_us = us;
         }
         if transport == TransportName::Ud && base.mtu_bytes <= params.header_bytes {
             return err("mtu_bytes: too small for MPI over UD (the MPI header must fit in one packet)");

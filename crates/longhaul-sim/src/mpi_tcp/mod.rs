@@ -207,6 +207,7 @@ fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiR
         delivered_messages: s.delivered,
         order_violations: s.order_violations,
         retransmitted_packets: w.net.dirs.iter().map(|d| d.tx.stats.retransmits).sum(),
+        resent_frames: 0,
         sim_time_us: to_us(q.now()),
         sim_events: q.events_handled(),
         status,

@@ -48,7 +48,12 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
                    help="hardware profile (default s1: the S1 testbed; s2-* = S2's platforms)")
     p.add_argument("--node", choices=mpi.NODES, default=None, help="override the profile's node (CPU/memory)")
-    p.add_argument("--loss", type=float, default=None, metavar="P", help="WAN packet corruption probability (rc only)")
+    p.add_argument("--loss", type=float, default=None, metavar="P",
+                   help="WAN packet corruption probability (0..0.5): RC resends in the adapter; over UD/UC the "
+                        "library resends after --ud-retry-timeout-us")
+    p.add_argument("--ud-retry-timeout-us", type=float, default=None, metavar="US",
+                   help="UD/UC: resend a frame unacknowledged this long (1..1e8; default 500000, MVAPICH2's "
+                        "MV2_UD_RETRY_TIMEOUT; acknowledgements owed go at a tenth of it)")
     p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -129,13 +134,14 @@ def _params(args) -> dict:
         thr = units.parse_size(text, "--rndv-threshold")
     return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
                 placement=args.placement, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
-                transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss)
+                transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss,
+                ud_retry_timeout_us=args.ud_retry_timeout_us)
 
 
 _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
             ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
-            ("node", "--node"), ("pairs", "--pairs"))
+            ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"))
 _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
              ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
 
