@@ -48,6 +48,16 @@ def test_transports_and_rendezvous_protocols(cli):
             assert r["status"] == "ok" and r["bw_MBps"] > 100, (t, proto, r)
 
 
+def test_intra_cluster_fabric_generation_and_switch_latency(cli):
+    # Two ranks on two nodes of cluster A (block placement): the message crosses one switch.
+    lat = {ns: records(cli, "osu", "--bench", "latency", "--sizes", "8", "--nodes", "2", "--switch-latency-ns", ns)[0]
+           for ns in ("200", "5200")}
+    assert lat["5200"]["lat_us"] - lat["200"]["lat_us"] == pytest.approx(5.0, abs=0.2)
+    bw = {f: records(cli, "osu", "--bench", "bw", "--sizes", "1M", "--nodes", "2", "--profile", "s3", "--fabric", f)[0]
+          for f in ("sdr", "qdr")}
+    assert 900 < bw["sdr"]["bw_MBps"] < 1000 < 3000 < bw["qdr"]["bw_MBps"]
+
+
 def test_ud_under_loss_resends_and_the_retry_timeout_sets_the_cost(cli):
     base = ("osu", "--bench", "bw", "--sizes", "64K", "--transport", "ud", "--delay-us", "100", "--loss", "0.001")
     lan_default = records(cli, *base)[0]
@@ -103,6 +113,8 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--transport", "ud", "--loss", "0.6"), "loss"),
     (("osu", "--bench", "bw", "--transport", "ud", "--ud-retry-timeout-us", "0"), "ud_retry_timeout_us"),
     (("osu", "--bench", "bw", "--send-wqes", "0"), "send_wqes"),
+    (("osu", "--bench", "latency", "--switch-latency-ns", "-1"), "switch_latency_ns"),
+    (("osu", "--bench", "latency", "--fabric", "xdr"), "invalid choice"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

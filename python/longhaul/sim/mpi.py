@@ -25,10 +25,11 @@ CLASSES = ("A", "B", "C")
 TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "s2-ct-ddr", "s2-ht-ddr", "s2-nh-ddr", "s2-nh-qdr")
 NODES = ("xeon-2007", "clovertown", "harpertown", "nehalem")
 PLACEMENTS = ("block", "cyclic")
+FABRICS = ("sdr", "ddr", "qdr", "fdr", "edr", "hdr", "ndr")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
               "switch_buffer_bytes")
-_CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map")
+_CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map", "fabric", "switch_latency_ns")
 _MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
              "ud_retry_timeout_us", "ud_progress_timeout_us")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")

@@ -26,6 +26,11 @@ pub struct ClusterSpec {
     /// "block" (default) or "cyclic"; `rank_map` gives the node of every rank instead.
     pub placement: Option<String>,
     pub rank_map: Option<Vec<u32>>,
+    /// Intra-cluster fabric: the switches' IB generation (4x links; a host's link runs at the
+    /// slower of its adapter and the switch) and a switch's port-to-port latency (ns). Default:
+    /// the testbed's switch.
+    pub fabric: Option<Generation>,
+    pub switch_latency_ns: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -252,6 +257,15 @@ impl MpiScenario {
             return err("mtu_bytes: too small for MPI over UD (the MPI header must fit in one packet)");
         }
         let c = &self.cluster;
+        if let Some(g) = c.fabric {
+            base.switch.link = IbLink { width: 4, generation: g };
+        }
+        if let Some(ns) = c.switch_latency_ns {
+            if !(0.0..=100_000.0).contains(&ns) {
+                return err(format!("switch_latency_ns: {ns} is out of range [0, 100000]"));
+            }
+            base.switch.latency_ns = ns;
+        }
         let ppn = c.ppn.unwrap_or(1);
         if !(1..=256).contains(&ppn) {
             return err(format!("ppn: {ppn} is out of range [1, 256]"));

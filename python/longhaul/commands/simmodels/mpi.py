@@ -31,6 +31,11 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--ppn", type=int, default=None, metavar="P", help="processes per node (1..256; default 1)")
     p.add_argument("--placement", choices=mpi.PLACEMENTS, default=None,
                    help="rank placement: block (ranks 0..NP-1 in cluster A) or cyclic (default block)")
+    p.add_argument("--fabric", choices=mpi.FABRICS, default=None,
+                   help="intra-cluster switches' IB generation, 4x (default: the profile's; a host link runs at "
+                        "the slower of adapter and switch)")
+    p.add_argument("--switch-latency-ns", type=float, default=None, metavar="NS",
+                   help="intra-cluster switch port-to-port latency (0..100000; default: the profile's, 200 on s1)")
     p.add_argument("--algo", choices=mpi.ALGOS, default=None,
                    help="collective algorithm: default (MPICH2 1.0 choice), hierarchical (one WAN crossing), "
                         "auto (hierarchical from 50 us one-way or 64 KiB)")
@@ -133,7 +138,7 @@ def _params(args) -> dict:
             raise UserError(f"--rndv-threshold: {text} is below zero (valid: 0 .. 1G bytes)")
         thr = units.parse_size(text, "--rndv-threshold")
     return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
-                placement=args.placement, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
+                placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
                 transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss,
                 ud_retry_timeout_us=args.ud_retry_timeout_us)
 
@@ -141,7 +146,8 @@ def _params(args) -> dict:
 _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
             ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
-            ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"))
+            ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
+            ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"))
 _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
              ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
 
