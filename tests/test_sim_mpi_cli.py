@@ -58,6 +58,15 @@ def test_intra_cluster_fabric_generation_and_switch_latency(cli):
     assert 900 < bw["sdr"]["bw_MBps"] < 1000 < 3000 < bw["qdr"]["bw_MBps"]
 
 
+def test_mvapich2_sizes_its_eager_path_by_job_size(cli):
+    def threshold(*args):
+        return records(cli, "osu", "--bench", "bcast", "--sizes", "1K", *args)[0]["eager_threshold_bytes"]
+    assert threshold("--nodes", "16", "--ppn", "2") == 8192  # 64 processes
+    assert threshold("--nodes", "17", "--ppn", "2") == 4096  # 68
+    assert threshold("--nodes", "128") == 2048  # 256
+    assert threshold("--nodes", "17", "--ppn", "2", "--rndv-threshold", "8K") == 8192  # the user's stays
+
+
 def test_ud_under_loss_resends_and_the_retry_timeout_sets_the_cost(cli):
     base = ("osu", "--bench", "bw", "--sizes", "64K", "--transport", "ud", "--delay-us", "100", "--loss", "0.001")
     lan_default = records(cli, *base)[0]

@@ -167,7 +167,8 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         TransportName::Uc => Transport::Uc,
         TransportName::Ud => Transport::Ud,
     };
-    let mut params = r.params.clone();
+    let mut params = r.params.clone().for_job_size(layout.ranks(), r.fixed_threshold, r.fixed_credits);
+    let eager_threshold_bytes = params.eager_threshold_bytes;
     if ib.hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
@@ -227,7 +228,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         fibre_km: r.base.fibre_km,
         one_way_delay_us: one_way,
         distance_km: one_way / 5.0,
-        eager_threshold_bytes: r.params.eager_threshold_bytes,
+        eager_threshold_bytes,
         rndv_protocol: lower(&r.params.rndv),
         seed: r.base.seed,
         lat_us: lat,

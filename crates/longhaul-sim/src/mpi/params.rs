@@ -170,4 +170,28 @@ impl NodeParams {
     }
 }
 
+impl MpiParams {
+    /// MVAPICH2 1.0 sizes its eager path by job size (gen2 `ibv_param.c`,
+    /// rdma_set_default_parameters, for Mellanox PCI-Express SDR/DDR and ConnectX DDR adapters):
+    /// up to 64 processes 9 KiB eager buffers and 16 fast-path buffers per peer (the defaults
+    /// above), below 256 processes 4 KiB and 8, from 256 on 2 KiB and 4; the eager threshold
+    /// is the buffer size. What the user set (`fixed_threshold`, `fixed_credits`) stays.
+    pub fn for_job_size(mut self, processes: u32, fixed_threshold: bool, fixed_credits: bool) -> Self {
+        let (vbuf, credits) = match processes {
+            0..=64 => return self,
+            65..=255 => (4096, 8),
+            _ => (2048, 4),
+        };
+        self.vbuf_bytes = vbuf;
+        if !fixed_threshold {
+            self.eager_threshold_bytes = vbuf;
+        }
+        if !fixed_credits {
+            self.eager_credits = credits;
+            self.credit_update_after = credits / 2 + 1;
+        }
+        self
+    }
+}
+
 pub const RNDV_NAMES: [&str; 3] = ["rput", "rget", "r3"];

@@ -135,6 +135,9 @@ pub struct MpiResolved {
     pub ppn: u32,
     pub placement: Placement,
     pub workload: Workload,
+    /// The user set the eager threshold / the eager credits (job-size defaults leave them).
+    pub fixed_threshold: bool,
+    pub fixed_credits: bool,
 }
 
 /// An [S2] platform: the adapter on its PCIe generation, and the fabric generation.
@@ -292,7 +295,8 @@ impl MpiScenario {
         if let Workload::Osu(o) = &workload {
             o.validate(ranks)?;
         }
-        Ok(MpiResolved { base, node, params, transport, algo: m.algo.unwrap_or(Algo::Default), nodes, ppn, placement, workload })
+        let (fixed_threshold, fixed_credits) = (m.eager_threshold_bytes.is_some(), m.eager_credits.is_some());
+        Ok(MpiResolved { base, node, params, transport, algo: m.algo.unwrap_or(Algo::Default), nodes, ppn, placement, workload, fixed_threshold, fixed_credits })
     }
 }
 
