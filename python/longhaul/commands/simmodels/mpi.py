@@ -17,6 +17,7 @@ APP_COLUMNS = ["app", "class", "ranks", "delay_us", "distance_km", "run_time_s",
                "messages", "status"]
 TUNE_COLUMNS = ["size_bytes", "delay_us", "default_threshold_bytes", "default_bw_MBps", "best_threshold_bytes",
                 "best_threshold_bw_MBps", "threshold_gain_pct", "best_pairs", "best_pairs_bw_MBps", "pairs_gain_pct"]
+TUNE_UD_COLUMNS = ["ud_retry_timeout_us", "best_ud_retry_timeout_us", "ud_retry_gain_pct"]
 
 
 def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
@@ -252,9 +253,15 @@ def run_tune(args: argparse.Namespace) -> int:
     for w in _points(args):
         delay = w.get("delay_us", w.get("fibre_km", 0.0) * units.FIBRE_DELAY_US_PER_KM)
         rows.append(mpi.tune(size, delay, workers=args.workers, **params))
-    emit(rows, args.format, TUNE_COLUMNS, title="longhaul sim mpi tune")
+    ud = any(r["best_ud_retry_timeout_us"] is not None for r in rows)
+    emit(rows, args.format, TUNE_COLUMNS + (TUNE_UD_COLUMNS if ud else []), title="longhaul sim mpi tune")
     if args.format == "table":
         for r in rows:
+            if r["best_ud_retry_timeout_us"] is not None and r["ud_retry_gain_pct"]:
+                print(f"At {r['delay_us']:g} us one way over {args.transport} with loss {args.loss:g}: set the "
+                      f"library's retry timeout (MV2_UD_RETRY_TIMEOUT) to {r['best_ud_retry_timeout_us']:g} us "
+                      f"instead of {r['ud_retry_timeout_us']:g} us: {r['ud_retry_gain_pct']:+.0f}% bandwidth; "
+                      f"with it:")
             print(f"At {r['delay_us']:g} us one way, {r['size_bytes']} B messages: eager threshold "
                   f"{r['best_threshold_bytes']} B gives {r['best_threshold_bw_MBps']:.1f} MB/s "
                   f"({r['threshold_gain_pct']:+.0f}% vs 8 KB); {r['best_pairs']} process pair(s) give "
