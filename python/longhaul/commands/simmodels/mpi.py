@@ -215,6 +215,8 @@ def run_osu(args: argparse.Namespace) -> int:
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
                          iterations=args.iterations, window=args.window, **_params(args))
     cols = COLL_COLUMNS if coll else P2P_COLUMNS
+    if args.loss:  # what the loss cost: resends by the adapters (RC) or by the library (UD/UC)
+        cols = cols[:-1] + ["retransmitted_packets", "resent_frames"] + cols[-1:]
     emit(recs, args.format, cols, title=f"longhaul sim mpi osu --bench {args.bench} ({recs[0]['testbed']})")
     return 0
 
