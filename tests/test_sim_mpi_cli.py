@@ -58,6 +58,21 @@ def test_intra_cluster_fabric_generation_and_switch_latency(cli):
     assert 900 < bw["sdr"]["bw_MBps"] < 1000 < 3000 < bw["qdr"]["bw_MBps"]
 
 
+def test_node_parameters_set_the_intra_node_path_and_compute(cli):
+    # Two ranks on one node: the message is copied in and out of shared memory, each copy at one
+    # core's rate or at its share of the node's memory bandwidth (a read and a write per byte).
+    def intra(*args):
+        return records(cli, "osu", "--bench", "bw", "--sizes", "4M", "--nodes", "1", "--ppn", "2", *args)[0]
+    copy_bound = intra("--copy-MBps", "1000", "--mem-MBps", "100000")
+    memory_bound = intra("--copy-MBps", "100000", "--mem-MBps", "2000")
+    assert copy_bound["node"] == "xeon-2007-custom"
+    assert 900 < copy_bound["bw_MBps"] <= 1000
+    assert 450 < memory_bound["bw_MBps"] <= 500
+    app = {m: records(cli, "app", "--app", "cg", "--class", "A", "--nodes", "2", "--iterations", "1", "--core-mops", m)[0]
+           for m in ("100", "1000")}
+    assert app["100"]["compute_s"] == pytest.approx(10 * app["1000"]["compute_s"])
+
+
 def test_mvapich2_sizes_its_eager_path_by_job_size(cli):
     def threshold(*args):
         return records(cli, "osu", "--bench", "bcast", "--sizes", "1K", *args)[0]["eager_threshold_bytes"]
@@ -128,6 +143,7 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--send-wqes", "0"), "send_wqes"),
     (("osu", "--bench", "latency", "--switch-latency-ns", "-1"), "switch_latency_ns"),
     (("osu", "--bench", "latency", "--fabric", "xdr"), "invalid choice"),
+    (("osu", "--bench", "latency", "--mem-MBps", "0"), "mem_MBps"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

@@ -33,12 +33,13 @@ _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map", "fabric", "switch_late
 _MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
              "ud_retry_timeout_us", "ud_progress_timeout_us")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")
+_NODE_KEYS = ("copy_MBps", "mem_MBps", "shm_latency_ns", "core_mops")
 
 
 def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None = None, trace: dict | None = None,
              **params) -> dict:
     """An MPI scenario dict: ``base`` updated with a workload table and ``params`` (None = unset)."""
-    sc = core.base_copy(base, ("path", "cluster", "mpi"))
+    sc = core.base_copy(base, ("path", "cluster", "mpi", "node_params"))
     for key, table in (("osu", osu), ("app", app), ("trace", trace)):
         if table is not None:
             sc[key] = {k: v for k, v in table.items() if v is not None}
@@ -53,6 +54,8 @@ def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None
             sc["mpi"][key] = value
         elif key in _TOP_KEYS:
             sc[key] = value
+        elif key in _NODE_KEYS:
+            sc["node_params"][key] = value
         else:
             raise UserError(f"unknown MPI scenario parameter '{key}'")
     return sc

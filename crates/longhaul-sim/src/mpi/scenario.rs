@@ -84,6 +84,42 @@ pub struct TraceSpec {
     pub text: String,
 }
 
+/// Single node parameters over the profile's (`NodeParams`; unset: the profile's).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+#[allow(non_snake_case)]
+pub struct NodeSpec {
+    pub copy_MBps: Option<f64>,
+    pub mem_MBps: Option<f64>,
+    pub shm_latency_ns: Option<f64>,
+    pub core_mops: Option<f64>,
+}
+
+impl NodeSpec {
+    fn apply(&self, node: &mut NodeParams) -> Result<(), ScenarioError> {
+        let fields = [
+            ("copy_MBps", self.copy_MBps, 1.0, 1e6, &mut node.copy_MBps),
+            ("mem_MBps", self.mem_MBps, 1.0, 1e7, &mut node.mem_MBps),
+            ("shm_latency_ns", self.shm_latency_ns, 0.0, 1e6, &mut node.shm_latency_ns),
+            ("core_mops", self.core_mops, 0.001, 1e7, &mut node.core_mops),
+        ];
+        let mut custom = false;
+        for (name, value, lo, hi, field) in fields {
+            if let Some(v) = value {
+                if !(lo..=hi).contains(&v) {
+                    return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
+                }
+                *field = v;
+                custom = true;
+            }
+        }
+        if custom {
+            node.name = format!("{}-custom", node.name);
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MpiScenario {
@@ -94,6 +130,8 @@ pub struct MpiScenario {
     pub hca: Option<String>,
     /// Override the node profile: xeon-2007, clovertown, harpertown, nehalem.
     pub node: Option<String>,
+    #[serde(default)]
+    pub node_params: NodeSpec,
     #[serde(default)]
     pub path: PathSpec,
     #[serde(default)]
@@ -213,6 +251,7 @@ impl MpiScenario {
         if let Some(n) = &self.node {
             node = node_by_name(n).ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
         }
+        self.node_params.apply(&mut node)?;
         let mut params = MpiParams::default();
         let m = &self.mpi;
         if let Some(t) = m.eager_threshold_bytes {

@@ -54,6 +54,15 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
                    help="hardware profile (default s1: the S1 testbed; s2-* = S2's platforms)")
     p.add_argument("--node", choices=mpi.NODES, default=None, help="override the profile's node (CPU/memory)")
+    n = p.add_argument_group("node parameters (over the profile's; intra-node messages and compute)")
+    n.add_argument("--copy-MBps", dest="copy_MBps", type=float, default=None, metavar="MBPS",
+                   help="one core's memory copy rate for large buffers, MB/s (1..1e6)")
+    n.add_argument("--mem-MBps", dest="mem_MBps", type=float, default=None, metavar="MBPS",
+                   help="the node's sustained memory bandwidth (STREAM-like), MB/s, shared by its copies (1..1e7)")
+    n.add_argument("--shm-latency-ns", type=float, default=None, metavar="NS",
+                   help="one-way latency of the shared-memory channel, ns (0..1e6)")
+    n.add_argument("--core-mops", type=float, default=None, metavar="MOPS",
+                   help="one core's compute rate on the NAS kernels, Mop/s as NPB counts them (0.001..1e7)")
     p.add_argument("--loss", type=float, default=None, metavar="P",
                    help="WAN packet corruption probability (0..0.5): RC resends in the adapter; over UD/UC the "
                         "library resends after --ud-retry-timeout-us")
@@ -139,7 +148,9 @@ def _params(args) -> dict:
             raise UserError(f"--rndv-threshold: {text} is below zero (valid: 0 .. 1G bytes)")
         thr = units.parse_size(text, "--rndv-threshold")
     return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
-                placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
+                placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns,
+                copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
+                core_mops=args.core_mops, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
                 transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss,
                 ud_retry_timeout_us=args.ud_retry_timeout_us)
 
@@ -148,7 +159,8 @@ _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement")
             ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
             ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
-            ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"))
+            ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
+            ("mem_MBps", "--mem-MBps"), ("shm_latency_ns", "--shm-latency-ns"), ("core_mops", "--core-mops"))
 _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
              ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
 
