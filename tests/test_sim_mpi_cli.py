@@ -58,6 +58,18 @@ def test_intra_cluster_fabric_generation_and_switch_latency(cli):
     assert 900 < bw["sdr"]["bw_MBps"] < 1000 < 3000 < bw["qdr"]["bw_MBps"]
 
 
+def test_a_flat_algorithm_can_be_pinned_where_it_fits(cli):
+    for bench, algo in (("alltoall", "bruck"), ("alltoall", "pairwise"), ("bcast", "scatter-ring"),
+                        ("allreduce", "rabenseifner"), ("scatter", "linear")):
+        r = records(cli, "osu", "--bench", bench, "--sizes", "4K", "--nodes", "2", "--ppn", "2", "--algo", algo)[0]
+        assert r["algo"] == algo and r["status"] == "ok", (bench, algo, r)
+    # scatter + recursive doubling needs a power-of-two group: on 6 ranks MPICH2 takes the ring
+    six = records(cli, "osu", "--bench", "bcast", "--sizes", "64K", "--nodes", "3", "--algo", "scatter-rd")[0]
+    assert six["algo"] == "scatter-ring"
+    # Without --nodes a collective runs on four nodes per cluster.
+    assert records(cli, "osu", "--bench", "allreduce", "--sizes", "8")[0]["ranks"] == 8
+
+
 def test_node_parameters_set_the_intra_node_path_and_compute(cli):
     # Two ranks on one node: the message is copied in and out of shared memory, each copy at one
     # core's rate or at its share of the node's memory bandwidth (a read and a write per byte).
@@ -134,6 +146,7 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--rndv-threshold", "-1"), "--rndv-threshold"),
     (("osu", "--bench", "nope"), "invalid choice"),
     (("osu", "--bench", "bcast", "--algo", "fastest"), "invalid choice"),
+    (("osu", "--bench", "bcast", "--algo", "bruck"), "not a bcast algorithm"),
     (("osu", "--bench", "mbw_mr", "--pairs", "4", "--nodes", "1"), "slots"),
     (("app", "--app", "cg", "--nodes", "3"), "power-of-two"),
     (("app", "--app", "xx"), "--app"),

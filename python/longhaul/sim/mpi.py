@@ -17,7 +17,8 @@ from longhaul.sim import core
 from longhaul.errors import UserError
 
 BENCHES = ("latency", "bw", "bibw", "mbw_mr", "bcast", "scatter", "alltoall", "allreduce")
-ALGOS = ("default", "hierarchical", "auto")
+ALGOS = ("default", "hierarchical", "auto", "binomial", "scatter-ring", "scatter-rd", "recursive-doubling",
+         "rabenseifner", "pairwise", "scattered", "bruck", "linear")
 RNDV = ("rput", "rget", "r3")
 TRANSPORTS = ("rc", "ud", "uc")
 APPS = ("is", "ft", "cg", "mg", "lu")

@@ -61,6 +61,12 @@ impl Algo {
         }
     }
 
+    /// Whether `self` can run collective `c`: the policies always, a flat algorithm only for
+    /// its own collective.
+    pub fn fits(self, c: Collective) -> bool {
+        matches!(self, Algo::Default | Algo::Hierarchical | Algo::Auto) || Algo::flat_for(c).contains(&self)
+    }
+
     /// The flat algorithms valid for a collective.
     pub fn flat_for(c: Collective) -> &'static [Algo] {
         match c {
@@ -108,7 +114,8 @@ pub fn nblocks(c: Collective, n: u32) -> u32 {
 
 /// Append one call of collective `c` (all ranks of `layout`) to the programs. `bytes` is the
 /// OSU message size: the whole buffer for bcast/allreduce, per rank for scatter and alltoall.
-/// Returns the algorithm actually used.
+/// A flat algorithm of another collective (an application or trace pins one for all its
+/// collectives) gives way to the default. Returns the algorithm actually used.
 pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: u64, algo: Algo, one_way_delay_us: f64, auto: AutoRule) -> Algo {
     let world: Vec<u32> = (0..layout.ranks()).collect();
     let n = world.len();
@@ -117,7 +124,9 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
         Algo::Auto if spans && (one_way_delay_us >= auto.min_delay_us || bytes >= auto.min_bytes) => Algo::Hierarchical,
         Algo::Auto | Algo::Default => default_flat(c, bytes, n),
         Algo::Hierarchical if !spans => default_flat(c, bytes, n),
-        a => a,
+        Algo::ScatterRd if c == Collective::Bcast && !n.is_power_of_two() => Algo::ScatterRing,
+        a if a.fits(c) => a,
+        _ => default_flat(c, bytes, n),
     };
     if c == Collective::Barrier {
         flat::barrier(p, &world);

@@ -315,6 +315,8 @@ impl MpiScenario {
         let nodes = match c.nodes {
             Some(n) => n,
             None => match &workload {
+                // Collectives: four nodes per cluster, as `longhaul emu mpi osu` runs them.
+                Workload::Osu(o) if o.bench.collective().is_some() => 4,
                 Workload::Osu(o) => o.bench.ranks(o.pairs.unwrap_or(1), u32::MAX).div_ceil(2).div_ceil(ppn).max(1),
                 _ => 1,
             },
@@ -331,11 +333,16 @@ impl MpiScenario {
         };
         let ranks = self.ranks_needed(nodes * ppn);
         Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
+        let algo = m.algo.unwrap_or(Algo::Default);
         if let Workload::Osu(o) = &workload {
             o.validate(ranks)?;
+            if let Some(c) = o.bench.collective().filter(|&c| !algo.fits(c)) {
+                let valid: Vec<&str> = ["default", "hierarchical", "auto"].into_iter().chain(Algo::flat_for(c).iter().map(|a| a.name())).collect();
+                return err(format!("algo: '{}' is not a {} algorithm (valid: {})", algo.name(), o.bench.name(), valid.join(", ")));
+            }
         }
         let (fixed_threshold, fixed_credits) = (m.eager_threshold_bytes.is_some(), m.eager_credits.is_some());
-        Ok(MpiResolved { base, node, params, transport, algo: m.algo.unwrap_or(Algo::Default), nodes, ppn, placement, workload, fixed_threshold, fixed_credits })
+        Ok(MpiResolved { base, node, params, transport, algo, nodes, ppn, placement, workload, fixed_threshold, fixed_credits })
     }
 }
 

@@ -28,7 +28,8 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
         g.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km)")
         g.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
-                   help="nodes per cluster (1..4096; default: what the benchmark needs)")
+                   help="nodes per cluster (1..4096; default: what the benchmark needs: one rank pair for "
+                        "point-to-point, --pairs for mbw_mr, 4 for collectives)")
     p.add_argument("--ppn", type=int, default=None, metavar="P", help="processes per node (1..256; default 1)")
     p.add_argument("--placement", choices=mpi.PLACEMENTS, default=None,
                    help="rank placement: block (ranks 0..NP-1 in cluster A) or cyclic (default block)")
@@ -39,7 +40,9 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
                    help="intra-cluster switch port-to-port latency (0..100000; default: the profile's, 200 on s1)")
     p.add_argument("--algo", choices=mpi.ALGOS, default=None,
                    help="collective algorithm: default (MPICH2 1.0 choice), hierarchical (one WAN crossing), "
-                        "auto (hierarchical from 50 us one-way or 64 KiB)")
+                        "auto (hierarchical from 50 us one-way or 64 KiB), or one flat algorithm pinned: bcast "
+                        "binomial|scatter-ring|scatter-rd, allreduce recursive-doubling|rabenseifner, alltoall "
+                        "pairwise|scattered|bruck, scatter binomial|linear (apps and traces: where it fits)")
     p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
                    help="eager/rendezvous threshold in bytes (K/M suffixes; >= 0; default 8K, MVAPICH2's)")
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
