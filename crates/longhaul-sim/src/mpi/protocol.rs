@@ -53,7 +53,8 @@ pub enum Kind {
 pub struct Wire {
     pub kind: Kind,
     pub msg: u32,
-    /// Credits for the reverse direction carried by this message.
+    /// RC: credits for the reverse direction carried by this message. UD/UC: the reverse
+    /// direction's cumulative acknowledgement (the next sequence number its receiver expects).
     pub credits: u32,
     /// Completions still expected for this work request (send side and/or receive side).
     pub uses: u8,

@@ -32,6 +32,7 @@ use crate::engine::{EventQueue, Time};
 use crate::ib::{IbHosts, Op};
 
 /// Header tag of an explicit acknowledgement; the other bits are the acknowledged number.
+/// Sequence numbers stay below it: 2^31 frames in one direction is far beyond any run.
 pub const ACK_TAG: u32 = 1 << 31;
 /// `Wire::seq` of a frame without a sequence number (an explicit acknowledgement, or RC).
 pub const NO_SEQ: u32 = u32::MAX;
