@@ -83,9 +83,13 @@ def test_same_seed_same_bits_and_loss_changes_with_seed(cli):
 
 def test_scenario_file_drives_the_run(cli, tmp_path):
     f = tmp_path / "s.toml"
-    f.write_text('testbed = "s3"\n[path]\nfibre_km = 10\n[verbs]\ntransport = "rc"\nop = "write"\ntest = "bw"\nsize_bytes = 65536\n')
+    f.write_text('testbed = "s3"\nseed = 7\n[path]\nfibre_km = 10\n[verbs]\ntransport = "uc"\nop = "send"\n'
+                 'test = "bibw"\nsize_bytes = 65536\n')
     r = records(cli, "--scenario", str(f))[0]
-    assert (r["testbed"], r["fibre_km"], r["size_bytes"]) == ("s3", 10, 65536)
+    assert (r["testbed"], r["fibre_km"], r["size_bytes"], r["seed"]) == ("s3", 10, 65536, 7)
+    assert (r["transport"], r["op"], r["test"]) == ("uc", "send", "bibw")  # the file's, not the CLI's defaults
+    given = records(cli, "--scenario", str(f), "--transport", "rc", "--op", "write", "--seed", "3")[0]
+    assert (given["transport"], given["op"], given["test"], given["seed"]) == ("rc", "write", "bibw", 3)
 
 
 def test_help_lists_parameters_with_units(cli):

@@ -47,7 +47,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=nfs.TESTBEDS, default=None, help="hardware profile (default s1: the [S1] testbed)")
     p.add_argument("--extender", choices=("longbow-xr", "longbow-c103", "generic", "none"), default=None,
                    help="range extender pair (none = a plain IB link between the switches)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")

@@ -82,7 +82,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
     p.add_argument("--initial-cwnd", type=int, default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")

@@ -25,10 +25,13 @@ def register(models: argparse._SubParsersAction) -> None:
                     "MB = 10^6 bytes (perftest itself prints MiB/s). Unset options take perftest's defaults.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--transport", choices=verbs.TRANSPORTS, default="rc", help="IB transport")
-    p.add_argument("--op", choices=verbs.OPS, default=None, help="verbs operation (default: write; send for ud)")
-    p.add_argument("--test", choices=verbs.TESTS, default="bw",
-                   help="bw, lat (half round trip; full for read), bibw (both directions, summed), rate (bw reporting msg_rate_Mps)")
+    p.add_argument("--transport", choices=verbs.TRANSPORTS, default=None,
+                   help="IB transport (default: the scenario file's, else rc)")
+    p.add_argument("--op", choices=verbs.OPS, default=None,
+                   help="verbs operation (default: the scenario file's, else write; send for ud)")
+    p.add_argument("--test", choices=verbs.TESTS, default=None,
+                   help="bw, lat (half round trip; full for read), bibw (both directions, summed), rate (bw reporting "
+                        "msg_rate_Mps); default: the scenario file's, else bw")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--delay-us", default=None, metavar="LIST",
                        help="range-extender delay setting, one way, in us (comma list; 0..200000; default 0)")
@@ -55,7 +58,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
     p.add_argument("--loss", type=float, default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -75,17 +79,21 @@ def load_scenario_file(path: str) -> dict:
 
 def run_verbs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
-    op = args.op or ("send" if args.transport == "ud" else "write")
+    # An option given on the command line overrides the file; one left out keeps the file's value.
+    from_file = (base or {}).get("verbs") if isinstance((base or {}).get("verbs"), dict) else {}
+    transport = args.transport or from_file.get("transport") or "rc"
+    test = args.test or from_file.get("test") or "bw"
+    op = args.op or from_file.get("op") or ("send" if transport == "ud" else "write")
     mtu = args.mtu or (base or {}).get("path", {}).get("mtu_bytes", 2048)
-    base_size = (base or {}).get("verbs", {}).get("size_bytes") if isinstance((base or {}).get("verbs"), dict) else None
+    base_size = from_file.get("size_bytes")
     if args.sizes is not None:
         sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
     elif base_size is not None:
         sizes = [base_size]
-    elif args.test == "lat":
+    elif test == "lat":
         sizes = [2]
     else:
-        sizes = units.parse_sizes(f"2:{mtu if args.transport == 'ud' else 8 << 20}", "--sizes")
+        sizes = units.parse_sizes(f"2:{mtu if transport == 'ud' else 8 << 20}", "--sizes")
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
         points = [{}]  # the scenario file's path, or no added delay
     elif args.distance_km is None and args.distance_miles is None:
@@ -96,7 +104,7 @@ def run_verbs(args: argparse.Namespace) -> int:
         points = [{"fibre_km": k} for k in km]
     qps_list = units.parse_int_list(args.qps, "--qps", 1, 1024)
     common = dict(
-        testbed=args.profile, hca=args.hca, seed=args.seed, transport=args.transport, op=op, test=args.test,
+        testbed=args.profile, hca=args.hca, seed=args.seed, transport=transport, op=op, test=test,
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
         outstanding_reads=args.outstanding_reads, mtu_bytes=args.mtu, extender=args.extender,
         wan_links=args.wan_links, wan_framing=args.wan_framing, loss=args.loss,
@@ -105,7 +113,7 @@ def run_verbs(args: argparse.Namespace) -> int:
     )
     scenarios = [verbs.scenario(base, **common, **where, qps=q, size_bytes=s)
                  for where in points for q in qps_list for s in sizes]
-    records = verbs.run_many(scenarios, workers=args.workers, description=f"{args.transport} {op} {args.test}")
-    columns = LAT_COLUMNS if args.test == "lat" else BW_COLUMNS
+    records = verbs.run_many(scenarios, workers=args.workers, description=f"{transport} {op} {test}")
+    columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
     return 0
