@@ -14,7 +14,7 @@ use super::params::{MpiParams, NodeParams, Rndv};
 use super::placement::{Layout, Placement};
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
-use crate::scenario::{err, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
+use crate::scenario::{err, in_range_f, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -106,10 +106,7 @@ impl NodeSpec {
         let mut custom = false;
         for (name, value, lo, hi, field) in fields {
             if let Some(v) = value {
-                if !(lo..=hi).contains(&v) {
-                    return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
-                }
-                *field = v;
+                *field = in_range_f(name, v, lo, hi)?;
                 custom = true;
             }
         }
@@ -283,17 +280,13 @@ impl MpiScenario {
             params.ud_window = w;
             params.ud_ack_every = params.ud_ack_every.min(w.div_ceil(2));
         }
-        let timeout = |name: &str, v: Option<f64>| match v {
-            Some(us) if !(1.0..=1e8).contains(&us) => err(format!("{name}: {us} is out of range [1, 100000000] us")),
-            _ => Ok(v),
-        };
-        if let Some(us) = timeout("ud_retry_timeout_us", m.ud_retry_timeout_us)? {
-            params.ud_retry_timeout_us = us;
+        if let Some(us) = m.ud_retry_timeout_us {
+            params.ud_retry_timeout_us = in_range_f("ud_retry_timeout_us", us, 1.0, 1e8)?;
             params.ud_max_retry_timeout_us = params.ud_max_retry_timeout_us.max(us);
             params.ud_progress_timeout_us = us / 10.0;
         }
-        if let Some(us) = timeout("ud_progress_timeout_us", m.ud_progress_timeout_us)? {
-            params.ud_progress_timeout_us = us;
+        if let Some(us) = m.ud_progress_timeout_us {
+            params.ud_progress_timeout_us = in_range_f("ud_progress_timeout_us", us, 1.0, 1e8)?;
         }
         if transport == TransportName::Ud && base.mtu_bytes <= params.header_bytes {
             return err("mtu_bytes: too small for MPI over UD (the MPI header must fit in one packet)");
@@ -303,10 +296,7 @@ impl MpiScenario {
             base.switch.link = IbLink { width: 4, generation: g };
         }
         if let Some(ns) = c.switch_latency_ns {
-            if !(0.0..=100_000.0).contains(&ns) {
-                return err(format!("switch_latency_ns: {ns} is out of range [0, 100000]"));
-            }
-            base.switch.latency_ns = ns;
+            base.switch.latency_ns = in_range_f("switch_latency_ns", ns, 0.0, 100_000.0)?;
         }
         let ppn = c.ppn.unwrap_or(1);
         if !(1..=256).contains(&ppn) {
