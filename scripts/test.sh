@@ -2,9 +2,9 @@
 # Every test: set up (idempotently), then the Rust tests and the Python suite.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
-echo "== cargo test (release) =="
+echo "== cargo test (optimised, profile test-opt) =="
 set +e
-cargo test --release --workspace > .venv/cargo-test.log 2>&1
+cargo test --profile test-opt --workspace > .venv/cargo-test.log 2>&1
 rc=$?
 set -e
 grep -E '^test result|FAILED|panicked' .venv/cargo-test.log || true

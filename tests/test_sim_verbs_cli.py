@@ -135,7 +135,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
 
 @pytest.mark.parametrize("content,needle", [("verbs = 3\n", "'verbs' must be a table"), ("[path\n", "not valid TOML"),
                                             ('[verbs]\nbogus = 1\n', "unknown field"),
-                                            ('[path]\nwan_framing = "atm"\n', "expected one of `ib`")])
+                                            ('[path]\nwan_framing = "atm"\n', "path.wan_framing: unknown variant `atm`, expected one of `ib`")])
 def test_malformed_scenario_file(cli, tmp_path, content, needle):
     f = tmp_path / "bad.toml"
     f.write_text(content)

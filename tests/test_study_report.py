@@ -119,7 +119,9 @@ def test_without_simulator_the_part_is_skipped_with_reason(tmp_path, fake_valida
         raise ImportError("No module named 'longhaul.sim'")
 
     monkeypatch.setattr(study_mod, "load_verbs", missing)
-    assert main(["study", "--quick", "--out", str(tmp_path / "o"), "--store", str(tmp_path / "r")]) == 0
+    # Only the part under test: the other parts run real simulations (the MPI one ~10 s).
+    assert main(["study", "--quick", "--parts", "s1-verbs", "--out", str(tmp_path / "o"),
+                 "--store", str(tmp_path / "r")]) == 0
     md = capsys.readouterr().out
     assert "**s1-verbs**: skipped — the simulator's verbs model is not available" in md
     html = (tmp_path / "o" / "report.html").read_text()
@@ -172,7 +174,8 @@ def test_measured_part_uses_ingested_runs(tmp_path, fake_sim, fake_validation, c
         assert main(["ingest", str(fix / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", d,
                      "--store", str(store), "--label", "site-a", "--format", "csv"]) == 0
     capsys.readouterr()
-    assert main(["study", "--quick", "--out", str(tmp_path / "o"), "--store", str(store)]) == 0
+    assert main(["study", "--quick", "--parts", "s1-verbs,measured", "--out", str(tmp_path / "o"),
+                 "--store", str(store)]) == 0
     md = capsys.readouterr().out
     assert "**measured**: ok" in md
     html = (tmp_path / "o" / "report.html").read_text()
@@ -189,7 +192,8 @@ def test_report_renders_in_headless_chromium(tmp_path, fake_sim, fake_validation
     from PIL import Image
 
     out = tmp_path / "o"
-    assert main(["study", "--quick", "--out", str(out), "--store", str(tmp_path / "r"), "--no-summary"]) == 0
+    assert main(["study", "--quick", "--parts", "s1-verbs,validation", "--out", str(out), "--store", str(tmp_path / "r"),
+                 "--no-summary"]) == 0
     png = tmp_path / "shot.png"
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",

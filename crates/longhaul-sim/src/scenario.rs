@@ -1,5 +1,5 @@
-//! The scenario: plain data (JSON or TOML) naming a testbed and overriding any of its
-//! parameters, plus the workload. Validated once, here, into a [`Resolved`] scenario whose
+//! The scenario: plain data naming a testbed and overriding any of its parameters, plus the
+//! workload (the Python layer reads the user's TOML and hands it here as JSON). Validated once, here, into a [`Resolved`] scenario whose
 //! every field is in range; the models never see unvalidated input.
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,25 @@ pub struct ScenarioError(pub String);
 /// A one-line scenario error (shared by every model's scenario validation).
 pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError(msg.into()))
+}
+
+/// Parses a scenario from JSON. The error names the key path (`path.wan_framing: unknown
+/// variant ...`) so the user can find the field in their file; serde_json's line and column are
+/// dropped because they point into the JSON the Python layer built, not into the user's file.
+pub fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ScenarioError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.inner();
+        let mut msg = inner.to_string();
+        let position = format!(" at line {} column {}", inner.line(), inner.column());
+        if let Some(stripped) = msg.strip_suffix(&position) {
+            msg = stripped.to_string();
+        }
+        match e.path().to_string().as_str() {
+            "." => ScenarioError(format!("scenario: {msg}")),
+            path => ScenarioError(format!("scenario: {path}: {msg}")),
+        }
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,11 +210,7 @@ pub(crate) fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, Sc
 
 impl Scenario {
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
-        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
-    }
-
-    pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
-        toml::from_str(text).map_err(|e| ScenarioError(format!("scenario: {}", e.message())))
+        parse_json(text)
     }
 
     pub fn resolve(&self) -> Result<Resolved, ScenarioError> {
@@ -302,5 +317,19 @@ impl Scenario {
             timeout_exp: in_range_u("timeout_exp", v.timeout_exp.unwrap_or(14) as u64, 0, 31)? as u32,
             retry_count: in_range_u("retry_count", v.retry_count.unwrap_or(7) as u64, 0, 7)? as u32,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_name_the_key_path_and_no_json_position() {
+        let e = Scenario::from_json(r#"{"path": {"wan_framing": "atm"}}"#).unwrap_err().0;
+        assert!(e.starts_with("scenario: path.wan_framing: unknown variant `atm`"), "{e}");
+        assert!(!e.contains("column"), "{e}");
+        let e = Scenario::from_json("{").unwrap_err().0;
+        assert!(e.starts_with("scenario: ") && !e.contains("column"), "{e}");
     }
 }

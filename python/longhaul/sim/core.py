@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,8 +31,7 @@ def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
     try:
         out = entry(json.dumps(sc), *args, **kwargs)
     except ValueError as err:
-        # serde places its errors in the JSON text built here, not in the user's file: drop that.
-        raise UserError(re.sub(r" at line \d+ column \d+$", "", str(err))) from None
+        raise UserError(str(err)) from None
     return json.loads(out) if isinstance(out, str) else out
 
 

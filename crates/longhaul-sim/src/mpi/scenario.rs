@@ -200,7 +200,7 @@ fn node_by_name(n: &str) -> Option<NodeParams> {
 
 impl MpiScenario {
     pub fn from_json(text: &str) -> Result<MpiScenario, ScenarioError> {
-        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+        crate::scenario::parse_json(text)
     }
 
     /// Ranks the workload needs with `nodes` x `ppn` slots per cluster.

@@ -88,7 +88,7 @@ pub const BENCHES: [OsuBench; 4] = [OsuBench::Latency, OsuBench::Bw, OsuBench::B
 
 impl MpiTcpScenario {
     pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
-        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+        crate::scenario::parse_json(text)
     }
 
     pub fn resolve(&self) -> Result<MpiTcpResolved, ScenarioError> {

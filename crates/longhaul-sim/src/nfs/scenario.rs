@@ -119,7 +119,7 @@ const DEFAULT_SIMULATED_BYTES: u64 = 32 << 20;
 
 impl NfsScenario {
     pub fn from_json(text: &str) -> Result<NfsScenario, ScenarioError> {
-        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
+        crate::scenario::parse_json(text)
     }
 
     pub fn resolve(&self) -> Result<NfsResolved, ScenarioError> {

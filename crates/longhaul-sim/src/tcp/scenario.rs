@@ -232,11 +232,7 @@ pub const STREAMS_MAX: u64 = 1024;
 
 impl TcpScenario {
     pub fn from_json(text: &str) -> Result<TcpScenario, ScenarioError> {
-        serde_json::from_str(text).map_err(|e| ScenarioError(format!("scenario: {e}")))
-    }
-
-    pub fn from_toml(text: &str) -> Result<TcpScenario, ScenarioError> {
-        toml::from_str(text).map_err(|e| ScenarioError(format!("scenario: {}", e.message())))
+        crate::scenario::parse_json(text)
     }
 
     pub fn resolve(&self) -> Result<TcpResolved, ScenarioError> {
