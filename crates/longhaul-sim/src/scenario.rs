@@ -215,9 +215,24 @@ impl Scenario {
 
     pub fn resolve(&self) -> Result<Resolved, ScenarioError> {
         let (hca_default, switch, extender_default, wan) = match self.testbed.as_str() {
-            "s1" => (HcaProfile::infinihost3(), SwitchParams::infiniscale3(), Some(ExtenderParams::longbow_xr()), IbLink { width: 4, generation: Generation::Sdr }),
-            "s1-connectx" => (HcaProfile::connectx(), SwitchParams::infiniscale3(), Some(ExtenderParams::longbow_xr()), IbLink { width: 4, generation: Generation::Sdr }),
-            "s3" => (HcaProfile::connectx2(), SwitchParams::infiniscale4(), Some(ExtenderParams::longbow_c103()), IbLink { width: 4, generation: Generation::Sdr }),
+            "s1" => (
+                HcaProfile::infinihost3(),
+                SwitchParams::infiniscale3(),
+                Some(ExtenderParams::longbow_xr()),
+                IbLink { width: 4, generation: Generation::Sdr },
+            ),
+            "s1-connectx" => (
+                HcaProfile::connectx(),
+                SwitchParams::infiniscale3(),
+                Some(ExtenderParams::longbow_xr()),
+                IbLink { width: 4, generation: Generation::Sdr },
+            ),
+            "s3" => (
+                HcaProfile::connectx2(),
+                SwitchParams::infiniscale4(),
+                Some(ExtenderParams::longbow_c103()),
+                IbLink { width: 4, generation: Generation::Sdr },
+            ),
             "ndr" => {
                 let l = IbLink { width: 4, generation: Generation::Ndr };
                 (HcaProfile::connectx7(), SwitchParams::quantum2(), Some(ExtenderParams::generic(l)), l)
@@ -227,7 +242,9 @@ impl Scenario {
         let tx_depth_default = testbed_tx_depth(&self.testbed);
         let hca = match &self.hca {
             None => hca_default,
-            Some(n) => HcaProfile::by_name(n).ok_or_else(|| ScenarioError(format!("hca: unknown '{n}' (valid: {})", HcaProfile::NAMES.join(", "))))?,
+            Some(n) => HcaProfile::by_name(n).ok_or_else(|| {
+                ScenarioError(format!("hca: unknown '{n}' (valid: {})", HcaProfile::NAMES.join(", ")))
+            })?,
         };
         let p = &self.path;
         let mut switch = switch;
@@ -245,7 +262,9 @@ impl Scenario {
             None => extender_default,
             Some("none") => None,
             Some("generic") => Some(ExtenderParams::generic(wan)),
-            Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)")))?),
+            Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| {
+                ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)"))
+            })?),
         };
         let mtu = p.mtu_bytes.unwrap_or(2048);
         if ![256, 512, 1024, 2048, 4096].contains(&mtu) {
@@ -284,7 +303,9 @@ impl Scenario {
         let v = &self.verbs;
         let size = in_range_u("size_bytes", v.size_bytes, 1, MAX_SIZE_BYTES)? as u32;
         if v.transport == TransportName::Ud && size > mtu {
-            return err(format!("size_bytes: {size} is above the MTU; UD messages are one packet (valid 1..{mtu} at mtu_bytes {mtu})"));
+            return err(format!(
+                "size_bytes: {size} is above the MTU; UD messages are one packet (valid 1..{mtu} at mtu_bytes {mtu})"
+            ));
         }
         if v.transport == TransportName::Ud && v.op != OpName::Send {
             return err("op: UD supports only send (valid for ud: send)");
@@ -310,10 +331,20 @@ impl Scenario {
             test: v.test,
             size_bytes: size,
             iterations: in_range_u("iterations", v.iterations.unwrap_or(1000), 1, 100_000_000)?,
-            tx_depth: in_range_u("tx_depth", v.tx_depth.unwrap_or(if lat { 1 } else { tx_depth_default }) as u64, 1, 16384)? as u32,
+            tx_depth: in_range_u(
+                "tx_depth",
+                v.tx_depth.unwrap_or(if lat { 1 } else { tx_depth_default }) as u64,
+                1,
+                16384,
+            )? as u32,
             rx_depth: in_range_u("rx_depth", v.rx_depth.unwrap_or(512) as u64, 1, 16384)? as u32,
             qps: in_range_u("qps", v.qps.unwrap_or(1) as u64, 1, 1024)? as u32,
-            outstanding_reads: in_range_u("outstanding_reads", v.outstanding_reads.unwrap_or(hca.max_rd_atomic) as u64, 1, 256)? as u32,
+            outstanding_reads: in_range_u(
+                "outstanding_reads",
+                v.outstanding_reads.unwrap_or(hca.max_rd_atomic) as u64,
+                1,
+                256,
+            )? as u32,
             timeout_exp: in_range_u("timeout_exp", v.timeout_exp.unwrap_or(14) as u64, 0, 31)? as u32,
             retry_count: in_range_u("retry_count", v.retry_count.unwrap_or(7) as u64, 0, 7)? as u32,
         })

@@ -4,12 +4,33 @@
 use longhaul_sim::mpi::run_mpi_json;
 use proptest::prelude::*;
 
-fn scenario(bench: &str, size: u64, transport: &str, rndv: &str, thr: u64, loss: f64, delay: f64, nodes: u32, ppn: u32) -> String {
+fn scenario(
+    bench: &str,
+    size: u64,
+    transport: &str,
+    rndv: &str,
+    thr: u64,
+    loss: f64,
+    delay: f64,
+    nodes: u32,
+    ppn: u32,
+) -> String {
     with_retry(bench, size, transport, rndv, thr, loss, delay, nodes, ppn, 500_000.0)
 }
 
 /// `retry_us`: the UD/UC library's retransmission timeout.
-fn with_retry(bench: &str, size: u64, transport: &str, rndv: &str, thr: u64, loss: f64, delay: f64, nodes: u32, ppn: u32, retry_us: f64) -> String {
+fn with_retry(
+    bench: &str,
+    size: u64,
+    transport: &str,
+    rndv: &str,
+    thr: u64,
+    loss: f64,
+    delay: f64,
+    nodes: u32,
+    ppn: u32,
+    retry_us: f64,
+) -> String {
     format!(
         r#"{{"seed": 3, "path": {{"delay_us": {delay}, "loss": {loss}}}, "cluster": {{"nodes": {nodes}, "ppn": {ppn}}},
             "mpi": {{"transport": "{transport}", "rndv_protocol": "{rndv}", "eager_threshold_bytes": {thr},
@@ -46,7 +67,9 @@ fn identical_scenarios_give_identical_records() {
 
 #[test]
 fn rendezvous_round_trips_cost_medium_messages_at_distance() {
-    let bw = |thr: u64, delay: f64| run_mpi_json(&scenario("bw", 8192, "rc", "rput", thr, 0.0, delay, 1, 1)).unwrap().bw_MBps.unwrap();
+    let bw = |thr: u64, delay: f64| {
+        run_mpi_json(&scenario("bw", 8192, "rc", "rput", thr, 0.0, delay, 1, 1)).unwrap().bw_MBps.unwrap()
+    };
     assert!(bw(65536, 1000.0) > bw(8192, 1000.0));
     assert!(bw(8192, 0.0) > 5.0 * bw(8192, 1000.0));
 }
@@ -68,7 +91,8 @@ fn ud_and_uc_resend_what_the_wan_loses() {
     for (transport, size) in [("ud", 65536), ("uc", 65536), ("ud", 100), ("uc", 300000)] {
         // A retry timeout well above the round trip plus the receiver's copying backlog, so
         // that only lost frames are resent.
-        let lossy = run_mpi_json(&with_retry("bw", size, transport, "rput", 8192, 0.01, 100.0, 1, 1, 20_000.0)).unwrap();
+        let lossy =
+            run_mpi_json(&with_retry("bw", size, transport, "rput", 8192, 0.01, 100.0, 1, 1, 20_000.0)).unwrap();
         assert_eq!(lossy.status, "ok", "{transport} {size}");
         assert!(lossy.resent_frames > 0, "{transport} {size}: nothing resent at 1% loss");
         assert_eq!(lossy.delivered_messages, lossy.messages);
@@ -82,7 +106,12 @@ fn ud_and_uc_resend_what_the_wan_loses() {
 #[test]
 fn the_ud_retry_timeout_is_what_a_lost_frame_costs() {
     // MVAPICH2's 0.5 s default is tuned for a LAN; a few round trips recovers most of the rate.
-    let bw = |retry_us: f64| run_mpi_json(&with_retry("bw", 65536, "ud", "rput", 8192, 0.001, 100.0, 1, 1, retry_us)).unwrap().bw_MBps.unwrap();
+    let bw = |retry_us: f64| {
+        run_mpi_json(&with_retry("bw", 65536, "ud", "rput", 8192, 0.001, 100.0, 1, 1, retry_us))
+            .unwrap()
+            .bw_MBps
+            .unwrap()
+    };
     let (lan_default, tuned) = (bw(500_000.0), bw(2000.0));
     assert!(tuned > 10.0 * lan_default, "tuned {tuned} vs default {lan_default} MB/s");
 }

@@ -97,8 +97,10 @@ fn identical_scenarios_give_identical_records() {
 #[test]
 fn small_message_latency_is_the_path_plus_the_stack_and_library_costs() {
     let lat = |stack: &str, per_msg: f64| {
-        let s = format!(r#"{{"path": {{"delay_us": 100, "rate_gbps": 8}}, "stack": {stack}, "mpi": {{"per_msg_us": {per_msg}}},
-                            "osu": {{"bench": "latency", "size_bytes": 8, "iterations": 5, "warmup": 1}}}}"#);
+        let s = format!(
+            r#"{{"path": {{"delay_us": 100, "rate_gbps": 8}}, "stack": {stack}, "mpi": {{"per_msg_us": {per_msg}}},
+                            "osu": {{"bench": "latency", "size_bytes": 8, "iterations": 5, "warmup": 1}}}}"#
+        );
         run(&s).lat_us.unwrap()
     };
     let ideal = lat(r#""ideal""#, 0.0);
@@ -112,7 +114,10 @@ fn small_message_latency_is_the_path_plus_the_stack_and_library_costs() {
 fn a_64_kib_message_pays_a_rendezvous_round_trip_that_a_larger_eager_limit_saves() {
     // Enough windows for the congestion window to open: then eager takes one round trip per
     // window and rendezvous two (RTS, ACK, then the rest).
-    let steady = |eager: u64| scenario("bw", 65536, 5000.0, 8.0, eager, 0.0, "cubic").replace(r#""iterations": 2, "warmup": 1"#, r#""iterations": 10, "warmup": 10"#);
+    let steady = |eager: u64| {
+        scenario("bw", 65536, 5000.0, 8.0, eager, 0.0, "cubic")
+            .replace(r#""iterations": 2, "warmup": 1"#, r#""iterations": 10, "warmup": 10"#)
+    };
     let bw = |eager: u64| run(&steady(eager)).bw_MBps.unwrap();
     let (rndv, eager) = (bw(65536), bw(1 << 20));
     assert!(eager > 1.3 * rndv, "eager {eager} vs rendezvous {rndv} MB/s");
@@ -123,15 +128,33 @@ fn bad_input_names_the_parameter_and_range() {
     let base = |patch: &str| format!(r#"{{"osu": {{"bench": "bw", "size_bytes": 1000}}, {patch}}}"#);
     let cases = [
         (base(r#""mpi": {"eager_limit_bytes": 10}"#), "eager_limit_bytes: 10 is out of range [1024, 1073741824]"),
-        (base(r#""mpi": {"eager_limit_bytes": 4096, "rndv_eager_limit_bytes": 8192}"#), "rndv_eager_limit_bytes: 8192 is out of range [32, 4096]"),
+        (
+            base(r#""mpi": {"eager_limit_bytes": 4096, "rndv_eager_limit_bytes": 8192}"#),
+            "rndv_eager_limit_bytes: 8192 is out of range [32, 4096]",
+        ),
         (base(r#""stack": {"per_seg_us": 1, "per_byte_ns": -2}"#), "stack.per_byte_ns: -2 is out of range"),
         (base(r#""path": {"rate_gbps": 0}"#), "rate_gbps: 0 is out of range"),
         (base(r#""tcp": {"duration_s": 3}"#), "tcp.duration_s: not used by MPI over TCP"),
-        (r#"{"osu": {"bench": "allreduce", "size_bytes": 8}}"#.to_string(), "osu.bench: 'allreduce' does not run over the TCP transport"),
-        (r#"{"osu": {"bench": "bcast", "size_bytes": 8}, "coll": {"ranks_per_cluster": 17}}"#.to_string(), "coll.ranks_per_cluster: 17 is out of range [1, 16]"),
-        (r#"{"osu": {"bench": "bcast", "size_bytes": 8}, "coll": {"algo": "auto"}}"#.to_string(), "coll.algo: 'auto' is not one of default, hierarchical"),
-        (r#"{"osu": {"bench": "bcast", "size_bytes": 8, "root": 4}, "coll": {"ranks_per_cluster": 2}}"#.to_string(), "root: 4 is not a rank (valid 0..3)"),
-        (r#"{"osu": {"bench": "bcast", "size_bytes": 1048576}, "coll": {"ranks_per_cluster": 8}}"#.to_string(), "with scatter_allgather, which the TCP model does not run"),
+        (
+            r#"{"osu": {"bench": "allreduce", "size_bytes": 8}}"#.to_string(),
+            "osu.bench: 'allreduce' does not run over the TCP transport",
+        ),
+        (
+            r#"{"osu": {"bench": "bcast", "size_bytes": 8}, "coll": {"ranks_per_cluster": 17}}"#.to_string(),
+            "coll.ranks_per_cluster: 17 is out of range [1, 16]",
+        ),
+        (
+            r#"{"osu": {"bench": "bcast", "size_bytes": 8}, "coll": {"algo": "auto"}}"#.to_string(),
+            "coll.algo: 'auto' is not one of default, hierarchical",
+        ),
+        (
+            r#"{"osu": {"bench": "bcast", "size_bytes": 8, "root": 4}, "coll": {"ranks_per_cluster": 2}}"#.to_string(),
+            "root: 4 is not a rank (valid 0..3)",
+        ),
+        (
+            r#"{"osu": {"bench": "bcast", "size_bytes": 1048576}, "coll": {"ranks_per_cluster": 8}}"#.to_string(),
+            "with scatter_allgather, which the TCP model does not run",
+        ),
         (base(r#""coll": {"ranks_per_cluster": 2}"#), "coll: only for bcast"),
     ];
     for (json, want) in cases {

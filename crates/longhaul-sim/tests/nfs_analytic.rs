@@ -6,7 +6,9 @@ use longhaul_sim::nfs::run_nfs_json;
 use longhaul_sim::nfs::NfsParams;
 
 fn rdma_bw(delay_us: f64, slots: u32) -> f64 {
-    let json = format!(r#"{{"transport": "rdma", "path": {{"delay_us": {delay_us}}}, "nfs": {{"simulated_bytes": 8388608, "slots": {slots}}}}}"#);
+    let json = format!(
+        r#"{{"transport": "rdma", "path": {{"delay_us": {delay_us}}}, "nfs": {{"simulated_bytes": 8388608, "slots": {slots}}}}}"#
+    );
     run_nfs_json(&json).unwrap().bw_MBps
 }
 

@@ -135,7 +135,10 @@ fn bad_scenarios_name_the_parameter() {
         (r#"{"verbs":{"transport":"ud","op":"send","test":"bw","size_bytes":4096}}"#, "size_bytes"),
         (r#"{"verbs":{"transport":"rc","op":"write","test":"bw","size_bytes":8,"qps":0}}"#, "qps"),
         (r#"{"path":{"delay_us":-1},"verbs":{"transport":"rc","op":"write","test":"bw","size_bytes":8}}"#, "delay_us"),
-        (r#"{"path":{"switch_buffer_bytes":10},"verbs":{"transport":"rc","op":"write","test":"bw","size_bytes":8}}"#, "switch_buffer_bytes"),
+        (
+            r#"{"path":{"switch_buffer_bytes":10},"verbs":{"transport":"rc","op":"write","test":"bw","size_bytes":8}}"#,
+            "switch_buffer_bytes",
+        ),
         (r#"{"testbed":"nope","verbs":{"transport":"rc","op":"write","test":"bw","size_bytes":8}}"#, "testbed"),
         (r#"{"verbs":{"transport":"xx","op":"write","test":"bw","size_bytes":8}}"#, "unknown variant"),
         (r#"{"verbs":"#, "scenario"),

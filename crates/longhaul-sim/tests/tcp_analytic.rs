@@ -27,7 +27,11 @@ fn window_limited_throughput_is_window_over_rtt() {
         let expected = window_bytes / (r.min_rtt_us * 1e-6) / 1e6;
         let got = steady_mbps(&r);
         let err = (got - expected) / expected;
-        assert!(err.abs() <= 0.03, "window {window} at {delay_us} us: {got:.1} vs {expected:.1} MB/s ({:+.1}%)", err * 100.0);
+        assert!(
+            err.abs() <= 0.03,
+            "window {window} at {delay_us} us: {got:.1} vs {expected:.1} MB/s ({:+.1}%)",
+            err * 100.0
+        );
     }
 }
 
@@ -45,6 +49,12 @@ fn loss_limited_reno_follows_mathis() {
         let rtt = r.min_rtt_us * 1e-6;
         let mathis = r.mss_bytes as f64 / rtt * 1.5f64.sqrt() / p.sqrt() / 1e6;
         let err = (r.bw_MBps - mathis) / mathis;
-        assert!(err.abs() <= 0.25, "p = {p}: {:.2} vs Mathis {mathis:.2} MB/s ({:+.1}%), {} timeouts", r.bw_MBps, err * 100.0, r.timeouts);
+        assert!(
+            err.abs() <= 0.25,
+            "p = {p}: {:.2} vs Mathis {mathis:.2} MB/s ({:+.1}%), {} timeouts",
+            r.bw_MBps,
+            err * 100.0,
+            r.timeouts
+        );
     }
 }

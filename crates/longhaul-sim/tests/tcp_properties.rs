@@ -53,7 +53,11 @@ fn no_throughput_above_the_bottleneck() {
 
 #[test]
 fn same_seed_same_record_and_seed_matters_under_loss() {
-    let sc = |seed: u64| format!(r#"{{"seed": {seed}, "link": "10gige-lan", "path": {{"delay_us": 500, "loss": 0.001}}, "tcp": {{"streams": 3, "duration_s": 0.5, "cwnd_trace": true}}, "cross": {{"gbps": 2, "on_ms": 5, "off_ms": 5}}}}"#);
+    let sc = |seed: u64| {
+        format!(
+            r#"{{"seed": {seed}, "link": "10gige-lan", "path": {{"delay_us": 500, "loss": 0.001}}, "tcp": {{"streams": 3, "duration_s": 0.5, "cwnd_trace": true}}, "cross": {{"gbps": 2, "on_ms": 5, "off_ms": 5}}}}"#
+        )
+    };
     let a = run_tcp_json(&sc(1)).unwrap();
     let b = run_tcp_json(&sc(1)).unwrap();
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());

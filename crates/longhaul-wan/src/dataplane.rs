@@ -88,7 +88,8 @@ struct Timer {
 impl Timer {
     fn new() -> std::io::Result<Timer> {
         // SAFETY: plain syscall; we take ownership of the returned fd.
-        let raw = check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
+        let raw =
+            check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
         Ok(Timer { fd: unsafe { OwnedFd::from_raw_fd(raw) }, armed_at: 0 })
     }
 
@@ -226,7 +227,13 @@ pub fn run(
                             let run = inspect(&data).0;
                             delivered += run.segments;
                             line_bytes += run.wire_bytes;
-                            line.push_back(Held { release_ns: at_ns, output, wire_bytes: run.wire_bytes, len: data.len(), data });
+                            line.push_back(Held {
+                                release_ns: at_ns,
+                                output,
+                                wire_bytes: run.wire_bytes,
+                                len: data.len(),
+                                data,
+                            });
                         }
                         counters.drops_loss.fetch_add(size.segments.saturating_sub(delivered), Relaxed);
                         pool.push(buf);

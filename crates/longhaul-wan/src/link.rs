@@ -35,7 +35,8 @@ pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
     let num = |k: &str, default: u64| -> Result<u64, String> {
         kv.get(k).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{k}: '{v}' is not a whole number")))
     };
-    let loss: f64 = kv.get("loss").map_or(Ok(0.0), |v| v.parse().map_err(|_| format!("loss: '{v}' is not a number")))?;
+    let loss: f64 =
+        kv.get("loss").map_or(Ok(0.0), |v| v.parse().map_err(|_| format!("loss: '{v}' is not a number")))?;
     if !(0.0..1.0).contains(&loss) {
         return Err(format!("loss {loss} is out of range [0, 1)"));
     }
@@ -45,7 +46,9 @@ pub fn direction_config(spec: &str) -> Result<DirectionConfig, String> {
         _ => QueueLimit::Bytes(num("queue_bytes", 4 << 20)?.max(1)),
     };
     for k in kv.keys() {
-        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "frame_bytes", "seed"].contains(&k.as_str()) {
+        if !["delay_ns", "jitter_ns", "rate_bps", "queue_bytes", "queue_packets", "loss", "frame_bytes", "seed"]
+            .contains(&k.as_str())
+        {
             return Err(format!("unknown link parameter '{k}'"));
         }
     }
@@ -94,7 +97,9 @@ pub fn main(args: &Args) -> Result<(), String> {
     let cpu = |key: &str| -> Result<Option<usize>, String> {
         match args.num::<i64>(key, -1)? {
             -1 => Ok(None),
-            n if n >= 0 && (n as usize) < std::thread::available_parallelism().map_or(1, |p| p.get()) => Ok(Some(n as usize)),
+            n if n >= 0 && (n as usize) < std::thread::available_parallelism().map_or(1, |p| p.get()) => {
+                Ok(Some(n as usize))
+            }
             n => Err(format!("--{key}: CPU {n} is not one of this machine's (or -1 for any)")),
         }
     };

@@ -23,7 +23,13 @@ const CHUNK: usize = 1 << 20;
 fn set_congestion(stream: &TcpStream, cc: &str) -> Result<(), String> {
     // SAFETY: TCP_CONGESTION takes the algorithm name as bytes.
     let r = unsafe {
-        libc::setsockopt(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr().cast(), cc.len() as u32)
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr().cast(),
+            cc.len() as u32,
+        )
     };
     if r < 0 {
         return Err(format!("congestion control '{cc}' refused: {}", std::io::Error::last_os_error()));
@@ -104,7 +110,8 @@ pub fn sink(args: &Args) -> Result<(), String> {
                 conn.set_nonblocking(false).map_err(|e| e.to_string())?;
                 let remaining = timeout.saturating_sub(start.elapsed()).max(Duration::from_millis(10));
                 conn.set_read_timeout(Some(remaining)).map_err(|e| e.to_string())?;
-                let (first_ns, last_ns, counted, total) = (first_ns.clone(), last_ns.clone(), counted.clone(), total.clone());
+                let (first_ns, last_ns, counted, total) =
+                    (first_ns.clone(), last_ns.clone(), counted.clone(), total.clone());
                 handles.push(std::thread::spawn(move || {
                     let mut buf = vec![0u8; CHUNK];
                     while let Ok(n) = conn.read(&mut buf) {
@@ -172,7 +179,9 @@ pub fn source(args: &Args) -> Result<(), String> {
                 while Instant::now() < deadline {
                     match c.write(&buf) {
                         Ok(n) => sent += n as u64,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e)
+                            if e.kind() == std::io::ErrorKind::WouldBlock
+                                || e.kind() == std::io::ErrorKind::TimedOut => {}
                         Err(_) => break,
                     }
                 }
@@ -207,7 +216,6 @@ pub fn source(args: &Args) -> Result<(), String> {
         if window_s > 0.0 { acked as f64 * 8.0 / window_s } else { 0.0 },
         rtt_sum / streams.max(1) as u64,
         cwnd_sum / streams.max(1) as u64
-    )
-    ;
+    );
     Ok(())
 }

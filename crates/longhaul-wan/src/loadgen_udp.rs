@@ -100,7 +100,9 @@ fn follow_up(fd: std::os::fd::RawFd, seq: u64, buf: &mut [u8]) -> Option<u64> {
     let deadline = Instant::now() + FOLLOW_UP_WAIT;
     while Instant::now() < deadline {
         match rxstamp::recv(fd, buf) {
-            Ok(r) if r.len == PROBE_HEADER && buf[..8] == seq.to_le_bytes() && buf[8..16] == FOLLOW_UP.to_le_bytes() => {
+            Ok(r)
+                if r.len == PROBE_HEADER && buf[..8] == seq.to_le_bytes() && buf[8..16] == FOLLOW_UP.to_le_bytes() =>
+            {
                 return Some(u64::from_le_bytes(buf[16..24].try_into().unwrap()));
             }
             Ok(_) => continue,
@@ -156,7 +158,11 @@ pub fn ping_client(args: &Args) -> Result<(), String> {
         let deadline = Instant::now() + wait;
         while Instant::now() < deadline {
             match rxstamp::recv(fd, &mut back) {
-                Ok(r) if r.len >= PROBE_HEADER && back[..8] == seq.to_le_bytes() && back[8..16] != FOLLOW_UP.to_le_bytes() => {
+                Ok(r)
+                    if r.len >= PROBE_HEADER
+                        && back[..8] == seq.to_le_bytes()
+                        && back[8..16] != FOLLOW_UP.to_le_bytes() =>
+                {
                     let app_ns = mono_ns() - sent_ns;
                     let turnaround = u64::from_le_bytes(back[16..24].try_into().unwrap());
                     let residence = follow_up(fd, seq, &mut back);
@@ -243,7 +249,13 @@ pub fn cbr_sink(args: &Args) -> Result<(), String> {
     let rcvbuf: libc::c_int = 16 << 20;
     // SAFETY: an int option value of the right size; failure leaves the default buffer.
     unsafe {
-        libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, (&rcvbuf as *const libc::c_int).cast(), 4)
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&rcvbuf as *const libc::c_int).cast(),
+            4,
+        )
     };
     let until = Instant::now() + Duration::from_secs_f64(args.num("timeout-s", 60.0)?);
     let idle = Duration::from_secs_f64(args.num("idle-s", 1.0)?);

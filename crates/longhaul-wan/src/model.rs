@@ -47,7 +47,15 @@ pub struct DirectionConfig {
 
 impl Default for DirectionConfig {
     fn default() -> Self {
-        DirectionConfig { delay_ns: 0, jitter_ns: 0, rate_bps: 0, queue: QueueLimit::Bytes(4 << 20), loss: 0.0, frame_bytes: 0, seed: 1 }
+        DirectionConfig {
+            delay_ns: 0,
+            jitter_ns: 0,
+            rate_bps: 0,
+            queue: QueueLimit::Bytes(4 << 20),
+            loss: 0.0,
+            frame_bytes: 0,
+            seed: 1,
+        }
     }
 }
 
@@ -253,7 +261,8 @@ mod tests {
     #[test]
     fn long_run_rate_is_exact_despite_fractional_nanoseconds() {
         // 3 Gb/s and 1499-byte packets: 3997.33.. ns each; 300k packets must take 1.2 s within 1 ns.
-        let cfg = DirectionConfig { rate_bps: 3_000_000_000, queue: QueueLimit::Packets(u64::MAX), ..Default::default() };
+        let cfg =
+            DirectionConfig { rate_bps: 3_000_000_000, queue: QueueLimit::Packets(u64::MAX), ..Default::default() };
         let mut m = LinkModel::new(cfg);
         let mut last = 0;
         for _ in 0..300_000 {

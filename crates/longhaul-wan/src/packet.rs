@@ -35,9 +35,7 @@ pub fn inspect(frame: &[u8]) -> (PacketSize, Dest) {
     let gso_type = frame[1] & !GSO_ECN;
     let gso_size = u16::from_le_bytes([frame[4], frame[5]]) as u64;
     let (dest, l3_len, l4_proto) = match ip[0] >> 4 {
-        4 if ip.len() >= 20 => {
-            (Dest::V4([ip[16], ip[17], ip[18], ip[19]]), ((ip[0] & 0x0f) as usize) * 4, ip[9])
-        }
+        4 if ip.len() >= 20 => (Dest::V4([ip[16], ip[17], ip[18], ip[19]]), ((ip[0] & 0x0f) as usize) * 4, ip[9]),
         6 if ip.len() >= 40 => {
             let mut d = [0u8; 16];
             d.copy_from_slice(&ip[24..40]);

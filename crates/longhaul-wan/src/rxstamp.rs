@@ -23,8 +23,10 @@ pub fn realtime_ns() -> u64 {
 pub fn enable(fd: RawFd) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: an int option value of the right size.
-    check(unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&on as *const libc::c_int).cast(), 4) })
-        .map(|_| ())
+    check(unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&on as *const libc::c_int).cast(), 4)
+    })
+    .map(|_| ())
 }
 
 /// SO_TIMESTAMPING (asm-generic/socket.h SO_TIMESTAMPING_OLD, the 64-bit-time_t value; the
@@ -33,8 +35,9 @@ const SO_TIMESTAMPING: libc::c_int = 37;
 
 /// Ask for software transmit stamps on `fd` (read back with [`tx_stamp`]).
 pub fn enable_tx(fd: RawFd) -> io::Result<()> {
-    let flags = (libc::SOF_TIMESTAMPING_TX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE | libc::SOF_TIMESTAMPING_OPT_TSONLY)
-        as libc::c_int;
+    let flags = (libc::SOF_TIMESTAMPING_TX_SOFTWARE
+        | libc::SOF_TIMESTAMPING_SOFTWARE
+        | libc::SOF_TIMESTAMPING_OPT_TSONLY) as libc::c_int;
     // SAFETY: an int option value of the right size.
     check(unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, SO_TIMESTAMPING, (&flags as *const libc::c_int).cast(), 4) })
         .map(|_| ())
@@ -122,7 +125,9 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
 
 pub fn send_to(fd: RawFd, data: &[u8], to: &libc::sockaddr_storage, to_len: libc::socklen_t) -> io::Result<usize> {
     // SAFETY: `to` is a sockaddr the kernel filled in, of length `to_len`.
-    let n = unsafe { libc::sendto(fd, data.as_ptr().cast(), data.len(), 0, (to as *const libc::sockaddr_storage).cast(), to_len) };
+    let n = unsafe {
+        libc::sendto(fd, data.as_ptr().cast(), data.len(), 0, (to as *const libc::sockaddr_storage).cast(), to_len)
+    };
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -122,7 +122,15 @@ impl IbHosts {
     /// Create a connected pair of QPs (one on each host); returns (qp on a, qp on b).
     /// `sq_depth`: the send queue depth the consumer asks for (both ends), capped at the
     /// adapter's `max_qp_wr` as MVAPICH2 and the kernel's RDMA consumers cap it.
-    pub fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, mtu: u32, initial_psn: u32, sq_depth: u32) -> (u32, u32) {
+    pub fn connect(
+        &mut self,
+        a: NodeId,
+        b: NodeId,
+        transport: Transport,
+        mtu: u32,
+        initial_psn: u32,
+        sq_depth: u32,
+    ) -> (u32, u32) {
         let qa = self.qps.len() as u32;
         let qb = qa + 1;
         let depth = sq_depth.clamp(1, self.hca.max_qp_wr);
@@ -371,7 +379,20 @@ impl IbHosts {
             q.ack_psn = None;
             h.engine_free = ready;
             self.stats.acks += 1;
-            let pkt = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind, op: Op::Send, psn, len: 0, first: true, last: true, ack_req: false, wire: headers::ack_bytes(), imm: 0 };
+            let pkt = IbPacket {
+                src: node,
+                dst: q.peer_node,
+                qp: q.peer_qp,
+                kind,
+                op: Op::Send,
+                psn,
+                len: 0,
+                first: true,
+                last: true,
+                ack_req: false,
+                wire: headers::ack_bytes(),
+                imm: 0,
+            };
             return Pull::Ready(pkt);
         }
         // 2. read responses
@@ -470,12 +491,38 @@ impl IbHosts {
             let (pkt, advance_wqe) = if is_read {
                 let req_len = w.len - offset.min(w.len);
                 q.reads_outstanding += 1;
-                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::ReadReq, op: Op::Read, psn, len: req_len, first: true, last: true, ack_req: false, wire: headers::read_request_bytes(), imm: 0 };
+                let p = IbPacket {
+                    src: node,
+                    dst: q.peer_node,
+                    qp: q.peer_qp,
+                    kind: Kind::ReadReq,
+                    op: Op::Read,
+                    psn,
+                    len: req_len,
+                    first: true,
+                    last: true,
+                    ack_req: false,
+                    wire: headers::read_request_bytes(),
+                    imm: 0,
+                };
                 (p, true)
             } else {
                 let last = q.cur_pkt + 1 == w.npkts;
                 let ack_req = last || (q.cur_pkt + 1).is_multiple_of(ack_every);
-                let p = IbPacket { src: node, dst: q.peer_node, qp: q.peer_qp, kind: Kind::Data, op: w.op, psn, len, first, last, ack_req, wire: headers::data_packet_bytes(ud, w.op, first, len), imm: (w.id >> 32) as u32 };
+                let p = IbPacket {
+                    src: node,
+                    dst: q.peer_node,
+                    qp: q.peer_qp,
+                    kind: Kind::Data,
+                    op: w.op,
+                    psn,
+                    len,
+                    first,
+                    last,
+                    ack_req,
+                    wire: headers::data_packet_bytes(ud, w.op, first, len),
+                    imm: (w.id >> 32) as u32,
+                };
                 (p, last)
             };
             if psn_diff(psn, q.sent_through) < 0 {

@@ -96,7 +96,16 @@ pub struct Qp {
 
 impl Qp {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(id: u32, node: NodeId, peer_qp: u32, peer_node: NodeId, transport: Transport, mtu: u32, initial_psn: u32, sq_depth: u32) -> Self {
+    pub fn new(
+        id: u32,
+        node: NodeId,
+        peer_qp: u32,
+        peer_node: NodeId,
+        transport: Transport,
+        mtu: u32,
+        initial_psn: u32,
+        sq_depth: u32,
+    ) -> Self {
         Qp {
             id,
             node,
@@ -173,7 +182,13 @@ impl Qp {
                     self.reads_outstanding = self.reads_outstanding.saturating_sub(1);
                 }
                 // Reads still outstanding after this one will be re-requested too.
-                let later_reads = self.sq.iter().skip(i + 1).take(self.cur.saturating_sub(i + 1)).filter(|w| w.op == Op::Read).count() as u32;
+                let later_reads = self
+                    .sq
+                    .iter()
+                    .skip(i + 1)
+                    .take(self.cur.saturating_sub(i + 1))
+                    .filter(|w| w.op == Op::Read)
+                    .count() as u32;
                 self.reads_outstanding = self.reads_outstanding.saturating_sub(later_reads);
                 self.cur = i;
                 self.cur_pkt = off as u32;

@@ -106,7 +106,16 @@ pub fn check_ranks(app: AppName, ranks: u32) -> Result<(), String> {
 }
 
 /// Build the skeleton of `app` class `class` on `layout`.
-pub fn build(app: AppName, class: NasClass, layout: &Layout, node: &NodeParams, compute_us: Option<f64>, algo: Algo, one_way_us: f64, auto: AutoRule) -> App {
+pub fn build(
+    app: AppName,
+    class: NasClass,
+    layout: &Layout,
+    node: &NodeParams,
+    compute_us: Option<f64>,
+    algo: Algo,
+    one_way_us: f64,
+    auto: AutoRule,
+) -> App {
     let n = layout.ranks();
     let (iterations, mop, dims) = size(app, class);
     let rate = if app == AppName::Is { node.core_mops * IS_KEY_COST } else { node.core_mops };
@@ -124,7 +133,10 @@ pub fn build(app: AppName, class: NasClass, layout: &Layout, node: &NodeParams, 
             for r in 0..n {
                 let others: Vec<u32> = (0..n).filter(|&x| x != r).collect();
                 let x = |q: u32| Xfer::plain(q, per_pair);
-                p.ranks[r as usize].push(Action::Round { sends: others.iter().map(|&q| x(q)).collect(), recvs: others.iter().map(|&q| x(q)).collect() });
+                p.ranks[r as usize].push(Action::Round {
+                    sends: others.iter().map(|&q| x(q)).collect(),
+                    recvs: others.iter().map(|&q| x(q)).collect(),
+                });
             }
         }
         AppName::Ft => {
@@ -158,7 +170,11 @@ fn large_share(p: &Programs) -> f64 {
             }
         }
     }
-    if all == 0 { 0.0 } else { big as f64 / all as f64 }
+    if all == 0 {
+        0.0
+    } else {
+        big as f64 / all as f64
+    }
 }
 
 fn sendrecv(p: &mut Programs, me: u32, peer: u32, bytes: u64) {
@@ -225,7 +241,10 @@ fn mg(p: &mut Programs, edge: u64, n: u32, layout: &Layout, algo: Algo, one_way_
                     down[d] = (c[d] + g[d] - 1) % g[d];
                     let rank = |v: [u32; 3]| v[0] + v[1] * g[0] + v[2] * g[0] * g[1];
                     let (u, w) = (rank(up), rank(down));
-                    p.ranks[me as usize].push(Action::Round { sends: vec![Xfer::plain(u, face), Xfer::plain(w, face)], recvs: vec![Xfer::plain(w, face), Xfer::plain(u, face)] });
+                    p.ranks[me as usize].push(Action::Round {
+                        sends: vec![Xfer::plain(u, face), Xfer::plain(w, face)],
+                        recvs: vec![Xfer::plain(w, face), Xfer::plain(u, face)],
+                    });
                 }
             }
         }
@@ -247,14 +266,22 @@ fn lu(p: &mut Programs, edge: u64, n: u32) {
         let prog = &mut p.ranks[me as usize];
         for (from, to) in [([west, north], [east, south]), ([east, south], [west, north])] {
             for _ in 1..edge - 1 {
-                let recvs = from.iter().zip([ny, nx]).filter_map(|(q, len)| q.map(|q| Xfer::plain(q, len * 40))).collect();
+                let recvs =
+                    from.iter().zip([ny, nx]).filter_map(|(q, len)| q.map(|q| Xfer::plain(q, len * 40))).collect();
                 prog.push(Action::Round { sends: Vec::new(), recvs });
-                let sends = to.iter().zip([ny, nx]).filter_map(|(q, len)| q.map(|q| Xfer::plain(q, len * 40))).collect();
+                let sends =
+                    to.iter().zip([ny, nx]).filter_map(|(q, len)| q.map(|q| Xfer::plain(q, len * 40))).collect();
                 prog.push(Action::Round { sends, recvs: Vec::new() });
             }
         }
-        let halo: Vec<(u32, u64)> = [(east, ny), (west, ny), (south, nx), (north, nx)].iter().filter_map(|&(q, len)| q.map(|q| (q, len * edge * 80))).collect();
-        prog.push(Action::Round { sends: halo.iter().map(|&(q, b)| Xfer::plain(q, b)).collect(), recvs: halo.iter().map(|&(q, b)| Xfer::plain(q, b)).collect() });
+        let halo: Vec<(u32, u64)> = [(east, ny), (west, ny), (south, nx), (north, nx)]
+            .iter()
+            .filter_map(|&(q, len)| q.map(|q| (q, len * edge * 80)))
+            .collect();
+        prog.push(Action::Round {
+            sends: halo.iter().map(|&(q, b)| Xfer::plain(q, b)).collect(),
+            recvs: halo.iter().map(|&(q, b)| Xfer::plain(q, b)).collect(),
+        });
     }
 }
 

@@ -72,7 +72,11 @@ fn scatter_tree(p: &mut Programs, g: &[u32], root: usize, blocks: &[u32], d: Dat
         let mut mask = 1;
         while mask < m {
             if rel & mask != 0 {
-                push(p, me, Action::recv(d.xfer(g[(rel - mask + root) % m], chunks(blocks, m, rel, rel + mask), false)));
+                push(
+                    p,
+                    me,
+                    Action::recv(d.xfer(g[(rel - mask + root) % m], chunks(blocks, m, rel, rel + mask), false)),
+                );
                 break;
             }
             mask <<= 1;

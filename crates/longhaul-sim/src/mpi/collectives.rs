@@ -116,7 +116,16 @@ pub fn nblocks(c: Collective, n: u32) -> u32 {
 /// OSU message size: the whole buffer for bcast/allreduce, per rank for scatter and alltoall.
 /// A flat algorithm of another collective (an application or trace pins one for all its
 /// collectives) gives way to the default. Returns the algorithm actually used.
-pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: u64, algo: Algo, one_way_delay_us: f64, auto: AutoRule) -> Algo {
+pub fn emit(
+    p: &mut Programs,
+    layout: &Layout,
+    c: Collective,
+    root: u32,
+    bytes: u64,
+    algo: Algo,
+    one_way_delay_us: f64,
+    auto: AutoRule,
+) -> Algo {
     let world: Vec<u32> = (0..layout.ranks()).collect();
     let n = world.len();
     let spans = layout.spans_clusters();
@@ -208,7 +217,8 @@ fn allreduce_hier(p: &mut Programs, layout: &Layout, blocks: &[u32], d: Data) {
     }
     let (la, lb) = (groups[0][0], groups[1][0]);
     for (me, peer) in [(la, lb), (lb, la)] {
-        p.ranks[me as usize].push(Action::sendrecv(d.xfer(peer, blocks.to_vec(), false), d.xfer(peer, blocks.to_vec(), true)));
+        p.ranks[me as usize]
+            .push(Action::sendrecv(d.xfer(peer, blocks.to_vec(), false), d.xfer(peer, blocks.to_vec(), true)));
     }
     for g in &groups {
         flat_bcast(p, Algo::Default, g, 0, blocks, d);
@@ -244,7 +254,12 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
                 let moves = direct().into_iter().zip(gathered(r)).collect();
                 p.ranks[r as usize].push(Action::Local { moves, bytes: a.per_peer * other.len() as u64 });
             } else {
-                p.ranks[r as usize].push(Action::send(Xfer::new(leader, a.per_peer * other.len() as u64, direct(), false)));
+                p.ranks[r as usize].push(Action::send(Xfer::new(
+                    leader,
+                    a.per_peer * other.len() as u64,
+                    direct(),
+                    false,
+                )));
                 recvs.push(Xfer::new(r, a.per_peer * other.len() as u64, gathered(r), false));
             }
         }
@@ -254,8 +269,10 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
     for c in 0..2 {
         let (mine, other) = (&groups[c], &groups[1 - c]);
         let (me, peer) = if c == 0 { (la, lb) } else { (lb, la) };
-        let out: Vec<u32> = mine.iter().flat_map(|&s| other.iter().map(move |&t| (s, t))).map(|(s, t)| a.stage_blk(s, t)).collect();
-        let inn: Vec<u32> = other.iter().flat_map(|&s| mine.iter().map(move |&t| (s, t))).map(|(s, t)| a.stage_blk(s, t)).collect();
+        let out: Vec<u32> =
+            mine.iter().flat_map(|&s| other.iter().map(move |&t| (s, t))).map(|(s, t)| a.stage_blk(s, t)).collect();
+        let inn: Vec<u32> =
+            other.iter().flat_map(|&s| mine.iter().map(move |&t| (s, t))).map(|(s, t)| a.stage_blk(s, t)).collect();
         p.ranks[me as usize].push(Action::sendrecv(a.xfer(peer, out), a.xfer(peer, inn)));
     }
     for c in 0..2 {
@@ -270,7 +287,12 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
                 p.ranks[t as usize].push(Action::Local { moves, bytes: a.per_peer * other.len() as u64 });
             } else {
                 sends.push(Xfer::new(t, a.per_peer * other.len() as u64, staged, false));
-                p.ranks[t as usize].push(Action::recv(Xfer::new(leader, a.per_peer * other.len() as u64, final_, false)));
+                p.ranks[t as usize].push(Action::recv(Xfer::new(
+                    leader,
+                    a.per_peer * other.len() as u64,
+                    final_,
+                    false,
+                )));
             }
         }
         p.ranks[leader as usize].push(Action::Round { sends, recvs: Vec::new() });
@@ -291,7 +313,8 @@ mod tests {
         emit(&mut p, layout, c, root, bytes, algo, 0.0, NO_AUTO);
         let nb = nblocks(c, n) as usize;
         // Rank r's initial block b: a value unique to (r, b).
-        let mut bufs: Vec<Vec<u64>> = (0..n as u64).map(|r| (0..nb as u64).map(|b| (r + 1) * 1_000_003 + b * 7919).collect()).collect();
+        let mut bufs: Vec<Vec<u64>> =
+            (0..n as u64).map(|r| (0..nb as u64).map(|b| (r + 1) * 1_000_003 + b * 7919).collect()).collect();
         if matches!(c, Collective::Bcast | Collective::Scatter) {
             for (r, buf) in bufs.iter_mut().enumerate() {
                 if r as u32 != root {
@@ -309,11 +332,21 @@ mod tests {
 
     #[test]
     fn every_algorithm_computes_the_same_result() {
-        for (nodes, ppn, n, place) in [(2, 2, 8, Placement::Block), (3, 2, 12, Placement::Block), (2, 2, 7, Placement::Cyclic), (4, 2, 16, Placement::Block), (1, 1, 2, Placement::Block)] {
+        for (nodes, ppn, n, place) in [
+            (2, 2, 8, Placement::Block),
+            (3, 2, 12, Placement::Block),
+            (2, 2, 7, Placement::Cyclic),
+            (4, 2, 16, Placement::Block),
+            (1, 1, 2, Placement::Block),
+        ] {
             let layout = Layout::new(nodes, ppn, n, &place).unwrap();
             let n = n as u64;
             for c in [Collective::Bcast, Collective::Allreduce, Collective::Scatter, Collective::Alltoall] {
-                let root = if c == Collective::Alltoall || c == Collective::Allreduce { 0 } else { (n / 2 + 1) as u32 % n as u32 };
+                let root = if c == Collective::Alltoall || c == Collective::Allreduce {
+                    0
+                } else {
+                    (n / 2 + 1) as u32 % n as u32
+                };
                 let mut algos: Vec<Algo> = Algo::flat_for(c).to_vec();
                 algos.extend([Algo::Default, Algo::Hierarchical]);
                 for &a in &algos {
@@ -321,7 +354,9 @@ mod tests {
                     for (r, buf) in bufs.iter().enumerate() {
                         let r = r as u64;
                         match c {
-                            Collective::Bcast => assert!(buf.iter().enumerate().all(|(b, &v)| v == init(root as u64, b as u64)), "{a:?}"),
+                            Collective::Bcast => {
+                                assert!(buf.iter().enumerate().all(|(b, &v)| v == init(root as u64, b as u64)), "{a:?}")
+                            }
                             Collective::Allreduce => {
                                 for (b, &v) in buf.iter().enumerate() {
                                     let want = (0..n).fold(0u64, |s, q| s.wrapping_add(init(q, b as u64)));
@@ -331,7 +366,11 @@ mod tests {
                             Collective::Scatter => assert_eq!(buf[r as usize], init(root as u64, r), "{a:?} rank {r}"),
                             Collective::Alltoall => {
                                 for src in 0..n {
-                                    assert_eq!(buf[(n + src) as usize], init(src, r), "{a:?} n={n} rank {r} from {src}");
+                                    assert_eq!(
+                                        buf[(n + src) as usize],
+                                        init(src, r),
+                                        "{a:?} n={n} rank {r} from {src}"
+                                    );
                                 }
                             }
                             Collective::Barrier => {}
@@ -348,10 +387,18 @@ mod tests {
         for algo in [Algo::Hierarchical, Algo::Binomial, Algo::ScatterRing] {
             let mut p = Programs::new(16);
             emit(&mut p, &layout, Collective::Bcast, 0, 1 << 17, algo, 0.0, NO_AUTO);
-            let crossings: usize = p.ranks.iter().enumerate().flat_map(|(r, acts)| acts.iter().map(move |a| (r, a))).map(|(r, a)| match a {
-                Action::Round { sends, .. } | Action::Post { sends, .. } => sends.iter().filter(|x| layout.cluster(x.peer) != layout.cluster(r as u32)).count(),
-                _ => 0,
-            }).sum();
+            let crossings: usize = p
+                .ranks
+                .iter()
+                .enumerate()
+                .flat_map(|(r, acts)| acts.iter().map(move |a| (r, a)))
+                .map(|(r, a)| match a {
+                    Action::Round { sends, .. } | Action::Post { sends, .. } => {
+                        sends.iter().filter(|x| layout.cluster(x.peer) != layout.cluster(r as u32)).count()
+                    }
+                    _ => 0,
+                })
+                .sum();
             if algo == Algo::Hierarchical {
                 assert_eq!(crossings, 1);
             } else {

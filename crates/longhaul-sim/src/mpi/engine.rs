@@ -214,7 +214,16 @@ impl Timers {
 }
 
 impl Mpi {
-    pub fn new(layout: Layout, params: MpiParams, node: NodeParams, transport: Transport, mtu: u32, host: Vec<NodeId>, progs: Programs, post_ns: f64) -> Self {
+    pub fn new(
+        layout: Layout,
+        params: MpiParams,
+        node: NodeParams,
+        transport: Transport,
+        mtu: u32,
+        host: Vec<NodeId>,
+        progs: Programs,
+        post_ns: f64,
+    ) -> Self {
         let n = layout.ranks() as usize;
         let call_cost = from_ns(params.call_ns);
         let mut local_ranks = vec![0u32; 2 * layout.nodes_per_cluster as usize];
@@ -332,7 +341,16 @@ impl Mpi {
         }
     }
 
-    fn post_all(&mut self, ib: &mut IbHosts, r: u32, t: Time, sends: &[Xfer], recvs: &[Xfer], detached: bool, q: &mut EventQueue<Ev>) {
+    fn post_all(
+        &mut self,
+        ib: &mut IbHosts,
+        r: u32,
+        t: Time,
+        sends: &[Xfer],
+        recvs: &[Xfer],
+        detached: bool,
+        q: &mut EventQueue<Ev>,
+    ) {
         for x in recvs {
             let at = self.cpu(r, t, self.call_cost);
             self.post_recv(ib, x.peer, r, x.bytes, detached, at, q);
@@ -343,7 +361,16 @@ impl Mpi {
         }
     }
 
-    fn post_send(&mut self, ib: &mut IbHosts, src: u32, dst: u32, bytes: u64, detached: bool, t: Time, q: &mut EventQueue<Ev>) {
+    fn post_send(
+        &mut self,
+        ib: &mut IbHosts,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        detached: bool,
+        t: Time,
+        q: &mut EventQueue<Ev>,
+    ) {
         let pair = self.pairs.entry((src, dst)).or_default();
         let seq = pair.send_seq;
         pair.send_seq += 1;
@@ -356,7 +383,20 @@ impl Mpi {
         } else {
             self.rndv_proto()
         };
-        let m = self.new_msg(Msg { src, dst, bytes, seq, proto, send_detached: detached, recv_detached: None, recv_posted_at: 0, arrived_at: None, pending_parts: 0, data_at: 0, done: 0 });
+        let m = self.new_msg(Msg {
+            src,
+            dst,
+            bytes,
+            seq,
+            proto,
+            send_detached: detached,
+            recv_detached: None,
+            recv_posted_at: 0,
+            arrived_at: None,
+            pending_parts: 0,
+            data_at: 0,
+            done: 0,
+        });
         match proto {
             Proto::Shm => self.shm_send(m, t, q),
             Proto::Eager => self.eager_send(ib, m, t, q),
@@ -364,7 +404,16 @@ impl Mpi {
         }
     }
 
-    fn post_recv(&mut self, ib: &mut IbHosts, src: u32, dst: u32, bytes: u64, detached: bool, t: Time, q: &mut EventQueue<Ev>) {
+    fn post_recv(
+        &mut self,
+        ib: &mut IbHosts,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        detached: bool,
+        t: Time,
+        q: &mut EventQueue<Ev>,
+    ) {
         let pair = self.pairs.entry((src, dst)).or_default();
         match pair.unexpected.pop_front() {
             Some(m) => {

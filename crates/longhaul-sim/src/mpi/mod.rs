@@ -11,6 +11,7 @@ pub mod apps;
 pub mod coll_flat;
 pub mod collectives;
 pub mod engine;
+pub mod osu;
 pub mod params;
 pub mod placement;
 pub mod program;
@@ -18,7 +19,6 @@ pub mod protocol;
 pub mod reliable;
 pub mod scenario;
 pub mod shm;
-pub mod osu;
 pub mod trace;
 
 use serde::Serialize;
@@ -105,7 +105,9 @@ pub fn validate_mpi_json(text: &str) -> Result<(), ScenarioError> {
         Workload::App(a) => apps::check_ranks(a.name, slots).map_err(ScenarioError),
         Workload::Trace(t) => {
             let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
-            Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map(|_| ()).map_err(|e| ScenarioError(format!("{}: {e}", t.name)))
+            Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement)
+                .map(|_| ())
+                .map_err(|e| ScenarioError(format!("{}: {e}", t.name)))
         }
     }
 }
@@ -123,7 +125,9 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
                 // osu_mbw_mr pairs rank i with rank i + pairs: senders in A, receivers in B.
                 (Placement::Block, osu::OsuBench::MbwMr) => {
                     let k = ranks / 2;
-                    Placement::Map((0..ranks).map(|x| if x < k { x / r.ppn } else { r.nodes + (x - k) / r.ppn }).collect())
+                    Placement::Map(
+                        (0..ranks).map(|x| if x < k { x / r.ppn } else { r.nodes + (x - k) / r.ppn }).collect(),
+                    )
                 }
                 (p, _) => p.clone(),
             };
@@ -142,11 +146,19 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
                 app.programs.repeat = it;
                 app.iterations = it;
             }
-            (app.programs, layout, r.algo.name().to_string(), app.iterations, Some(app.compute_us_per_iter), Some(app.large_share))
+            (
+                app.programs,
+                layout,
+                r.algo.name().to_string(),
+                app.iterations,
+                Some(app.compute_us_per_iter),
+                Some(app.large_share),
+            )
         }
         Workload::Trace(t) => {
             let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
-            let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map_err(|e| ScenarioError(format!("{}: {e}", t.name)))?;
+            let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement)
+                .map_err(|e| ScenarioError(format!("{}: {e}", t.name)))?;
             let p = trace::programs(&parsed, &layout, r.algo, one_way, auto);
             program::check(&p, &mut p.zero_buffers()).map_err(|e| ScenarioError(format!("{}: {}", t.name, e.0)))?;
             (p, layout, r.algo.name().to_string(), 1, None, None)
@@ -155,7 +167,11 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     let simulated = progs.repeat;
     let mut fabric: Fabric<IbPacket> = Fabric::new(r.base.seed);
     let clusters = topology::build(&r.base, &mut fabric, r.nodes as usize);
-    let host: Vec<u32> = layout.node.iter().map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] }).collect();
+    let host: Vec<u32> = layout
+        .node
+        .iter()
+        .map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] })
+        .collect();
     let mut hca = r.base.hca.clone();
     // MVAPICH2 asks for 4 outstanding RDMA reads per QP (rdma_default_qp_ous_rd_atom).
     hca.max_rd_atomic = hca.max_rd_atomic.min(4);

@@ -105,7 +105,13 @@ impl super::scenario::OsuSpec {
 }
 
 /// The benchmark's programs; returns the collective algorithm used (or "p2p").
-pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, algo: Algo, one_way_us: f64, auto: AutoRule) -> (Programs, &'static str) {
+pub fn programs(
+    spec: &super::scenario::OsuSpec,
+    layout: &Layout,
+    algo: Algo,
+    one_way_us: f64,
+    auto: AutoRule,
+) -> (Programs, &'static str) {
     let n = layout.ranks();
     let mut p = Programs::new(n as usize);
     let iters = spec.iterations.unwrap_or(ITERATIONS);
@@ -135,9 +141,11 @@ pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, algo: Algo, on
                     if i == warm {
                         p.ranks[a as usize].push(Action::Mark(START));
                     }
-                    p.ranks[a as usize].push(Action::Round { sends: vec![Xfer::plain(b, s); window], recvs: Vec::new() });
+                    p.ranks[a as usize]
+                        .push(Action::Round { sends: vec![Xfer::plain(b, s); window], recvs: Vec::new() });
                     p.ranks[a as usize].push(Action::recv(Xfer::plain(b, ACK_BYTES)));
-                    p.ranks[b as usize].push(Action::Round { sends: Vec::new(), recvs: vec![Xfer::plain(a, s); window] });
+                    p.ranks[b as usize]
+                        .push(Action::Round { sends: Vec::new(), recvs: vec![Xfer::plain(a, s); window] });
                     p.ranks[b as usize].push(Action::send(Xfer::plain(a, ACK_BYTES)));
                 }
                 p.ranks[a as usize].push(Action::Mark(END));
@@ -149,7 +157,10 @@ pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, algo: Algo, on
                     if i == warm && me == 0 {
                         p.ranks[0].push(Action::Mark(START));
                     }
-                    p.ranks[me].push(Action::Round { sends: vec![Xfer::plain(peer, s); window], recvs: vec![Xfer::plain(peer, s); window] });
+                    p.ranks[me].push(Action::Round {
+                        sends: vec![Xfer::plain(peer, s); window],
+                        recvs: vec![Xfer::plain(peer, s); window],
+                    });
                 }
             }
             p.ranks[0].push(Action::Mark(END));
@@ -208,7 +219,8 @@ pub fn measure(spec: &super::scenario::OsuSpec, marks: &[Vec<(u32, u64, Time)>])
                 .iter()
                 .filter_map(|m| {
                     let (a, b) = (mark(m, START), mark(m, END));
-                    (a.len() == b.len() && !a.is_empty()).then(|| a.iter().zip(&b).map(|(x, y)| to_us(y - x)).sum::<f64>() / a.len() as f64)
+                    (a.len() == b.len() && !a.is_empty())
+                        .then(|| a.iter().zip(&b).map(|(x, y)| to_us(y - x)).sum::<f64>() / a.len() as f64)
                 })
                 .collect();
             if per_rank.len() != marks.len() {

@@ -156,17 +156,35 @@ impl NodeParams {
     /// Intel Clovertown (Xeon 5300, 1333 MT/s FSB, DDR2-667 FB-DIMM): ~6 GB/s sustained
     /// (STREAM-class figures of the platform), ~1.7 GB/s single-core copy (assumed).
     pub fn clovertown() -> Self {
-        NodeParams { name: "clovertown".into(), copy_MBps: 1700.0, mem_MBps: 6000.0, shm_latency_ns: 500.0, core_mops: 400.0 }
+        NodeParams {
+            name: "clovertown".into(),
+            copy_MBps: 1700.0,
+            mem_MBps: 6000.0,
+            shm_latency_ns: 500.0,
+            core_mops: 400.0,
+        }
     }
     /// Intel Harpertown (Xeon 5400, 1600 MT/s FSB, 12 MB L2): ~8 GB/s sustained, ~2.3 GB/s
     /// single-core copy (assumed).
     pub fn harpertown() -> Self {
-        NodeParams { name: "harpertown".into(), copy_MBps: 2300.0, mem_MBps: 8000.0, shm_latency_ns: 400.0, core_mops: 500.0 }
+        NodeParams {
+            name: "harpertown".into(),
+            copy_MBps: 2300.0,
+            mem_MBps: 8000.0,
+            shm_latency_ns: 400.0,
+            core_mops: 500.0,
+        }
     }
     /// Intel Nehalem-EP (Xeon 5500, 3 DDR3-1066 channels per socket, QPI): ~35 GB/s sustained,
     /// ~3.5 GB/s single-core copy (assumed).
     pub fn nehalem() -> Self {
-        NodeParams { name: "nehalem".into(), copy_MBps: 3500.0, mem_MBps: 35000.0, shm_latency_ns: 250.0, core_mops: 700.0 }
+        NodeParams {
+            name: "nehalem".into(),
+            copy_MBps: 3500.0,
+            mem_MBps: 35000.0,
+            shm_latency_ns: 250.0,
+            core_mops: 700.0,
+        }
     }
 }
 

@@ -44,7 +44,11 @@ impl Layout {
                 let mut used = vec![0u32; nn as usize];
                 for (r, &n) in m.iter().enumerate() {
                     if n >= nn {
-                        return Err(format!("rank_map: rank {r} on node {n}, valid nodes are 0..{} (cluster A: 0..{})", nn - 1, nodes_per_cluster - 1));
+                        return Err(format!(
+                            "rank_map: rank {r} on node {n}, valid nodes are 0..{} (cluster A: 0..{})",
+                            nn - 1,
+                            nodes_per_cluster - 1
+                        ));
                     }
                     used[n as usize] += 1;
                     if used[n as usize] > ppn {

@@ -117,7 +117,9 @@ impl Programs {
                         top = top.max(x.blocks.iter().copied().max().map_or(0, |b| b + 1));
                     }
                 }
-                Action::Local { moves, .. } => top = top.max(moves.iter().map(|&(s, d)| s.max(d) + 1).max().unwrap_or(0)),
+                Action::Local { moves, .. } => {
+                    top = top.max(moves.iter().map(|&(s, d)| s.max(d) + 1).max().unwrap_or(0))
+                }
                 _ => {}
             }
         }

@@ -35,16 +35,22 @@ use crate::ib::{Completion, CompletionKind, IbHosts, Op, Transport};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Eager data (possibly one UD fragment: `last` marks the final one).
-    Eager { last: bool },
+    Eager {
+        last: bool,
+    },
     Rts,
     Cts,
     Fin,
     /// R3 rendezvous data through eager buffers.
-    R3 { last: bool },
+    R3 {
+        last: bool,
+    },
     /// Explicit credit (or UD/UC acknowledgement) update.
     Credit,
     /// RPUT data by RDMA write.
-    Write { last: bool },
+    Write {
+        last: bool,
+    },
     /// RGET data by RDMA read (posted by the receiver).
     Read,
 }
@@ -194,7 +200,17 @@ impl Mpi {
     }
 
     /// Send a wire of `kind` for message `m` from rank `from` to rank `to`, ready at `t`.
-    pub(super) fn send_wire(&mut self, ib: &mut IbHosts, from: u32, to: u32, kind: Kind, m: u32, bytes: u32, op: Op, t: Time) {
+    pub(super) fn send_wire(
+        &mut self,
+        ib: &mut IbHosts,
+        from: u32,
+        to: u32,
+        kind: Kind,
+        m: u32,
+        bytes: u32,
+        op: Op,
+        t: Time,
+    ) {
         let (c, d) = self.conn(ib, from, to);
         let rc = self.transport == Transport::Rc;
         // Completions that will release it: the send and the arrival; a read completes at the
@@ -244,7 +260,8 @@ impl Mpi {
             return false;
         }
         self.wires[h.tail as usize].next = w;
-        self.conns[c as usize].dirs[d].held = Some(Held { tail: w, bytes: h.bytes + bytes, ready: h.ready.max(ready), ..h });
+        self.conns[c as usize].dirs[d].held =
+            Some(Held { tail: w, bytes: h.bytes + bytes, ready: h.ready.max(ready), ..h });
         true
     }
 
@@ -369,7 +386,16 @@ impl Mpi {
     }
 
     /// Send `bytes` of message `m` as eager-buffer frames (one unless UD fragments it).
-    fn send_frames(&mut self, ib: &mut IbHosts, from: u32, to: u32, m: u32, bytes: u64, t: Time, kind: fn(bool) -> Kind) {
+    fn send_frames(
+        &mut self,
+        ib: &mut IbHosts,
+        from: u32,
+        to: u32,
+        m: u32,
+        bytes: u64,
+        t: Time,
+        kind: fn(bool) -> Kind,
+    ) {
         let per = self.frame_payload();
         let hdr = self.params.header_bytes as u64;
         let mut left = bytes;
@@ -424,7 +450,8 @@ impl Mpi {
                 if self.transport != Transport::Rc {
                     return self.on_frame(ib, conn, d, c.id as u32, c.at, q);
                 }
-                let head = self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
+                let head =
+                    self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
                 let mut w = head;
                 while w != NO_WIRE {
                     self.on_arrival(ib, conn, d, w, c.at, q);
@@ -477,7 +504,15 @@ impl Mpi {
 
     /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at` (UD/UC: in
     /// sequence, its acknowledgement already counted).
-    pub(super) fn on_arrival(&mut self, ib: &mut IbHosts, conn: u32, d: usize, w: u32, at: Time, q: &mut EventQueue<Ev>) {
+    pub(super) fn on_arrival(
+        &mut self,
+        ib: &mut IbHosts,
+        conn: u32,
+        d: usize,
+        w: u32,
+        at: Time,
+        q: &mut EventQueue<Ev>,
+    ) {
         let wire = self.wires[w as usize];
         let me = self.conns[conn as usize].ranks[1 - d];
         let t = self.cpu(me, at, 0);
@@ -507,7 +542,8 @@ impl Mpi {
                 }
             }
             Kind::R3 { last } => {
-                let bytes = (self.params.r3_chunk_bytes as u64).min(self.frame_payload()).min(self.msgs[m as usize].bytes);
+                let bytes =
+                    (self.params.r3_chunk_bytes as u64).min(self.frame_payload()).min(self.msgs[m as usize].bytes);
                 let t = self.copy(me, t, bytes);
                 if last {
                     self.complete_recv(m, t, q);

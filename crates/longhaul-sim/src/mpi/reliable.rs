@@ -75,7 +75,16 @@ impl Mpi {
 
     /// Post wire `w` in direction `d` of connection `c` with the next sequence number (it holds
     /// a window slot until acknowledged).
-    pub(super) fn post_sequenced(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+    pub(super) fn post_sequenced(
+        &mut self,
+        ib: &mut IbHosts,
+        c: u32,
+        d: usize,
+        w: u32,
+        bytes: u32,
+        op: Op,
+        ready: Time,
+    ) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         let seq = rel.next_seq;
         rel.next_seq += 1;

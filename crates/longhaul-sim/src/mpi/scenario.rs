@@ -14,7 +14,9 @@ use super::params::{MpiParams, NodeParams, Rndv};
 use super::placement::{Layout, Placement};
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
-use crate::scenario::{err, in_range_f, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
+use crate::scenario::{
+    err, in_range_f, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec,
+};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -177,7 +179,8 @@ pub struct MpiResolved {
 
 /// An [S2] platform: the adapter on its PCIe generation, and the fabric generation.
 fn s2_platform(name: &str) -> Option<(HcaProfile, Generation, NodeParams)> {
-    let ddr = |pcie_gen: u32| HcaProfile { name: format!("connectx-ddr-pcie{pcie_gen}"), pcie_gen, ..HcaProfile::connectx() };
+    let ddr =
+        |pcie_gen: u32| HcaProfile { name: format!("connectx-ddr-pcie{pcie_gen}"), pcie_gen, ..HcaProfile::connectx() };
     let qdr = HcaProfile { name: "connectx-qdr-pcie2".into(), ..HcaProfile::connectx2() };
     match name {
         "s2-ct-ddr" => Some((ddr(1), Generation::Ddr, NodeParams::clovertown())),
@@ -228,12 +231,28 @@ impl MpiScenario {
                 // One fabric: a plain IB link between the two switches unless a path is given.
                 path.extender = path.extender.or(Some("none".into()));
                 path.wan_generation = path.wan_generation.or(Some(*g));
-                if *g == Generation::Qdr { "s3" } else { "s1-connectx" }
+                if *g == Generation::Qdr {
+                    "s3"
+                } else {
+                    "s1-connectx"
+                }
             }
             None => self.testbed.as_str(),
         };
         let transport = self.mpi.transport.unwrap_or(TransportName::Rc);
-        let verbs = VerbsSpec { transport: TransportName::Rc, op: OpName::Send, test: TestName::Bw, size_bytes: 1, iterations: None, tx_depth: None, rx_depth: None, qps: None, outstanding_reads: None, timeout_exp: None, retry_count: None };
+        let verbs = VerbsSpec {
+            transport: TransportName::Rc,
+            op: OpName::Send,
+            test: TestName::Bw,
+            size_bytes: 1,
+            iterations: None,
+            tx_depth: None,
+            rx_depth: None,
+            qps: None,
+            outstanding_reads: None,
+            timeout_exp: None,
+            retry_count: None,
+        };
         let sc = Scenario { seed: self.seed, testbed: base_testbed.into(), hca: self.hca.clone(), path, verbs };
         let mut base = sc.resolve()?;
         base.testbed = self.testbed.clone();
@@ -246,7 +265,8 @@ impl MpiScenario {
             node = n;
         }
         if let Some(n) = &self.node {
-            node = node_by_name(n).ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
+            node = node_by_name(n)
+                .ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
         }
         self.node_params.apply(&mut node)?;
         let mut params = MpiParams::default();
@@ -316,7 +336,9 @@ impl MpiScenario {
         }
         let placement = match (&c.rank_map, c.placement.as_deref()) {
             (Some(map), None | Some("map")) => Placement::Map(map.clone()),
-            (Some(_), Some(p)) => return err(format!("placement: '{p}' conflicts with rank_map (omit placement or set it to map)")),
+            (Some(_), Some(p)) => {
+                return err(format!("placement: '{p}' conflicts with rank_map (omit placement or set it to map)"))
+            }
             (None, None | Some("block")) => Placement::Block,
             (None, Some("cyclic")) => Placement::Cyclic,
             (None, Some(p)) => return err(format!("placement: unknown '{p}' (valid: block, cyclic, or a rank_map)")),
@@ -327,12 +349,32 @@ impl MpiScenario {
         if let Workload::Osu(o) = &workload {
             o.validate(ranks)?;
             if let Some(c) = o.bench.collective().filter(|&c| !algo.fits(c)) {
-                let valid: Vec<&str> = ["default", "hierarchical", "auto"].into_iter().chain(Algo::flat_for(c).iter().map(|a| a.name())).collect();
-                return err(format!("algo: '{}' is not a {} algorithm (valid: {})", algo.name(), o.bench.name(), valid.join(", ")));
+                let valid: Vec<&str> = ["default", "hierarchical", "auto"]
+                    .into_iter()
+                    .chain(Algo::flat_for(c).iter().map(|a| a.name()))
+                    .collect();
+                return err(format!(
+                    "algo: '{}' is not a {} algorithm (valid: {})",
+                    algo.name(),
+                    o.bench.name(),
+                    valid.join(", ")
+                ));
             }
         }
         let (fixed_threshold, fixed_credits) = (m.eager_threshold_bytes.is_some(), m.eager_credits.is_some());
-        Ok(MpiResolved { base, node, params, transport, algo, nodes, ppn, placement, workload, fixed_threshold, fixed_credits })
+        Ok(MpiResolved {
+            base,
+            node,
+            params,
+            transport,
+            algo,
+            nodes,
+            ppn,
+            placement,
+            workload,
+            fixed_threshold,
+            fixed_credits,
+        })
     }
 }
 

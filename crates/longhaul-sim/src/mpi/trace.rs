@@ -53,7 +53,11 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
         }
         let f: Vec<&str> = body.split_whitespace().collect();
         if f[0] == "ranks" {
-            let n: u32 = f.get(1).and_then(|s| s.parse().ok()).filter(|&n| (1..=65536).contains(&n)).ok_or_else(|| e("'ranks N' needs N in 1..65536".into()))?;
+            let n: u32 = f
+                .get(1)
+                .and_then(|s| s.parse().ok())
+                .filter(|&n| (1..=65536).contains(&n))
+                .ok_or_else(|| e("'ranks N' needs N in 1..65536".into()))?;
             if ranks.is_some() || !lines.is_empty() {
                 return Err(e("'ranks' must be the first statement, once".into()));
             }
@@ -99,7 +103,8 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
             }
             Ok(())
         };
-        let needs_rank = |r: Option<u32>| r.ok_or_else(|| e(format!("{op}: a point-to-point event needs a rank, not '*'")));
+        let needs_rank =
+            |r: Option<u32>| r.ok_or_else(|| e(format!("{op}: a point-to-point event needs a rank, not '*'")));
         let ev = match op {
             "compute" => {
                 expect(3)?;
@@ -157,8 +162,12 @@ pub fn programs(t: &Parsed, layout: &Layout, algo: Algo, one_way_us: f64, auto: 
             (Event::Compute(us), Some(r)) => p.ranks[r as usize].push(Action::Compute(from_us(*us))),
             (Event::Send(q, b, true), Some(r)) => p.ranks[r as usize].push(Action::send(Xfer::plain(*q, *b))),
             (Event::Recv(q, b, true), Some(r)) => p.ranks[r as usize].push(Action::recv(Xfer::plain(*q, *b))),
-            (Event::Send(q, b, false), Some(r)) => p.ranks[r as usize].push(Action::Post { sends: vec![Xfer::plain(*q, *b)], recvs: vec![] }),
-            (Event::Recv(q, b, false), Some(r)) => p.ranks[r as usize].push(Action::Post { sends: vec![], recvs: vec![Xfer::plain(*q, *b)] }),
+            (Event::Send(q, b, false), Some(r)) => {
+                p.ranks[r as usize].push(Action::Post { sends: vec![Xfer::plain(*q, *b)], recvs: vec![] })
+            }
+            (Event::Recv(q, b, false), Some(r)) => {
+                p.ranks[r as usize].push(Action::Post { sends: vec![], recvs: vec![Xfer::plain(*q, *b)] })
+            }
             (Event::WaitAll, Some(r)) => p.ranks[r as usize].push(Action::WaitAll),
             _ => unreachable!("parse() rejects rank-less point-to-point events"),
         }
@@ -178,7 +187,11 @@ mod tests {
 
     #[test]
     fn parses_every_event_and_reports_file_and_line() {
-        let t = parse("app.trace", "ranks 2\n# hi\n0 compute 10\n0 isend 1 8\n1 recv 0 8\n0 waitall\n* allreduce 8\n* barrier\n").unwrap();
+        let t = parse(
+            "app.trace",
+            "ranks 2\n# hi\n0 compute 10\n0 isend 1 8\n1 recv 0 8\n0 waitall\n* allreduce 8\n* barrier\n",
+        )
+        .unwrap();
         assert_eq!(t.ranks, 2);
         let bad = |s: &str| parse("x.trace", s).unwrap_err();
         assert_eq!(bad("ranks 2\n0 send 5 8\n"), "x.trace:2: send: peer 5 is not a rank (0..1)");

@@ -51,7 +51,12 @@ pub struct BtlParams {
 
 impl Default for BtlParams {
     fn default() -> Self {
-        BtlParams { eager_limit_bytes: 65_536, rndv_eager_limit_bytes: 65_536, max_send_size_bytes: 131_072, per_msg_ns: 0.0 }
+        BtlParams {
+            eager_limit_bytes: 65_536,
+            rndv_eager_limit_bytes: 65_536,
+            max_send_size_bytes: 131_072,
+            per_msg_ns: 0.0,
+        }
     }
 }
 

@@ -62,9 +62,34 @@ pub fn ompi_bcast_choice(ranks: usize, bytes: u64) -> OmpiBcast {
     // (upper bound of total bytes, algorithm) per communicator-size band; the last entry holds
     // for every larger message.
     let band: &[(u64, OmpiBcast)] = match ranks {
-        0..=3 => &[(32, Pipeline), (256, BinaryTree), (512, Pipeline), (1024, Knomial), (32768, BasicLinear), (131_072, BinaryTree), (262_144, Chain), (524_288, BasicLinear), (1_048_576, Binomial), (u64::MAX, BinaryTree)],
-        4..=7 => &[(64, BinaryTree), (128, Binomial), (2048, BinaryTree), (8192, Binomial), (1_048_576, BasicLinear), (u64::MAX, Chain)],
-        8..=15 => &[(8, Knomial), (64, BinaryTree), (4096, Knomial), (16384, BinaryTree), (32768, Binomial), (u64::MAX, BasicLinear)],
+        0..=3 => &[
+            (32, Pipeline),
+            (256, BinaryTree),
+            (512, Pipeline),
+            (1024, Knomial),
+            (32768, BasicLinear),
+            (131_072, BinaryTree),
+            (262_144, Chain),
+            (524_288, BasicLinear),
+            (1_048_576, Binomial),
+            (u64::MAX, BinaryTree),
+        ],
+        4..=7 => &[
+            (64, BinaryTree),
+            (128, Binomial),
+            (2048, BinaryTree),
+            (8192, Binomial),
+            (1_048_576, BasicLinear),
+            (u64::MAX, Chain),
+        ],
+        8..=15 => &[
+            (8, Knomial),
+            (64, BinaryTree),
+            (4096, Knomial),
+            (16384, BinaryTree),
+            (32768, Binomial),
+            (u64::MAX, BasicLinear),
+        ],
         16..=31 => &[(4096, Knomial), (1_048_576, Binomial), (u64::MAX, ScatterAllgather)],
         _ => &[(2048, Binomial), (u64::MAX, Knomial)],
     };
@@ -83,7 +108,9 @@ fn tree(alg: OmpiBcast, n: usize, v: usize) -> Option<(Option<usize>, Vec<usize>
             }
         }
         // Fan-out 1: a pipeline 0 -> 1 -> ... -> n-1 (one segment).
-        OmpiBcast::Chain | OmpiBcast::Pipeline => ((v > 0).then(|| v - 1), if v + 1 < n { vec![v + 1] } else { Vec::new() }),
+        OmpiBcast::Chain | OmpiBcast::Pipeline => {
+            ((v > 0).then(|| v - 1), if v + 1 < n { vec![v + 1] } else { Vec::new() })
+        }
         OmpiBcast::BinaryTree => {
             // build_tree(fanout 2): level L holds 2^L ranks; children r + 2^L x (i + 1).
             let (mut level, mut first) = (0u32, 0usize);
@@ -142,7 +169,10 @@ pub fn ompi_bcast(p: &mut Programs, g: &[u32], root: usize, bytes: u64) -> Resul
     for (i, &me) in g.iter().enumerate() {
         let v = (i + n - root) % n;
         let (parent, children) = tree(alg, n, v).ok_or_else(|| {
-            format!("Open MPI 4.1 broadcasts {bytes} bytes among {n} ranks with {}, which the TCP model does not run", alg.name())
+            format!(
+                "Open MPI 4.1 broadcasts {bytes} bytes among {n} ranks with {}, which the TCP model does not run",
+                alg.name()
+            )
         })?;
         let rank = |w: usize| g[(w + root) % n];
         let prog = &mut p.ranks[me as usize];
@@ -150,7 +180,10 @@ pub fn ompi_bcast(p: &mut Programs, g: &[u32], root: usize, bytes: u64) -> Resul
             prog.push(Action::recv(Xfer::plain(rank(up), bytes)));
         }
         if !children.is_empty() {
-            prog.push(Action::Round { sends: children.iter().map(|&c| Xfer::plain(rank(c), bytes)).collect(), recvs: Vec::new() });
+            prog.push(Action::Round {
+                sends: children.iter().map(|&c| Xfer::plain(rank(c), bytes)).collect(),
+                recvs: Vec::new(),
+            });
         }
     }
     Ok(alg)
@@ -166,8 +199,10 @@ pub fn ompi_barrier(p: &mut Programs, g: &[u32]) {
             p.ranks[r as usize].push(Action::send(zero(g[0])));
             p.ranks[r as usize].push(Action::recv(zero(g[0])));
         }
-        p.ranks[g[0] as usize].push(Action::Round { sends: Vec::new(), recvs: g[1..].iter().map(|&r| zero(r)).collect() });
-        p.ranks[g[0] as usize].push(Action::Round { sends: g[1..].iter().map(|&r| zero(r)).collect(), recvs: Vec::new() });
+        p.ranks[g[0] as usize]
+            .push(Action::Round { sends: Vec::new(), recvs: g[1..].iter().map(|&r| zero(r)).collect() });
+        p.ranks[g[0] as usize]
+            .push(Action::Round { sends: g[1..].iter().map(|&r| zero(r)).collect(), recvs: Vec::new() });
         return;
     }
     // Recursive doubling (two_procs for 2 ranks is the same single exchange): ranks beyond the
@@ -202,14 +237,25 @@ pub fn ompi_barrier(p: &mut Programs, g: &[u32]) {
 /// round trip), else as one message (an `MPI_Ibcast` among the leaders); it then runs its own
 /// cluster's `MPI_Bcast` and waits for the pieces. Another leader waits for all pieces, then
 /// runs its cluster's `MPI_Bcast`. Returns the algorithm Open MPI uses inside the clusters.
-pub fn hier_bcast(p: &mut Programs, clusters: &[Vec<u32>], rc: usize, ri: usize, bytes: u64, chunk: u64) -> Result<Vec<OmpiBcast>, String> {
+pub fn hier_bcast(
+    p: &mut Programs,
+    clusters: &[Vec<u32>],
+    rc: usize,
+    ri: usize,
+    bytes: u64,
+    chunk: u64,
+) -> Result<Vec<OmpiBcast>, String> {
     let leader = clusters[rc][0];
     let root = clusters[rc][ri];
     if root != leader {
         p.ranks[root as usize].push(Action::send(Xfer::plain(leader, bytes)));
         p.ranks[leader as usize].push(Action::recv(Xfer::plain(root, bytes)));
     }
-    let pieces: Vec<u64> = if bytes > chunk { (0..bytes.div_ceil(chunk)).map(|i| chunk.min(bytes - i * chunk)).collect() } else { vec![bytes] };
+    let pieces: Vec<u64> = if bytes > chunk {
+        (0..bytes.div_ceil(chunk)).map(|i| chunk.min(bytes - i * chunk)).collect()
+    } else {
+        vec![bytes]
+    };
     let others: Vec<u32> = clusters.iter().enumerate().filter(|&(c, _)| c != rc).map(|(_, m)| m[0]).collect();
     let sends = others.iter().flat_map(|&o| pieces.iter().map(move |&b| Xfer::plain(o, b))).collect();
     p.ranks[leader as usize].push(Action::Post { sends, recvs: Vec::new() });
@@ -236,12 +282,20 @@ pub fn osu_bcast(spec: &OsuSpec, c: &CollParams) -> Result<(Programs, String), S
     let root = spec.root.unwrap_or(0);
     let mut p = Programs::new(n as usize);
     let mut used = String::new();
-    let (warm, iters) = (spec.warmup.unwrap_or(crate::mpi::osu::WARMUP), spec.iterations.unwrap_or(crate::mpi::osu::ITERATIONS));
+    let (warm, iters) =
+        (spec.warmup.unwrap_or(crate::mpi::osu::WARMUP), spec.iterations.unwrap_or(crate::mpi::osu::ITERATIONS));
     for i in 0..warm + iters {
         ompi_barrier(&mut p, &world);
         p.mark_all(if i < warm { u32::MAX } else { START });
         used = if c.hierarchical {
-            let inside = hier_bcast(&mut p, &clusters, (root / rpc) as usize, (root % rpc) as usize, spec.size_bytes, c.wan_chunk_bytes)?;
+            let inside = hier_bcast(
+                &mut p,
+                &clusters,
+                (root / rpc) as usize,
+                (root % rpc) as usize,
+                spec.size_bytes,
+                c.wan_chunk_bytes,
+            )?;
             format!("hierarchical ({} inside the clusters)", inside[0].name())
         } else {
             ompi_bcast(&mut p, &world, root as usize, spec.size_bytes)?.name().to_string()
@@ -263,9 +317,15 @@ mod tests {
     #[test]
     fn trees_are_open_mpis_shapes() {
         // build_tree(2) is strided: 0 -> 1, 2; 1 -> 3, 5; 2 -> 4, 6; 3 -> 7.
-        assert_eq!(parents(OmpiBcast::BinaryTree, 8), vec![None, Some(0), Some(0), Some(1), Some(2), Some(1), Some(2), Some(3)]);
+        assert_eq!(
+            parents(OmpiBcast::BinaryTree, 8),
+            vec![None, Some(0), Some(0), Some(1), Some(2), Some(1), Some(2), Some(3)]
+        );
         assert_eq!(tree(OmpiBcast::BinaryTree, 8, 1).unwrap().1, vec![3, 5]);
-        assert_eq!(parents(OmpiBcast::Binomial, 8), vec![None, Some(0), Some(0), Some(2), Some(0), Some(4), Some(4), Some(6)]);
+        assert_eq!(
+            parents(OmpiBcast::Binomial, 8),
+            vec![None, Some(0), Some(0), Some(2), Some(0), Some(4), Some(4), Some(6)]
+        );
         assert_eq!(tree(OmpiBcast::Binomial, 8, 0).unwrap().1, vec![1, 2, 4]);
         assert_eq!(tree(OmpiBcast::Knomial, 8, 0).unwrap().1, vec![1, 2, 3, 4]);
         assert_eq!(parents(OmpiBcast::Knomial, 8)[5..], [Some(4), Some(4), Some(4)]);
@@ -282,7 +342,12 @@ mod tests {
                     if ompi_bcast(&mut p, &g, root, bytes).is_err() {
                         continue;
                     }
-                    let recvs: usize = p.ranks.iter().flatten().map(|a| if let Action::Round { recvs, .. } = a { recvs.len() } else { 0 }).sum();
+                    let recvs: usize = p
+                        .ranks
+                        .iter()
+                        .flatten()
+                        .map(|a| if let Action::Round { recvs, .. } = a { recvs.len() } else { 0 })
+                        .sum();
                     assert_eq!(recvs, n - 1, "n {n} bytes {bytes} root {root}");
                     ompi_barrier(&mut p, &g);
                     check(&p, &mut p.zero_buffers()).unwrap();
@@ -307,7 +372,13 @@ mod tests {
         check(&p, &mut p.zero_buffers()).unwrap();
         let wan: Vec<u64> = p.ranks[0]
             .iter()
-            .flat_map(|a| if let Action::Post { sends, .. } = a { sends.iter().filter(|x| x.peer >= 4).map(|x| x.bytes).collect() } else { Vec::new() })
+            .flat_map(|a| {
+                if let Action::Post { sends, .. } = a {
+                    sends.iter().filter(|x| x.peer >= 4).map(|x| x.bytes).collect()
+                } else {
+                    Vec::new()
+                }
+            })
             .collect();
         assert_eq!((wan.len(), wan.iter().sum::<u64>()), (32, 1 << 20));
     }

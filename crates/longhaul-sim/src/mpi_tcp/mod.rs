@@ -164,7 +164,11 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
 fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiRecord {
     let t = &r.tcp;
     let (lat, lat_min, lat_max, bw, rate) = osu::measure(&r.osu, &w.ranks.marks);
-    let status = if stop == Stop::Finished { "ok".to_string() } else { format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now())) };
+    let status = if stop == Stop::Finished {
+        "ok".to_string()
+    } else {
+        format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+    };
     let one_way = t.one_way_delay_us();
     let s = &w.ranks.stats;
     MpiRecord {
@@ -213,4 +217,3 @@ fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiR
         status,
     }
 }
-

@@ -67,9 +67,24 @@ impl Ranks {
     pub fn new(progs: Programs, btl: BtlParams) -> Self {
         let n = progs.size();
         let ranks = (0..n)
-            .map(|_| Rank { pc: 0, cpu_free: 0, outstanding: 0, blocked: false, done: false, peers: (0..n).map(|_| Peer::default()).collect() })
+            .map(|_| Rank {
+                pc: 0,
+                cpu_free: 0,
+                outstanding: 0,
+                blocked: false,
+                done: false,
+                peers: (0..n).map(|_| Peer::default()).collect(),
+            })
             .collect();
-        Ranks { progs, ranks, btl, marks: vec![Vec::new(); n], writes: Vec::new(), resumes: Vec::new(), stats: Stats::default() }
+        Ranks {
+            progs,
+            ranks,
+            btl,
+            marks: vec![Vec::new(); n],
+            writes: Vec::new(),
+            resumes: Vec::new(),
+            stats: Stats::default(),
+        }
     }
 
     pub fn size(&self) -> u32 {

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::coll;
 use super::btl::{BtlParams, BTL_HDR_BYTES, FRAG_HDR_BYTES, RNDV_HDR_BYTES};
+use super::coll;
 use crate::mpi::osu::OsuBench;
 use crate::mpi::program::Programs;
 use crate::mpi::scenario::OsuSpec;
@@ -93,32 +93,70 @@ impl MpiTcpScenario {
 
     pub fn resolve(&self) -> Result<MpiTcpResolved, ScenarioError> {
         let t = &self.tcp;
-        for (name, set) in [("streams", t.streams.is_some()), ("duration_s", t.duration_s.is_some()), ("interval_s", t.interval_s.is_some()), ("cwnd_trace", t.cwnd_trace.is_some())] {
+        for (name, set) in [
+            ("streams", t.streams.is_some()),
+            ("duration_s", t.duration_s.is_some()),
+            ("interval_s", t.interval_s.is_some()),
+            ("cwnd_trace", t.cwnd_trace.is_some()),
+        ] {
             if set {
                 return err(format!("tcp.{name}: not used by MPI over TCP (one connection per rank pair; the benchmark sets the length)"));
             }
         }
-        let tcp = TcpScenario { seed: self.seed, testbed: None, stack: self.stack.clone(), link: "10gige-lan".into(), path: self.path.clone(), tcp: t.clone(), cross: None }.resolve()?;
+        let tcp = TcpScenario {
+            seed: self.seed,
+            testbed: None,
+            stack: self.stack.clone(),
+            link: "10gige-lan".into(),
+            path: self.path.clone(),
+            tcp: t.clone(),
+            cross: None,
+        }
+        .resolve()?;
         let m = &self.mpi;
         let d = BtlParams::default();
         let eager = in_range_u("eager_limit_bytes", m.eager_limit_bytes.unwrap_or(d.eager_limit_bytes), 1024, 1 << 30)?;
         // The RTS holds at least its header; Open MPI requires rndv_eager_limit <= eager_limit.
-        let rndv = in_range_u("rndv_eager_limit_bytes", m.rndv_eager_limit_bytes.unwrap_or(eager), RNDV_HDR_BYTES, eager)?;
-        let max_send = in_range_u("max_send_size_bytes", m.max_send_size_bytes.unwrap_or(d.max_send_size_bytes), 2 * (FRAG_HDR_BYTES + BTL_HDR_BYTES), 1 << 30)?;
+        let rndv =
+            in_range_u("rndv_eager_limit_bytes", m.rndv_eager_limit_bytes.unwrap_or(eager), RNDV_HDR_BYTES, eager)?;
+        let max_send = in_range_u(
+            "max_send_size_bytes",
+            m.max_send_size_bytes.unwrap_or(d.max_send_size_bytes),
+            2 * (FRAG_HDR_BYTES + BTL_HDR_BYTES),
+            1 << 30,
+        )?;
         let per_msg_us = in_range_f("per_msg_us", m.per_msg_us.unwrap_or(0.0), 0.0, 10_000.0)?;
-        let btl = BtlParams { eager_limit_bytes: eager, rndv_eager_limit_bytes: rndv, max_send_size_bytes: max_send, per_msg_ns: per_msg_us * 1e3 };
+        let btl = BtlParams {
+            eager_limit_bytes: eager,
+            rndv_eager_limit_bytes: rndv,
+            max_send_size_bytes: max_send,
+            per_msg_ns: per_msg_us * 1e3,
+        };
         if !BENCHES.contains(&self.osu.bench) {
-            return err(format!("osu.bench: '{}' does not run over the TCP transport (valid: latency, bw, bibw, bcast)", self.osu.bench.name()));
+            return err(format!(
+                "osu.bench: '{}' does not run over the TCP transport (valid: latency, bw, bibw, bcast)",
+                self.osu.bench.name()
+            ));
         }
         let c = &self.coll;
         let coll = CollParams {
-            ranks_per_cluster: in_range_u("coll.ranks_per_cluster", c.ranks_per_cluster.unwrap_or(1) as u64, 1, MAX_RANKS_PER_CLUSTER)? as u32,
+            ranks_per_cluster: in_range_u(
+                "coll.ranks_per_cluster",
+                c.ranks_per_cluster.unwrap_or(1) as u64,
+                1,
+                MAX_RANKS_PER_CLUSTER,
+            )? as u32,
             hierarchical: match c.algo.as_deref().unwrap_or("default") {
                 "default" => false,
                 "hierarchical" => true,
                 other => return err(format!("coll.algo: '{other}' is not one of default, hierarchical")),
             },
-            wan_chunk_bytes: in_range_u("coll.wan_chunk_bytes", c.wan_chunk_bytes.unwrap_or(WAN_CHUNK_BYTES), 1, 1 << 30)?,
+            wan_chunk_bytes: in_range_u(
+                "coll.wan_chunk_bytes",
+                c.wan_chunk_bytes.unwrap_or(WAN_CHUNK_BYTES),
+                1,
+                1 << 30,
+            )?,
         };
         if self.osu.bench == OsuBench::Bcast {
             self.osu.validate(2 * coll.ranks_per_cluster)?;

@@ -20,15 +20,30 @@ impl SwitchParams {
     /// Mellanox InfiniScale III class 4x DDR switch: ~200 ns port-to-port (vendor briefs of the
     /// time); per-port buffer assumed 16 KiB (enough for metres of cable, not for kilometres).
     pub fn infiniscale3() -> Self {
-        SwitchParams { name: "infiniscale3".into(), link: IbLink { width: 4, generation: Generation::Ddr }, latency_ns: 200.0, buffer_bytes: 16 * 1024 }
+        SwitchParams {
+            name: "infiniscale3".into(),
+            link: IbLink { width: 4, generation: Generation::Ddr },
+            latency_ns: 200.0,
+            buffer_bytes: 16 * 1024,
+        }
     }
     /// InfiniScale IV class 4x QDR switch: ~100 ns port-to-port; buffer assumed 32 KiB.
     pub fn infiniscale4() -> Self {
-        SwitchParams { name: "infiniscale4".into(), link: IbLink { width: 4, generation: Generation::Qdr }, latency_ns: 100.0, buffer_bytes: 32 * 1024 }
+        SwitchParams {
+            name: "infiniscale4".into(),
+            link: IbLink { width: 4, generation: Generation::Qdr },
+            latency_ns: 100.0,
+            buffer_bytes: 32 * 1024,
+        }
     }
     /// Quantum-2 class 4x NDR switch: ~130 ns; buffer assumed 64 KiB per port.
     pub fn quantum2() -> Self {
-        SwitchParams { name: "quantum2".into(), link: IbLink { width: 4, generation: Generation::Ndr }, latency_ns: 130.0, buffer_bytes: 64 * 1024 }
+        SwitchParams {
+            name: "quantum2".into(),
+            link: IbLink { width: 4, generation: Generation::Ndr },
+            latency_ns: 130.0,
+            buffer_bytes: 64 * 1024,
+        }
     }
 }
 
@@ -78,7 +93,15 @@ impl ExtenderParams {
 
     /// A generic extender for what-if studies: IB rate on both sides, 1 GiB buffer, no packet cap.
     pub fn generic(link: IbLink) -> Self {
-        ExtenderParams { name: "generic".into(), local: link, wan: link, framing: WanFraming::Ib, buffer_bytes: 1 << 30, latency_ns: 500.0, packet_ns: 0.0 }
+        ExtenderParams {
+            name: "generic".into(),
+            local: link,
+            wan: link,
+            framing: WanFraming::Ib,
+            buffer_bytes: 1 << 30,
+            latency_ns: 500.0,
+            packet_ns: 0.0,
+        }
     }
 
     pub fn by_name(name: &str) -> Option<Self> {

@@ -3,7 +3,9 @@
 //! fabric asks a host for its next packet when the host's port is free, and hands it the packets
 //! that reach it. The fabric knows nothing about what the packets mean.
 
-use super::port::{credit_blocks, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT};
+use super::port::{
+    credit_blocks, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT,
+};
 use crate::engine::{EventQueue, RngStream, Time};
 
 pub type NodeId = u32;
@@ -64,7 +66,13 @@ pub struct Node {
 
 /// The facts a port of a link from node `a` to node `b` looks up for every packet.
 fn ends(a: &Node, b: NodeId, bn: &Node) -> Ends {
-    Ends { from_host: a.kind == NodeKind::Host, to_node: b, to_host: bn.kind == NodeKind::Host, to_cut_through: bn.cut_through, to_latency: bn.latency }
+    Ends {
+        from_host: a.kind == NodeKind::Host,
+        to_node: b,
+        to_host: bn.kind == NodeKind::Host,
+        to_cut_through: bn.cut_through,
+        to_latency: bn.latency,
+    }
 }
 
 /// The two events of the network layer.
@@ -173,7 +181,8 @@ impl<P: Routable> Fabric<P> {
 
     /// True if every host can reach every other host.
     pub fn fully_connected(&self) -> bool {
-        let hosts: Vec<NodeId> = (0..self.nodes.len() as NodeId).filter(|&i| self.nodes[i as usize].kind == NodeKind::Host).collect();
+        let hosts: Vec<NodeId> =
+            (0..self.nodes.len() as NodeId).filter(|&i| self.nodes[i as usize].kind == NodeKind::Host).collect();
         hosts.iter().all(|&a| hosts.iter().all(|&b| a == b || !self.route(a, b).is_empty()))
     }
 
@@ -183,14 +192,26 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// A host has new work: try its port now.
-    pub fn kick<E: From<NetEvent> + Copy>(&mut self, now: Time, host: NodeId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn kick<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        host: NodeId,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         let p = self.host_port(host);
         self.try_send(now, p, q, eps);
     }
 
     /// Kick each host of `hosts` once (in order of first appearance): the hosts a batch of
     /// completions gave new work to.
-    pub fn kick_each<E: From<NetEvent> + Copy>(&mut self, now: Time, hosts: &[NodeId], q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn kick_each<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        hosts: &[NodeId],
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         for (i, &n) in hosts.iter().enumerate() {
             if !hosts[..i].contains(&n) {
                 self.kick(now, n, q, eps);
@@ -198,7 +219,13 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    pub fn handle<E: From<NetEvent> + Copy>(&mut self, now: Time, ev: NetEvent, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    pub fn handle<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        ev: NetEvent,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         match ev {
             NetEvent::Arrive(p) => loop {
                 let wire = &mut self.ports[p as usize].wire;
@@ -231,7 +258,13 @@ impl<P: Routable> Fabric<P> {
     /// Give back the ingress-buffer space a packet held at the node of `in_port`, effective at
     /// the sender after the flow-control update crosses the link.
     #[inline(always)]
-    fn return_credits<E: From<NetEvent> + Copy>(&mut self, in_port: PortId, left_at: Time, wire_bytes: u32, q: &mut EventQueue<E>) {
+    fn return_credits<E: From<NetEvent> + Copy>(
+        &mut self,
+        in_port: PortId,
+        left_at: Time,
+        wire_bytes: u32,
+        q: &mut EventQueue<E>,
+    ) {
         let up = self.ports[in_port as usize].peer;
         let sender = &mut self.ports[up as usize];
         if !sender.credit_controlled {
@@ -246,7 +279,14 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// A packet sent on `from` has arrived at the far node (through the peer port) at `now`.
-    fn arrive<E: From<NetEvent> + Copy>(&mut self, now: Time, from: PortId, item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn arrive<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        from: PortId,
+        item: InFlight<P>,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         let sender = &mut self.ports[from as usize];
         let in_port = sender.peer;
         let node = sender.ends.to_node;
@@ -284,7 +324,14 @@ impl<P: Routable> Fabric<P> {
     /// (the clock is at `clock`, earlier when `from` forwards at send time), and the earliest
     /// start of its transmission there; None if the node drops it (its buffer space is freed).
     #[inline(always)]
-    fn admit<E: From<NetEvent> + Copy>(&mut self, clock: Time, now: Time, from: PortId, item: &InFlight<P>, q: &mut EventQueue<E>) -> Option<(PortId, Time)> {
+    fn admit<E: From<NetEvent> + Copy>(
+        &mut self,
+        clock: Time,
+        now: Time,
+        from: PortId,
+        item: &InFlight<P>,
+        q: &mut EventQueue<E>,
+    ) -> Option<(PortId, Time)> {
         let sender = &self.ports[from as usize];
         let (in_port, node) = (sender.peer, sender.ends.to_node);
         let route = self.routes[node as usize * self.nodes.len() + item.pkt.dst() as usize];
@@ -325,12 +372,22 @@ impl<P: Routable> Fabric<P> {
     /// time: a loop rather than recursion through `transmit`. Such a node's egress port is fed
     /// by this link alone and has no flow control, so the packet never queues there; and the
     /// link into it has none either, so no hop has credits to give back.
-    fn forward<E: From<NetEvent> + Copy>(&mut self, clock: Time, mut from: PortId, mut item: InFlight<P>, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn forward<E: From<NetEvent> + Copy>(
+        &mut self,
+        clock: Time,
+        mut from: PortId,
+        mut item: InFlight<P>,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         loop {
             let now = item.deliver_at;
             let Some((out, ready_at)) = self.admit(clock, now, from, &item, q) else { return };
             let port = &self.ports[out as usize];
-            debug_assert!(port.queue.is_empty() && !port.credit_controlled, "a port forwarded to at send time never queues");
+            debug_assert!(
+                port.queue.is_empty() && !port.credit_controlled,
+                "a port forwarded to at send time never queues"
+            );
             let start = now.max(port.busy_until).max(ready_at);
             match self.put_on_wire(out, start, &item.pkt, item.wire_bytes, q, eps).1 {
                 Some((deliver_at, tail_at)) => (from, item.deliver_at, item.tail_at) = (out, deliver_at, tail_at),
@@ -348,7 +405,13 @@ impl<P: Routable> Fabric<P> {
     /// finish times); it saves one event per packet on every backlogged port. Host ports pull
     /// one packet at a time so that ACKs generated meanwhile still go first; a busy host port
     /// is woken when it is free only if the host may have something for it then.
-    fn try_send<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn try_send<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        p: PortId,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         if self.ports[p as usize].ends.from_host {
             self.try_send_host(now, p, q, eps);
         } else {
@@ -357,7 +420,13 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// `try_send` on a host's port (a packet waits in its queue only for credits).
-    fn try_send_host<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn try_send_host<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        p: PortId,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         let pi = p as usize;
         loop {
             let port = &mut self.ports[pi];
@@ -404,7 +473,13 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// `try_send` on a forwarding port: every queued packet whose credits are here is committed.
-    fn try_send_forwarding<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn try_send_forwarding<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        p: PortId,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         loop {
             let port = &mut self.ports[p as usize];
             let Some(head) = port.queue.front() else { return };
@@ -434,7 +509,17 @@ impl<P: Routable> Fabric<P> {
     /// order in which events are scheduled decides same-time ties).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn transmit<E: From<NetEvent> + Copy>(&mut self, now: Time, p: PortId, start: Time, pkt: P, wire_bytes: u32, in_port: PortId, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) {
+    fn transmit<E: From<NetEvent> + Copy>(
+        &mut self,
+        now: Time,
+        p: PortId,
+        start: Time,
+        pkt: P,
+        wire_bytes: u32,
+        in_port: PortId,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) {
         let (ser, forwarded) = self.put_on_wire(p, start, &pkt, wire_bytes, q, eps);
         if let Some((deliver_at, tail_at)) = forwarded {
             self.forward(now, p, InFlight { deliver_at, tail_at, wire_bytes, pkt }, q, eps);
@@ -449,7 +534,15 @@ impl<P: Routable> Fabric<P> {
     /// (deliver_at, tail_at) is returned for the caller to hand it on. Also returns the
     /// serialisation time.
     #[inline(always)]
-    fn put_on_wire<E: From<NetEvent> + Copy>(&mut self, p: PortId, start: Time, pkt: &P, wire_bytes: u32, q: &mut EventQueue<E>, eps: &mut impl Endpoints<P>) -> (Time, Option<(Time, Time)>) {
+    fn put_on_wire<E: From<NetEvent> + Copy>(
+        &mut self,
+        p: PortId,
+        start: Time,
+        pkt: &P,
+        wire_bytes: u32,
+        q: &mut EventQueue<E>,
+        eps: &mut impl Endpoints<P>,
+    ) -> (Time, Option<(Time, Time)>) {
         let port = &mut self.ports[p as usize];
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
@@ -494,7 +587,8 @@ impl<P: Routable> Fabric<P> {
             let mut taken: Vec<PortId> = Vec::new();
             let mut routable = true;
             for &d in &hosts {
-                let carries = d != from && (self.nodes[from as usize].kind == NodeKind::Host || self.route(from, d).contains(&x));
+                let carries =
+                    d != from && (self.nodes[from as usize].kind == NodeKind::Host || self.route(from, d).contains(&x));
                 if !carries || d == to {
                     continue;
                 }
@@ -515,7 +609,9 @@ impl<P: Routable> Fabric<P> {
             let port = &self.ports[x];
             let eligible = !port.ends.to_host && !port.credit_controlled && port.params.loss == 0.0;
             let ok = eligible
-                && out.as_ref().is_some_and(|ys| ys.iter().all(|&y| feeders[y as usize] == 1 && !self.ports[y as usize].credit_controlled));
+                && out.as_ref().is_some_and(|ys| {
+                    ys.iter().all(|&y| feeders[y as usize] == 1 && !self.ports[y as usize].credit_controlled)
+                });
             self.ports[x].forward_at_send = ok;
         }
     }

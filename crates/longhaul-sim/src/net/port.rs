@@ -193,7 +193,9 @@ impl<P> Port<P> {
         // Forwarded ahead of time: the few packets starting between the clock and `at` (usually
         // none: the head alone tells).
         let started = match self.committed.front() {
-            Some(&(start, _)) if start <= at => self.committed.iter().take_while(|&&(start, _)| start <= at).map(|&(_, b)| b as u64).sum(),
+            Some(&(start, _)) if start <= at => {
+                self.committed.iter().take_while(|&&(start, _)| start <= at).map(|&(_, b)| b as u64).sum()
+            }
             _ => 0,
         };
         self.queued_bytes + self.committed_bytes - started

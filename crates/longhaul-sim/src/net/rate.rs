@@ -28,8 +28,15 @@ pub enum Generation {
 }
 
 impl Generation {
-    pub const ALL: [Generation; 7] =
-        [Generation::Sdr, Generation::Ddr, Generation::Qdr, Generation::Fdr, Generation::Edr, Generation::Hdr, Generation::Ndr];
+    pub const ALL: [Generation; 7] = [
+        Generation::Sdr,
+        Generation::Ddr,
+        Generation::Qdr,
+        Generation::Fdr,
+        Generation::Edr,
+        Generation::Hdr,
+        Generation::Ndr,
+    ];
 
     /// Per-lane signalling rate (Gbaud for NRZ; Gb/s of raw line bits for PAM4).
     pub fn lane_signal_gbps(self) -> f64 {

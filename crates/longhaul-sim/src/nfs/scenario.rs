@@ -6,7 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::params::NfsParams;
-use crate::scenario::{err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec};
+use crate::scenario::{
+    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName,
+    VerbsSpec,
+};
 use crate::tcp::scenario::{TcpPathSpec, TcpSpec};
 use crate::tcp::{TcpResolved, TcpScenario};
 
@@ -135,7 +138,8 @@ impl NfsScenario {
         }
         let mut params = NfsParams::s1();
         let n = &self.nfs;
-        params.rsize_bytes = in_range_u("rsize_bytes", n.rsize_bytes.unwrap_or(params.rsize_bytes) as u64, 4096, 1 << 20)? as u32;
+        params.rsize_bytes =
+            in_range_u("rsize_bytes", n.rsize_bytes.unwrap_or(params.rsize_bytes) as u64, 4096, 1 << 20)? as u32;
         if let Some(ns) = n.server_rpc_ns {
             params.server_rpc_ns = in_range_f("server_rpc_ns", ns, 0.0, 1e9)?;
         }
@@ -155,7 +159,12 @@ impl NfsScenario {
         let fibre_km = p.fibre_km.unwrap_or(0.0);
         let path = match transport {
             NfsTransport::Rdma => {
-                let verbs_path = PathSpec { delay_us: Some(delay_us), fibre_km: Some(fibre_km), extender: p.extender.clone(), ..PathSpec::default() };
+                let verbs_path = PathSpec {
+                    delay_us: Some(delay_us),
+                    fibre_km: Some(fibre_km),
+                    extender: p.extender.clone(),
+                    ..PathSpec::default()
+                };
                 let verbs = VerbsSpec {
                     transport: TransportName::Rc,
                     op: OpName::Write,
@@ -169,7 +178,10 @@ impl NfsScenario {
                     timeout_exp: None,
                     retry_count: None,
                 };
-                NfsPath::Rdma(Box::new(Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?))
+                NfsPath::Rdma(Box::new(
+                    Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }
+                        .resolve()?,
+                ))
             }
             NfsTransport::IpoibRc | NfsTransport::IpoibUd => {
                 let link = if transport == NfsTransport::IpoibRc { "ipoib-cm" } else { "ipoib-ud" };
@@ -178,14 +190,32 @@ impl NfsScenario {
                     testbed: Some(testbed.clone()),
                     stack: None,
                     link: link.into(),
-                    path: TcpPathSpec { delay_us: Some(delay_us), fibre_km: Some(fibre_km), extender: p.extender.clone(), ..TcpPathSpec::default() },
+                    path: TcpPathSpec {
+                        delay_us: Some(delay_us),
+                        fibre_km: Some(fibre_km),
+                        extender: p.extender.clone(),
+                        ..TcpPathSpec::default()
+                    },
                     tcp: TcpSpec::default(),
                     cross: None,
                 };
                 NfsPath::Tcp(Box::new(tcp.resolve()?))
             }
         };
-        Ok(NfsResolved { seed: self.seed, testbed, transport, params, slots, threads, record_bytes, file_bytes, simulated_bytes, delay_us, fibre_km, path: Some(path) })
+        Ok(NfsResolved {
+            seed: self.seed,
+            testbed,
+            transport,
+            params,
+            slots,
+            threads,
+            record_bytes,
+            file_bytes,
+            simulated_bytes,
+            delay_us,
+            fibre_km,
+            path: Some(path),
+        })
     }
 }
 

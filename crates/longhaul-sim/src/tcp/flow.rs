@@ -32,7 +32,17 @@ impl<X> Flow<X> {
     /// buffer of the fixed window or of the auto-tuning maximum (tcp_wmem). `established`: the
     /// connection exists before the measured traffic (no handshake).
     #[allow(clippy::too_many_arguments)]
-    pub fn open(src: NodeId, dst: NodeId, p: &TcpParams, cc: CcName, mss: u32, id: u32, core: usize, established: bool, ext: X) -> Self {
+    pub fn open(
+        src: NodeId,
+        dst: NodeId,
+        p: &TcpParams,
+        cc: CcName,
+        mss: u32,
+        id: u32,
+        core: usize,
+        established: bool,
+        ext: X,
+    ) -> Self {
         let rx = Receiver::new(mss, p.window, p.ack_every_segs, p.delack_timeout);
         let send_limit_bytes = match p.window {
             WindowSpec::Fixed { bytes } => bytes,

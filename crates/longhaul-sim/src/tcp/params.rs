@@ -197,24 +197,56 @@ impl HostStack {
     /// plus a software checksum pass); the receive per-byte cost was checked once for the
     /// profile against [S1] Fig 4(a) (IPoIB connected mode, 64 KB MTU).
     pub fn s1() -> Self {
-        HostStack { name: "s1".into(), tx_pkt_ns: 2000.0, tx_byte_ns: 0.45, rx_pkt_ns: 4000.0, rx_byte_ns: 1.0, ack_ns: 1000.0, cores: 1 }
+        HostStack {
+            name: "s1".into(),
+            tx_pkt_ns: 2000.0,
+            tx_byte_ns: 0.45,
+            rx_pkt_ns: 4000.0,
+            rx_byte_ns: 1.0,
+            ack_ns: 1000.0,
+            cores: 1,
+        }
     }
 
     /// The [S3] hosts: Westmere-class Xeons with ConnectX-2 (checksum offload, faster memory).
     /// Assumed: roughly three times the [S1] per-byte throughput, interrupts spread over cores.
     pub fn s3() -> Self {
-        HostStack { name: "s3".into(), tx_pkt_ns: 1000.0, tx_byte_ns: 0.12, rx_pkt_ns: 1500.0, rx_byte_ns: 0.3, ack_ns: 400.0, cores: 4 }
+        HostStack {
+            name: "s3".into(),
+            tx_pkt_ns: 1000.0,
+            tx_byte_ns: 0.12,
+            rx_pkt_ns: 1500.0,
+            rx_byte_ns: 0.3,
+            ack_ns: 400.0,
+            cores: 4,
+        }
     }
 
     /// A current server with segmentation and receive offloads (TSO/GRO) amortising per-packet
     /// work, checksum offload and multi-queue NICs: assumed ~100 Gb/s of copy bandwidth per core.
     pub fn modern() -> Self {
-        HostStack { name: "modern".into(), tx_pkt_ns: 100.0, tx_byte_ns: 0.02, rx_pkt_ns: 150.0, rx_byte_ns: 0.06, ack_ns: 50.0, cores: 8 }
+        HostStack {
+            name: "modern".into(),
+            tx_pkt_ns: 100.0,
+            tx_byte_ns: 0.02,
+            rx_pkt_ns: 150.0,
+            rx_byte_ns: 0.06,
+            ack_ns: 50.0,
+            cores: 8,
+        }
     }
 
     /// No stack cost at all: the network alone limits TCP (analytic checks, ns-3 comparisons).
     pub fn ideal() -> Self {
-        HostStack { name: "ideal".into(), tx_pkt_ns: 0.0, tx_byte_ns: 0.0, rx_pkt_ns: 0.0, rx_byte_ns: 0.0, ack_ns: 0.0, cores: 1 }
+        HostStack {
+            name: "ideal".into(),
+            tx_pkt_ns: 0.0,
+            tx_byte_ns: 0.0,
+            rx_pkt_ns: 0.0,
+            rx_byte_ns: 0.0,
+            ack_ns: 0.0,
+            cores: 1,
+        }
     }
 
     /// The stack of a testbed profile (the same names as the verbs model's testbeds).

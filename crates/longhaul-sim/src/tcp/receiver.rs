@@ -267,7 +267,11 @@ mod tests {
             let mut want: Vec<(u64, u64, u64)> = r.ooo.clone();
             want.sort_by_key(|o| std::cmp::Reverse(o.2));
             let first = r.latest.and_then(|seg| r.ooo.iter().find(|o| o.0 <= seg && seg < o.1)).map(|o| (o.0, o.1));
-            let want: Vec<(u64, u64)> = first.into_iter().chain(want.iter().map(|o| (o.0, o.1)).filter(|&o| Some(o) != first)).take(MAX_SACK_BLOCKS).collect();
+            let want: Vec<(u64, u64)> = first
+                .into_iter()
+                .chain(want.iter().map(|o| (o.0, o.1)).filter(|&o| Some(o) != first))
+                .take(MAX_SACK_BLOCKS)
+                .collect();
             let a = r.make_ack();
             assert_eq!(&a.sack[..a.n_sack], &want[..]);
         }

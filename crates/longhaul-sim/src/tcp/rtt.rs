@@ -29,7 +29,17 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(initial_rto: Time, min_rto: Time, max_rto: Time, formula: RtoFormula) -> Self {
-        RttEstimator { srtt: None, srtt_ps: 0, rttvar: 0.0, min_rtt: Time::MAX, rto: initial_rto, backoff: 0, min_rto, max_rto, formula }
+        RttEstimator {
+            srtt: None,
+            srtt_ps: 0,
+            rttvar: 0.0,
+            min_rtt: Time::MAX,
+            rto: initial_rto,
+            backoff: 0,
+            min_rto,
+            max_rto,
+            formula,
+        }
     }
 
     pub fn sample(&mut self, r: Time) {
@@ -61,7 +71,9 @@ impl RttEstimator {
         self.srtt_ps = time_of(s);
         let rto = match self.formula {
             RtoFormula::Linux => time_of(s + (4.0 * self.rttvar).max(f64_of(self.min_rto))),
-            RtoFormula::Rfc6298 => time_of(s + (4.0 * self.rttvar).max(f64_of(RFC6298_CLOCK_GRANULARITY))).max(self.min_rto),
+            RtoFormula::Rfc6298 => {
+                time_of(s + (4.0 * self.rttvar).max(f64_of(RFC6298_CLOCK_GRANULARITY))).max(self.min_rto)
+            }
         };
         self.rto = rto.min(self.max_rto);
     }

@@ -13,7 +13,10 @@ use super::params::{CwndGrowth, HostStack, RtoFormula, RtoRestart, RtoSsthresh, 
 use crate::engine::time::{MS, S};
 use crate::engine::Time;
 use crate::net::{ExtenderParams, WanFraming};
-use crate::scenario::{err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec, MAX_DELAY_US};
+use crate::scenario::{
+    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName,
+    VerbsSpec, MAX_DELAY_US,
+};
 
 /// The long-haul path (every field optional).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -247,7 +250,11 @@ impl TcpScenario {
         let testbed = self.testbed.clone().unwrap_or_else(|| if link.is_ipoib() { "s1" } else { "modern" }.into());
         let valid_testbeds = if link.is_ipoib() { &HostStack::NAMES[..4] } else { &HostStack::NAMES[..] };
         if !valid_testbeds.contains(&testbed.as_str()) {
-            return err(format!("testbed: unknown '{testbed}' for {} (valid: {})", link.name(), valid_testbeds.join(", ")));
+            return err(format!(
+                "testbed: unknown '{testbed}' for {} (valid: {})",
+                link.name(),
+                valid_testbeds.join(", ")
+            ));
         }
         let stack = self.stack.clone().unwrap_or_else(|| StackSpec::Profile(testbed.clone())).resolve()?;
         let p = &self.path;
@@ -273,16 +280,31 @@ impl TcpScenario {
         let window = match t.window_bytes {
             Some(w) => WindowSpec::Fixed { bytes: in_range_u("window_bytes", w, mss, 1 << 32)? },
             None => {
-                let WindowSpec::Auto { rmem_initial_bytes, rmem_max_bytes, wmem_max_bytes } = WindowSpec::linux_auto() else { unreachable!() };
+                let WindowSpec::Auto { rmem_initial_bytes, rmem_max_bytes, wmem_max_bytes } = WindowSpec::linux_auto()
+                else {
+                    unreachable!()
+                };
                 WindowSpec::Auto {
                     rmem_initial_bytes,
-                    rmem_max_bytes: in_range_u("rmem_max_bytes", t.rmem_max_bytes.unwrap_or(rmem_max_bytes), 2 * mss, 1 << 32)?,
-                    wmem_max_bytes: in_range_u("wmem_max_bytes", t.wmem_max_bytes.unwrap_or(wmem_max_bytes), mss, 1 << 32)?,
+                    rmem_max_bytes: in_range_u(
+                        "rmem_max_bytes",
+                        t.rmem_max_bytes.unwrap_or(rmem_max_bytes),
+                        2 * mss,
+                        1 << 32,
+                    )?,
+                    wmem_max_bytes: in_range_u(
+                        "wmem_max_bytes",
+                        t.wmem_max_bytes.unwrap_or(wmem_max_bytes),
+                        mss,
+                        1 << 32,
+                    )?,
                 }
             }
         };
         let mut params = TcpParams { window, ..TcpParams::default() };
-        params.initial_cwnd_segs = in_range_u("initial_cwnd_segs", t.initial_cwnd_segs.unwrap_or(params.initial_cwnd_segs) as u64, 1, 1000)? as u32;
+        params.initial_cwnd_segs =
+            in_range_u("initial_cwnd_segs", t.initial_cwnd_segs.unwrap_or(params.initial_cwnd_segs) as u64, 1, 1000)?
+                as u32;
         params.sack = t.sack.unwrap_or(true);
         params.rack = t.rack.unwrap_or(true);
         params.rto_formula = t.rto_formula.unwrap_or(params.rto_formula);
@@ -299,14 +321,21 @@ impl TcpScenario {
             params.min_rto = (in_range_f("min_rto_ms", ms, 1.0, 60_000.0)? * MS as f64) as Time;
         }
         let duration_s = in_range_f("duration_s", t.duration_s.unwrap_or(10.0), 1e-3, 3600.0)?;
-        let interval_s = in_range_f("interval_s", t.interval_s.unwrap_or(if duration_s >= 2.0 { 1.0 } else { duration_s / 10.0 }), duration_s / 10_000.0, duration_s)?;
+        let interval_s = in_range_f(
+            "interval_s",
+            t.interval_s.unwrap_or(if duration_s >= 2.0 { 1.0 } else { duration_s / 10.0 }),
+            duration_s / 10_000.0,
+            duration_s,
+        )?;
 
         let (ib, eth, wan_gbps) = if link.is_ipoib() {
             if p.rate_gbps.is_some() {
                 return err("rate_gbps: only for Ethernet/SONET links (IPoIB runs at the testbed's IB rates)");
             }
             if p.queue_packets.is_some() {
-                return err("queue_packets: IPoIB paths are credit flow-controlled; give the extender buffer as queue_bytes");
+                return err(
+                    "queue_packets: IPoIB paths are credit flow-controlled; give the extender buffer as queue_bytes",
+                );
             }
             let verbs_path = PathSpec {
                 delay_us: Some(delay_us),
@@ -331,7 +360,8 @@ impl TcpScenario {
                 timeout_exp: None,
                 retry_count: None,
             };
-            let r = Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?;
+            let r =
+                Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?;
             let wan = match &r.extender {
                 Some(e) => e.framing.payload_gbps(&e.wan),
                 None => r.wan.data_gbps(),
@@ -339,7 +369,9 @@ impl TcpScenario {
             (Some(r), None, wan)
         } else {
             if p.wan_framing.is_some() {
-                return err("wan_framing: only for IPoIB over a range extender (Ethernet/SONET links are framed by their type)");
+                return err(
+                    "wan_framing: only for IPoIB over a range extender (Ethernet/SONET links are framed by their type)",
+                );
             }
             let framing = match link {
                 LinkKind::TenGigELan => WanFraming::TenGigELan,
@@ -354,7 +386,9 @@ impl TcpScenario {
             let ext = match p.extender.as_deref() {
                 None | Some("none") => None,
                 Some("generic") => Some(ExtenderParams::generic(dummy)),
-                Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)")))?),
+                Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| {
+                    ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)"))
+                })?),
             };
             let one_way_s = (fibre_km * 5.0 + delay_us) * 1e-6;
             let frame = (mtu + framing.frame_overhead_bytes()) as u64;
@@ -385,7 +419,11 @@ impl TcpScenario {
             None => None,
             Some(c) => {
                 if !c.gbps.is_finite() || c.gbps <= 0.0 || c.gbps > wan_gbps {
-                    return err(format!("cross_gbps: {} is out of range (0, {wan_gbps:.4}] (the WAN line rate of {})", c.gbps, link.name()));
+                    return err(format!(
+                        "cross_gbps: {} is out of range (0, {wan_gbps:.4}] (the WAN line rate of {})",
+                        c.gbps,
+                        link.name()
+                    ));
                 }
                 let start = in_range_f("cross.start_s", c.start_s.unwrap_or(0.0), 0.0, 3600.0)?;
                 let on = in_range_f("cross.on_ms", c.on_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
@@ -394,7 +432,13 @@ impl TcpScenario {
                     return err("cross.on_ms, cross.off_ms: give both (bursts) or neither (constant rate)");
                 }
                 let ip = in_range_u("cross.packet_bytes", c.packet_bytes.unwrap_or(mtu) as u64, 64, mtu as u64)? as u32;
-                Some(CrossResolved { gbps: c.gbps, start: (start * S as f64) as Time, on: (on * MS as f64) as Time, off: (off * MS as f64) as Time, ip_bytes: ip })
+                Some(CrossResolved {
+                    gbps: c.gbps,
+                    start: (start * S as f64) as Time,
+                    on: (on * MS as f64) as Time,
+                    off: (off * MS as f64) as Time,
+                    ip_bytes: ip,
+                })
             }
         };
 
@@ -448,12 +492,18 @@ mod tests {
         let cases = [
             (r#"{"link": "fddi"}"#, "link: unknown 'fddi'"),
             (r#"{"link": "10gige-lan", "tcp": {"cc": "vegas"}}"#, "cc: unknown 'vegas'"),
-            (r#"{"link": "ipoib-ud", "tcp": {"mtu_bytes": 4000}}"#, "mtu_bytes: 4000 is out of range for ipoib-ud [576, 2044]"),
+            (
+                r#"{"link": "ipoib-ud", "tcp": {"mtu_bytes": 4000}}"#,
+                "mtu_bytes: 4000 is out of range for ipoib-ud [576, 2044]",
+            ),
             (r#"{"link": "10gige-lan", "path": {"loss": -0.1}}"#, "loss: -0.1 is out of range"),
             (r#"{"link": "10gige-lan", "cross": {"gbps": 12}}"#, "cross_gbps: 12 is out of range (0, 10.0000]"),
             (r#"{"link": "10gige-lan", "tcp": {"streams": 0}}"#, "streams: 0 is out of range [1, 1024]"),
             (r#"{"link": "10gige-lan", "tcp": {"bogus": 1}}"#, "unknown field `bogus`"),
-            (r#"{"link": "10gige-lan", "stack": {"per_seg_us": -1, "per_byte_ns": 0}}"#, "stack.per_seg_us: -1 is out of range"),
+            (
+                r#"{"link": "10gige-lan", "stack": {"per_seg_us": -1, "per_byte_ns": 0}}"#,
+                "stack.per_seg_us: -1 is out of range",
+            ),
             (r#"{"link": "10gige-lan", "stack": "fast"}"#, "stack: unknown 'fast'"),
         ];
         for (json, want) in cases {

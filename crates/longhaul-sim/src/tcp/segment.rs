@@ -4,8 +4,8 @@
 //! Sequence space: data is counted in whole segments of one MSS (see the module docs), so `seg`
 //! is a segment number and SACK blocks are half-open segment ranges.
 
-use crate::net::{NodeId, Routable};
 use super::receiver::AckContent;
+use crate::net::{NodeId, Routable};
 
 /// SACK blocks one ACK can carry: 3 when timestamps are on (40 option bytes: 10 for the
 /// timestamp option, 2 + 8 per block; RFC 2018 section 3, RFC 7323).
@@ -50,7 +50,18 @@ pub struct TcpPacket {
 
 impl TcpPacket {
     pub fn data(dst: NodeId, conn: u32, seg: u64, wire: u32) -> Self {
-        TcpPacket { dst, conn, kind: Kind::Data, seg, sack: [(0, 0); MAX_SACK_BLOCKS], n_sack: 0, rwnd: 0, frag: 0, frags: 1, wire }
+        TcpPacket {
+            dst,
+            conn,
+            kind: Kind::Data,
+            seg,
+            sack: [(0, 0); MAX_SACK_BLOCKS],
+            n_sack: 0,
+            rwnd: 0,
+            frag: 0,
+            frags: 1,
+            wire,
+        }
     }
 
     /// The acknowledgement `a` of connection `conn`, to `dst`, `wire` bytes on the link.

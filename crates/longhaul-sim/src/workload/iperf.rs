@@ -233,7 +233,10 @@ mod tests {
         for json in cases {
             let r = TcpScenario::from_json(json).unwrap().resolve().unwrap();
             let (world, p) = start(&r);
-            assert!(world.fabric.ports.iter().any(|port| port.forward_at_send), "{json}: nothing forwarded at send time");
+            assert!(
+                world.fabric.ports.iter().any(|port| port.forward_at_send),
+                "{json}: nothing forwarded at send time"
+            );
             let fast = run_world(&r, world, p);
             let (mut world, p) = start(&r);
             for port in world.fabric.ports.iter_mut() {

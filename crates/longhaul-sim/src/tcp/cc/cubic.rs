@@ -147,8 +147,21 @@ mod tests {
         while to_s(now) < k - 0.002 {
             now += rtt;
             // one RTT worth of ACKs, as one aggregate
-            let a = AckInfo { now, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                rate_sample: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
+            let a = AckInfo {
+                now,
+                acked_segs: w.cwnd,
+                rtt: Some(rtt),
+                min_rtt: rtt,
+                srtt: rtt,
+                in_flight_segs: w.cwnd,
+                rate_sample: None,
+                delivered: 0,
+                sample_prior_delivered: 0,
+                in_recovery: false,
+                snd_una: 0,
+                snd_nxt: 0,
+                cwnd_limited: true,
+            };
             cc.on_ack(&mut w, &a);
         }
         assert!((w.cwnd - 1000.0).abs() < 15.0, "cwnd at K: {}", w.cwnd);
@@ -162,8 +175,21 @@ mod tests {
         let rtt = 100 * MS;
         let run = |cc: &mut Cubic, w: &mut Window, rounds: u64| {
             for i in 1..=rounds {
-                let a = AckInfo { now: i * rtt, acked_segs: w.cwnd, rtt: Some(rtt), min_rtt: rtt, srtt: rtt, in_flight_segs: w.cwnd,
-                    rate_sample: None, delivered: 0, sample_prior_delivered: 0, in_recovery: false, snd_una: 0, snd_nxt: 0, cwnd_limited: true };
+                let a = AckInfo {
+                    now: i * rtt,
+                    acked_segs: w.cwnd,
+                    rtt: Some(rtt),
+                    min_rtt: rtt,
+                    srtt: rtt,
+                    in_flight_segs: w.cwnd,
+                    rate_sample: None,
+                    delivered: 0,
+                    sample_prior_delivered: 0,
+                    in_recovery: false,
+                    snd_una: 0,
+                    snd_nxt: 0,
+                    cwnd_limited: true,
+                };
                 cc.on_ack(w, &a);
             }
         };

@@ -52,7 +52,11 @@ impl CongestionControl for Htcp {
     }
 
     fn on_congestion(&mut self, w: &mut Window, now: Time, _in_flight_segs: f64) {
-        self.beta = if self.rtt_max > 0 { (self.rtt_min as f64 / self.rtt_max as f64).clamp(BETA_MIN, BETA_MAX) } else { BETA_MIN };
+        self.beta = if self.rtt_max > 0 {
+            (self.rtt_min as f64 / self.rtt_max as f64).clamp(BETA_MIN, BETA_MAX)
+        } else {
+            BETA_MIN
+        };
         // The queue drains after the backoff: start the next epoch's RTT range afresh.
         self.rtt_max = self.rtt_min;
         self.last_congestion = now;

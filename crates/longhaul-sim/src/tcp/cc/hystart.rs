@@ -151,7 +151,8 @@ impl HyStart {
             if self.round_samples < self.p.min_samples {
                 self.round_samples += 1;
             } else {
-                let thresh = (self.delay_min / self.p.delay_thresh_divisor as Time).clamp(self.p.delay_thresh_min, self.p.delay_thresh_max);
+                let thresh = (self.delay_min / self.p.delay_thresh_divisor as Time)
+                    .clamp(self.p.delay_thresh_min, self.p.delay_thresh_max);
                 if self.round_min_rtt > self.delay_min + thresh {
                     self.found = true;
                 }

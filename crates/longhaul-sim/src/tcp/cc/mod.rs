@@ -137,7 +137,12 @@ impl CcName {
 
     /// `hystart`: the slow-start exit CUBIC uses (None: plain slow start). Linux uses HyStart
     /// only in tcp_cubic.c, so the other algorithms ignore it.
-    pub fn build(self, initial_cwnd: f64, phase_seed: u64, hystart: Option<hystart::HyStart>) -> Box<dyn CongestionControl> {
+    pub fn build(
+        self,
+        initial_cwnd: f64,
+        phase_seed: u64,
+        hystart: Option<hystart::HyStart>,
+    ) -> Box<dyn CongestionControl> {
         match self {
             CcName::Reno => Box::new(reno::Reno),
             CcName::Cubic => Box::new(cubic::Cubic::new(hystart)),
@@ -178,7 +183,9 @@ mod tests {
     /// window below one segment or a non-finite value.
     #[test]
     fn every_variant_grows_then_backs_off() {
-        for name in [CcName::Reno, CcName::Cubic, CcName::Bic, CcName::Htcp, CcName::Scalable, CcName::Highspeed, CcName::Bbr] {
+        for name in
+            [CcName::Reno, CcName::Cubic, CcName::Bic, CcName::Htcp, CcName::Scalable, CcName::Highspeed, CcName::Bbr]
+        {
             let mut cc = name.build(10.0, 1, None);
             let mut w = Window { cwnd: 100.0, ssthresh: 50.0 };
             for i in 0..2000u64 {

@@ -60,7 +60,6 @@ mod scoreboard;
 #[cfg(test)]
 mod tests;
 
-
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
 const RETRANS: u8 = 4;
@@ -108,9 +107,14 @@ enum Decision {
     Later(Time),
     /// The window (`cwnd_limited`), or else the receive window, send buffer or application,
     /// allows nothing.
-    Blocked { cwnd_limited: bool, scanned: u64 },
+    Blocked {
+        cwnd_limited: bool,
+        scanned: u64,
+    },
     Retransmit(u64),
-    NewData { scanned: u64 },
+    NewData {
+        scanned: u64,
+    },
 }
 
 /// What the sender can do now.
@@ -215,7 +219,14 @@ pub struct Sender {
 impl Sender {
     /// `send_limit_segs`: the send buffer in segments; `initial_rwnd_segs`: the window the peer
     /// offers in its SYN-ACK.
-    pub fn new(p: &TcpParams, cc: CcName, mss_bytes: u32, send_limit_segs: u64, initial_rwnd_segs: u64, phase_seed: u64) -> Self {
+    pub fn new(
+        p: &TcpParams,
+        cc: CcName,
+        mss_bytes: u32,
+        send_limit_segs: u64,
+        initial_rwnd_segs: u64,
+        phase_seed: u64,
+    ) -> Self {
         let iw = p.initial_cwnd_segs as f64;
         let hystart = p.hystart.map(|h| HyStart::new(h, mss_bytes));
         let cc = cc.build(iw, phase_seed, hystart);
@@ -285,7 +296,13 @@ impl Sender {
             self.first_sent_time = now;
             self.delivered_time = now;
         }
-        SegState { flags: 0, sent_at: now, delivered: self.delivered, delivered_time: self.delivered_time, first_sent_time: self.first_sent_time }
+        SegState {
+            flags: 0,
+            sent_at: now,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent_time: self.first_sent_time,
+        }
     }
 
     /// Linux tcp_cwnd_validate: remember whether cwnd stopped sending in this window of data,
@@ -300,7 +317,8 @@ impl Sender {
 
     fn cwnd_validate_changes(&self, cwnd_limited: bool) -> bool {
         let out = self.nxt - self.una;
-        let due = self.una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && out > self.max_packets_out);
+        let due =
+            self.una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && out > self.max_packets_out);
         due && (self.is_cwnd_limited, self.max_packets_out, self.cwnd_usage_seq) != (cwnd_limited, out, self.nxt)
     }
 
@@ -352,7 +370,9 @@ impl Sender {
         match self.decide(at) {
             Decision::AwaitSynAck => true,
             // `retx_scan` below `una` counts as `una` (every use raises it to `una` first).
-            Decision::Blocked { cwnd_limited, scanned } => scanned == self.retx_scan.max(self.una) && !self.cwnd_validate_changes(cwnd_limited),
+            Decision::Blocked { cwnd_limited, scanned } => {
+                scanned == self.retx_scan.max(self.una) && !self.cwnd_validate_changes(cwnd_limited)
+            }
             _ => false,
         }
     }

@@ -2,7 +2,7 @@
 //! leaving fast recovery, and the retransmission timeout. See [`super`] for the rules and
 //! their sources.
 
-use super::{Handshake, Prr, Sender, State, NEVER, LOST, RETRANS, SACKED};
+use super::{Handshake, Prr, Sender, State, LOST, NEVER, RETRANS, SACKED};
 use crate::engine::Time;
 use crate::tcp::params::{RtoRestart, RtoSsthresh};
 
