@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from longhaul import units
+from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 
 SERIES_INTERVAL_S = 0.1
@@ -69,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run the same TCP scenario through the emulator (real Linux TCP, needs root) and "
                                    "in the simulator, and print both with the relative difference (sim - emu) / emu. "
                                    "Bandwidth in MB/s, MB = 10^6 bytes.",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=DefaultsHelpFormatter)
     p.add_argument("--delay-us", default="1000,10000,50000", metavar="LIST", help="one-way delays (us, 0..200000)")
     p.add_argument("--rate-gbps", type=float, default=1.0, help="link rate (Gb/s, 0.001..10)")
     p.add_argument("--cc", default="reno,cubic", metavar="LIST", help="congestion control per socket (reno, cubic, bbr ...)")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from longhaul import units
 from longhaul.errors import UserError
+from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import mpi, mpi_tcp
 
@@ -81,7 +82,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p = models.add_parser("mpi", help="MPI across clusters: OSU benchmarks, NAS skeletons, trace replay, tuning",
                           description="MPI (MVAPICH2-like) across two clusters joined by the simulated long-haul path.")
     sub = p.add_subparsers(dest="mpi_cmd", metavar="COMMAND", required=True)
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = DefaultsHelpFormatter
 
     o = sub.add_parser("osu", help="OSU micro-benchmarks", formatter_class=fmt,
                        description="OSU-style benchmarks. MB = 10^6 bytes. Columns follow OSU: size, latency "

@@ -7,6 +7,7 @@ import argparse
 from longhaul import units
 from longhaul.commands.simmodels.verbs import load_scenario_file
 from longhaul.errors import UserError
+from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import nfs
 
@@ -24,7 +25,7 @@ def register(models: argparse._SubParsersAction) -> None:
                     "MB = 10^6 bytes: READ data received after a warm-up (the first quarter of the simulated bytes) / "
                     "the time it took. Only simulated_bytes of the file are read (the rate is steady once the "
                     "connection is warm).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--transport", default=None, metavar="LIST",
                    help="comma list of rdma (NFS/RDMA), ipoib-rc (TCP over IPoIB connected mode), ipoib-ud "

@@ -7,6 +7,7 @@ import argparse
 from longhaul import units
 from longhaul.commands.simmodels.verbs import load_scenario_file
 from longhaul.errors import UserError
+from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import tcp
 
@@ -22,7 +23,7 @@ def register(models: argparse._SubParsersAction) -> None:
                     "MB = 10^6 bytes (aggregate bw_MBps, per stream stream_bw_MBps). Unset options are those of "
                     "a stock Linux host: CUBIC, initial window 10, SACK, delayed ACKs (40 ms, every 2nd segment), "
                     "min RTO 200 ms, auto-tuned buffers up to tcp_rmem 6 MiB / tcp_wmem 4 MiB; iperf's 10 s test.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--link", choices=tcp.LINKS, default=None,
                    help="link layer under TCP/IP: IPoIB datagram (UD) or connected (RC) mode over the testbed's IB "

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from longhaul import units
 from longhaul.errors import UserError
+from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import verbs
 
@@ -23,7 +24,7 @@ def register(models: argparse._SubParsersAction) -> None:
         help="perftest-like verbs benchmarks (RC/UC/UD send, write, read)",
         description="perftest-like verbs benchmarks across the simulated long-haul path. Bandwidth in MB/s with "
                     "MB = 10^6 bytes (perftest itself prints MiB/s). Unset options take perftest's defaults.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--transport", choices=verbs.TRANSPORTS, default=None,
                    help="IB transport (default: the scenario file's, else rc)")
