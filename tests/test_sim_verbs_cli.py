@@ -3,6 +3,8 @@ delays/distances/sizes, scenario files, determinism, and one-line errors with ex
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -53,6 +55,14 @@ def test_formats(cli, fmt, marker):
     assert marker in out
     if fmt == "table":
         assert "MB = 10^6 bytes" in out
+
+
+def test_csv_carries_every_field_table_columns_first(cli):
+    out = cli("sim", "verbs", "--test", "lat", "--sizes", "2", "--distance-km", "10", "--format", "csv", check=True).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    header = out.splitlines()[0].split(",")
+    assert header[:3] == ["transport", "op", "size_bytes"]
+    assert float(rows[0]["one_way_delay_us"]) == 50.0 and rows[0]["seed"] == "1" and "sim_events" in header
 
 
 def test_latency_and_read_tests(cli):

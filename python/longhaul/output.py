@@ -25,15 +25,19 @@ def _fmt(v: Any) -> str:
 
 def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None, title: str | None = None,
          out=None) -> None:
-    """Write records to stdout in the chosen format. ``columns`` orders the table/csv columns."""
+    """Write records to stdout in the chosen format. ``columns`` picks and orders the table's
+    columns; csv, being for programs, carries those first and then every other field that holds a
+    single value (json carries everything)."""
     out = out or sys.stdout
     if fmt == "json":
         json.dump(list(records), out, indent=1)
         out.write("\n")
         return
-    cols = list(columns) if columns else list(dict.fromkeys(k for r in records for k in r))
+    every = list(dict.fromkeys(k for r in records for k in r))
+    cols = list(columns) if columns else every
     if fmt == "csv":
-        w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+        scalar = [k for k in every if k not in cols and all(not isinstance(r.get(k), (dict, list)) for r in records)]
+        w = csv.DictWriter(out, fieldnames=cols + scalar, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for r in records:
             w.writerow(r)
