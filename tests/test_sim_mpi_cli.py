@@ -121,6 +121,8 @@ def test_app_replay_and_tune(cli, tmp_path):
     tune = records(cli, "tune", "--size", "8K", "--delay-us", "1000")[0]
     assert tune["best_threshold_bytes"] > 8192 and tune["threshold_gain_pct"] > 0 and tune["best_pairs"] >= 1
     assert tune["best_ud_retry_timeout_us"] is None  # RC: the adapter resends
+    table = cli("sim", "mpi", "tune", "--size", "8K", "--delay-us", "1000", check=True).stdout
+    assert "…" not in table and "eager threshold" in table  # wide tables fold their column names, never cut them
     ud = records(cli, "tune", "--size", "64K", "--delay-us", "100", "--transport", "ud", "--loss", "0.001")[0]
     assert ud["ud_retry_timeout_us"] == 500000 and ud["best_ud_retry_timeout_us"] < 10000
     assert ud["ud_retry_gain_pct"] > 100

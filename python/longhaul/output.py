@@ -44,7 +44,7 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
         return
     table = Table(title=title, caption="MB = 10^6 bytes")
     for c in cols:
-        table.add_column(c, justify="right")
+        table.add_column(c, justify="right", overflow="fold")  # fold long names, never cut them
     for r in records:
         table.add_row(*(_fmt(r.get(c)) for c in cols))
     Console(file=out, width=max(80, 14 * len(cols))).print(table)
