@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from longhaul.errors import UserError
 from longhaul.output import progress
 from longhaul.results import Store, now_utc
+from longhaul.sim.core import cancel_on_interrupt
 
 EXECUTORS = ("threads", "mpi", "serial")
 ENV_EXECUTOR = "LONGHAUL_EXECUTOR"
@@ -137,20 +138,22 @@ def run(fn: PointFn, scenarios: Iterable[dict], *, kind: str, store: Store | Non
         t0s = {}
         futures = {}
         try:
-            for i in todo:
-                t0s[i] = now_utc()
-                futures[pool.submit(fn, scenarios[i])] = i
-            for fut in progress(cf.as_completed(futures), total=len(futures), description=desc):
-                i = futures[fut]
-                try:
-                    records = fut.result()
-                except Exception as err:  # keep going: finished points are saved, error raised at the end
-                    if first_error is None:
-                        first_error = err
-                    continue
-                finish(i, records, t0s[i])
+            with cancel_on_interrupt():
+                for i in todo:
+                    t0s[i] = now_utc()
+                    futures[pool.submit(fn, scenarios[i])] = i
+                for fut in progress(cf.as_completed(futures), total=len(futures), description=desc):
+                    i = futures[fut]
+                    try:
+                        records = fut.result()
+                    except Exception as err:  # keep going: finished points are saved, error raised at the end
+                        if first_error is None:
+                            first_error = err
+                        continue
+                    finish(i, records, t0s[i])
         except BaseException:
-            # Ctrl-C (or a store error): drop queued points, keep the saved ones, let running ones end
+            # Ctrl-C (or a store error): drop queued points, keep the saved ones, let running ones
+            # end (after Ctrl-C the simulator's end at once: cancel_on_interrupt cancels them).
             for fut in futures:
                 fut.cancel()
             pool.shutdown(wait=False, cancel_futures=True)

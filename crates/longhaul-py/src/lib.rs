@@ -1,8 +1,28 @@
 //! Thin PyO3 binding: a scenario as JSON in, a record as JSON out. No logic lives here; bad
 //! input comes back as `ValueError` with the one-line message the CLI prints.
 
-use pyo3::exceptions::PyValueError;
+use longhaul_sim::engine::{cancel_runs, runs_cancelled};
+use longhaul_sim::ScenarioError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
+
+/// A run's JSON, or the user's interrupt (the run was cancelled part way: its record means
+/// nothing), or bad input as `ValueError`.
+fn finish(result: Result<String, ScenarioError>) -> PyResult<String> {
+    if runs_cancelled() {
+        return Err(PyKeyboardInterrupt::new_err("simulation cancelled"));
+    }
+    result.map_err(|e| PyValueError::new_err(e.0))
+}
+
+/// Cancel (`on = True`) every simulation running in this process, and any started until it is
+/// called again with `False`: the CLI's Ctrl-C handler calls it, since a point that runs with
+/// the GIL released cannot be interrupted otherwise.
+#[pyfunction]
+#[pyo3(name = "cancel_runs")]
+fn cancel_runs_py(on: bool) {
+    cancel_runs(on);
+}
 
 /// Validate and run one verbs scenario (JSON text); returns the record as JSON text.
 /// `duration_s` stops the run after that much simulated time (a fixed-duration stream).
@@ -11,11 +31,11 @@ use pyo3::prelude::*;
 #[pyo3(signature = (scenario_json, duration_s=None))]
 fn run_verbs(py: Python<'_>, scenario_json: &str, duration_s: Option<f64>) -> PyResult<String> {
     let text = scenario_json.to_owned();
-    let result = py.detach(move || longhaul_sim::run_verbs_json(&text, duration_s));
-    match result {
-        Ok(rec) => serde_json::to_string(&rec).map_err(|e| PyValueError::new_err(e.to_string())),
-        Err(e) => Err(PyValueError::new_err(e.0)),
-    }
+    let result = py.detach(move || {
+        let rec = longhaul_sim::run_verbs_json(&text, duration_s)?;
+        serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
+    });
+    finish(result)
 }
 
 /// Validate a verbs scenario without running it; returns the resolved parameters as JSON.
@@ -36,13 +56,13 @@ fn run_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
     let result = py.detach(move || {
         if validate_only {
             let r = longhaul_sim::tcp::TcpScenario::from_json(&text)?.resolve()?;
-            serde_json::to_string(&r).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+            serde_json::to_string(&r).map_err(|e| ScenarioError(e.to_string()))
         } else {
             let rec = longhaul_sim::run_tcp_json(&text)?;
-            serde_json::to_string(&rec).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+            serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
         }
     });
-    result.map_err(|e| PyValueError::new_err(e.0))
+    finish(result)
 }
 
 /// Validate and run one MPI scenario (JSON text); returns the record as JSON text. With
@@ -56,10 +76,10 @@ fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
             longhaul_sim::mpi::validate_mpi_json(&text).map(|_| "{}".to_string())
         } else {
             let rec = longhaul_sim::mpi::run_mpi_json(&text)?;
-            serde_json::to_string(&rec).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+            serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
         }
     });
-    result.map_err(|e| PyValueError::new_err(e.0))
+    finish(result)
 }
 
 /// Validate and run one NFS scenario (JSON text); returns the record as JSON text. With
@@ -70,14 +90,14 @@ fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
 fn run_nfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
     let text = scenario_json.to_owned();
     let result = py.detach(move || {
-        let to_json = |e: serde_json::Error| longhaul_sim::ScenarioError(e.to_string());
+        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
         if validate_only {
             longhaul_sim::nfs::validate_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
         } else {
             longhaul_sim::nfs::run_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
         }
     });
-    result.map_err(|e| PyValueError::new_err(e.0))
+    finish(result)
 }
 
 /// Validate and run one MPI-over-TCP scenario (JSON text); returns the record as JSON text.
@@ -91,10 +111,10 @@ fn run_mpi_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyRe
             longhaul_sim::mpi_tcp::validate_mpi_tcp_json(&text).map(|_| "{}".to_string())
         } else {
             let rec = longhaul_sim::mpi_tcp::run_mpi_tcp_json(&text)?;
-            serde_json::to_string(&rec).map_err(|e| longhaul_sim::ScenarioError(e.to_string()))
+            serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
         }
     });
-    result.map_err(|e| PyValueError::new_err(e.0))
+    finish(result)
 }
 
 #[pymodule]
@@ -105,6 +125,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
     m.add_function(wrap_pyfunction!(run_mpi_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

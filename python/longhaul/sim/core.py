@@ -4,9 +4,11 @@ the GIL while it simulates)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from longhaul.errors import UserError
@@ -26,10 +28,46 @@ def base_copy(base: dict | None, tables: tuple[str, ...]) -> dict:
     return sc
 
 
-def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
-    """``entry(json(sc), ...)`` decoded; a ValueError from the core is bad input."""
+def cancel_runs(on: bool) -> None:
+    """Cancel (``True``) the simulations running in the core, and any started until cleared
+    (``False``): a point runs with the GIL released and can take minutes, so Ctrl-C alone would
+    wait for it. Nothing to do when the core is not built."""
     try:
-        out = entry(json.dumps(sc), *args, **kwargs)
+        from longhaul import _core
+    except ImportError:
+        return
+    _core.cancel_runs(on)
+
+
+def on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def cancel_on_interrupt() -> Iterator[None]:
+    """Around waiting for simulations run by worker threads (inside the pool's ``with``, so it
+    acts before the pool waits for its workers): runs start allowed and, on Ctrl-C, the ones
+    still running are cancelled, so the pool closes at once."""
+    if on_main_thread():
+        cancel_runs(False)
+    try:
+        yield
+    except KeyboardInterrupt:
+        cancel_runs(True)
+        raise
+
+
+def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
+    """``entry(json(sc), ...)`` decoded; a ValueError from the core is bad input. From the main
+    thread the core runs in a worker, so that Ctrl-C reaches the main thread at once and cancels
+    the run (the core then raises KeyboardInterrupt in the worker)."""
+    text = json.dumps(sc)
+    try:
+        if on_main_thread():
+            with ThreadPoolExecutor(max_workers=1) as worker, cancel_on_interrupt():
+                out = worker.submit(entry, text, *args, **kwargs).result()
+        else:
+            out = entry(text, *args, **kwargs)
     except ValueError as err:
         raise UserError(str(err)) from None
     return json.loads(out) if isinstance(out, str) else out
@@ -44,7 +82,7 @@ def run_parallel(run: Callable[[dict], dict], validate: Callable[[dict], object]
     if not scenarios:
         return []
     workers = max(1, min(workers or os.cpu_count() or 1, len(scenarios)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool, cancel_on_interrupt():
         results: Iterable[dict] = pool.map(run, scenarios)
         if show_progress:
             results = progress(results, len(scenarios), description)

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from pathlib import Path
 
+from longhaul.sim.core import cancel_on_interrupt
+
 HERE = Path(__file__).parent
 MODELS = sorted(p.stem.removeprefix("points_") for p in HERE.glob("points_*.toml"))
 
@@ -58,5 +60,5 @@ def check_all(quiet: bool = True, models: list[str] | None = None) -> list[dict]
     several at a time: the simulator releases the GIL, so threads use every core."""
     pts = points()
     todo = [(pid, fn) for pid, fn in CHECKS.items() if models is None or pts[pid]["model_name"] in models]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool, cancel_on_interrupt():
         return list(pool.map(lambda item: _with_gap(item[1](pts[item[0]], quiet), pts[item[0]]), todo))

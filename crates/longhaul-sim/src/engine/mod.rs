@@ -7,6 +7,8 @@ pub mod queue;
 pub mod rng;
 pub mod time;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 pub use queue::EventQueue;
 pub use rng::RngStream;
 pub use time::Time;
@@ -27,13 +29,35 @@ pub enum Stop {
     Finished,
     Idle,
     TimeLimit,
+    /// [`cancel_runs`] was called: the user interrupted (Ctrl-C), the result means nothing.
+    Cancelled,
 }
 
-/// Run `model` until it is finished, nothing is pending, or simulated time passes `until`.
+/// Set from outside the simulation (the Python binding, on Ctrl-C) to stop every run in the
+/// process: a single point can take minutes, and the caller cannot interrupt it otherwise.
+static CANCEL: AtomicBool = AtomicBool::new(false);
+/// Events handled between two looks at [`CANCEL`] (well under a millisecond of work).
+pub const CANCEL_CHECK_EVENTS: u64 = 1 << 12;
+
+/// Stop (`true`) every run in progress at its next check, and any run started until cleared.
+pub fn cancel_runs(on: bool) {
+    CANCEL.store(on, Ordering::Relaxed);
+}
+
+/// Whether runs are being cancelled.
+pub fn runs_cancelled() -> bool {
+    CANCEL.load(Ordering::Relaxed)
+}
+
+/// Run `model` until it is finished, nothing is pending, simulated time passes `until`, or runs
+/// are cancelled.
 pub fn run<M: Model>(model: &mut M, q: &mut EventQueue<M::Event>, until: Time) -> Stop {
     loop {
         if model.finished() {
             return Stop::Finished;
+        }
+        if q.events_handled() % CANCEL_CHECK_EVENTS == 0 && runs_cancelled() {
+            return Stop::Cancelled;
         }
         match q.peek_time() {
             None => return Stop::Idle,
