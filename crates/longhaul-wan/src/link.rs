@@ -158,11 +158,9 @@ pub fn main(args: &Args) -> Result<(), String> {
     println!("ready offload={offload}");
     let _ = std::io::stdout().flush();
 
-    loop {
-        match sys::wait_signal(&signals, interval_ms) {
-            Some(libc::SIGUSR1) | None => publish(true),
-            Some(_) => break,
-        }
+    // SIGUSR1 or the interval: publish the statistics; any other signal: stop.
+    while let Some(libc::SIGUSR1) | None = sys::wait_signal(&signals, interval_ms) {
+        publish(true);
         if t_ab.is_finished() || t_ba.is_finished() {
             break;
         }

@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::collectives::{self, Algo, AutoRule, Collective};
+use super::collectives::{self, AlgoChoice, Collective};
 use super::params::NodeParams;
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
@@ -112,9 +112,7 @@ pub fn build(
     layout: &Layout,
     node: &NodeParams,
     compute_us: Option<f64>,
-    algo: Algo,
-    one_way_us: f64,
-    auto: AutoRule,
+    choice: AlgoChoice,
 ) -> App {
     let n = layout.ranks();
     let (iterations, mop, dims) = size(app, class);
@@ -122,7 +120,7 @@ pub fn build(
     let compute_us_per_iter = compute_us.unwrap_or(mop / iterations as f64 / (n as f64 * rate) * 1e6);
     let mut p = Programs::new(n as usize);
     let coll = |p: &mut Programs, c: Collective, bytes: u64| {
-        collectives::emit(p, layout, c, 0, bytes, algo, one_way_us, auto);
+        collectives::emit(p, layout, c, 0, bytes, choice);
     };
     p.compute_all(from_us(compute_us_per_iter));
     match app {
@@ -145,7 +143,7 @@ pub fn build(
             coll(&mut p, Collective::Allreduce, 16);
         }
         AppName::Cg => cg(&mut p, dims[0], n),
-        AppName::Mg => mg(&mut p, dims[0], n, layout, algo, one_way_us, auto),
+        AppName::Mg => mg(&mut p, dims[0], n, layout, choice),
         AppName::Lu => lu(&mut p, dims[0], n),
     }
     let large_share = large_share(&p);
@@ -221,7 +219,7 @@ fn grid3(n: u32) -> [u32; 3] {
     g
 }
 
-fn mg(p: &mut Programs, edge: u64, n: u32, layout: &Layout, algo: Algo, one_way_us: f64, auto: AutoRule) {
+fn mg(p: &mut Programs, edge: u64, n: u32, layout: &Layout, choice: AlgoChoice) {
     let g = grid3(n);
     let levels = edge.trailing_zeros();
     for me in 0..n {
@@ -249,7 +247,7 @@ fn mg(p: &mut Programs, edge: u64, n: u32, layout: &Layout, algo: Algo, one_way_
             }
         }
     }
-    collectives::emit(p, layout, Collective::Allreduce, 0, 16, algo, one_way_us, auto);
+    collectives::emit(p, layout, Collective::Allreduce, 0, 16, choice);
 }
 
 fn lu(p: &mut Programs, edge: u64, n: u32) {
@@ -288,25 +286,30 @@ fn lu(p: &mut Programs, edge: u64, n: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mpi::collectives::{Algo, AutoRule};
     use crate::mpi::placement::Placement;
     use crate::mpi::program::check;
 
-    const RULE: AutoRule = AutoRule { min_delay_us: 50.0, min_bytes: 1 << 16 };
+    const DEFAULT: AlgoChoice = AlgoChoice {
+        algo: Algo::Default,
+        one_way_delay_us: 0.0,
+        auto: AutoRule { min_delay_us: 50.0, min_bytes: 1 << 16 },
+    };
 
     #[test]
     fn every_skeleton_completes_without_deadlock_and_ft_is_large_message() {
         let layout = Layout::new(4, 2, 16, &Placement::Block).unwrap();
         let node = NodeParams::s1_node();
         for app in [AppName::Is, AppName::Ft, AppName::Cg, AppName::Mg, AppName::Lu] {
-            let a = build(app, NasClass::A, &layout, &node, None, Algo::Default, 0.0, RULE);
+            let a = build(app, NasClass::A, &layout, &node, None, DEFAULT);
             let mut bufs = vec![vec![0u64; 256]; 16];
             let mut one = a.programs.clone();
             one.repeat = 1;
             check(&one, &mut bufs).unwrap_or_else(|e| panic!("{app:?}: {}", e.0));
             assert!(a.compute_us_per_iter > 0.0);
         }
-        let ft = build(AppName::Ft, NasClass::B, &layout, &node, None, Algo::Default, 0.0, RULE);
-        let cg = build(AppName::Cg, NasClass::B, &layout, &node, None, Algo::Default, 0.0, RULE);
+        let ft = build(AppName::Ft, NasClass::B, &layout, &node, None, DEFAULT);
+        let cg = build(AppName::Cg, NasClass::B, &layout, &node, None, DEFAULT);
         assert!(ft.large_share > 0.8 && ft.large_share > cg.large_share, "{} {}", ft.large_share, cg.large_share);
     }
 }

@@ -88,6 +88,22 @@ pub struct AutoRule {
     pub min_bytes: u64,
 }
 
+/// How each collective call of a run picks its algorithm: the run's `--algo` and, for `auto`,
+/// the rule and the one-way delay of the path it is applied to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlgoChoice {
+    pub algo: Algo,
+    pub one_way_delay_us: f64,
+    pub auto: AutoRule,
+}
+
+impl AlgoChoice {
+    /// MPICH2's default whatever the run pinned (the barriers OSU puts between timed calls).
+    pub fn mpich_default(self) -> AlgoChoice {
+        AlgoChoice { algo: Algo::Default, ..self }
+    }
+}
+
 /// MPICH2 1.0's default choice (Thakur et al. 2005; bcast.c, allreduce.c, alltoall.c).
 pub fn default_flat(c: Collective, bytes: u64, m: usize) -> Algo {
     match c {
@@ -116,19 +132,11 @@ pub fn nblocks(c: Collective, n: u32) -> u32 {
 /// OSU message size: the whole buffer for bcast/allreduce, per rank for scatter and alltoall.
 /// A flat algorithm of another collective (an application or trace pins one for all its
 /// collectives) gives way to the default. Returns the algorithm actually used.
-pub fn emit(
-    p: &mut Programs,
-    layout: &Layout,
-    c: Collective,
-    root: u32,
-    bytes: u64,
-    algo: Algo,
-    one_way_delay_us: f64,
-    auto: AutoRule,
-) -> Algo {
+pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: u64, choice: AlgoChoice) -> Algo {
     let world: Vec<u32> = (0..layout.ranks()).collect();
     let n = world.len();
     let spans = layout.spans_clusters();
+    let AlgoChoice { algo, one_way_delay_us, auto } = choice;
     let algo = match algo {
         Algo::Auto if spans && (one_way_delay_us >= auto.min_delay_us || bytes >= auto.min_bytes) => Algo::Hierarchical,
         Algo::Auto | Algo::Default => default_flat(c, bytes, n),
@@ -307,10 +315,14 @@ mod tests {
 
     const NO_AUTO: AutoRule = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
 
+    fn pinned(algo: Algo) -> AlgoChoice {
+        AlgoChoice { algo, one_way_delay_us: 0.0, auto: NO_AUTO }
+    }
+
     fn run(layout: &Layout, c: Collective, root: u32, bytes: u64, algo: Algo) -> Vec<Vec<u64>> {
         let n = layout.ranks();
         let mut p = Programs::new(n as usize);
-        emit(&mut p, layout, c, root, bytes, algo, 0.0, NO_AUTO);
+        emit(&mut p, layout, c, root, bytes, pinned(algo));
         let nb = nblocks(c, n) as usize;
         // Rank r's initial block b: a value unique to (r, b).
         let mut bufs: Vec<Vec<u64>> =
@@ -386,7 +398,7 @@ mod tests {
         let layout = Layout::new(4, 2, 16, &Placement::Block).unwrap();
         for algo in [Algo::Hierarchical, Algo::Binomial, Algo::ScatterRing] {
             let mut p = Programs::new(16);
-            emit(&mut p, &layout, Collective::Bcast, 0, 1 << 17, algo, 0.0, NO_AUTO);
+            emit(&mut p, &layout, Collective::Bcast, 0, 1 << 17, pinned(algo));
             let crossings: usize = p
                 .ranks
                 .iter()
@@ -414,9 +426,10 @@ mod tests {
         assert_eq!(default_flat(Collective::Bcast, 1 << 20, 128), Algo::ScatterRing);
         assert_eq!(default_flat(Collective::Alltoall, 8, 128), Algo::Bruck);
         let layout = Layout::new(2, 1, 4, &Placement::Block).unwrap();
-        let rule = AutoRule { min_delay_us: 100.0, min_bytes: 1 << 16 };
+        let auto = AutoRule { min_delay_us: 100.0, min_bytes: 1 << 16 };
+        let at = |one_way_delay_us| AlgoChoice { algo: Algo::Auto, one_way_delay_us, auto };
         let mut p = Programs::new(4);
-        assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, Algo::Auto, 1000.0, rule), Algo::Hierarchical);
-        assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, Algo::Auto, 10.0, rule), Algo::Binomial);
+        assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, at(1000.0)), Algo::Hierarchical);
+        assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, at(10.0)), Algo::Binomial);
     }
 }

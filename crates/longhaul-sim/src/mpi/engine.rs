@@ -213,17 +213,24 @@ impl Timers {
     }
 }
 
+/// What an MPI library instance is made of: where its ranks are, its parameters, the nodes, the
+/// transport and path MTU it runs over, and each rank's programs.
+pub struct MpiSetup {
+    pub layout: Layout,
+    pub params: MpiParams,
+    pub node: NodeParams,
+    pub transport: Transport,
+    pub mtu: u32,
+    /// The fabric node of each rank's host.
+    pub host: Vec<NodeId>,
+    pub progs: Programs,
+    /// The adapter's cost to post one work request (ns).
+    pub post_ns: f64,
+}
+
 impl Mpi {
-    pub fn new(
-        layout: Layout,
-        params: MpiParams,
-        node: NodeParams,
-        transport: Transport,
-        mtu: u32,
-        host: Vec<NodeId>,
-        progs: Programs,
-        post_ns: f64,
-    ) -> Self {
+    pub fn new(setup: MpiSetup) -> Self {
+        let MpiSetup { layout, params, node, transport, mtu, host, progs, post_ns } = setup;
         let n = layout.ranks() as usize;
         let call_cost = from_ns(params.call_ns);
         let mut local_ranks = vec![0u32; 2 * layout.nodes_per_cluster as usize];
@@ -312,7 +319,7 @@ impl Mpi {
                 Action::Round { sends, recvs } => {
                     self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
                     self.ranks[ri].round_done = t;
-                    self.post_all(ib, r, t, sends, recvs, false, q);
+                    self.post_all(ib, r, t, (sends, recvs), false, q);
                     if self.ranks[ri].pending > 0 {
                         self.ranks[ri].pc += 1;
                         self.ranks[ri].blocked = true;
@@ -322,7 +329,7 @@ impl Mpi {
                 }
                 Action::Post { sends, recvs } => {
                     self.ranks[ri].detached += (sends.len() + recvs.len()) as u32;
-                    self.post_all(ib, r, t, sends, recvs, true, q);
+                    self.post_all(ib, r, t, (sends, recvs), true, q);
                 }
                 Action::WaitAll => {
                     if self.ranks[ri].detached > 0 {
@@ -341,31 +348,32 @@ impl Mpi {
         }
     }
 
+    /// Rank `r` posts a round's receives, then its sends, from `t` (`detached`: nonblocking,
+    /// waited for later by `WaitAll`).
     fn post_all(
         &mut self,
         ib: &mut IbHosts,
         r: u32,
         t: Time,
-        sends: &[Xfer],
-        recvs: &[Xfer],
+        (sends, recvs): (&[Xfer], &[Xfer]),
         detached: bool,
         q: &mut EventQueue<Ev>,
     ) {
         for x in recvs {
             let at = self.cpu(r, t, self.call_cost);
-            self.post_recv(ib, x.peer, r, x.bytes, detached, at, q);
+            self.post_recv(ib, (x.peer, r), x.bytes, detached, at, q);
         }
         for x in sends {
             let at = self.cpu(r, t, self.call_cost);
-            self.post_send(ib, r, x.peer, x.bytes, detached, at, q);
+            self.post_send(ib, (r, x.peer), x.bytes, detached, at, q);
         }
     }
 
+    /// Rank `src` sends `bytes` to `dst`.
     fn post_send(
         &mut self,
         ib: &mut IbHosts,
-        src: u32,
-        dst: u32,
+        (src, dst): (u32, u32),
         bytes: u64,
         detached: bool,
         t: Time,
@@ -404,11 +412,11 @@ impl Mpi {
         }
     }
 
+    /// Rank `dst` posts a receive of `bytes` from `src`.
     fn post_recv(
         &mut self,
         ib: &mut IbHosts,
-        src: u32,
-        dst: u32,
+        (src, dst): (u32, u32),
         bytes: u64,
         detached: bool,
         t: Time,

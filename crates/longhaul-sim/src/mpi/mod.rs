@@ -29,7 +29,8 @@ use crate::ib::{IbHosts, IbPacket, Transport};
 use crate::net::Fabric;
 use crate::scenario::{ScenarioError, TransportName};
 use crate::topology;
-use engine::{Ev, Mpi, World};
+use collectives::AlgoChoice;
+use engine::{Ev, Mpi, MpiSetup, World};
 use placement::{Layout, Placement};
 use scenario::{MpiResolved, MpiScenario, Workload};
 
@@ -115,7 +116,7 @@ pub fn validate_mpi_json(text: &str) -> Result<(), ScenarioError> {
 /// Run one resolved MPI scenario.
 pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     let one_way = r.base.one_way_delay_us();
-    let auto = r.params.auto;
+    let choice = AlgoChoice { algo: r.algo, one_way_delay_us: one_way, auto: r.params.auto };
     let slots = 2 * r.nodes * r.ppn;
     // Workload -> (programs, ranks' placement, algorithm name, iterations, extra facts).
     let (progs, layout, algo_used, full_iters, compute_us, large) = match &r.workload {
@@ -132,13 +133,13 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
                 (p, _) => p.clone(),
             };
             let layout = Layout::new(r.nodes, r.ppn, ranks, &placement).map_err(ScenarioError)?;
-            let (p, used) = osu::programs(o, &layout, r.algo, one_way, auto);
+            let (p, used) = osu::programs(o, &layout, choice);
             (p, layout, used.to_string(), 1, None, None)
         }
         Workload::App(a) => {
             let layout = Layout::new(r.nodes, r.ppn, slots, &r.placement).map_err(ScenarioError)?;
             apps::check_ranks(a.name, slots).map_err(ScenarioError)?;
-            let mut app = apps::build(a.name, a.class, &layout, &r.node, a.compute_us_per_iter, r.algo, one_way, auto);
+            let mut app = apps::build(a.name, a.class, &layout, &r.node, a.compute_us_per_iter, choice);
             if let Some(it) = a.iterations {
                 if !(1..=100_000).contains(&it) {
                     return Err(ScenarioError(format!("iterations: {it} is out of range [1, 100000]")));
@@ -159,7 +160,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
             let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
             let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement)
                 .map_err(|e| ScenarioError(format!("{}: {e}", t.name)))?;
-            let p = trace::programs(&parsed, &layout, r.algo, one_way, auto);
+            let p = trace::programs(&parsed, &layout, choice);
             program::check(&p, &mut p.zero_buffers()).map_err(|e| ScenarioError(format!("{}: {}", t.name, e.0)))?;
             (p, layout, r.algo.name().to_string(), 1, None, None)
         }
@@ -188,7 +189,16 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     if ib.hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
-    let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
+    let mpi = Mpi::new(MpiSetup {
+        layout: layout.clone(),
+        params,
+        node: r.node.clone(),
+        transport,
+        mtu: r.base.mtu_bytes,
+        host,
+        progs,
+        post_ns,
+    });
     let mut world = World { fabric, ib, mpi, timers: Default::default() };
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::collectives::{self, Algo, AutoRule, Collective};
+use super::collectives::{self, AlgoChoice, Collective};
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
 use crate::engine::time::to_us;
@@ -105,13 +105,7 @@ impl super::scenario::OsuSpec {
 }
 
 /// The benchmark's programs; returns the collective algorithm used (or "p2p").
-pub fn programs(
-    spec: &super::scenario::OsuSpec,
-    layout: &Layout,
-    algo: Algo,
-    one_way_us: f64,
-    auto: AutoRule,
-) -> (Programs, &'static str) {
+pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, choice: AlgoChoice) -> (Programs, &'static str) {
     let n = layout.ranks();
     let mut p = Programs::new(n as usize);
     let iters = spec.iterations.unwrap_or(ITERATIONS);
@@ -134,7 +128,7 @@ pub fn programs(
         }
         OsuBench::Bw | OsuBench::MbwMr => {
             let pairs = n / 2;
-            collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, Algo::Default, 0.0, auto);
+            collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, choice.mpich_default());
             for k in 0..pairs {
                 let (a, b) = (k, k + pairs);
                 for i in 0..warm + iters {
@@ -171,10 +165,10 @@ pub fn programs(
             for i in 0..warm + iters {
                 let label = if i < warm { u32::MAX } else { START };
                 p.mark_all(label);
-                let a = collectives::emit(&mut p, layout, c, root, s, algo, one_way_us, auto);
+                let a = collectives::emit(&mut p, layout, c, root, s, choice);
                 used = a.name();
                 p.mark_all(if i < warm { u32::MAX } else { END });
-                collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, Algo::Default, 0.0, auto);
+                collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, choice.mpich_default());
             }
         }
     }

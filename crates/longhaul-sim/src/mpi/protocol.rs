@@ -55,6 +55,18 @@ pub enum Kind {
     Read,
 }
 
+impl Kind {
+    /// The verb that carries it: RPUT data is an RDMA write, RGET data an RDMA read, every other
+    /// wire a send into one of the receiver's buffers.
+    pub fn op(self) -> Op {
+        match self {
+            Kind::Write { .. } => Op::Write,
+            Kind::Read => Op::Read,
+            _ => Op::Send,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Wire {
     pub kind: Kind,
@@ -89,8 +101,8 @@ pub struct Dir {
     pub credits: u32,
     /// Credits the receiver of this direction has freed and not yet returned.
     pub owed: u32,
-    /// Work waiting for credits, in order: (wire, bytes, op).
-    pub backlog: VecDeque<(u32, u32, Op)>,
+    /// Work waiting for credits, in order: (wire, bytes).
+    pub backlog: VecDeque<(u32, u32)>,
     /// Wires posted as sends/writes in this direction, in order: the receiver's completions.
     pub inbox: VecDeque<u32>,
     /// Send work requests posted in this direction and not completed (coalescing's trigger).
@@ -203,14 +215,13 @@ impl Mpi {
     pub(super) fn send_wire(
         &mut self,
         ib: &mut IbHosts,
-        from: u32,
-        to: u32,
+        (from, to): (u32, u32),
         kind: Kind,
         m: u32,
         bytes: u32,
-        op: Op,
         t: Time,
     ) {
+        let op = kind.op();
         let (c, d) = self.conn(ib, from, to);
         let rc = self.transport == Transport::Rc;
         // Completions that will release it: the send and the arrival; a read completes at the
@@ -224,7 +235,7 @@ impl Mpi {
             // channel (MPIDI_CH3I_MRAILI_rput_complete / rget_finish call post_send, which
             // flushes the held buffer first): never packed, never on the fast path.
             self.flush_held(ib, c, d);
-            return self.post_now(ib, c, d, w, bytes, op, ready);
+            return self.post_now(ib, c, d, w, bytes, ready);
         }
         let coalescing = self.coalescing(c, d);
         let dir = &mut self.conns[c as usize].dirs[d];
@@ -235,14 +246,14 @@ impl Mpi {
             // (MPIDI_CH3I_MRAILI_Fast_rdma_ok refuses when MRAILI_Coalesce_ok holds).
             dir.credits -= 1;
             self.wires[w as usize].ring = true;
-            return self.post_slot(ib, c, d, w, bytes, op, ready);
+            return self.post_slot(ib, c, d, w, bytes, ready);
         }
         if needs {
             self.stats.credit_stalls += 1;
         }
         if needs && !rc {
             // UD/UC: the window is full; wait for acknowledgements.
-            dir.backlog.push_back((w, bytes, op));
+            dir.backlog.push_back((w, bytes));
             return;
         }
         // RC without a free ring buffer, or a message that needs none: the send/receive channel
@@ -250,7 +261,7 @@ impl Mpi {
         if op == Op::Send && self.try_append(c, d, w, bytes, ready) {
             return;
         }
-        self.post_wire(ib, c, d, w, bytes, op, ready);
+        self.post_wire(ib, c, d, w, bytes, ready);
     }
 
     /// Pack wire `w` into the held buffer of direction `d` if there is one with room.
@@ -273,8 +284,11 @@ impl Mpi {
     }
 
     /// Post wire `w` (with what is chained to it) as one work request, or hold it to coalesce.
-    fn post_wire(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
-        if op == Op::Send && self.params.coalesce_after > 0 && self.transport == Transport::Rc {
+    fn post_wire(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+        if self.wires[w as usize].kind.op() == Op::Send
+            && self.params.coalesce_after > 0
+            && self.transport == Transport::Rc
+        {
             if self.conns[c as usize].dirs[d].held.is_some() {
                 self.flush_held(ib, c, d); // did not fit: it goes first
             }
@@ -283,25 +297,27 @@ impl Mpi {
                 return;
             }
         }
-        self.post_now(ib, c, d, w, bytes, op, ready);
+        self.post_now(ib, c, d, w, bytes, ready);
     }
 
     fn flush_held(&mut self, ib: &mut IbHosts, c: u32, d: usize) {
         if let Some(h) = self.conns[c as usize].dirs[d].held.take() {
-            self.post_now(ib, c, d, h.head, h.bytes, Op::Send, h.ready);
+            self.post_now(ib, c, d, h.head, h.bytes, h.ready);
         }
     }
 
     /// Post a wire that holds a receiver buffer (RC) or a window slot (UD/UC).
-    fn post_slot(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+    fn post_slot(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         if self.transport == Transport::Rc {
-            self.post_now(ib, c, d, w, bytes, op, ready);
+            self.post_now(ib, c, d, w, bytes, ready);
         } else {
-            self.post_sequenced(ib, c, d, w, bytes, op, ready);
+            self.post_sequenced(ib, c, d, w, bytes, ready);
         }
     }
 
-    pub(super) fn post_now(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, op: Op, ready: Time) {
+    /// Hand wire `w` (`bytes` on the wire, with what is chained to it) to the adapter at `ready`.
+    pub(super) fn post_now(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+        let op = self.wires[w as usize].kind.op();
         let rc = self.transport == Transport::Rc;
         let conn = &mut self.conns[c as usize];
         if op == Op::Send {
@@ -340,7 +356,7 @@ impl Mpi {
         self.conns[c as usize].dirs[d].credits += n;
         loop {
             let dir = &mut self.conns[c as usize].dirs[d];
-            let Some(&(w, bytes, op)) = dir.backlog.front() else { break };
+            let Some(&(w, bytes)) = dir.backlog.front() else { break };
             let needs = self.needs_credit(self.wires[w as usize].kind);
             let dir = &mut self.conns[c as usize].dirs[d];
             if needs && dir.credits == 0 {
@@ -354,9 +370,9 @@ impl Mpi {
             let from = self.conns[c as usize].ranks[d];
             let ready = self.cpu(from, t, self.post_cost);
             if needs {
-                self.post_slot(ib, c, d, w, bytes, op, ready);
+                self.post_slot(ib, c, d, w, bytes, ready);
             } else {
-                self.post_now(ib, c, d, w, bytes, op, ready);
+                self.post_now(ib, c, d, w, bytes, ready);
             }
         }
     }
@@ -372,7 +388,7 @@ impl Mpi {
             let [a, b] = self.conns[c as usize].ranks;
             let (from, to) = if d == 0 { (b, a) } else { (a, b) };
             let hdr = self.params.header_bytes;
-            self.send_wire(ib, from, to, Kind::Credit, u32::MAX, hdr, Op::Send, t);
+            self.send_wire(ib, (from, to), Kind::Credit, u32::MAX, hdr, t);
         }
     }
 
@@ -380,7 +396,7 @@ impl Mpi {
         self.stats.eager += 1;
         let (src, dst, bytes) = (self.msgs[m as usize].src, self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
         let done = self.copy(src, t, bytes);
-        self.send_frames(ib, src, dst, m, bytes, done, |last| Kind::Eager { last });
+        self.send_frames(ib, (src, dst), m, bytes, done, |last| Kind::Eager { last });
         // Buffered: the send request is complete once the data is copied.
         self.complete_send(m, done, q);
     }
@@ -389,8 +405,7 @@ impl Mpi {
     fn send_frames(
         &mut self,
         ib: &mut IbHosts,
-        from: u32,
-        to: u32,
+        route: (u32, u32),
         m: u32,
         bytes: u64,
         t: Time,
@@ -402,7 +417,7 @@ impl Mpi {
         loop {
             let n = left.min(per);
             left -= n;
-            self.send_wire(ib, from, to, kind(left == 0), m, (n + hdr) as u32, Op::Send, t);
+            self.send_wire(ib, route, kind(left == 0), m, (n + hdr) as u32, t);
             if left == 0 {
                 break;
             }
@@ -413,7 +428,7 @@ impl Mpi {
         self.stats.rendezvous += 1;
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         let hdr = self.params.header_bytes;
-        self.send_wire(ib, src, dst, Kind::Rts, m, hdr, Op::Send, t);
+        self.send_wire(ib, (src, dst), Kind::Rts, m, hdr, t);
     }
 
     /// The receive for rendezvous message `m` is posted and its RTS has arrived (at `t`).
@@ -426,10 +441,10 @@ impl Mpi {
                 let chunks = self.rdma_chunks(bytes);
                 self.msgs[m as usize].pending_parts = chunks.len() as u32;
                 for len in chunks {
-                    self.send_wire(ib, dst, src, Kind::Read, m, len, Op::Read, t);
+                    self.send_wire(ib, (dst, src), Kind::Read, m, len, t);
                 }
             }
-            _ => self.send_wire(ib, dst, src, Kind::Cts, m, hdr, Op::Send, t),
+            _ => self.send_wire(ib, (dst, src), Kind::Cts, m, hdr, t),
         }
     }
 
@@ -498,7 +513,7 @@ impl Mpi {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         let hdr = self.params.header_bytes;
         let done = self.cpu(dst, t, self.call_cost);
-        self.send_wire(ib, dst, src, Kind::Fin, m, hdr, Op::Send, done);
+        self.send_wire(ib, (dst, src), Kind::Fin, m, hdr, done);
         self.complete_recv(m, done, q);
     }
 
@@ -575,7 +590,7 @@ impl Mpi {
                     let n = left.min(chunk);
                     left -= n;
                     at = self.copy(src, at, n);
-                    self.send_wire(ib, src, dst, Kind::R3 { last: left == 0 }, m, (n + hdr) as u32, Op::Send, at);
+                    self.send_wire(ib, (src, dst), Kind::R3 { last: left == 0 }, m, (n + hdr) as u32, at);
                     if left == 0 {
                         break;
                     }
@@ -586,10 +601,10 @@ impl Mpi {
                 let chunks = self.rdma_chunks(bytes);
                 for (i, len) in chunks.iter().enumerate() {
                     let last = i + 1 == chunks.len();
-                    self.send_wire(ib, src, dst, Kind::Write { last }, m, *len, Op::Write, t);
+                    self.send_wire(ib, (src, dst), Kind::Write { last }, m, *len, t);
                 }
                 let hdr = self.params.header_bytes;
-                self.send_wire(ib, src, dst, Kind::Fin, m, hdr, Op::Send, t);
+                self.send_wire(ib, (src, dst), Kind::Fin, m, hdr, t);
             }
         }
     }

@@ -29,7 +29,7 @@ use super::engine::{Ev, Mpi};
 use super::protocol::Kind;
 use crate::engine::time::from_ns;
 use crate::engine::{EventQueue, Time};
-use crate::ib::{IbHosts, Op};
+use crate::ib::IbHosts;
 
 /// Header tag of an explicit acknowledgement; the other bits are the acknowledged number.
 /// Sequence numbers stay below it: 2^31 frames in one direction is far beyond any run.
@@ -42,7 +42,6 @@ pub struct Unacked {
     pub seq: u32,
     pub wire: u32,
     pub bytes: u32,
-    pub op: Op,
     /// When it was last posted.
     pub sent_at: Time,
     pub retries: u32,
@@ -75,26 +74,17 @@ impl Mpi {
 
     /// Post wire `w` in direction `d` of connection `c` with the next sequence number (it holds
     /// a window slot until acknowledged).
-    pub(super) fn post_sequenced(
-        &mut self,
-        ib: &mut IbHosts,
-        c: u32,
-        d: usize,
-        w: u32,
-        bytes: u32,
-        op: Op,
-        ready: Time,
-    ) {
+    pub(super) fn post_sequenced(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         let seq = rel.next_seq;
         rel.next_seq += 1;
-        rel.unacked.push_back(Unacked { seq, wire: w, bytes, op, sent_at: ready, retries: 0, sending: 1 });
+        rel.unacked.push_back(Unacked { seq, wire: w, bytes, sent_at: ready, retries: 0, sending: 1 });
         let wire = &mut self.wires[w as usize];
         wire.seq = seq;
         wire.uses += 1; // the unacked list's hold, released by the acknowledgement
         let due = ready + self.retry_after(0);
         self.arm_retry(c, d, due);
-        self.post_now(ib, c, d, w, bytes, op, ready);
+        self.post_now(ib, c, d, w, bytes, ready);
     }
 
     fn arm_retry(&mut self, c: u32, d: usize, at: Time) {
@@ -192,7 +182,7 @@ impl Mpi {
         let [a, b] = self.conns[c as usize].ranks;
         let (from, to) = if d == 0 { (b, a) } else { (a, b) };
         let hdr = self.params.header_bytes;
-        self.send_wire(ib, from, to, Kind::Credit, u32::MAX, hdr, Op::Send, t);
+        self.send_wire(ib, (from, to), Kind::Credit, u32::MAX, hdr, t);
     }
 
     pub fn on_ack_timer(&mut self, ib: &mut IbHosts, c: u32, d: usize, now: Time) {
@@ -256,10 +246,10 @@ impl Mpi {
                 u.retries += 1;
                 u.sent_at = ready;
                 u.sending += 1;
-                let (w, bytes, op) = (u.wire, u.bytes, u.op);
+                let (w, bytes) = (u.wire, u.bytes);
                 self.wires[w as usize].uses += 1; // one more send completion to come
                 self.stats.resent_frames += 1;
-                self.post_now(ib, c, d, w, bytes, op, ready);
+                self.post_now(ib, c, d, w, bytes, ready);
                 ready + self.retry_after(retries + 1)
             };
             next = Some(next.map_or(at, |n| n.min(at)));

@@ -20,7 +20,7 @@
 //! Each rank's events run in file order; messages between two ranks match in order. A rank's
 //! `isend`/`irecv` must be followed by its `waitall` before the end of the trace.
 
-use super::collectives::{self, Algo, AutoRule, Collective};
+use super::collectives::{self, AlgoChoice, Collective};
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
 use crate::engine::time::from_us;
@@ -151,12 +151,12 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
 }
 
 /// Rank programs of a parsed trace on `layout`.
-pub fn programs(t: &Parsed, layout: &Layout, algo: Algo, one_way_us: f64, auto: AutoRule) -> Programs {
+pub fn programs(t: &Parsed, layout: &Layout, choice: AlgoChoice) -> Programs {
     let mut p = Programs::new(t.ranks as usize);
     for (_, who, ev) in &t.lines {
         match (ev, *who) {
             (Event::Coll(c, root, b), _) => {
-                collectives::emit(&mut p, layout, *c, *root, *b, algo, one_way_us, auto);
+                collectives::emit(&mut p, layout, *c, *root, *b, choice);
             }
             (Event::Compute(us), None) => p.compute_all(from_us(*us)),
             (Event::Compute(us), Some(r)) => p.ranks[r as usize].push(Action::Compute(from_us(*us))),

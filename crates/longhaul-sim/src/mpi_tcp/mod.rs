@@ -23,7 +23,7 @@ pub mod stream;
 
 use crate::engine::time::{to_s, to_us, S};
 use crate::engine::{run, EventQueue, Model, Stop, Time};
-use crate::mpi::collectives::{Algo, AutoRule};
+use crate::mpi::collectives::{Algo, AlgoChoice, AutoRule};
 use crate::mpi::osu;
 use crate::mpi::placement::{Layout, Placement};
 use crate::mpi::MpiRecord;
@@ -132,7 +132,8 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
             let layout = Layout::new(1, 1, 2, &Placement::Block).expect("two ranks fit two nodes");
             // Point-to-point benchmarks: no collective algorithm is ever chosen.
             let never = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
-            (osu::programs(&r.osu, &layout, Algo::Default, t.one_way_delay_us(), never).0, 1)
+            let choice = AlgoChoice { algo: Algo::Default, one_way_delay_us: t.one_way_delay_us(), auto: never };
+            (osu::programs(&r.osu, &layout, choice).0, 1)
         }
     };
     let mut fabric: Fabric<TcpPacket> = Fabric::new(t.seed);
