@@ -134,6 +134,25 @@ mod tests {
     use super::*;
     use crate::engine::time::{MS, S};
 
+    /// One RTT's worth of ACKs at `now`, as one aggregate: the whole window acknowledged.
+    fn rtt_of_acks(now: Time, rtt: Time, w: &Window) -> AckInfo {
+        AckInfo {
+            now,
+            acked_segs: w.cwnd,
+            rtt: Some(rtt),
+            min_rtt: rtt,
+            srtt: rtt,
+            in_flight_segs: w.cwnd,
+            rate_sample: None,
+            delivered: 0,
+            sample_prior_delivered: 0,
+            in_recovery: false,
+            snd_una: 0,
+            snd_nxt: 0,
+            cwnd_limited: true,
+        }
+    }
+
     /// After a loss at W_max the window returns to W_max after K seconds (the cubic's plateau).
     #[test]
     fn returns_to_w_max_after_k() {
@@ -146,22 +165,7 @@ mod tests {
         let mut now = 0;
         while to_s(now) < k - 0.002 {
             now += rtt;
-            // one RTT worth of ACKs, as one aggregate
-            let a = AckInfo {
-                now,
-                acked_segs: w.cwnd,
-                rtt: Some(rtt),
-                min_rtt: rtt,
-                srtt: rtt,
-                in_flight_segs: w.cwnd,
-                rate_sample: None,
-                delivered: 0,
-                sample_prior_delivered: 0,
-                in_recovery: false,
-                snd_una: 0,
-                snd_nxt: 0,
-                cwnd_limited: true,
-            };
+            let a = rtt_of_acks(now, rtt, &w);
             cc.on_ack(&mut w, &a);
         }
         assert!((w.cwnd - 1000.0).abs() < 15.0, "cwnd at K: {}", w.cwnd);
@@ -175,21 +179,7 @@ mod tests {
         let rtt = 100 * MS;
         let run = |cc: &mut Cubic, w: &mut Window, rounds: u64| {
             for i in 1..=rounds {
-                let a = AckInfo {
-                    now: i * rtt,
-                    acked_segs: w.cwnd,
-                    rtt: Some(rtt),
-                    min_rtt: rtt,
-                    srtt: rtt,
-                    in_flight_segs: w.cwnd,
-                    rate_sample: None,
-                    delivered: 0,
-                    sample_prior_delivered: 0,
-                    in_recovery: false,
-                    snd_una: 0,
-                    snd_nxt: 0,
-                    cwnd_limited: true,
-                };
+                let a = rtt_of_acks(i * rtt, rtt, w);
                 cc.on_ack(w, &a);
             }
         };
