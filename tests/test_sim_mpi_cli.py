@@ -139,6 +139,30 @@ def test_the_library_send_queue_is_mpis_window(cli):
     assert 1.3 < eager["bw_MBps"] / deep["bw_MBps"] < 1.6  # S1 Fig 5(b): +44%
 
 
+def test_point_to_point_pairs_and_the_long_haul_link(cli):
+    # Block placement fills cluster A's nodes first: with two nodes per cluster the osu_latency
+    # pair is A0-A1, which the record and a note on stderr say; cyclic deals A0, B0, A1, B1.
+    proc = cli("sim", "mpi", "osu", "--bench", "latency", "--sizes", "1", "--nodes", "2", "--delay-us", "1000",
+               "--format", "json", check=True)
+    (local,) = json.loads(proc.stdout)
+    assert not local["crosses_wan"] and local["lat_us"] < 100
+    assert "do not cross the long-haul link" in proc.stderr
+    (cyclic,) = records(cli, "osu", "--bench", "latency", "--sizes", "1", "--nodes", "2", "--placement", "cyclic",
+                        "--delay-us", "1000", "--iterations", "5")
+    assert cyclic["crosses_wan"] and cyclic["lat_us"] > 1000
+    assert cyclic["iterations"] == 5  # OSU's measured iterations, not the program's repeat count
+    (pairs,) = records(cli, "osu", "--bench", "mbw_mr", "--pairs", "2", "--sizes", "8", "--nodes", "2",
+                       "--delay-us", "1000")
+    assert pairs["crosses_wan"]  # mbw_mr's block placement: senders in A, receivers in B
+
+
+def test_replay_defaults_to_nodes_enough_for_the_trace(cli, tmp_path):
+    trace = tmp_path / "four.trace"
+    trace.write_text("ranks 4\n0 send 1 8\n1 recv 0 8\n* allreduce 8\n")
+    (rec,) = records(cli, "replay", str(trace))
+    assert rec["ranks"] == 4 and rec["nodes"] == 2 and rec["status"] == "ok"
+
+
 def test_same_seed_same_bits(cli):
     args = ("osu", "--bench", "bcast", "--sizes", "64K", "--nodes", "2", "--ppn", "2", "--delay-us", "100", "--format", "json")
     assert cli("sim", "mpi", *args, check=True).stdout == cli("sim", "mpi", *args, check=True).stdout
@@ -159,6 +183,8 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "latency", "--switch-latency-ns", "-1"), "switch_latency_ns"),
     (("osu", "--bench", "latency", "--fabric", "xdr"), "invalid choice"),
     (("osu", "--bench", "latency", "--mem-MBps", "0"), "mem_MBps"),
+    (("osu", "--bench", "latency", "--sizes", ""), "--sizes: empty list"),
+    (("app", "--app", "is", "--iterations", "1", "--compute-us", "-1000"), "compute_us_per_iter: -1000 is out of range"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

@@ -155,3 +155,14 @@ def test_malformed_scenario_file(cli, tmp_path, content, needle):
         assert "column" not in proc.stderr
     missing = cli("sim", "verbs", "--scenario", str(tmp_path / "nope.toml"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+@pytest.mark.parametrize("name,content,needle", [("bin.toml", b"\xff\xfe\x00", "not a text file"),
+                                                 ("list.json", b"[1, 2]", "must hold a table/object"),
+                                                 ("path.toml", b"path = 3", "'path' must be a table")])
+@pytest.mark.parametrize("model", ["verbs", "tcp", "nfs"])
+def test_scenario_file_of_the_wrong_kind(cli, tmp_path, model, name, content, needle):
+    f = tmp_path / name
+    f.write_bytes(content)
+    proc = cli("sim", model, "--scenario", str(f))
+    assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

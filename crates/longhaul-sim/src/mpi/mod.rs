@@ -27,7 +27,7 @@ use crate::engine::time::{to_s, to_us, S};
 use crate::engine::{EventQueue, Stop};
 use crate::ib::{IbHosts, IbPacket, Transport};
 use crate::net::Fabric;
-use crate::scenario::{ScenarioError, TransportName};
+use crate::scenario::{in_range_f, ScenarioError, TransportName};
 use crate::topology;
 use collectives::AlgoChoice;
 use engine::{Ev, Mpi, MpiSetup, World};
@@ -51,6 +51,10 @@ pub struct MpiRecord {
     pub ranks: u32,
     pub nodes: u32,
     pub ppn: u32,
+    /// The long-haul link is on the measured path: every point-to-point pair has a rank in each
+    /// cluster (collectives, applications, traces: ranks run in both). Block placement puts an
+    /// osu_latency pair on two nodes of cluster A once there are two nodes per cluster.
+    pub crosses_wan: bool,
     pub pairs: Option<u32>,
     pub delay_us: f64,
     pub fibre_km: f64,
@@ -134,11 +138,16 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
             };
             let layout = Layout::new(r.nodes, r.ppn, ranks, &placement).map_err(ScenarioError)?;
             let (p, used) = osu::programs(o, &layout, choice);
-            (p, layout, used.to_string(), 1, None, None)
+            let iterations = o.iterations.unwrap_or(osu::ITERATIONS);
+            (p, layout, used.to_string(), iterations, None, None)
         }
         Workload::App(a) => {
             let layout = Layout::new(r.nodes, r.ppn, slots, &r.placement).map_err(ScenarioError)?;
             apps::check_ranks(a.name, slots).map_err(ScenarioError)?;
+            if let Some(us) = a.compute_us_per_iter {
+                // Up to 100 s per iteration (the simulation itself stops at an hour simulated).
+                in_range_f("compute_us_per_iter", us, 0.0, 1e8)?;
+            }
             let mut app = apps::build(a.name, a.class, &layout, &r.node, a.compute_us_per_iter, choice);
             if let Some(it) = a.iterations {
                 if !(1..=100_000).contains(&it) {
@@ -165,7 +174,11 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
             (p, layout, r.algo.name().to_string(), 1, None, None)
         }
     };
-    let simulated = progs.repeat;
+    let simulated = if matches!(r.workload, Workload::Osu(_)) { full_iters } else { progs.repeat };
+    let crosses_wan = match &r.workload {
+        Workload::Osu(o) => o.bench.crosses_wan(&layout),
+        _ => layout.spans_clusters(),
+    };
     let mut fabric: Fabric<IbPacket> = Fabric::new(r.base.seed);
     let clusters = topology::build(&r.base, &mut fabric, r.nodes as usize);
     let host: Vec<u32> = layout
@@ -249,6 +262,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         ranks: layout.ranks(),
         nodes: r.nodes,
         ppn: r.ppn,
+        crosses_wan,
         pairs,
         delay_us: r.base.delay_us,
         fibre_km: r.base.fibre_km,

@@ -65,6 +65,18 @@ impl OsuBench {
         }
     }
 
+    /// The long-haul link is on the measured path: each point-to-point pair (rank i with rank
+    /// i + ranks/2, as OSU pairs them) has a rank in each cluster; a collective's ranks run in both.
+    pub fn crosses_wan(self, layout: &Layout) -> bool {
+        match self {
+            OsuBench::Latency | OsuBench::Bw | OsuBench::Bibw | OsuBench::MbwMr => {
+                let k = layout.ranks() / 2;
+                (0..k).all(|i| layout.cluster(i) != layout.cluster(i + k))
+            }
+            _ => layout.spans_clusters(),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             OsuBench::Latency => "latency",

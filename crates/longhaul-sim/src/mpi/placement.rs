@@ -2,9 +2,9 @@
 //!
 //! Nodes are numbered cluster A first (0..N-1), then cluster B (N..2N-1). `block` fills node 0's
 //! slots, then node 1's, ... (ranks 0..NP-1 in cluster A: MPI launchers' default, and [S1]'s
-//! "block rank placement"); `cyclic` deals ranks round-robin over all nodes (rank r on node
-//! r mod 2N, so neighbouring ranks sit in different clusters); `map` takes the node of every
-//! rank explicitly.
+//! "block rank placement"); `cyclic` deals ranks round-robin over the clusters' nodes in turn
+//! (A0, B0, A1, B1, ..., then A0 again: neighbouring ranks sit in different clusters, as in
+//! `longhaul emu mpi`); `map` takes the node of every rank explicitly.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,12 +31,14 @@ impl Layout {
     pub fn new(nodes_per_cluster: u32, ppn: u32, ranks: u32, placement: &Placement) -> Result<Layout, String> {
         let slots = 2 * nodes_per_cluster * ppn;
         if ranks > slots {
-            return Err(format!("ranks: {ranks} ranks need more than the {slots} slots (2 clusters x {nodes_per_cluster} nodes x {ppn} processes per node)"));
+            return Err(format!("ranks: {ranks} ranks need more than the {slots} slots (2 clusters x {nodes_per_cluster} nodes x {ppn} processes per node): raise nodes or ppn"));
         }
         let nn = 2 * nodes_per_cluster;
         let node = match placement {
             Placement::Block => (0..ranks).map(|r| r / ppn).collect(),
-            Placement::Cyclic => (0..ranks).map(|r| r % nn).collect(),
+            Placement::Cyclic => {
+                (0..ranks).map(|r| (r % 2) * nodes_per_cluster + (r / 2) % nodes_per_cluster).collect()
+            }
             Placement::Map(m) => {
                 if m.len() != ranks as usize {
                     return Err(format!("rank_map: {} entries for {ranks} ranks (one node index per rank)", m.len()));
@@ -91,8 +93,9 @@ mod tests {
         assert_eq!(b.node, vec![0, 0, 1, 1, 2, 2, 3, 3]);
         assert_eq!(b.members(1), vec![4, 5, 6, 7]);
         let c = Layout::new(2, 2, 8, &Placement::Cyclic).unwrap();
-        assert_eq!(c.node, vec![0, 1, 2, 3, 0, 1, 2, 3]);
-        assert_eq!(c.cluster(2), 1);
+        // A0, B0, A1, B1, then round again: neighbours in different clusters.
+        assert_eq!(c.node, vec![0, 2, 1, 3, 0, 2, 1, 3]);
+        assert!((0..7).all(|r| c.cluster(r) != c.cluster(r + 1)));
         let m = Layout::new(1, 1, 2, &Placement::Map(vec![1, 0])).unwrap();
         assert_eq!(m.cluster(0), 1);
     }

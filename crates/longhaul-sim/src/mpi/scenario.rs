@@ -12,6 +12,7 @@ use super::collectives::Algo;
 use super::osu::OsuBench;
 use super::params::{MpiParams, NodeParams, Rndv};
 use super::placement::{Layout, Placement};
+use super::trace;
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
 use crate::scenario::{
@@ -328,6 +329,10 @@ impl MpiScenario {
                 // Collectives: four nodes per cluster, as `longhaul emu mpi osu` runs them.
                 Workload::Osu(o) if o.bench.collective().is_some() => 4,
                 Workload::Osu(o) => o.bench.ranks(o.pairs.unwrap_or(1), u32::MAX).div_ceil(2).div_ceil(ppn).max(1),
+                // A trace: enough nodes for its ranks (a malformed trace is reported when it runs).
+                Workload::Trace(t) => {
+                    trace::parse(&t.name, &t.text).map_or(1, |p| p.ranks.div_ceil(2).div_ceil(ppn).max(1))
+                }
                 _ => 1,
             },
         };

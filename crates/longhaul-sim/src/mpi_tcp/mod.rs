@@ -186,6 +186,7 @@ fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiR
         ranks: w.ranks.size(),
         nodes: r.coll.ranks_per_cluster,
         ppn: 1,
+        crosses_wan: true, // one rank (or ranks_per_cluster) on each side of the TCP path
         pairs: None,
         delay_us: t.delay_us,
         fibre_km: t.fibre_km,

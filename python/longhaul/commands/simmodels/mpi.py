@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from longhaul import units
@@ -137,7 +138,7 @@ def register(models: argparse._SubParsersAction) -> None:
 
 def _points(args) -> list[dict]:
     if args.distance_km is None and args.distance_miles is None:
-        return [{"delay_us": d} for d in units.parse_float_list(args.delay_us or "0", "--delay-us", 0, units.MAX_DELAY_US)]
+        return [{"delay_us": d} for d in units.parse_float_list("0" if args.delay_us is None else args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
     km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
     return [{"fibre_km": k} for k in km]
 
@@ -220,20 +221,25 @@ def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
 
 def run_osu(args: argparse.Namespace) -> int:
     if args.transport == "tcp":
-        return _run_osu_tcp(args, units.parse_sizes(args.sizes or ("1:1M" if args.bench == "latency" else "1:4M"),
+        return _run_osu_tcp(args, units.parse_sizes(args.sizes if args.sizes is not None else ("1:1M" if args.bench == "latency" else "1:4M"),
                                                     "--sizes", 0, 1 << 30))
     for attr, opt in _TCP_ONLY:
         if getattr(args, attr, None) is not None:
             raise UserError(f"{opt}: only with --transport tcp")
     coll = args.bench in ("bcast", "scatter", "alltoall", "allreduce")
     default = "1:1M" if coll or args.bench == "latency" else "1:4M"
-    sizes = units.parse_sizes(args.sizes or default, "--sizes", 0, 1 << 30)
+    sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
                          iterations=args.iterations, window=args.window, **_params(args))
     cols = COLL_COLUMNS if coll else P2P_COLUMNS
     if args.loss:  # what the loss cost: resends by the adapters (RC) or by the library (UD/UC)
         cols = cols[:-1] + ["retransmitted_packets", "resent_frames"] + cols[-1:]
     emit(recs, args.format, cols, title=f"longhaul sim mpi osu --bench {args.bench} ({recs[0]['testbed']})")
+    if any(not r["crosses_wan"] and r["one_way_delay_us"] > 0 for r in recs):
+        r = recs[0]
+        sys.stderr.write(f"longhaul: note: the measured ranks do not cross the long-haul link ({args.placement or 'block'} "
+                         f"placement on {r['nodes']} node(s) x {r['ppn']} per cluster), so the delay is not on their path; "
+                         "--placement cyclic or --nodes 1 --ppn 1 puts them in different clusters\n")
     return 0
 
 

@@ -63,7 +63,7 @@ def _size(text: str | None, option: str) -> int | None:
 def run_nfs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     default = (base or {}).get("transport", "rdma")
-    transports = [t.strip() for t in (args.transport or str(default)).split(",") if t.strip()]
+    transports = [t.strip() for t in (str(default) if args.transport is None else args.transport).split(",") if t.strip()]
     for t in transports:
         if t not in nfs.TRANSPORTS:
             raise UserError(f"--transport: unknown '{t}' (valid: {', '.join(nfs.TRANSPORTS)})")

@@ -72,20 +72,32 @@ def load_scenario_file(path: str) -> dict:
         text = Path(path).read_text()
     except OSError as err:
         raise UserError(f"--scenario: cannot read '{path}': {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--scenario: '{path}' is not a text file (UTF-8 TOML or JSON)") from None
     try:
-        return json.loads(text) if path.endswith(".json") else tomllib.loads(text)
+        sc = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise UserError(f"--scenario: '{path}' is not valid {'JSON' if path.endswith('.json') else 'TOML'}: {err}") from None
+    if not isinstance(sc, dict):
+        raise UserError(f"--scenario: '{path}' must hold a table/object of parameters, not a {type(sc).__name__}")
+    return sc
+
+
+def _table(sc: dict | None, name: str) -> dict:
+    """Table `name` of a scenario file, or {} (a table of the wrong type is reported when the
+    scenario is built)."""
+    t = (sc or {}).get(name)
+    return t if isinstance(t, dict) else {}
 
 
 def run_verbs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     # An option given on the command line overrides the file; one left out keeps the file's value.
-    from_file = (base or {}).get("verbs") if isinstance((base or {}).get("verbs"), dict) else {}
+    from_file = _table(base, "verbs")
     transport = args.transport or from_file.get("transport") or "rc"
     test = args.test or from_file.get("test") or "bw"
     op = args.op or from_file.get("op") or ("send" if transport == "ud" else "write")
-    mtu = args.mtu or (base or {}).get("path", {}).get("mtu_bytes", 2048)
+    mtu = args.mtu or _table(base, "path").get("mtu_bytes", 2048)
     base_size = from_file.get("size_bytes")
     if args.sizes is not None:
         sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
