@@ -226,3 +226,62 @@ def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_pat
     (tmp_path / "one.json").write_text(json.dumps([r for r in recs if r["mss_bytes"] == 65468]))
     proc = cli("analyse", "calibrate", "--model", "tcp-stack", "--input", str(tmp_path / "one.json"), check=True)
     assert "stack_per_byte_ns not fitted" in proc.stderr
+
+
+def _one_line_error(capsys) -> str:
+    cap = capsys.readouterr()
+    assert cap.err.count("\n") == 1 and cap.err.startswith("longhaul: error: ") and "Traceback" not in cap.err, cap.err
+    assert cap.out == ""   # checked before any output
+    return cap.err
+
+
+def test_cli_input_reads_the_parquet_export_and_rejects_other_files(measured_store, capsys, tmp_path):
+    s = ["--store", str(measured_store)]
+    capsys.readouterr()
+    assert main(["analyse", "profile", *s, "--format", "json"]) == 0
+    from_store = json.loads(capsys.readouterr().out)
+    for fmt in ("csv", "json", "parquet"):
+        out = tmp_path / f"exp.{fmt}"
+        assert main(["results", "export", *s, "--format", fmt, "--out", str(out)]) == 0
+        capsys.readouterr()
+        assert main(["analyse", "profile", "--input", str(out), "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out) == from_store, fmt
+    garbage = tmp_path / "bin.trace"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "nul.csv").write_bytes(b"size_bytes,bw_MBps\n2,\x001.5\n")
+    (tmp_path / "rag.csv").write_text("size_bytes,bw_MBps\n2,1.5\n4,3.0,9\n")
+    (tmp_path / "cut.parquet").write_bytes((tmp_path / "exp.parquet").read_bytes()[:200])
+    (tmp_path / "adir").mkdir()
+    for name, why in [("bin.trace", "is not a csv, json or parquet file"), ("nul.csv", "binary content"),
+                      ("rag.csv", "line 3: more fields than the header"), ("cut.parquet", "not a readable Parquet"),
+                      ("adir", "is a directory")]:
+        assert main(["analyse", "profile", "--input", str(tmp_path / name)]) == 2, name
+        err = _one_line_error(capsys)
+        assert f"'{tmp_path / name}'" in err and why in err, err
+
+
+def test_cli_compare_rejects_a_published_file_that_is_not_points(measured_store, capsys, tmp_path):
+    s = ["analyse", "compare", "--store", str(measured_store), "--published"]
+    (tmp_path / "bin.trace").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "empty.toml").write_text("")
+    (tmp_path / "other.toml").write_text('[tool]\nname = "x"\n')
+    (tmp_path / "novalue.toml").write_text('[[point]]\nid = "p1"\nvalue_MBps = [1.0, 2.0]\n')
+    (tmp_path / "adir").mkdir()
+    for name, why in [("bin.trace", "is not valid TOML"), ("empty.toml", "has no [[point]] tables"),
+                      ("other.toml", "has no [[point]] tables"), ("novalue.toml", "value_MBps"),
+                      ("adir", "is a directory")]:
+        assert main([*s, str(tmp_path / name)]) == 2, name
+        err = _one_line_error(capsys)
+        assert str(tmp_path / name) in err and why in err, err
+
+
+def test_cli_bad_by_column_and_prediction_options_fail_before_any_output(measured_store, capsys):
+    s = ["--store", str(measured_store)]
+    for cmd in ("profile", "stability", "dpm"):
+        assert main(["analyse", cmd, *s, "--by", "size_bytes,nonexist"]) == 2
+        err = _one_line_error(capsys)
+        assert "'nonexist'" in err and "size_bytes" in err and "delay_us" in err   # names the valid columns
+    assert main(["analyse", "calibrate", *s, "--predict-delays-us", "-5"]) == 2
+    assert "--predict-delays-us" in _one_line_error(capsys)
+    assert main(["analyse", "calibrate", *s, "--predict-delays-us", "5", "--predict-sizes", "0"]) == 2
+    assert "--predict-sizes" in _one_line_error(capsys)

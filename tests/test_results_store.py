@@ -207,3 +207,58 @@ def test_cli_subprocess_and_env_store(filled, tmp_path):
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert a[:12] in out.stdout and b[:12] in out.stdout
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("longhaul: error: ") and "Traceback" not in err, err
+    return err
+
+
+def test_export_to_a_directory_or_unwritable_path_is_one_line(filled, capsys, tmp_path, cli):
+    root, a, b = filled
+    adir = tmp_path / "adir"
+    adir.mkdir()
+    for fmt in ("csv", "parquet"):
+        assert main(["results", "export", "--store", str(root), "--format", fmt, "--out", str(adir)]) == 2
+        assert "is a directory" in _one_line_error(capsys)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["results", "export", "--store", str(root), "--out", str(afile / "x.csv")]) == 2
+    assert f"'{afile}' is not a directory" in _one_line_error(capsys)
+    assert afile.read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile", "res"]   # no temp file left
+    assert list(adir.iterdir()) == []
+    if Path("/proc/version").is_file():   # a path no one can create a file beside
+        proc = cli("results", "export", "--store", str(root), "--out", "/proc/version")
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "'/proc/version'" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_export_into_a_missing_directory_is_an_error(filled, capsys, tmp_path):
+    root, a, b = filled
+    out = tmp_path / "missing" / "dir" / "x.csv"
+    assert main(["results", "export", "--store", str(root), "--out", str(out)]) == 2
+    err = _one_line_error(capsys)
+    assert f"directory '{out.parent}' does not exist" in err
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002], ids=oct)
+def test_written_files_get_the_umask_mode(filled, capsys, tmp_path, umask):
+    """Exported files (and run files) are ordinary new files: 0666 less the umask, not 0600."""
+    root, a, b = filled
+    old = os.umask(umask)
+    try:
+        for fmt in ("csv", "json", "parquet"):
+            out = tmp_path / f"all.{fmt}"
+            assert main(["results", "export", "--store", str(root), "--format", fmt, "--out", str(out)]) == 0
+            assert out.stat().st_mode & 0o777 == 0o666 & ~umask, fmt
+        out.write_bytes(b"old")   # replacing an existing file: the new one gets the umask mode too
+        out.chmod(0o600)
+        assert main(["results", "export", "--store", str(root), "--format", "parquet", "--out", str(out)]) == 0
+        assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+        run_id = Store(root).put({"kind": "demo", "umask": umask}, RECS, source="sim")
+        assert Store(root).run_path(run_id).stat().st_mode & 0o777 == 0o666 & ~umask
+    finally:
+        os.umask(old)

@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import fcntl
 import hashlib
 import json
 import math
 import os
 import platform
+import secrets
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -150,25 +151,62 @@ def host_facts() -> dict:
 
 
 # --------------------------------------------------------------------------- atomic files
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+def check_output_path(path: Path, make_parents: bool = True) -> Path:
+    """``path`` as a file to write, or a one-line UserError: it is a directory, or (without
+    ``make_parents``, as ``cp`` does) its directory is missing or is not a directory."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise UserError(f"cannot write '{path}': it is a directory (give a file name)")
+    if not make_parents and not path.parent.is_dir():
+        why = (f"'{path.parent}' is not a directory" if path.parent.exists()
+               else f"directory '{path.parent}' does not exist")
+        raise UserError(f"cannot write '{path}': {why}")
+    return path
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, like ``tempfile.mkstemp`` but with the mode any new
+    file gets (0666 less the umask, or the directory's default ACL) instead of mkstemp's 0600."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), str(tmp)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(path.parent))
+
+
+def atomic_write_bytes(path: Path, data: bytes, make_parents: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
+
+    Missing directories are created unless ``make_parents`` is false (then they are an error).
+    A path that cannot be written (a directory, no permission, ...) is a one-line UserError and
+    leaves no temporary file behind.
+    """
+    path = check_output_path(path, make_parents)
+    try:
+        if make_parents:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _create_temp(path)
+    except OSError as err:
+        raise UserError(f"cannot write '{path}': cannot create a file in '{path.parent}' "
+                        f"({err.strerror or err})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise UserError(f"cannot write '{path}' ({err.strerror or err})") from None
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, make_parents: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), make_parents)
 
 
 # --------------------------------------------------------------------------- tables

@@ -40,14 +40,20 @@ def load_published(path: str | os.PathLike | None = None) -> list[dict]:
         from longhaul import validation
 
         return list(validation.points().values())
+    if p is not None and p.is_dir():
+        raise UserError(f"published points: '{p}' is a directory; give the published-points.toml file")
     if p is None or not p.is_file():
         raise UserError(f"published points: file not found ({p or 'set $' + ENV_PUBLISHED}); "
                         "expected published-points.toml")
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise UserError(f"published points: '{p}' is not valid TOML ({err})") from None
-    return list(doc.get("point", []))
+    points = doc.get("point")
+    if not isinstance(points, list) or not points or not all(isinstance(q, dict) and "id" in q for q in points):
+        raise UserError(f"published points: '{p}' has no [[point]] tables with an id "
+                        "(expected published-points.toml: [[point]] id = ..., value_MBps = ...)")
+    return points
 
 
 def comparison_table(rows: Sequence[Mapping]) -> list[dict]:

@@ -33,9 +33,17 @@ def _check_columns(records: Sequence[dict], needed: Sequence[str]) -> None:
             raise UserError(f"analysis: no record has a numeric '{c}' (columns present: {', '.join(have[:20])})")
 
 
+def _check_by(records: Sequence[dict], by: Sequence[str]) -> None:
+    for b in by:
+        if not any(r.get(b) is not None for r in records):
+            have = sorted({k for r in records for k in r})
+            raise UserError(f"analysis: --by column '{b}' is in no record (columns present: {', '.join(have)})")
+
+
 def group_values(records: Sequence[dict], value: str, x: str, by: Sequence[str]) -> dict[tuple, dict[float, list[float]]]:
     """{group key tuple: {x value: [values...]}} with non-numeric rows skipped."""
     _check_columns(records, [value, x])
+    _check_by(records, by)
     out: dict[tuple, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         v, xv = _num(r.get(value)), _num(r.get(x))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,8 +21,8 @@ def _selection(p, prefix: str = "") -> None:
     if not prefix:
         p.add_argument("--source", choices=SOURCES, help="only runs of this source")
         p.add_argument("--kind", help="only runs of this kind (e.g. verbs, ingest-perftest)")
-        p.add_argument("--input", metavar="FILE", help="read records from a csv/json file (e.g. from `results export`) "
-                                                       "instead of the store")
+        p.add_argument("--input", metavar="FILE", help="read records from a csv, json or parquet file "
+                                                       "(e.g. from `results export`) instead of the store")
 
 
 def _common(p, value: str | None = "bw_MBps") -> None:
@@ -89,9 +90,34 @@ def register(subparsers) -> None:
 # --------------------------------------------------------------------------- selection
 def _read_input(path: str) -> list[dict]:
     p = Path(path)
+    if p.is_dir():
+        raise UserError(f"--input: '{p}' is a directory; give a csv, json or parquet file "
+                        "(from `longhaul results export`)")
     if not p.is_file():
         raise UserError(f"--input: file '{p}' does not exist")
-    text = p.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = p.read_bytes()
+    except OSError as err:
+        raise UserError(f"--input: cannot read '{p}' ({err.strerror})") from None
+    if data.startswith(b"PAR1"):  # `results export --format parquet`: one flat record per row
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(p).to_pylist()
+        except (OSError, pa.ArrowException) as err:
+            raise UserError(f"--input: '{p}' is not a readable Parquet file "
+                            f"({str(err).splitlines()[0][:120]})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        text, bad = "", f"byte {err.start} is not UTF-8"
+    else:
+        ctrl = re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", text)
+        bad = f"binary content at character {ctrl.start()}" if ctrl else ""
+    if bad:
+        raise UserError(f"--input: '{p}' is not a csv, json or parquet file ({bad}); "
+                        "give a file from `longhaul results export`")
     if p.suffix == ".json" or text.lstrip().startswith("["):
         try:
             data = json.loads(text)
@@ -103,8 +129,15 @@ def _read_input(path: str) -> list[dict]:
     import csv
 
     rows = []
-    for r in csv.DictReader(text.splitlines()):
-        rows.append({k: _auto(v) for k, v in r.items()})
+    reader = csv.DictReader(text.splitlines())
+    try:
+        for r in reader:
+            if None in r:
+                raise UserError(f"--input: '{p}' line {reader.line_num}: more fields than the header has columns "
+                                "(not a csv file of records?)")
+            rows.append({k: _auto(v) for k, v in r.items()})
+    except csv.Error as err:
+        raise UserError(f"--input: '{p}' line {reader.line_num}: not csv ({err})") from None
     return rows
 
 
@@ -212,6 +245,11 @@ def cmd_calibrate(args) -> int:
     if args.model not in MODELS:
         raise UserError(f"--model '{args.model}' is not one of {', '.join(MODELS)}")
     m = MODELS[args.model]
+    # Check the prediction options before any work, so a bad one prints nothing but its error.
+    delays = parse_float_list(args.predict_delays_us, "--predict-delays-us", 0, 200_000) \
+        if args.predict_delays_us else None
+    sizes = parse_sizes(args.predict_sizes, "--predict-sizes") if args.predict_sizes else None
+
     def get(r, c):
         v = r.get(c)
         return r.get(m.aliases[c]) if v is None and c in m.aliases else v
@@ -242,14 +280,13 @@ def cmd_calibrate(args) -> int:
     for note in notes + [f"{k}: not constrained by these points (no measurement is limited by it)"
                          for k in res.names if not np.isfinite(res.stderr[k])]:
         print(f"note: {note}", file=sys.stderr)
-    if args.predict_delays_us:
-        delays = parse_float_list(args.predict_delays_us, "--predict-delays-us", 0, 200_000)
+    if delays:
         # Predict at the measured combinations of every other column, at each requested delay.
         di = m.columns.index("delay_us")
         others = sorted({tuple(v for j, v in enumerate(row) if j != di) for row in x})
-        if args.predict_sizes and "size_bytes" in m.columns:
+        if sizes and "size_bytes" in m.columns:
             si = [c for c in m.columns if c != "delay_us"].index("size_bytes")
-            others = sorted({o[:si] + (float(s),) + o[si + 1:] for o in others for s in parse_sizes(args.predict_sizes)})
+            others = sorted({o[:si] + (float(s),) + o[si + 1:] for o in others for s in sizes})
         xp = np.array([o[:di] + (d,) + o[di:] for o in others for d in delays], dtype=float)
         yp, se = res.predict(xp)
         rows = [{**{c: (int(v) if c != "delay_us" else v) for c, v in zip(m.columns, row)},
@@ -263,6 +300,9 @@ def cmd_compare(args) -> int:
 
     store = store_from_args(args)
     points = scalar_points(load_published(args.published))
+    if not points:
+        raise UserError(f"compare: no published point in '{args.published or 'the default points file'}' "
+                        "has one MB/s value (value_MBps = number)")
     if args.point:
         unknown = set(args.point) - {p["id"] for p in points}
         if unknown:

@@ -8,7 +8,8 @@ import sys
 
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
-from longhaul.results import SOURCES, add_store_option, atomic_write_bytes, records_to_table, store_from_args
+from longhaul.results import (SOURCES, add_store_option, atomic_write_bytes, atomic_write_text, check_output_path,
+                              records_to_table, store_from_args)
 
 LS_COLUMNS = ("run_id", "kind", "source", "label", "n_records", "started_utc", "software_version")
 EXPORT_FORMATS = ("csv", "json", "parquet")
@@ -94,25 +95,25 @@ def _select(store, args) -> list[str]:
 
 
 def cmd_export(args) -> int:
+    if args.format == "parquet" and not args.out:
+        raise UserError("export --format parquet: give --out FILE (Parquet is binary, not for a terminal)")
+    if args.out:  # like cp: an existing directory or a missing one is an error, before any work
+        check_output_path(args.out, make_parents=False)
     store = store_from_args(args)
     run_ids = _select(store, args)
     records = store.records(run_ids)
     if args.format == "parquet":
-        if not args.out:
-            raise UserError("export --format parquet: give --out FILE (Parquet is binary, not for a terminal)")
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         sink = pa.BufferOutputStream()
         pq.write_table(records_to_table(records, {"exported_runs": run_ids}), sink)
-        atomic_write_bytes(args.out, sink.getvalue().to_pybytes())
+        atomic_write_bytes(args.out, sink.getvalue().to_pybytes(), make_parents=False)
     else:
         buf = io.StringIO()
         emit(records, args.format, out=buf)
         if args.out:
-            from longhaul.results import atomic_write_text
-
-            atomic_write_text(args.out, buf.getvalue())
+            atomic_write_text(args.out, buf.getvalue(), make_parents=False)
         else:
             sys.stdout.write(buf.getvalue())
     if args.out:
