@@ -128,6 +128,7 @@ BAD = [
     (["--switch-buffer", "100"], "switch_buffer_bytes"),
     (["--extender-buffer", "1K"], "extender_buffer_bytes"),
     (["--loss", "2"], "loss"),
+    (["--loss", "nan"], "path.loss: not a finite number"),
     (["--mtu", "3000"], "--mtu"),
     (["--distance-km", "1", "--delay-us", "1"], "not allowed with"),
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -57,10 +58,26 @@ def cancel_on_interrupt() -> Iterator[None]:
         raise
 
 
+def _non_finite(value, path: str = "") -> str | None:
+    """The key path of the first NaN or infinite number in a scenario (JSON has no such numbers,
+    so the core could not name the parameter), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
     """``entry(json(sc), ...)`` decoded; a ValueError from the core is bad input. From the main
     thread the core runs in a worker, so that Ctrl-C reaches the main thread at once and cancels
     the run (the core then raises KeyboardInterrupt in the worker)."""
+    bad = _non_finite(sc)
+    if bad is not None:
+        raise UserError(f"scenario: {bad}: not a finite number (give a value in its range; --help lists them)")
     text = json.dumps(sc)
     try:
         if on_main_thread():
