@@ -189,6 +189,144 @@ def test_cli_ingest_bad_options(tmp_path, capsys):
     assert e.value.code == 2
 
 
+# ------------------------------------------------------------- impossible values, mismatched files
+def _fixture_with(name: str, lineno: int, old: str, new: str) -> str:
+    """A fixture's text with ``old`` replaced by ``new`` on line ``lineno`` (1-based; checked there)."""
+    lines = (FIX / name).read_text().split("\n")
+    assert old in lines[lineno - 1], lines[lineno - 1]
+    lines[lineno - 1] = lines[lineno - 1].replace(old, new)
+    return "\n".join(lines)
+
+
+def _rejected(tmp_path, capsys, tool: str, text: str, line: int, *needles: str) -> str:
+    """`longhaul ingest` of ``text`` (after a good file) stops with one line naming the file and line,
+    exit status 2, and stores nothing."""
+    good = {"perftest": "perftest_write_lat.txt", "osu": "osu_bw.txt", "iperf3": "iperf3_single.txt"}[tool]
+    f = tmp_path / "in.txt"
+    f.write_text(text)
+    store = tmp_path / "res"
+    assert main(["ingest", str(FIX / good), str(f), "--tool", tool, "--delay-us", "0", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"longhaul: error: {tool}: in.txt line {line}: "), err
+    for needle in needles:
+        assert needle in err, err
+    assert not (store / "runs").exists()
+    return err
+
+
+ROW_65536 = "65536      5000             701.44             688.20 \t\t   0.011011"
+
+
+@pytest.mark.parametrize("row,shown", [
+    ("65536 5000 nan nan nan", "BW peak[MB/sec] nan"),
+    ("65536 5000 -5 -5 0.1", "BW peak[MB/sec] -5"),
+    ("65536 5000 1e30 1e30 0.1", "BW peak[MB/sec] 1e+30"),
+    ("65536 5000 701.44 688.20 inf", "MsgRate[Mpps] inf"),
+    ("-5 5000 701.44 688.20 0.011011", "#bytes -5"),
+    ("65536 -1 701.44 688.20 0.011011", "#iterations -1"),
+])
+def test_perftest_impossible_bandwidth_row_rejected(tmp_path, capsys, row, shown):
+    text = _fixture_with("perftest_write_bw_mb.txt", 21, ROW_65536, row)
+    err = _rejected(tmp_path, capsys, "perftest", text, 21, shown, "is not a possible value (valid: a number from 0 to")
+    if "BW" in shown:
+        assert "9.53674e+06 MB/sec" in err                     # 10^7 MB/s in perftest's 2^20-byte MB/sec
+
+
+@pytest.mark.parametrize("row,shown", [
+    ("2 1000 -1 inf nan", "t_min[usec] -1"), ("2 1000 1 inf nan", "t_max[usec] inf"),
+    ("2 1000 1 2 nan", "t_typical[usec] nan"), ("2 1000 1 2 1e10", "t_typical[usec] 1e+10"),
+])
+def test_perftest_impossible_latency_row_rejected(tmp_path, capsys, row, shown):
+    text = _fixture_with("perftest_send_lat_old.txt", 9, "2       1000          1006.12        1011.40      1006.55", row)
+    _rejected(tmp_path, capsys, "perftest", text, 9, shown, "0 to 1e+09 us")
+
+
+def test_perftest_zero_bandwidth_of_a_failed_run_kept_and_bound_in_gbits():
+    zero = _fixture_with("perftest_write_bw_mb.txt", 21, ROW_65536, "65536 5000 0.00 0.00 0.000000")
+    assert parse_text(zero, "perftest", "zero.txt")[2]["bw_MBps"] == 0.0
+    at_bound = _fixture_with("perftest_read_bw_gbits.txt", 16, "7.61               7.60", "80000 80000")
+    assert parse_text(at_bound, "perftest")[1]["bw_MBps"] == pytest.approx(1e7)   # 80 Tb/s: the bound itself
+    over = _fixture_with("perftest_read_bw_gbits.txt", 16, "7.61               7.60", "80001 80001")
+    with pytest.raises(IngestError, match=r"line 16: BW peak\[Gb/sec\] 80001 .* 0 to 80000 Gb/sec"):
+        parse_text(over, "perftest")
+
+
+def test_perftest_unknown_or_mismatched_title_rejected(tmp_path, capsys):
+    foo = _fixture_with("perftest_write_bw_mb.txt", 2, "RDMA_Write BW Test", "Foo BW Test")
+    _rejected(tmp_path, capsys, "perftest", foo, 2, "unknown test title 'Foo BW Test'", "RDMA_Write, RDMA_Read")
+    lat_title = _fixture_with("perftest_write_bw_mb.txt", 2, "RDMA_Write BW Test", "RDMA_Write Latency Test")
+    _rejected(tmp_path, capsys, "perftest", lat_title, 17,
+              "does not match the title 'RDMA_Write Latency Test' on line 2", "a latency test's table has 't_min[usec]")
+    bw_title = _fixture_with("perftest_send_lat_old.txt", 2, "Send Latency Test", "Send BW Test")
+    _rejected(tmp_path, capsys, "perftest", bw_title, 8, "does not match the title 'Send BW Test'", "a bandwidth test's table has 'BW average[")
+
+
+@pytest.mark.parametrize("rows,line,shown,valid", [
+    ("1 nan\n2 3.0\n", 3, "Latency (us) nan", "0 to 1e+09 us"),
+    ("1 1.0\n2 -3\n", 4, "Latency (us) -3", "0 to 1e+09 us"),
+    ("-1 1.0\n", 3, "Size -1", "0 to 2.81475e+14 bytes"),
+])
+def test_osu_impossible_latency_rejected(tmp_path, capsys, rows, line, shown, valid):
+    _rejected(tmp_path, capsys, "osu", "# OSU MPI Latency Test v7.3\n# Size          Latency (us)\n" + rows, line,
+              shown, valid)
+
+
+def test_osu_bandwidth_bound_and_zero_kept(tmp_path, capsys):
+    assert parse("osu_bw.txt", "osu")[0]["bw_MBps"] == 0.0          # 1 byte over a WAN prints 0.00: kept
+    _rejected(tmp_path, capsys, "osu", _fixture_with("osu_bw.txt", 11, "955.60", "20000000"), 11,
+              "Bandwidth (MB/s) 2e+07", "0 to 1e+07 MB/s")
+    mbw_mr = "# OSU MPI Multiple Bandwidth / Message Rate Test v7.3\n# Size MB/s Messages/s\n1 0.5 -2\n"
+    _rejected(tmp_path, capsys, "osu", mbw_mr, 3, "Messages/s -2", "0 to 1e+10 messages/s")
+
+
+@pytest.mark.parametrize("title,header,needs", [
+    ("# OSU MPI Latency Test", "# Size      Bandwidth (MB/s)", "a latency test's header has 'Latency (us)'"),
+    ("# OSU MPI Bandwidth Test v7.3", "# Size          Latency (us)", "a bandwidth test's header has 'Bandwidth (MB/s)'"),
+    ("# OSU MPI Allreduce Latency Test v7.3", "# Size MB/s Messages/s", "a latency test's header"),
+])
+def test_osu_header_not_matching_title_rejected(tmp_path, capsys, title, header, needs):
+    _rejected(tmp_path, capsys, "osu", f"{title}\n{header}\n1 5.00\n", 2,
+              f"does not match the title '{title.lstrip('# ')}' on line 1", needs)
+
+
+BPS_SENT = '"bits_per_second": 7855904157.969274,'
+
+
+@pytest.mark.parametrize("line,old,new,shown", [
+    (224, BPS_SENT, '"bits_per_second": "abc",', 'end.sum_sent.bits_per_second "abc"'),
+    (224, BPS_SENT, '"bits_per_second": null,', "end.sum_sent.bits_per_second null"),
+    (224, BPS_SENT, '"bits_per_second": -1,', "end.sum_sent.bits_per_second -1"),
+    (224, BPS_SENT, '"bits_per_second": NaN,', "end.sum_sent.bits_per_second nan"),
+    (224, BPS_SENT, '"bits_per_second": 1e14,', "end.sum_sent.bits_per_second 1e+14"),
+    (233, '"bits_per_second": 7852274761.925229', '"bits_per_second": Infinity', "end.sum_received.bits_per_second inf"),
+    (223, '"bytes": 4910000000,', '"bytes": "q",', 'end.sum_sent.bytes "q"'),
+])
+def test_iperf3_json_impossible_summary_rejected(tmp_path, capsys, line, old, new, shown):
+    text = _fixture_with("iperf3_tcp.json", line, old, new)
+    err = _rejected(tmp_path, capsys, "iperf3", text, line, shown, "is not a possible value (valid: a number from 0 to")
+    if "bits_per_second" in shown:
+        assert "0 to 8e+13 bit/s" in err
+
+
+def test_iperf3_json_bad_start_field_and_huge_numbers(tmp_path, capsys):
+    doc = json.loads((FIX / "iperf3_tcp.json").read_text())
+    doc["start"]["test_start"]["num_streams"] = "four"
+    _rejected(tmp_path, capsys, "iperf3", json.dumps(doc), 1, 'start.test_start.num_streams "four"')
+    doc = json.loads((FIX / "iperf3_udp.json").read_text())
+    doc["end"]["sum"]["lost_percent"] = 120
+    _rejected(tmp_path, capsys, "iperf3", json.dumps(doc), 1, "end.sum.lost_percent 120", "0 to 100 %")
+    _rejected(tmp_path, capsys, "iperf3", '{"start": {}, "end": {"sum": {"bits_per_second": 1' + "0" * 5000 + "}}}",
+              1, "not iperf3 -J JSON (a number too long to read)")
+
+
+@pytest.mark.parametrize("old,new,shown", [
+    ("934 Mbits/sec", "99999 Tbits/sec", "bitrate 9.9999e+16 is not a possible value (valid: a number from 0 to 8e+13"),
+    ("0.00-3.00", "3.00-1.00", "interval 3.00-1.00 sec: length -2"),
+])
+def test_iperf3_text_impossible_summary_rejected(tmp_path, capsys, old, new, shown):
+    _rejected(tmp_path, capsys, "iperf3", _fixture_with("iperf3_single.txt", 9, old, new), 9, shown)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -2,7 +2,9 @@
 
 Each parser turns one tool's text output into records with explicit units (``size_bytes``,
 ``bw_MBps`` with MB = 10^6 bytes, ``lat_us``, ``msg_rate_Mps``, ``rate_gbps``). A file in another
-format stops with ``IngestError`` naming the tool, the file and the line (exit status 2).
+format stops with ``IngestError`` naming the tool, the file and the line (exit status 2); so does a
+value no measurement can have (not a finite number, negative, or above the physical ``Bound`` of
+its quantity) and a table that does not match its title.
 
 Where the formats come from (looked up, not guessed; see README, "Results store, ingest, analysis and the study"):
   * perftest (linux-rdma/perftest, src/perftest_parameters.h RESULT_FMT / RESULT_FMT_G /
@@ -19,7 +21,9 @@ Where the formats come from (looked up, not guessed; see README, "Results store,
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from longhaul.errors import UserError
@@ -34,6 +38,44 @@ class IngestError(UserError):
     def __init__(self, tool: str, name: str, line: int, problem: str):
         super().__init__(f"{tool}: {name} line {line}: {problem}")
         self.tool, self.name, self.line, self.problem = tool, name, line, problem
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The largest value a measured quantity can physically have (the smallest is 0), and why."""
+
+    upper: float
+    unit: str
+    why: str
+
+
+# A measured value outside [0, upper], or not a finite number, is a corrupt or mismatched file,
+# never a measurement: it is rejected. 0 itself is kept: the tools print 2 decimals, so osu_bw
+# prints 0.00 MB/s for 1-byte messages over a WAN, and perftest prints 0.00 bandwidth for a run
+# that moved nothing (stored as printed, as before).
+BANDWIDTH = Bound(1e7, "MB/s", "10^7 MB/s = 80 Tb/s, 100 times an 800 Gb/s NIC port")
+LATENCY = Bound(1e9, "us", "1000 s per operation; the far side of the Earth is 0.1 s away in fibre")
+MSG_RATE = Bound(1e4, "Mpps", "10^10 messages/s, 30 times the fastest NIC's ~3*10^8")
+SIZE = Bound(2**48, "bytes", "2^48 bytes = 256 TiB, the x86-64 virtual address space (4-level paging)")
+COUNT = Bound(2**53, "", "2^53, the largest count a float holds exactly")
+DURATION = Bound(1e6, "s", "11.6 days; iperf3 caps a test at 86400 s (MAX_TIME in iperf.h)")
+PERCENT = Bound(100, "%", "a share of the whole (all CPUs, all packets)")
+
+
+def check_value(tool: str, name: str, line: int, what: str, value, bound: Bound,
+                per_unit: float = 1.0, unit: str | None = None):
+    """Return ``value`` if it is a number from 0 to the bound, else raise IngestError naming it and
+    the valid range. ``value`` is in ``unit`` (default: the bound's), one of which is ``per_unit``
+    of the bound's unit (perftest's MB/sec: 1.048576 MB/s)."""
+    upper = bound.upper / per_unit
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if is_number and 0 <= value <= upper:  # false for nan, inf and negatives
+        return value
+    shown = f"{value:g}" if isinstance(value, float) else json.dumps(value)  # JSON's spelling: null, "abc"
+    shown = shown if len(shown) <= 40 else f"{shown[:30]}... ({len(shown)} characters)"
+    valid = f"{upper:.6g} {unit or bound.unit}".rstrip()
+    raise IngestError(tool, name, line, f"{what} {shown} is not a possible value "
+                                        f"(valid: a number from 0 to {valid}; {bound.why})")
 
 
 def parse_text(text: str, tool: str, name: str = "<text>") -> list[dict]:

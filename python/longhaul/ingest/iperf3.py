@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 
-from longhaul.ingest import IngestError
+from longhaul.ingest import BANDWIDTH, COUNT, DURATION, LATENCY, PERCENT, SIZE, Bound, IngestError, check_value
 
 TOOL = "iperf3"
 _BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -32,6 +32,7 @@ _ROW = re.compile(
     r"(?P<rest>.*)$"
 )
 _HEADER = re.compile(r"^\[\s*ID\]\s+Interval\s+Transfer\s+(Bitrate|Bandwidth)")
+BIT_PER_S = 1 / 8e6  # MB/s (10^6 bytes/s) in one bit/s
 
 
 def _record(direction: str, bits_per_second: float, nbytes: float, seconds: float, **extra) -> dict:
@@ -47,11 +48,46 @@ def _record(direction: str, bits_per_second: float, nbytes: float, seconds: floa
     return rec
 
 
+def _json_line(text: str, *objects: str, field: str | None = None) -> int:
+    """The line of ``field`` in the nested JSON ``objects`` (``"end": {`` ... ``"sum_sent": {``), or of the
+    innermost of them found; 1 if none. Intervals come before ``end`` and have numeric ``"end"`` keys."""
+    pos = 0
+    patterns = [rf'"{re.escape(key)}"\s*:\s*\{{' for key in objects]
+    patterns += [rf'"{re.escape(field)}"\s*:'] if field else []
+    for pattern in patterns:
+        m = re.compile(pattern).search(text, pos)
+        if not m:
+            break
+        pos = m.start()
+    return text.count("\n", 0, pos) + 1
+
+
+def _optional(text: str, name: str, obj: dict, path: tuple[str, ...], field: str, bound: Bound, **unit):
+    """``obj[field]`` if absent or null (None) or a possible value; else IngestError naming it."""
+    value = obj.get(field)
+    if value is None:
+        return None
+    where = ".".join((*path, field))
+    return check_value(TOOL, name, _json_line(text, *path, field=field), where, value, bound, **unit)
+
+
+def _json_summary(s: dict, key: str, text: str, name: str) -> tuple[float, float, float]:
+    """end.<key>'s (bits_per_second, bytes, seconds), each a possible measurement."""
+    def check(field, value, bound, **unit):
+        line = _json_line(text, "end", key, field=field)
+        return float(check_value(TOOL, name, line, f"end.{key}.{field}", value, bound, **unit))
+    return (check("bits_per_second", s["bits_per_second"], BANDWIDTH, per_unit=BIT_PER_S, unit="bit/s"),
+            check("bytes", s.get("bytes", 0), COUNT, unit="bytes"),
+            check("seconds", s.get("seconds", s.get("end", 0.0)), DURATION))
+
+
 def parse_json(text: str, name: str) -> list[dict]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise IngestError(TOOL, name, err.lineno, f"not iperf3 -J JSON ({err.msg})") from None
+    except ValueError:  # json's only other complaint: an integer of more than 4300 digits
+        raise IngestError(TOOL, name, 1, "not iperf3 -J JSON (a number too long to read)") from None
     if not isinstance(doc, dict):
         raise IngestError(TOOL, name, 1, "JSON is not an object; expected iperf3 -J output")
     if doc.get("error") and not doc.get("end"):
@@ -60,34 +96,59 @@ def parse_json(text: str, name: str) -> list[dict]:
     if not isinstance(start, dict) or not isinstance(end, dict):
         missing = "start" if not isinstance(start, dict) else "end"
         raise IngestError(TOOL, name, 1, f"JSON has no '{missing}' object; expected iperf3 -J output")
-    ts = start.get("test_start", {}) or {}
-    protocol = str(ts.get("protocol", "TCP")).lower()
-    common = {
-        "test": protocol,
-        "streams": ts.get("num_streams"),
-        "blksize_bytes": ts.get("blksize"),
-        "reverse": bool(ts.get("reverse")) if "reverse" in ts else None,
-        "tcp_mss_bytes": start.get("tcp_mss_default"),
-        "sock_bufsize_bytes": start.get("sock_bufsize"),
-        "iperf_version": start.get("version"),
-    }
+    common = _json_common(start, text, name)
     records = []
     for key, direction in (("sum_sent", "sender"), ("sum_received", "receiver")):
         s = end.get(key)
         if isinstance(s, dict) and "bits_per_second" in s:
-            records.append(_record(direction, float(s["bits_per_second"]), float(s.get("bytes", 0)),
-                                   float(s.get("seconds", s.get("end", 0.0))),
-                                   retransmits=s.get("retransmits"), **common))
+            retransmits = _optional(text, name, s, ("end", key), "retransmits", COUNT)
+            records.append(_record(direction, *_json_summary(s, key, text, name), retransmits=retransmits, **common))
     if not records and isinstance(end.get("sum"), dict) and "bits_per_second" in end["sum"]:
         s = end["sum"]  # UDP
-        records.append(_record("receiver" if s.get("sender") is False else "sender", float(s["bits_per_second"]),
-                               float(s.get("bytes", 0)), float(s.get("seconds", s.get("end", 0.0))),
-                               jitter_ms=s.get("jitter_ms"), lost_packets=s.get("lost_packets"),
-                               packets=s.get("packets"), lost_pct=s.get("lost_percent"), **common))
+        direction = "receiver" if s.get("sender") is False else "sender"
+        records.append(_record(direction, *_json_summary(s, "sum", text, name), **_json_udp(s, text, name),
+                               **common))
     if not records:
-        line = text[: text.find('"end"')].count("\n") + 1 if '"end"' in text else 1
-        raise IngestError(TOOL, name, line, "'end' has no sum_sent/sum_received/sum with bits_per_second")
+        raise IngestError(TOOL, name, _json_line(text, "end"),
+                          "'end' has no sum_sent/sum_received/sum with bits_per_second")
     return records
+
+
+def _json_common(start: dict, text: str, name: str) -> dict:
+    """What ``start`` says about the test, for every record."""
+    ts = start.get("test_start")
+    ts = ts if isinstance(ts, dict) else {}
+    test_start = ("start", "test_start")
+    return {
+        "test": str(ts.get("protocol", "TCP")).lower(),
+        "streams": _optional(text, name, ts, test_start, "num_streams", COUNT),
+        "blksize_bytes": _optional(text, name, ts, test_start, "blksize", SIZE),
+        "reverse": bool(ts.get("reverse")) if "reverse" in ts else None,
+        "tcp_mss_bytes": _optional(text, name, start, ("start",), "tcp_mss_default", SIZE),
+        "sock_bufsize_bytes": _optional(text, name, start, ("start",), "sock_bufsize", SIZE),
+        "iperf_version": start.get("version"),
+    }
+
+
+def _json_udp(s: dict, text: str, name: str) -> dict:
+    """end.sum's UDP figures: jitter, lost and sent packets."""
+    where = ("end", "sum")
+    return {"jitter_ms": _optional(text, name, s, where, "jitter_ms", LATENCY, per_unit=1000, unit="ms"),
+            "lost_packets": _optional(text, name, s, where, "lost_packets", COUNT),
+            "packets": _optional(text, name, s, where, "packets", COUNT),
+            "lost_pct": _optional(text, name, s, where, "lost_percent", PERCENT)}
+
+
+def _text_summary(m: re.Match, name: str, lineno: int) -> tuple[float, float, float]:
+    """A summary row's (bits per second, bytes, seconds), each a possible measurement."""
+    def check(what, value, bound, **unit):
+        return check_value(TOOL, name, lineno, what, value, bound, **unit)
+    bits = float(m.group("rate")) * _BIT_UNITS[m.group("ru")]
+    nbytes = float(m.group("bytes")) * _BYTE_UNITS[m.group("bu")]
+    seconds = float(m.group("t1")) - float(m.group("t0"))
+    return (check("bitrate", bits, BANDWIDTH, per_unit=BIT_PER_S, unit="bit/s"),
+            check("transfer", nbytes, COUNT, unit="bytes"),
+            check(f"interval {m.group('t0')}-{m.group('t1')} sec: length", seconds, DURATION))
 
 
 def parse_text(text: str, name: str) -> list[dict]:
@@ -121,11 +182,9 @@ def parse_text(text: str, name: str) -> list[dict]:
             ids.add(m.group("id"))
         if direction is None:
             continue  # an interval row
-        bits = float(m.group("rate")) * _BIT_UNITS[m.group("ru")]
-        nbytes = float(m.group("bytes")) * _BYTE_UNITS[m.group("bu")]
-        t0, t1 = float(m.group("t0")), float(m.group("t1"))
         retr = int(rest[0]) if direction == "sender" and len(rest) >= 2 and rest[0].isdigit() else None
-        rec = _record(direction, bits, nbytes, t1 - t0, retransmits=retr, test="tcp" if "ms" not in rest else "udp")
+        rec = _record(direction, *_text_summary(m, name, lineno), retransmits=retr,
+                      test="tcp" if "ms" not in rest else "udp")
         rec["stream"] = m.group("id")
         summaries.append((lineno, rec))
     if not header:

@@ -11,14 +11,15 @@ a title ``# OSU MPI Bandwidth Test v7.3`` (also ``# OSU MPI-CUDA ...``), optiona
 * ``Avg Latency(us)`` and, with ``-f``, ``Min Latency(us)  Max Latency(us)  Iterations``
   (collectives: osu_bcast, osu_allreduce, osu_alltoall, ...)
 
-then rows ``<size> <value> ...``. Lines before the title (MPI launcher noise) are skipped.
+then rows ``<size> <value> ...``. Lines before the title (MPI launcher noise) are skipped. A header
+that does not fit the title (``Bandwidth (MB/s)`` under a ``Latency Test`` title) is rejected.
 """
 
 from __future__ import annotations
 
 import re
 
-from longhaul.ingest import IngestError
+from longhaul.ingest import BANDWIDTH, COUNT, LATENCY, MSG_RATE, SIZE, Bound, IngestError, check_value
 
 TOOL = "osu"
 
@@ -45,6 +46,17 @@ _TESTS = [  # title (lower case) contains -> test name
     ("all-to-all", "alltoall"), ("alltoall", "alltoall"), ("scatterv", "scatterv"), ("scatter", "scatter"),
     ("barrier", "barrier"), ("latency", "latency"),
 ]
+_ROW_START = re.compile(r"^-?\.?\d")  # a row (a negative size is a row, and rejected); not MPI's '----' lines
+# a word in the title -> the column its header must have, and the headers OSU prints for it
+_HEADER_OF = {
+    "bandwidth": ("bw_MBps", "'Bandwidth (MB/s)' or 'MB/s  Messages/s'"),
+    "latency": ("lat_us", "'Latency (us)' or 'Avg Latency(us)' (+ 'Min Latency(us)  Max Latency(us)  Iterations')"),
+}
+# record key -> (bound, how many of the bound's unit one printed unit is, printed unit)
+_BOUNDS: dict[str, tuple[Bound, float, str | None]] = {
+    "size_bytes": (SIZE, 1.0, None), "iterations": (COUNT, 1.0, None), "bw_MBps": (BANDWIDTH, 1.0, None),
+    "msg_rate_per_s": (MSG_RATE, 1e-6, "messages/s"),
+}
 _COLLECTIVES = {"bcast", "allreduce", "reduce_scatter", "reduce", "allgatherv", "allgather", "gatherv", "gather",
                 "alltoallv", "alltoall", "scatterv", "scatter", "barrier"}
 
@@ -57,10 +69,46 @@ def _test_of(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", t).strip("_")
 
 
+def _header_columns(body: str, name: str, lineno: int) -> tuple[list[str], list[str]]:
+    """A '# Size ...' (or '# Avg Latency(us)') header -> (record keys, the header's column names)."""
+    size = body.startswith("Size")
+    cols, labels = (["size_bytes"], ["Size"]) if size else ([], [])
+    rest = body[4:] if size else body
+    pos = 0
+    for cm in _COLUMN.finditer(rest):
+        gap = rest[pos:cm.start()].strip()
+        if gap:
+            raise IngestError(TOOL, name, lineno, f"unknown column '{gap}' in the header")
+        cols.append(_KEYS[cm.group(0)])
+        labels.append(cm.group(0))
+        pos = cm.end()
+    if rest[pos:].strip():
+        raise IngestError(TOOL, name, lineno, f"unknown column '{rest[pos:].strip()}' in the header")
+    if len(cols) < 2 and cols != ["lat_us"]:
+        raise IngestError(TOOL, name, lineno, "column header names no value column")
+    return cols, labels
+
+
+def _check_header_matches_title(title: tuple[int, str], cols: list[str], name: str, lineno: int) -> None:
+    """A bandwidth test's header has a bandwidth column, a latency test's a latency column."""
+    for word, (col, headers) in _HEADER_OF.items():
+        if word in title[1].lower() and col not in cols:
+            raise IngestError(TOOL, name, lineno, f"column header does not match the title '{title[1]}' on line "
+                                                  f"{title[0]}: a {word} test's header has {headers}")
+
+
+def _check_row(row: dict, labels: list[str], name: str, lineno: int) -> None:
+    for (col, value), label in zip(row.items(), labels):
+        bound, per_unit, unit = _BOUNDS.get(col, (LATENCY, 1.0, None))  # the other columns are latencies
+        check_value(TOOL, name, lineno, label, value, bound, per_unit=per_unit, unit=unit)
+
+
 def parse(text: str, name: str = "<text>") -> list[dict]:
     ctx: dict = {"tool": TOOL}
     records: list[dict] = []
     cols: list[str] | None = None
+    labels: list[str] = []
+    title_at = (0, "")
     header_line = 0
     first_content = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -76,7 +124,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                            pattern="collective" if test in _COLLECTIVES else "pt2pt")
                 if m.group(2):
                     ctx["osu_version"] = m.group(2)
-                cols = None
+                cols, title_at = None, (lineno, s.lstrip("#").strip())
                 continue
             if (pm := _PAIRS.search(s)):
                 ctx["pairs"] = int(pm.group(1))
@@ -86,24 +134,13 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             if body.startswith("Size") or body.startswith("Avg Latency"):
                 if "benchmark" not in ctx:
                     raise IngestError(TOOL, name, lineno, "column header before any '# OSU ... Test' title line")
-                cols = ["size_bytes"] if body.startswith("Size") else []
-                rest = body[4:] if body.startswith("Size") else body
-                pos = 0
-                for cm in _COLUMN.finditer(rest):
-                    gap = rest[pos:cm.start()].strip()
-                    if gap:
-                        raise IngestError(TOOL, name, lineno, f"unknown column '{gap}' in the header")
-                    cols.append(_KEYS[cm.group(0)])
-                    pos = cm.end()
-                if rest[pos:].strip():
-                    raise IngestError(TOOL, name, lineno, f"unknown column '{rest[pos:].strip()}' in the header")
-                if len(cols) < 2 and cols != ["lat_us"]:
-                    raise IngestError(TOOL, name, lineno, "column header names no value column")
+                cols, labels = _header_columns(body, name, lineno)
+                _check_header_matches_title(title_at, cols, name, lineno)
                 header_line = lineno
             continue
         if cols is None:
             continue  # launcher noise before the table
-        if not (s[0].isdigit() or s[0] == "."):
+        if not _ROW_START.match(s):
             continue  # warnings interleaved by the MPI library
         toks = s.split()
         if len(toks) != len(cols):
@@ -113,7 +150,9 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             vals = [int(t) if c in ("size_bytes", "iterations") else float(t) for c, t in zip(cols, toks)]
         except ValueError:
             raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
-        rec = {**ctx, **dict(zip(cols, vals))}
+        row = dict(zip(cols, vals))
+        _check_row(row, labels, name, lineno)
+        rec = {**ctx, **row}
         if "msg_rate_per_s" in rec:
             rec["msg_rate_Mps"] = rec.pop("msg_rate_per_s") / 1e6
         if "bw_MBps" in rec:

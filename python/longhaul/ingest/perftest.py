@@ -13,6 +13,8 @@ Format (linux-rdma/perftest, src/perftest_parameters.h): a title line such as
   ``-D`` (duration): `` #bytes #iterations t_avg[usec]``.
 
 Warnings printed inside the table (``Conflicting CPU frequency values detected ...``) are skipped.
+A title line naming another test (``Foo BW Test``) and a table of the other kind than the title's
+(a latency table under ``... BW Test``) are rejected.
 Bandwidths are converted to ``bw_MBps`` with MB = 10^6 bytes; the record keeps what the tool
 printed (``bw_reported``, ``bw_reported_unit``) and says how it was converted (``unit_note``).
 """
@@ -21,12 +23,15 @@ from __future__ import annotations
 
 import re
 
-from longhaul.ingest import IngestError
+from longhaul.ingest import BANDWIDTH, COUNT, LATENCY, MSG_RATE, PERCENT, SIZE, Bound, IngestError, check_value
 
 TOOL = "perftest"
 MIB = 1048576
 
 _TITLE = re.compile(r"^\s*(Send|RDMA_Write|RDMA_Read|Atomic)\b(.*?)\b(BW|Latency)\s+Test\s*$", re.I)
+_ROW_START = re.compile(r"^-?\d")  # a result row (a negative size is a row, and rejected); not a '----' line
+_ANY_TITLE = re.compile(r"^\s*(.*?)\b(BW|Latency)\s+Test\s*$", re.I)  # a title line, known or not
+_VALID_TITLES = "Send, RDMA_Write, RDMA_Read or Atomic, then 'BW Test' or 'Latency Test'"
 _OPS = {"send": "send", "rdma_write": "write", "rdma_read": "read", "atomic": "atomic"}
 _PARAMS = {
     "transport": re.compile(r"Connection type\s*:\s*([A-Za-z]+)"),
@@ -50,6 +55,13 @@ _KEYS = {
 }
 # bytes per second of one printed unit
 _UNIT_BYTES = {"MB/sec": MIB, "MiB/sec": MIB, "Gb/sec": 125_000_000}
+SERVICE_LEVEL = Bound(15, "", "InfiniBand service levels are 0-15")
+# the columns a title's test needs in its table, and the headers perftest prints for it
+_BW_TABLE = ("bandwidth", ("bw_avg",), "'BW average[MB/sec|MiB/sec|Gb/sec]'")
+_TABLE_OF = {
+    "bw": _BW_TABLE, "bibw": _BW_TABLE,
+    "lat": ("latency", ("lat_typical_us", "lat_avg_us"), "'t_min[usec] t_max[usec] t_typical[usec]' or 't_avg[usec]'"),
+}
 _UNIT_NOTE = {
     "MB/sec": "perftest prints MB/sec meaning 2^20 bytes/s (MiB/s); bw_MBps = value * 1.048576 (MB = 10^6)",
     "MiB/sec": "perftest prints MiB/sec (2^20 bytes/s); bw_MBps = value * 1.048576 (MB = 10^6)",
@@ -57,8 +69,9 @@ _UNIT_NOTE = {
 }
 
 
-def _header_columns(line: str, name: str, lineno: int) -> tuple[list[str], str | None]:
-    cols, unit, pos = [], None, 0
+def _header_columns(line: str, name: str, lineno: int) -> tuple[list[str], list[str], str | None]:
+    """-> (record keys, the header's column names, bandwidth unit)."""
+    cols, labels, unit, pos = [], [], None, 0
     text = line.strip()
     for m in _COLUMN.finditer(text):
         gap = text[pos:m.start()].strip()
@@ -66,6 +79,7 @@ def _header_columns(line: str, name: str, lineno: int) -> tuple[list[str], str |
             raise IngestError(TOOL, name, lineno, f"unknown column '{gap}' in the result header")
         pos = m.end()
         tok = m.group(0)
+        labels.append(tok)
         if m.group("u1") or m.group("u2"):
             u = m.group("u1") or m.group("u2")
             if u not in _UNIT_BYTES:
@@ -83,14 +97,56 @@ def _header_columns(line: str, name: str, lineno: int) -> tuple[list[str], str |
         raise IngestError(TOOL, name, lineno, f"unknown column '{rest}' in the result header")
     if cols[:1] != ["size_bytes"]:
         raise IngestError(TOOL, name, lineno, "result header does not start with #bytes")
-    return cols, unit
+    return cols, labels, unit
+
+
+def _title(line: str, name: str, lineno: int) -> dict | None:
+    """The test a title line names (op, test, benchmark); None if the line is not a title."""
+    m = _TITLE.match(line)
+    if not m:
+        if _ANY_TITLE.match(line):
+            raise IngestError(TOOL, name, lineno, f"unknown test title '{line}' (perftest titles: {_VALID_TITLES})")
+        return None
+    op = _OPS[m.group(1).lower()]
+    test = "bw" if m.group(3).upper() == "BW" else "lat"
+    if test == "bw" and "bidirectional" in line.lower():
+        test = "bibw"
+    return {"op": op, "test": test, "benchmark": f"ib_{op}_{'lat' if test == 'lat' else 'bw'}"}
+
+
+def _check_table_matches_title(test: str | None, title: tuple[int, str], cols: list[str], name: str,
+                               lineno: int) -> None:
+    kind, needed, headers = _TABLE_OF.get(test, ("", (), ""))
+    if needed and not any(c in cols for c in needed):
+        raise IngestError(TOOL, name, lineno, f"result header does not match the title '{title[1]}' on line "
+                                              f"{title[0]}: a {kind} test's table has {headers}")
+
+
+def _bound(col: str) -> Bound:
+    if col.startswith("bw_"):
+        return BANDWIDTH
+    if col.startswith("msg_rate"):
+        return MSG_RATE
+    if col.startswith("lat_"):
+        return LATENCY
+    return {"size_bytes": SIZE, "iterations": COUNT, "sl": SERVICE_LEVEL, "cpu_util_pct": PERCENT}[col]
+
+
+def _check_row(row: dict, labels: list[str], unit: str | None, name: str, lineno: int) -> None:
+    """Every value of a result row is a possible measurement (bandwidths checked in the printed unit)."""
+    for (col, value), label in zip(row.items(), labels):
+        in_unit = col.startswith("bw_") and unit is not None
+        check_value(TOOL, name, lineno, label, value, _bound(col),
+                    per_unit=_UNIT_BYTES[unit] / 1e6 if in_unit else 1.0, unit=unit if in_unit else None)
 
 
 def parse(text: str, name: str = "<text>") -> list[dict]:
     ctx: dict = {"tool": TOOL}
     records: list[dict] = []
     cols: list[str] | None = None
+    labels: list[str] = []
     unit: str | None = None
+    title_at = (0, "")
     header_line = 0
     rows_in_table = 0
     first_content = 0
@@ -100,13 +156,10 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         if not s:
             continue
         first_content = first_content or lineno
-        m = _TITLE.match(s)
-        if m:
-            op = _OPS[m.group(1).lower()]
-            test = "bw" if m.group(3).upper() == "BW" else "lat"
-            if test == "bw" and "bidirectional" in s.lower():
-                test = "bibw"
-            ctx.update(op=op, test=test, benchmark=f"ib_{op}_{'lat' if test == 'lat' else 'bw'}")
+        title = _title(s, name, lineno)
+        if title:
+            ctx.update(title)
+            title_at = (lineno, s)
             continue
         for key, rx in _PARAMS.items():
             pm = rx.search(s)
@@ -115,10 +168,11 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                 ctx[key] = int(v) if v.isdigit() else v.lower() if key == "transport" else v
         if s.startswith("#bytes"):
             # a header may repeat (seen: printed twice in a row); the table under the last one counts
-            cols, unit = _header_columns(s, name, lineno)
+            cols, labels, unit = _header_columns(s, name, lineno)
+            _check_table_matches_title(ctx.get("test"), title_at, cols, name, lineno)
             header_line, rows_in_table = lineno, 0
             continue
-        if cols is None or not s[0].isdigit():
+        if cols is None or not _ROW_START.match(s):
             continue  # banner, parameters, addresses, dashed lines, warnings
         toks = s.split()
         if len(toks) != len(cols):
@@ -129,6 +183,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         except ValueError:
             raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, values))
+        _check_row(row, labels, unit, name, lineno)
         rec = {k: v for k, v in ctx.items()}
         rec.setdefault("test", "lat" if "lat_min_us" in row or "lat_avg_us" in row else "bw")
         rec.update({k: v for k, v in row.items() if not k.startswith(("bw_peak", "bw_avg", "bw_port"))})
