@@ -25,7 +25,20 @@ def test_grid_runs_then_is_cached(cli, tmp_path):
     assert "0 computed, 2 cached" in second.stderr and json.loads(second.stdout) == recs
 
 
-@pytest.mark.parametrize("grid,needle", [('{"delay_us": [-1]}', "missing field"), ("[1, 2]", "--grid"),
+def test_options_left_out_are_the_sim_commands(cli, tmp_path):
+    # The help's example grid: what `longhaul sim verbs` would run (rc, write, bw), point for point.
+    grid = '{"delay_us": [0, 1000], "size_bytes": [65536]}'
+    swept = json.loads(cli("sweep", "verbs", "--grid", grid, "--store", str(tmp_path / "st"), "--format", "json",
+                           check=True).stdout)
+    sim = json.loads(cli("sim", "verbs", "--delay-us", "0,1000", "--sizes", "64K", "--format", "json", check=True).stdout)
+    assert [r["bw_MBps"] for r in swept] == [r["bw_MBps"] for r in sim]
+    assert {(r["transport"], r["op"], r["test"]) for r in swept} == {("rc", "write", "bw")}
+    (tcp,) = json.loads(cli("sweep", "tcp", "--grid", '{"delay_us": [100], "duration_s": 0.2}', "--store",
+                            str(tmp_path / "st"), "--format", "json", check=True).stdout)
+    assert tcp["link"] == "ipoib-ud"  # sim tcp's default link
+
+
+@pytest.mark.parametrize("grid,needle", [('{"delay_us": [-1]}', "missing field `size_bytes`"), ("[1, 2]", "--grid"),
                                          ("{nope", "not JSON"),
                                          ('{"delay_us": [-1], "size_bytes": 8, "transport": "rc", "op": "write", '
                                           '"test": "bw"}', "delay_us")])

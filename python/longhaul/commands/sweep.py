@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", choices=sorted(MODELS), help="simulator model")
     p.add_argument("--grid", required=True, metavar="JSON",
                    help='JSON object: parameter -> list of values (any parameter of the model\'s scenario, e.g. '
-                        '{"delay_us": [0, 1000], "size_bytes": [65536]}; osu/app tables for mpi as objects)')
+                        '{"delay_us": [0, 1000], "size_bytes": [65536]}; options left out are those of `longhaul sim '
+                        'MODEL`; mpi and mpi-tcp take their workload as an object, e.g. {"osu": {"bench": "bw", '
+                        '"size_bytes": 65536}, "delay_us": [0, 1000]})')
     p.add_argument("--base", default=None, metavar="FILE", help="base scenario file (TOML or JSON)")
     add_store_option(p)
     p.add_argument("--no-cache", action="store_true", help="recompute every point (results are still saved)")
@@ -37,6 +39,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", default="", help="label stored with the runs")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=_run)
+
+
+def _cli_defaults(model: str, point: dict, base: dict | None) -> dict:
+    """What `longhaul sim MODEL` assumes for an option left out, for the keys neither the grid
+    point nor the base file gives, so that a grid means the run the sim command would do."""
+    from longhaul.commands.simmodels.verbs import table_of
+
+    def given(key: str, table: str) -> bool:
+        return key in point or key in (base or {}) or key in table_of(base, table)
+
+    out = {}
+    if model == "verbs":
+        transport = point.get("transport") or table_of(base, "verbs").get("transport") or "rc"
+        for key, value in (("transport", "rc"), ("test", "bw"), ("op", "send" if transport == "ud" else "write")):
+            if not given(key, "verbs"):
+                out[key] = value
+    elif model == "tcp" and not given("link", "tcp"):
+        out["link"] = "ipoib-ud"
+    return out
 
 
 def _grid(text: str) -> list[dict]:
@@ -63,7 +84,7 @@ def _run(args) -> int:
     for pt in points:
         extra = {k: pt.pop(k) for k in tables if k in pt} if args.model in ("mpi", "mpi-tcp") else {}
         try:
-            scenarios.append(module.scenario(base, **extra, **pt))
+            scenarios.append(module.scenario(base, **extra, **_cli_defaults(args.model, pt, base), **pt))
         except TypeError as err:
             raise UserError(f"--grid: {err}") from None
     for sc in scenarios:

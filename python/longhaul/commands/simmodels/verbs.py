@@ -83,7 +83,7 @@ def load_scenario_file(path: str) -> dict:
     return sc
 
 
-def _table(sc: dict | None, name: str) -> dict:
+def table_of(sc: dict | None, name: str) -> dict:
     """Table `name` of a scenario file, or {} (a table of the wrong type is reported when the
     scenario is built)."""
     t = (sc or {}).get(name)
@@ -93,11 +93,11 @@ def _table(sc: dict | None, name: str) -> dict:
 def run_verbs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     # An option given on the command line overrides the file; one left out keeps the file's value.
-    from_file = _table(base, "verbs")
+    from_file = table_of(base, "verbs")
     transport = args.transport or from_file.get("transport") or "rc"
     test = args.test or from_file.get("test") or "bw"
     op = args.op or from_file.get("op") or ("send" if transport == "ud" else "write")
-    mtu = args.mtu or _table(base, "path").get("mtu_bytes", 2048)
+    mtu = args.mtu or table_of(base, "path").get("mtu_bytes", 2048)
     base_size = from_file.get("size_bytes")
     if args.sizes is not None:
         sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
