@@ -167,3 +167,12 @@ def test_scenario_file_of_the_wrong_kind(cli, tmp_path, model, name, content, ne
     f.write_bytes(content)
     proc = cli("sim", model, "--scenario", str(f))
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("transport", ["uc", "ud"])
+def test_unreliable_transports_count_what_landed(cli, transport):
+    # The sender is done once its messages have left the adapter; the run goes on until they land.
+    recs = records(cli, "--transport", transport, "--op", "send", "--sizes", "2048", "--iterations", "5",
+                   "--delay-us", "0,1000")
+    assert [r["delivered_bytes"] for r in recs] == [5 * 2048, 5 * 2048]
+    assert recs[1]["sim_time_us"] > 1000  # the last packet crossed the 1 ms path after the sender finished

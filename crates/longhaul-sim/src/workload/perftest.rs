@@ -185,6 +185,8 @@ fn lower<T: Serialize>(v: &T) -> String {
 
 /// Simulated time after which a run is abandoned (a stalled or failed queue pair).
 const SIM_TIME_LIMIT: Time = 3600 * S;
+/// How long a UD/UC run may go on after the sender is done, for packets still on the path.
+const DRAIN_LIMIT: Time = 10 * S;
 
 /// Run one perftest point. `until` caps simulated time (for fixed-duration runs).
 pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
@@ -240,6 +242,14 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     world.settle(0, &mut q);
     let limit = until.unwrap_or(SIM_TIME_LIMIT);
     let stop = run(&mut world, &mut q, limit);
+    if stop == Stop::Finished && r.transport != TransportName::Rc && until.is_none() {
+        // UD and UC complete at the sender once a message has left it, as perftest measures them;
+        // the run goes on until what is still on the path has landed, so `delivered_bytes` counts
+        // what the receiver got (at most a few round trips more: nothing is resent).
+        world.draining = true;
+        let drain_until = q.now() + DRAIN_LIMIT;
+        run(&mut world, &mut q, drain_until);
+    }
     record(r, &world, &q, stop, until)
 }
 

@@ -22,11 +22,13 @@ pub struct VerbsWorld<A> {
     pub app: A,
     /// Hosts that got new work since the last settling (each is kicked once).
     pub kicks: Vec<NodeId>,
+    /// The application is done but the run goes on until the packets in flight have landed.
+    pub draining: bool,
 }
 
 impl<A: VerbsApp> VerbsWorld<A> {
     pub fn new(fabric: Fabric<IbPacket>, ib: IbHosts, app: A) -> Self {
-        VerbsWorld { fabric, ib, app, kicks: Vec::new() }
+        VerbsWorld { fabric, ib, app, kicks: Vec::new(), draining: false }
     }
 
     /// Hand the transports' side effects of an event to the application and the queue.
@@ -70,6 +72,6 @@ impl<A: VerbsApp> Model for VerbsWorld<A> {
         self.settle(now, q);
     }
     fn finished(&self) -> bool {
-        self.app.done()
+        self.app.done() && !self.draining
     }
 }
