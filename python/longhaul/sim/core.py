@@ -94,6 +94,8 @@ def run_parallel(run: Callable[[dict], dict], validate: Callable[[dict], object]
                  workers: int | None, show_progress: bool, description: str) -> list[dict]:
     """Validate every scenario first (bad input stops before any work), then run them in threads;
     records come back in input order."""
+    if workers is not None and workers < 1:
+        raise UserError(f"--workers: {workers} is out of range (1 or more)")
     for sc in scenarios:
         validate(sc)
     if not scenarios:

@@ -227,6 +227,12 @@ def run_osu(args: argparse.Namespace) -> int:
         if getattr(args, attr, None) is not None:
             raise UserError(f"{opt}: only with --transport tcp")
     coll = args.bench in ("bcast", "scatter", "alltoall", "allreduce")
+    # Options that would change nothing here are refused rather than ignored (1 pair and the
+    # default algorithm are what a point-to-point benchmark runs anyway).
+    if args.pairs not in (None, 1) and args.bench != "mbw_mr":
+        raise UserError(f"--pairs: only for --bench mbw_mr (osu_{args.bench} runs one pair)")
+    if args.algo not in (None, "default") and not coll:
+        raise UserError(f"--algo: only for the collectives (bcast, scatter, alltoall, allreduce), not {args.bench}")
     default = "1:1M" if coll or args.bench == "latency" else "1:4M"
     sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
