@@ -104,6 +104,26 @@ pub struct VerbsSpec {
     pub retry_count: Option<u32>,
 }
 
+impl VerbsSpec {
+    /// A bandwidth test with every perftest option at its default: how the MPI, TCP and NFS
+    /// models resolve the verbs path they run over.
+    pub fn bw_test(transport: TransportName, op: OpName, size_bytes: u64) -> VerbsSpec {
+        VerbsSpec {
+            transport,
+            op,
+            test: TestName::Bw,
+            size_bytes,
+            iterations: None,
+            tx_depth: None,
+            rx_depth: None,
+            qps: None,
+            outstanding_reads: None,
+            timeout_exp: None,
+            retry_count: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {

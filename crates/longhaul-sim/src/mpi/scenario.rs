@@ -15,9 +15,7 @@ use super::placement::{Layout, Placement};
 use super::trace;
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
-use crate::scenario::{
-    err, in_range_f, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName, VerbsSpec,
-};
+use crate::scenario::{err, in_range_f, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -241,19 +239,7 @@ impl MpiScenario {
             None => self.testbed.as_str(),
         };
         let transport = self.mpi.transport.unwrap_or(TransportName::Rc);
-        let verbs = VerbsSpec {
-            transport: TransportName::Rc,
-            op: OpName::Send,
-            test: TestName::Bw,
-            size_bytes: 1,
-            iterations: None,
-            tx_depth: None,
-            rx_depth: None,
-            qps: None,
-            outstanding_reads: None,
-            timeout_exp: None,
-            retry_count: None,
-        };
+        let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Send, 1);
         let sc = Scenario { seed: self.seed, testbed: base_testbed.into(), hca: self.hca.clone(), path, verbs };
         let mut base = sc.resolve()?;
         base.testbed = self.testbed.clone();

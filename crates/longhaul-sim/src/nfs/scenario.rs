@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::params::NfsParams;
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName,
-    VerbsSpec,
+    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
 };
 use crate::tcp::scenario::{TcpPathSpec, TcpSpec};
 use crate::tcp::{TcpResolved, TcpScenario};
@@ -165,19 +164,7 @@ impl NfsScenario {
                     extender: p.extender.clone(),
                     ..PathSpec::default()
                 };
-                let verbs = VerbsSpec {
-                    transport: TransportName::Rc,
-                    op: OpName::Write,
-                    test: TestName::Bw,
-                    size_bytes: params.chunk_bytes as u64,
-                    iterations: None,
-                    tx_depth: None,
-                    rx_depth: None,
-                    qps: None,
-                    outstanding_reads: None,
-                    timeout_exp: None,
-                    retry_count: None,
-                };
+                let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Write, params.chunk_bytes as u64);
                 NfsPath::Rdma(Box::new(
                     Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }
                         .resolve()?,

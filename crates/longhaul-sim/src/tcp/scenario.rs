@@ -14,8 +14,8 @@ use crate::engine::time::{MS, S};
 use crate::engine::Time;
 use crate::net::{ExtenderParams, WanFraming};
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TestName, TransportName,
-    VerbsSpec, MAX_DELAY_US,
+    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
+    MAX_DELAY_US,
 };
 
 /// The long-haul path (every field optional).
@@ -347,19 +347,7 @@ impl TcpScenario {
                 mtu_bytes: Some(ib_mtu),
                 ..PathSpec::default()
             };
-            let verbs = VerbsSpec {
-                transport: TransportName::Ud,
-                op: OpName::Send,
-                test: TestName::Bw,
-                size_bytes: 1,
-                iterations: None,
-                tx_depth: None,
-                rx_depth: None,
-                qps: None,
-                outstanding_reads: None,
-                timeout_exp: None,
-                retry_count: None,
-            };
+            let verbs = VerbsSpec::bw_test(TransportName::Ud, OpName::Send, 1);
             let r =
                 Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?;
             let wan = match &r.extender {
