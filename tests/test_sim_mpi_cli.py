@@ -187,7 +187,7 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "latency", "--algo", "bruck"), "--algo: only for the collectives"),
     (("osu", "--bench", "bw", "--pairs", "4"), "--pairs: only for --bench mbw_mr"),
     (("osu", "--bench", "bw", "--workers", "-3"), "--workers: -3 is out of range"),
-    (("app", "--app", "is", "--iterations", "1", "--compute-us", "-1000"), "compute_us_per_iter: -1000 is out of range"),
+    (("app", "--app", "is", "--iterations", "1", "--compute-us", "-1000"), "--compute-us: -1000 is out of range"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

@@ -116,7 +116,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="comma list of is, ft, cg, mg, lu")
     a.add_argument("--class", dest="klass", choices=mpi.CLASSES, default="B", help="NAS class")
     a.add_argument("--compute-us", type=float, default=None, metavar="US",
-                   help="compute time per iteration (us; default from NAS operation counts and the node)")
+                   help="compute time per iteration (us, 0..1e8; default from NAS operation counts and the node)")
     a.add_argument("--iterations", type=int, default=None, metavar="N",
                    help="iterations to simulate and report (default: the class's, at most 10 simulated)")
     _common(a)
@@ -256,6 +256,8 @@ def run_app(args: argparse.Namespace) -> int:
             raise UserError(f"--app: unknown '{a}' (valid: {', '.join(mpi.APPS)})")
     if not apps:
         raise UserError("--app: empty list (valid: is, ft, cg, mg, lu)")
+    if args.compute_us is not None and not 0 <= args.compute_us <= 1e8:  # also NaN
+        raise UserError(f"--compute-us: {args.compute_us:g} is out of range [0, 1e8] us per iteration")
     recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
                          iterations=args.iterations, workers=args.workers, **_params(args))
     emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")
