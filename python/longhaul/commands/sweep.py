@@ -44,19 +44,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _cli_defaults(model: str, point: dict, base: dict | None) -> dict:
     """What `longhaul sim MODEL` assumes for an option left out, for the keys neither the grid
     point nor the base file gives, so that a grid means the run the sim command would do."""
-    from longhaul.commands.simmodels.verbs import table_of
+    from longhaul.commands.simmodels.tcp import DEFAULT_LINK
+    from longhaul.commands.simmodels.verbs import default_workload, table_of
 
     def given(key: str, table: str) -> bool:
         return key in point or key in (base or {}) or key in table_of(base, table)
 
     out = {}
     if model == "verbs":
-        transport = point.get("transport") or table_of(base, "verbs").get("transport") or "rc"
-        for key, value in (("transport", "rc"), ("test", "bw"), ("op", "send" if transport == "ud" else "write")):
+        transport = point.get("transport") or table_of(base, "verbs").get("transport")
+        for key, value in default_workload(transport).items():
             if not given(key, "verbs"):
                 out[key] = value
     elif model == "tcp" and not given("link", "tcp"):
-        out["link"] = "ipoib-ud"
+        out["link"] = DEFAULT_LINK
     return out
 
 

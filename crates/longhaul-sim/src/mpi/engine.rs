@@ -213,24 +213,20 @@ impl Timers {
     }
 }
 
-/// What an MPI library instance is made of: where its ranks are, its parameters, the nodes, the
-/// transport and path MTU it runs over, and each rank's programs.
-pub struct MpiSetup {
-    pub layout: Layout,
-    pub params: MpiParams,
-    pub node: NodeParams,
-    pub transport: Transport,
-    pub mtu: u32,
-    /// The fabric node of each rank's host.
-    pub host: Vec<NodeId>,
-    pub progs: Programs,
-    /// The adapter's cost to post one work request (ns).
-    pub post_ns: f64,
-}
-
 impl Mpi {
-    pub fn new(setup: MpiSetup) -> Self {
-        let MpiSetup { layout, params, node, transport, mtu, host, progs, post_ns } = setup;
+    /// One argument per part of the library instance (the fields of the same names); `host` is
+    /// the fabric node of each rank, `post_ns` the adapter's cost to post a work request.
+    #[allow(clippy::too_many_arguments)] // a parameter struct would repeat Mpi's fields
+    pub fn new(
+        layout: Layout,
+        params: MpiParams,
+        node: NodeParams,
+        transport: Transport,
+        mtu: u32,
+        host: Vec<NodeId>,
+        progs: Programs,
+        post_ns: f64,
+    ) -> Self {
         let n = layout.ranks() as usize;
         let call_cost = from_ns(params.call_ns);
         let mut local_ranks = vec![0u32; 2 * layout.nodes_per_cluster as usize];

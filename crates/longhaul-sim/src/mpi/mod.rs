@@ -30,7 +30,7 @@ use crate::net::Fabric;
 use crate::scenario::{in_range_f, ScenarioError, TransportName};
 use crate::topology;
 use collectives::AlgoChoice;
-use engine::{Ev, Mpi, MpiSetup, World};
+use engine::{Ev, Mpi, World};
 use placement::{Layout, Placement};
 use scenario::{MpiResolved, MpiScenario, Workload};
 
@@ -202,16 +202,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     if ib.hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
-    let mpi = Mpi::new(MpiSetup {
-        layout: layout.clone(),
-        params,
-        node: r.node.clone(),
-        transport,
-        mtu: r.base.mtu_bytes,
-        host,
-        progs,
-        post_ns,
-    });
+    let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
     let mut world = World { fabric, ib, mpi, timers: Default::default() };
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);

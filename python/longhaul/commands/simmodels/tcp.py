@@ -11,6 +11,8 @@ from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import tcp
 
+#: The link `sim tcp` runs when --link is left out (IPoIB over S1's path).
+DEFAULT_LINK = "ipoib-ud"
 COLUMNS = ["link", "cc", "mtu_bytes", "streams", "window", "delay_us", "distance_km", "bw_MBps", "stream_bw_MBps",
            "retransmits", "timeouts", "cross_bw_MBps", "status"]
 
@@ -140,7 +142,7 @@ def run_tcp(args: argparse.Namespace) -> int:
             raise UserError("--cross-on-off-ms: give two numbers, ON,OFF in ms")
         cross.update(cross_on_ms=on_off[0], cross_off_ms=on_off[1])
     common = dict(
-        link=args.link or (None if base and "link" in base else "ipoib-ud"),
+        link=args.link or (None if base and "link" in base else DEFAULT_LINK),
         testbed=args.profile, stack=args.stack, seed=args.seed, cc=args.cc, mtu_bytes=args.mtu, loss=args.loss,
         duration_s=args.duration_s, interval_s=args.interval_s, extender=args.extender, rate_gbps=args.rate_gbps,
         sack=False if args.no_sack else None, hystart=False if args.no_hystart else None,
@@ -152,7 +154,7 @@ def run_tcp(args: argparse.Namespace) -> int:
     )
     scenarios = [tcp.scenario(base, **common, **where, streams=n, window_bytes=w)
                  for where in points for n in streams for w in windows]
-    records = tcp.run_many(scenarios, workers=args.workers, description=f"tcp {args.link or 'ipoib-ud'}")
+    records = tcp.run_many(scenarios, workers=args.workers, description=f"tcp {args.link or DEFAULT_LINK}")
     shown = records
     if args.format == "table":  # per-stream lists, rounded to stay readable
         shown = [{**r, "stream_bw_MBps": " ".join(f"{x:.4g}" for x in r["stream_bw_MBps"])} for r in records]

@@ -90,13 +90,21 @@ def table_of(sc: dict | None, name: str) -> dict:
     return t if isinstance(t, dict) else {}
 
 
+def default_workload(transport: str | None) -> dict:
+    """What `sim verbs` runs for the options left out: perftest's ib_write_bw over RC, and
+    ib_send_bw over UD (which has no RDMA)."""
+    transport = transport or "rc"
+    return {"transport": transport, "test": "bw", "op": "send" if transport == "ud" else "write"}
+
+
 def run_verbs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     # An option given on the command line overrides the file; one left out keeps the file's value.
     from_file = table_of(base, "verbs")
-    transport = args.transport or from_file.get("transport") or "rc"
-    test = args.test or from_file.get("test") or "bw"
-    op = args.op or from_file.get("op") or ("send" if transport == "ud" else "write")
+    left_out = default_workload(args.transport or from_file.get("transport"))
+    transport = left_out["transport"]
+    test = args.test or from_file.get("test") or left_out["test"]
+    op = args.op or from_file.get("op") or left_out["op"]
     mtu = args.mtu or table_of(base, "path").get("mtu_bytes", 2048)
     base_size = from_file.get("size_bytes")
     if args.sizes is not None:
