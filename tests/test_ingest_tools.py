@@ -259,6 +259,8 @@ def test_perftest_unknown_or_mismatched_title_rejected(tmp_path, capsys):
               "does not match the title 'RDMA_Write Latency Test' on line 2", "a latency test's table has 't_min[usec]")
     bw_title = _fixture_with("perftest_send_lat_old.txt", 2, "Send Latency Test", "Send BW Test")
     _rejected(tmp_path, capsys, "perftest", bw_title, 8, "does not match the title 'Send BW Test'", "a bandwidth test's table has 'BW average[")
+    untitled = _fixture_with("perftest_write_bw_mb.txt", 2, "RDMA_Write BW Test", "")
+    _rejected(tmp_path, capsys, "perftest", untitled, 17, "no test title before it", "'RDMA_Write BW Test'")
 
 
 @pytest.mark.parametrize("rows,line,shown,valid", [

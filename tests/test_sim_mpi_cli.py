@@ -179,7 +179,7 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--delay-us", "-5"), "--delay-us"),
     (("osu", "--bench", "bw", "--transport", "ud", "--loss", "0.6"), "loss"),
     (("osu", "--bench", "bw", "--transport", "ud", "--ud-retry-timeout-us", "0"), "ud_retry_timeout_us"),
-    (("osu", "--bench", "bw", "--send-wqes", "0"), "send_wqes"),
+    (("osu", "--bench", "bw", "--send-wqes", "0"), "--send-wqes: 0 is out of range [1, 16384]"),
     (("osu", "--bench", "latency", "--switch-latency-ns", "-1"), "switch_latency_ns"),
     (("osu", "--bench", "latency", "--fabric", "xdr"), "invalid choice"),
     (("osu", "--bench", "latency", "--mem-MBps", "0"), "mem_MBps"),
@@ -188,6 +188,13 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--pairs", "4"), "--pairs: only for --bench mbw_mr"),
     (("osu", "--bench", "bw", "--workers", "-3"), "--workers: -3 is out of range"),
     (("app", "--app", "is", "--iterations", "1", "--compute-us", "-1000"), "--compute-us: -1000 is out of range"),
+    # Whole numbers are checked while parsing, with their range (a negative one used to reach the
+    # core as "expected u64"; 1e6 was "invalid int value"; --pairs 65537 was reported as --nodes).
+    (("osu", "--bench", "bw", "--seed", "-1"), "--seed: -1 is out of range [0, 18446744073709551615]"),
+    (("osu", "--bench", "bw", "--iterations", "-1"), "--iterations: -1 is out of range [1, 1e6]"),
+    (("osu", "--bench", "bw", "--iterations", "2.5"), "--iterations: '2.5' is not a whole number"),
+    (("osu", "--bench", "mbw_mr", "--pairs", "65537"), "--pairs: 65537 is out of range [1, 65536]"),
+    (("app", "--app", "is", "--iterations", "1e6"), "--iterations: 1e6 is out of range [1, 100000]"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

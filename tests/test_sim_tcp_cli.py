@@ -53,6 +53,8 @@ def test_help_lists_units_defaults_and_ranges(cli):
     (["--delay-us", "-5"], "--delay-us"),
     (["--rto-restart", "sometimes"], "--rto-restart"),
     (["--cwnd-growth", "fast"], "--cwnd-growth"),
+    (["--initial-cwnd", "0"], "--initial-cwnd: 0 is out of range [1, 1000]"),
+    (["--seed", "-2"], "--seed: -2 is out of range [0, 18446744073709551615]"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, args, words):
     proc = cli("sim", "tcp", "--duration-s", "0.01", *args)

@@ -131,6 +131,8 @@ BAD = [
     (["--loss", "nan"], "path.loss: not a finite number"),
     (["--mtu", "3000"], "--mtu"),
     (["--distance-km", "1", "--delay-us", "1"], "not allowed with"),
+    (["--iterations", "-1"], "--iterations: -1 is out of range [1, 1e8]"),
+    (["--seed", "1.5"], "--seed: '1.5' is not a whole number"),
 ]
 
 

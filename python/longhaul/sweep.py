@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from longhaul import units
 from longhaul.errors import UserError
 from longhaul.output import progress
 from longhaul.results import Store, now_utc
@@ -202,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--source", default="sim", choices=("sim", "emu", "measured"))
     p.add_argument("--label", default="")
     p.add_argument("--executor", choices=EXECUTORS, default=None)
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None)
     p.add_argument("--format", choices=FORMATS, default="table")
     args = p.parse_args(argv)
     try:

@@ -8,6 +8,7 @@ of two in every benchmark; bandwidths are reported in MB/s with MB = 10^6 bytes.
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 
@@ -79,6 +80,38 @@ def parse_float_list(text: str, option: str, lo: float = 0.0, hi: float = math.i
 def parse_int_list(text: str, option: str, lo: int = 1, hi: int = 1 << 31) -> list[int]:
     """'1,2,4' -> [1, 2, 4], each checked against [lo, hi]."""
     return _parse_list(text, option, int, "a whole number", lo, hi)
+
+
+SEED_MAX = (1 << 64) - 1  # the core's seeds are u64
+
+
+def _count_text(n: int) -> str:
+    """1e8 for round powers of ten from a million up (as the help writes them), else the digits."""
+    k = len(str(n)) - 1
+    return f"1e{k}" if n >= 10**6 and n == 10**k else str(n)
+
+
+def whole(lo: int, hi: int):
+    """An argparse ``type``: a whole number in [lo, hi], typed as 100000 or 1e5. A value out of
+    range is refused while parsing, with the range, instead of reaching the core as a negative u64."""
+    span = f"[{_count_text(lo)}, {_count_text(hi)}]"
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                f = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"'{text}' is not a whole number (valid range {span})") from None
+            if not (math.isfinite(f) and f == int(f)):
+                raise argparse.ArgumentTypeError(f"'{text}' is not a whole number (valid range {span})") from None
+            value = int(f)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is out of range {span}")
+        return value
+    convert.__name__ = "whole number"
+    return convert
 
 
 MAX_DELAY_US = 200_000.0  # 40,000 km of fibre: twice around the planet's longest paths

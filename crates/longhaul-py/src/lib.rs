@@ -66,14 +66,16 @@ fn run_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
 }
 
 /// Validate and run one MPI scenario (JSON text); returns the record as JSON text. With
-/// `validate_only`, the scenario is only validated (returns "{}"). The GIL is released.
+/// `validate_only`, the scenario is only validated and the library's resolved parameters
+/// returned. The GIL is released.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
     let text = scenario_json.to_owned();
     let result = py.detach(move || {
         if validate_only {
-            longhaul_sim::mpi::validate_mpi_json(&text).map(|_| "{}".to_string())
+            let params = longhaul_sim::mpi::validate_mpi_json(&text)?;
+            serde_json::to_string(&params).map_err(|e| ScenarioError(e.to_string()))
         } else {
             let rec = longhaul_sim::mpi::run_mpi_json(&text)?;
             serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))

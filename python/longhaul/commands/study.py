@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from longhaul import units
 from longhaul.results import add_store_option, store_from_args
 from longhaul.sweep import EXECUTORS
 
@@ -23,7 +24,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-cache", action="store_true", help="recompute every point (still saved to the store)")
     p.add_argument("--executor", choices=EXECUTORS, default=None,
                    help="threads (default), mpi (under `mpirun ... python -m mpi4py.futures -m longhaul.cli study`), serial")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: os.cpu_count())")
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None, help="parallel workers (default: os.cpu_count())")
     p.add_argument("--parts", help="comma list of parts to run (default: all; see --list-parts)")
     p.add_argument("--list-parts", action="store_true", help="list the study parts and exit")
     p.add_argument("--no-summary", action="store_true", help="do not print the Markdown summary")
@@ -38,8 +39,6 @@ def cmd_study(args) -> int:
         for p in PARTS:
             print(f"{p.name:<12} {p.title}")
         return 0
-    if args.workers is not None and args.workers < 1:
-        raise UserError(f"--workers {args.workers}: must be at least 1")
     out_dir = Path(args.out) if args.out else default_out_dir()
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out '{out_dir}' is a file; give a directory")

@@ -14,6 +14,7 @@ import json
 import sys
 
 from longhaul import sweep as _sweep
+from longhaul import units
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.results import Store, add_store_option
@@ -35,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_option(p)
     p.add_argument("--no-cache", action="store_true", help="recompute every point (results are still saved)")
     p.add_argument("--executor", choices=_sweep.EXECUTORS, default=None, help="threads (default), mpi or serial")
-    p.add_argument("--workers", type=int, default=None, help="parallel points (default: all cores)")
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None, help="parallel points (default: all cores)")
     p.add_argument("--label", default="", help="label stored with the runs")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=_run)

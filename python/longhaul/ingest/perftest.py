@@ -13,8 +13,9 @@ Format (linux-rdma/perftest, src/perftest_parameters.h): a title line such as
   ``-D`` (duration): `` #bytes #iterations t_avg[usec]``.
 
 Warnings printed inside the table (``Conflicting CPU frequency values detected ...``) are skipped.
-A title line naming another test (``Foo BW Test``) and a table of the other kind than the title's
-(a latency table under ``... BW Test``) are rejected.
+A title line naming another test (``Foo BW Test``), a table with no title before it (the title is
+the only place the operation is named) and a table of the other kind than the title's (a latency
+table under ``... BW Test``) are rejected.
 Bandwidths are converted to ``bw_MBps`` with MB = 10^6 bytes; the record keeps what the tool
 printed (``bw_reported``, ``bw_reported_unit``) and says how it was converted (``unit_note``).
 """
@@ -169,6 +170,10 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         if s.startswith("#bytes"):
             # a header may repeat (seen: printed twice in a row); the table under the last one counts
             cols, labels, unit = _header_columns(s, name, lineno)
+            if "op" not in ctx:  # the title is the only place perftest names the operation
+                raise IngestError(TOOL, name, lineno, "result header with no test title before it, so the operation "
+                                                      f"is unknown (perftest prints one such as 'RDMA_Write BW Test': "
+                                                      f"{_VALID_TITLES})")
             _check_table_matches_title(ctx.get("test"), title_at, cols, name, lineno)
             header_line, rows_in_table = lineno, 0
             continue

@@ -62,9 +62,11 @@ def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None
     return sc
 
 
-def validate(sc: dict) -> None:
-    """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
-    core.call(_core.run_mpi, sc, True)
+def validate(sc: dict) -> dict:
+    """Resolve a scenario (every parameter in range) or raise UserError with the core's message.
+    Returns the MPI library's parameters as resolved (``MpiParams``: the core's defaults where
+    the scenario is silent, before the eager limits that follow from the job's size)."""
+    return core.call(_core.run_mpi, sc, True)
 
 
 def run(sc: dict) -> dict:
@@ -111,10 +113,9 @@ def replay(text: str, name: str, delays_us: Sequence[float] = (0.0,), workers: i
     return run_many(scs, workers=workers, show_progress=show_progress, description=f"replay {name}")
 
 
-#: Eager thresholds tried by ``tune`` (bytes): MVAPICH2's default and powers of two above it.
+#: Eager thresholds tried by ``tune`` (bytes), with the library's default: powers of two from MVAPICH2's 8 KiB.
 TUNE_THRESHOLDS = (8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
 TUNE_PAIRS = (1, 2, 4, 8, 16)
-UD_RETRY_DEFAULT_US = 500_000.0  # MVAPICH2's MV2_UD_RETRY_TIMEOUT
 
 
 def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRESHOLDS,
@@ -122,15 +123,18 @@ def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRE
          **params) -> dict:
     """Advice for one message size on one path: the eager threshold maximising osu_bw bandwidth,
     the number of process pairs maximising osu_mbw_mr aggregate bandwidth (with the best
-    threshold), and the predicted gains over the defaults (8 KB threshold, one pair). Every
+    threshold), and the predicted gains over the library's defaults (its eager threshold, one pair). Every
     number comes from simulating the candidates, so the advice follows the model's mechanisms
     (rendezvous round trips, eager credits, the library's send queue per connection, the WAN rate).
     Over UD/UC with loss the library's retry timeout is chosen first (``_tune_ud_retry``) and the
     rest is searched with it."""
-    retry = _tune_ud_retry(size_bytes, delay_us, workers, show_progress, params)
+    # The library's defaults as the core resolves them (MVAPICH2's 8 KiB threshold, 500 ms retry).
+    lib = validate(scenario(None, osu={"bench": "bw", "size_bytes": size_bytes}, delay_us=delay_us, **params))
+    default_t = int(lib["eager_threshold_bytes"])
+    retry = _tune_ud_retry(size_bytes, delay_us, workers, show_progress, params, float(lib["ud_retry_timeout_us"]))
     if retry["best_ud_retry_timeout_us"] is not None:
         params = {**params, "ud_retry_timeout_us": retry["best_ud_retry_timeout_us"]}
-    cands = sorted({t for t in thresholds if t >= 0} | {8192})
+    cands = sorted({t for t in thresholds if t >= 0} | {default_t})
     scs = [scenario(None, osu={"bench": "bw", "size_bytes": size_bytes}, delay_us=delay_us,
                     eager_threshold_bytes=t, **params) for t in cands]
     recs = run_many(scs, workers=workers, show_progress=show_progress, description="tune: threshold")
@@ -143,9 +147,9 @@ def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRE
     top = max(by_k.values())
     # The fewest pairs within 5% of the best: more processes cost cores for little gain.
     best_k = min(k for k in pairs if by_k[k] >= 0.95 * top)
-    base_bw = by_t[8192]
+    base_bw = by_t[default_t]
     return {**retry, "size_bytes": size_bytes, "delay_us": delay_us,
-            "default_threshold_bytes": 8192, "default_bw_MBps": base_bw,
+            "default_threshold_bytes": default_t, "default_bw_MBps": base_bw,
             "best_threshold_bytes": best_t, "best_threshold_bw_MBps": by_t[best_t],
             "threshold_gain_pct": 100.0 * (by_t[best_t] / base_bw - 1.0) if base_bw else None,
             "best_pairs": best_k, "best_pairs_bw_MBps": by_k[best_k],
@@ -154,14 +158,14 @@ def tune(size_bytes: int, delay_us: float, thresholds: Sequence[int] = TUNE_THRE
             "bw_by_pairs_MBps": {str(k): by_k[k] for k in pairs}}
 
 
-def _tune_ud_retry(size_bytes: int, delay_us: float, workers: int | None, show_progress: bool, params: dict) -> dict:
+def _tune_ud_retry(size_bytes: int, delay_us: float, workers: int | None, show_progress: bool, params: dict,
+                   now: float) -> dict:
     """MPI over UD/UC on a lossy path: the library's retry timeout that maximises osu_bw, against
-    the one in use (MVAPICH2's 500 ms unless set). Candidates go down from it to two round trips:
+    the one in use, ``now`` (MVAPICH2's 500 ms unless set). Candidates go down from it to two round trips:
     a lost frame costs one timeout, and one much shorter than the round trip plus queueing
     resends frames that were not lost."""
     if params.get("transport") not in ("ud", "uc") or not params.get("loss"):
         return {"ud_retry_timeout_us": None, "best_ud_retry_timeout_us": None, "ud_retry_gain_pct": None}
-    now = float(params.get("ud_retry_timeout_us") or UD_RETRY_DEFAULT_US)
     rtt = 2.0 * delay_us + 20.0
     cands = sorted({c for c in (100_000.0, 20_000.0, 5_000.0, 2_000.0, 1_000.0) if 2 * rtt <= c < now}
                    | {min(now, 2 * rtt), min(now, 4 * rtt), now}, reverse=True)

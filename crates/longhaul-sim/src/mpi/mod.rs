@@ -31,6 +31,7 @@ use crate::scenario::{in_range_f, ScenarioError, TransportName};
 use crate::topology;
 use collectives::AlgoChoice;
 use engine::{Ev, Mpi, World};
+use params::MpiParams;
 use placement::{Layout, Placement};
 use scenario::{MpiResolved, MpiScenario, Workload};
 
@@ -102,7 +103,9 @@ pub fn run_mpi_json(text: &str) -> Result<MpiRecord, ScenarioError> {
 }
 
 /// Validate a JSON MPI scenario without running it (the checks `run_mpi` makes before running).
-pub fn validate_mpi_json(text: &str) -> Result<(), ScenarioError> {
+/// Returns the library's parameters as the scenario resolves them: its defaults where it is
+/// silent, before the eager limits that follow from the job's size (`MpiParams::for_job_size`).
+pub fn validate_mpi_json(text: &str) -> Result<MpiParams, ScenarioError> {
     let r = MpiScenario::from_json(text)?.resolve()?;
     let slots = 2 * r.nodes * r.ppn;
     match &r.workload {
@@ -114,7 +117,8 @@ pub fn validate_mpi_json(text: &str) -> Result<(), ScenarioError> {
                 .map(|_| ())
                 .map_err(|e| ScenarioError(format!("{}: {e}", t.name)))
         }
-    }
+    }?;
+    Ok(r.params)
 }
 
 /// Run one resolved MPI scenario.

@@ -92,7 +92,9 @@ impl OsuBench {
 }
 
 impl super::scenario::OsuSpec {
-    pub fn validate(&self, ranks: u32) -> Result<(), ScenarioError> {
+    /// Checks what does not depend on the job's size (run before the node count is derived
+    /// from `pairs`, so an out-of-range `pairs` is named as such).
+    pub fn validate(&self) -> Result<(), ScenarioError> {
         let e = |m: String| Err(ScenarioError(m));
         if self.size_bytes > 1 << 30 {
             return e(format!("size_bytes: {} is out of range [0, 1073741824]", self.size_bytes));
@@ -109,10 +111,15 @@ impl super::scenario::OsuSpec {
         if !(1..=65536).contains(&self.pairs.unwrap_or(1)) {
             return e(format!("pairs: {} is out of range [1, 65536]", self.pairs.unwrap_or(0)));
         }
-        if self.root.unwrap_or(0) >= ranks {
-            return e(format!("root: {} is not a rank (valid 0..{})", self.root.unwrap_or(0), ranks - 1));
-        }
         Ok(())
+    }
+
+    /// The collective's root must be one of the job's `ranks`.
+    pub fn check_root(&self, ranks: u32) -> Result<(), ScenarioError> {
+        match self.root.unwrap_or(0) {
+            root if root >= ranks => Err(ScenarioError(format!("root: {root} is not a rank (valid 0..{})", ranks - 1))),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -305,6 +305,9 @@ impl MpiScenario {
         if let Some(ns) = c.switch_latency_ns {
             base.switch.latency_ns = in_range_f("switch_latency_ns", ns, 0.0, 100_000.0)?;
         }
+        if let Workload::Osu(o) = &workload {
+            o.validate()?;
+        }
         let ppn = c.ppn.unwrap_or(1);
         if !(1..=256).contains(&ppn) {
             return err(format!("ppn: {ppn} is out of range [1, 256]"));
@@ -338,7 +341,7 @@ impl MpiScenario {
         Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
         let algo = m.algo.unwrap_or(Algo::Default);
         if let Workload::Osu(o) = &workload {
-            o.validate(ranks)?;
+            o.check_root(ranks)?;
             if let Some(c) = o.bench.collective().filter(|&c| !algo.fits(c)) {
                 let valid: Vec<&str> = ["default", "hierarchical", "auto"]
                     .into_iter()

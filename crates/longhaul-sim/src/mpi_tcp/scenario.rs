@@ -158,13 +158,13 @@ impl MpiTcpScenario {
                 1 << 30,
             )?,
         };
+        self.osu.validate()?;
         if self.osu.bench == OsuBench::Bcast {
-            self.osu.validate(2 * coll.ranks_per_cluster)?;
+            self.osu.check_root(2 * coll.ranks_per_cluster)?;
             if self.osu.pairs.is_some() {
                 return err("osu.pairs: not used by bcast");
             }
         } else {
-            self.osu.validate(2)?;
             if self.osu.pairs.is_some() || self.osu.root.is_some() {
                 return err("osu.pairs, osu.root: not used by latency, bw and bibw (one rank pair)");
             }

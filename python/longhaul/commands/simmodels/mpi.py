@@ -29,10 +29,10 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
                        help="range-extender delay setting, one way, us (comma list; 0..200000; default 0)")
         g.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km)")
         g.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
-    p.add_argument("--nodes", type=int, default=None, metavar="N",
+    p.add_argument("--nodes", type=units.whole(1, 4096), default=None, metavar="N",
                    help="nodes per cluster (1..4096; default: what the benchmark needs: one rank pair for "
                         "point-to-point, --pairs for mbw_mr, 4 for collectives)")
-    p.add_argument("--ppn", type=int, default=None, metavar="P", help="processes per node (1..256; default 1)")
+    p.add_argument("--ppn", type=units.whole(1, 256), default=None, metavar="P", help="processes per node (1..256; default 1)")
     p.add_argument("--placement", choices=mpi.PLACEMENTS, default=None,
                    help="rank placement: block (ranks 0..NP-1 in cluster A) or cyclic (default block)")
     p.add_argument("--fabric", choices=mpi.FABRICS, default=None,
@@ -51,9 +51,9 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
                    help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
                         "latency/bw/bibw, and bcast with --nodes ranks per cluster; options under 'MPI over TCP')")
-    p.add_argument("--eager-credits", type=int, default=None, metavar="N",
+    p.add_argument("--eager-credits", type=units.whole(1, 4096), default=None, metavar="N",
                    help="eager buffers per peer (1..4096; default 16, MVAPICH2's RDMA fast path)")
-    p.add_argument("--send-wqes", type=int, default=None, metavar="N",
+    p.add_argument("--send-wqes", type=units.whole(1, 16384), default=None, metavar="N",
                    help="send work requests a connection may have posted and not completed; more wait in the "
                         "library's queue (1..16384; default 180, MVAPICH2 1.0's 200 less 20; 64 in MVAPICH2 1.4+)")
     p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
@@ -74,8 +74,8 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--ud-retry-timeout-us", type=float, default=None, metavar="US",
                    help="UD/UC: resend a frame unacknowledged this long (1..1e8; default 500000, MVAPICH2's "
                         "MV2_UD_RETRY_TIMEOUT; acknowledgements owed go at a tenth of it)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (same seed, same result)")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
+    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=1, help="random seed (same seed, same result)")
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
 
 
@@ -92,9 +92,10 @@ def register(models: argparse._SubParsersAction) -> None:
     o.add_argument("--sizes", default=None, metavar="LIST",
                    help="message sizes: comma list or power-of-two range (1:1M); default 1:4M (latency 1:1M, "
                         "collectives 1:1M); 0..1G")
-    o.add_argument("--pairs", type=int, default=None, metavar="K", help="process pairs for mbw_mr (1..65536; default 1)")
-    o.add_argument("--iterations", type=int, default=None, metavar="N", help="measured iterations (default 10)")
-    o.add_argument("--window", type=int, default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (64)")
+    o.add_argument("--pairs", type=units.whole(1, 65536), default=None, metavar="K", help="process pairs for mbw_mr (1..65536; default 1)")
+    o.add_argument("--iterations", type=units.whole(1, 10**6), default=None, metavar="N",
+                   help="measured iterations (1..1e6; default 10)")
+    o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (64)")
     _common(o)
     t = o.add_argument_group("MPI over TCP (--transport tcp)")
     t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
@@ -117,7 +118,7 @@ def register(models: argparse._SubParsersAction) -> None:
     a.add_argument("--class", dest="klass", choices=mpi.CLASSES, default="B", help="NAS class")
     a.add_argument("--compute-us", type=float, default=None, metavar="US",
                    help="compute time per iteration (us, 0..1e8; default from NAS operation counts and the node)")
-    a.add_argument("--iterations", type=int, default=None, metavar="N",
+    a.add_argument("--iterations", type=units.whole(1, 100000), default=None, metavar="N",
                    help="iterations to simulate and report (default: the class's, at most 10 simulated)")
     _common(a)
     a.set_defaults(func=run_app)
@@ -296,6 +297,6 @@ def run_tune(args: argparse.Namespace) -> int:
                       f"with it:")
             print(f"At {r['delay_us']:g} us one way, {r['size_bytes']} B messages: eager threshold "
                   f"{r['best_threshold_bytes']} B gives {r['best_threshold_bw_MBps']:.1f} MB/s "
-                  f"({r['threshold_gain_pct']:+.0f}% vs 8 KB); {r['best_pairs']} process pair(s) give "
+                  f"({r['threshold_gain_pct']:+.0f}% vs the default {r['default_threshold_bytes']} B); {r['best_pairs']} process pair(s) give "
                   f"{r['best_pairs_bw_MBps']:.1f} MB/s ({r['pairs_gain_pct']:+.0f}% vs one pair).")
     return 0

@@ -35,23 +35,23 @@ def register(models: argparse._SubParsersAction) -> None:
                        help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
     where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
     where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="IOzone client threads (1..1024; default 8)")
+    p.add_argument("--threads", type=units.whole(1, 1024), default=None, metavar="N", help="IOzone client threads (1..1024; default 8)")
     p.add_argument("--rsize", default=None, metavar="BYTES",
                    help="bytes per NFS READ, the mount's rsize (4K..1M; default 32K, the early Linux NFS/RDMA client's maximum)")
     p.add_argument("--record-bytes", default=None, metavar="BYTES", help="IOzone record size (4K..1G; default 256K)")
     p.add_argument("--file-bytes", default=None, metavar="BYTES", help="IOzone file size (>= record; default 512M)")
     p.add_argument("--simulated-bytes", default=None, metavar="BYTES",
                    help="bytes of the file actually simulated (record..file; default 32M or the file)")
-    p.add_argument("--slots", type=int, default=None, metavar="N",
+    p.add_argument("--slots", type=units.whole(1, 65536), default=None, metavar="N",
                    help="READs outstanding on the connection: RPC-over-RDMA credits (default 16) or the TCP slot table "
                         "(default 16) (1..65536)")
     p.add_argument("--profile", choices=nfs.TESTBEDS, default=None, help="hardware profile (default s1: the [S1] testbed)")
     p.add_argument("--extender", choices=("longbow-xr", "longbow-c103", "generic", "none"), default=None,
                    help="range extender pair (none = a plain IB link between the switches)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
                    help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.set_defaults(func=run_nfs)
 

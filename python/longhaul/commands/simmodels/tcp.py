@@ -31,7 +31,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="link layer under TCP/IP: IPoIB datagram (UD) or connected (RC) mode over the testbed's IB "
                         "fabric and range extender; 10GigE LAN PHY, 10GigE WAN PHY or SONET OC-192 between IP routers "
                         "(default ipoib-ud, or the scenario file's)")
-    p.add_argument("--mtu", type=int, default=None, metavar="BYTES",
+    p.add_argument("--mtu", type=units.whole(1, 65535), default=None, metavar="BYTES",
                    help="IP MTU: ipoib-ud 576..2044 (default 2044), ipoib-cm 576..65520 (default 65520), "
                         "Ethernet/SONET 576..9000 (default 1500)")
     where = p.add_mutually_exclusive_group()
@@ -83,12 +83,12 @@ def register(models: argparse._SubParsersAction) -> None:
                         "(Linux); cumulative = only those, by all their cumulative acknowledgement covers (RFC 3465, "
                         "ns-3) (default in-order)")
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
-    p.add_argument("--initial-cwnd", type=int, default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
+    p.add_argument("--initial-cwnd", type=units.whole(1, 1000), default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
                    help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.set_defaults(func=run_tcp)
 

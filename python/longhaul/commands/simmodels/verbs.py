@@ -42,27 +42,27 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="message sizes in bytes: comma list (2048,65536) or power-of-two range (2:8M); 1..1G; "
                         "default 2:8M (bw) or 2:MTU for ud, 2 for lat")
     p.add_argument("--qps", default="1", metavar="N", help="queue pairs (comma list allowed; 1..1024)")
-    p.add_argument("--iterations", type=int, default=None, metavar="N", help="iterations per point (1..1e8; perftest default 1000)")
-    p.add_argument("--tx-depth", type=int, default=None, metavar="N",
+    p.add_argument("--iterations", type=units.whole(1, 10**8), default=None, metavar="N", help="iterations per point (1..1e8; perftest default 1000)")
+    p.add_argument("--tx-depth", type=units.whole(1, 16384), default=None, metavar="N",
                    help="the benchmark's window: send work requests posted and not completed per QP, its send queue "
                         "depth (1..16384; default perftest's 128, 1 for lat; the S1 profiles use the windows of S1's "
                         "runs: 16 for s1, calibrated on S1 Fig 2, and 64 for s1-connectx, assumed)")
-    p.add_argument("--rx-depth", type=int, default=None, metavar="N", help="receive work requests posted (1..16384; default 512)")
-    p.add_argument("--outstanding-reads", type=int, default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
+    p.add_argument("--rx-depth", type=units.whole(1, 16384), default=None, metavar="N", help="receive work requests posted (1..16384; default 512)")
+    p.add_argument("--outstanding-reads", type=units.whole(1, 256), default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096 (default 2048)")
     p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
     p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
     p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair; none = plain IB link over the distance")
     p.add_argument("--wan-framing", choices=verbs.WAN_FRAMINGS, default=None,
                    help="how the extenders carry IB on the WAN: ib (4x SDR), oc192 (SONET + GFP), 10gige-lan, 10gige-wan (default: the extender's)")
-    p.add_argument("--wan-links", type=int, default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
+    p.add_argument("--wan-links", type=units.whole(1, 16), default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
     p.add_argument("--loss", type=float, default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
                    help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel points (default: all cores)")
+    p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.set_defaults(func=run_verbs)
 
