@@ -40,6 +40,20 @@ def test_csv_table_distance_and_transports(cli):
     assert "MB = 10^6 bytes" in table and "rdma" in table
 
 
+def test_a_run_too_short_to_leave_slow_start_is_flagged(cli):
+    # TCP over IPoIB-UD at 1000 us: 4 MiB is read while the window still opens, so the rate of
+    # the measured bytes' second half is well above the first's; the default 32 MiB is steady.
+    short = cli("sim", "nfs", "--transport", "ipoib-ud", "--delay-us", "1000", "--simulated-bytes", "4M",
+                "--format", "json", check=True)
+    (rec,) = json.loads(short.stdout)
+    assert rec["bw_drift_pct"] > 30
+    assert "raise --simulated-bytes (now 4194304 bytes)" in short.stderr and short.stderr.count("\n") == 1
+    steady = cli("sim", "nfs", "--transport", "ipoib-ud", "--delay-us", "1000", "--format", "json", check=True)
+    (warm,) = json.loads(steady.stdout)
+    assert abs(warm["bw_drift_pct"]) < 5 and steady.stderr == ""
+    assert warm["bw_MBps"] > 2 * rec["bw_MBps"]
+
+
 def test_help_lists_units_defaults_and_ranges(cli):
     out = cli("sim", "nfs", "--help", check=True).stdout
     for text in ("--transport", "--delay-us", "--distance-km", "--distance-miles", "--threads", "--rsize",

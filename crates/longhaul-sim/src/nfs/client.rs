@@ -6,7 +6,10 @@
 //! The threads read disjoint records of the file (thread i: records i, i + T, ...), so the
 //! aggregate is IOzone's throughput-mode figure. The first quarter of the bytes is a warm-up
 //! that is not measured: IOzone reads over a mount whose connection its write test has already
-//! used, so its windows have grown; the model's connections start cold.
+//! used, so its windows have grown; the model's connections start cold. Whether a quarter was
+//! enough shows in [`ReadClient::drift_pct`]: the rate of the measured part's second half
+//! against its first (a TCP connection still in slow start at a long delay reads faster and
+//! faster).
 
 use std::collections::VecDeque;
 
@@ -36,6 +39,9 @@ pub struct ReadClient {
     warmup_bytes: u64,
     /// When the warm-up ended, and the bytes read by then.
     mark: Option<(Time, u64)>,
+    /// The same halfway through the measured bytes.
+    half_bytes: u64,
+    half_mark: Option<(Time, u64)>,
     last_reply: Time,
 }
 
@@ -55,6 +61,8 @@ impl ReadClient {
             rpcs_done: 0,
             warmup_bytes: total_bytes / 4,
             mark: None,
+            half_bytes: total_bytes / 4 + (total_bytes - total_bytes / 4) / 2,
+            half_mark: None,
             last_reply: 0,
         }
     }
@@ -96,6 +104,9 @@ impl ReadClient {
         if self.mark.is_none() && self.bytes_done >= self.warmup_bytes {
             self.mark = Some((self.last_reply, self.bytes_done));
         }
+        if self.half_mark.is_none() && self.bytes_done >= self.half_bytes {
+            self.half_mark = Some((self.last_reply, self.bytes_done));
+        }
         self.in_flight -= 1;
         self.bytes_done += rpc.bytes as u64;
         self.rpcs_done += 1;
@@ -112,6 +123,18 @@ impl ReadClient {
     pub fn measured(&self) -> (u64, Time) {
         let (t0, b0) = self.mark.unwrap_or((0, 0));
         (self.bytes_done - b0, self.last_reply - t0)
+    }
+
+    /// How much faster (percent) the second half of the measured bytes was read than the first;
+    /// None when a half took no time (too few replies to tell).
+    pub fn drift_pct(&self) -> Option<f64> {
+        let ((t0, b0), (t1, b1)) = (self.mark?, self.half_mark?);
+        let (early, late) = (t1.checked_sub(t0)?, self.last_reply.checked_sub(t1)?);
+        if early == 0 || late == 0 {
+            return None;
+        }
+        let rate = |bytes: u64, t: Time| bytes as f64 / t as f64;
+        Some(100.0 * (rate(self.bytes_done - b1, late) / rate(b1 - b0, early) - 1.0))
     }
 
     pub fn done(&self) -> bool {

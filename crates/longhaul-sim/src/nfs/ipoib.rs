@@ -210,6 +210,7 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
     let (bytes, elapsed) = world.client.measured();
     Outcome {
         bytes,
+        drift_pct: world.client.drift_pct(),
         rpcs: world.client.rpcs_done,
         elapsed,
         finished: stop == Stop::Finished,

@@ -10,7 +10,8 @@
 //! Throughput is the READ data the client received after a warm-up (the first quarter of the
 //! bytes) divided by the time from the end of the warm-up to the last reply. Only
 //! `simulated_bytes` of the file are read (32 MiB by default): the rate is steady once the
-//! connection has warmed up, so simulating all 512 MiB would only cost time.
+//! connection has warmed up, so simulating all 512 MiB would only cost time. The record's
+//! `bw_drift_pct` says whether it was steady (a short run over TCP at a long delay is not).
 
 pub mod client;
 pub mod ipoib;
@@ -31,6 +32,8 @@ pub struct Outcome {
     /// READ data received after the warm-up, and the time it took.
     pub bytes: u64,
     pub elapsed: Time,
+    /// `ReadClient::drift_pct`.
+    pub drift_pct: Option<f64>,
     pub rpcs: u64,
     pub finished: bool,
     pub failed: bool,
@@ -61,6 +64,10 @@ pub struct NfsRecord {
     pub chunk_bytes: u32,
     pub seed: u64,
     pub bw_MBps: f64,
+    /// How much faster the second half of the measured bytes went than the first, percent: near
+    /// 0 when the warm-up sufficed; large when the connection was still opening its window
+    /// (raise `simulated_bytes`). None when too few replies to tell.
+    pub bw_drift_pct: Option<f64>,
     pub rpcs: u64,
     /// Data packets (RDMA) or TCP data segments sent.
     pub data_packets: u64,
@@ -104,6 +111,7 @@ pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
         chunk_bytes: if r.transport == NfsTransport::Rdma { r.params.chunk_bytes } else { 0 },
         seed: r.seed,
         bw_MBps: bw,
+        bw_drift_pct: out.drift_pct,
         rpcs: out.rpcs,
         data_packets: out.packets,
         retransmitted_packets: out.retransmitted_packets,

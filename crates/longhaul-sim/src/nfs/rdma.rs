@@ -120,6 +120,7 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
     let (bytes, elapsed) = world.app.client.measured();
     Outcome {
         bytes,
+        drift_pct: world.app.client.drift_pct(),
         rpcs: world.app.client.rpcs_done,
         elapsed,
         finished: stop == Stop::Finished,

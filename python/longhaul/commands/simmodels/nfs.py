@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from longhaul import units
 from longhaul.commands.simmodels.verbs import load_scenario_file
@@ -24,7 +25,8 @@ def register(models: argparse._SubParsersAction) -> None:
                     "queue pair; NFS over IPoIB carries it on one TCP connection. Throughput bw_MBps in MB/s with "
                     "MB = 10^6 bytes: READ data received after a warm-up (the first quarter of the simulated bytes) / "
                     "the time it took. Only simulated_bytes of the file are read (the rate is steady once the "
-                    "connection is warm).",
+                    "connection is warm; bw_drift_pct, the second half of the measured bytes against the first, "
+                    "shows whether it was, and a note says when it was not).",
         formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--transport", default=None, metavar="LIST",
@@ -56,6 +58,10 @@ def register(models: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_nfs)
 
 
+#: A measured rate that still rose by more than this between its halves is reported as not steady.
+DRIFT_NOTE_PCT = 10.0
+
+
 def _size(text: str | None, option: str) -> int | None:
     return None if text is None else units.parse_size(text, option)
 
@@ -83,4 +89,10 @@ def run_nfs(args: argparse.Namespace) -> int:
     scenarios = [nfs.scenario(base, transport=t, **common, **where) for t in transports for where in points]
     records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
     emit(records, args.format, COLUMNS, title=f"longhaul sim nfs ({records[0]['testbed'] if records else ''})")
+    for r in records:
+        if (r["bw_drift_pct"] or 0.0) > DRIFT_NOTE_PCT:
+            sys.stderr.write(f"longhaul: note: {r['transport']} at {r['one_way_delay_us']:g} us: the second half of the "
+                             f"measured bytes went {r['bw_drift_pct']:.0f}% faster than the first (the connection "
+                             f"was still opening its window), so {r['bw_MBps']:.1f} MB/s is below the steady rate; "
+                             f"raise --simulated-bytes (now {r['simulated_bytes']} bytes)\n")
     return 0
