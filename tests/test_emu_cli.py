@@ -33,6 +33,16 @@ pytestmark = [pytest.mark.root, needs_root]
     (["bench", "tcp", "--cc", "nosuchcc"], "--cc"),
     (["bench", "tcp", "--streams", "0"], "--streams"),
     (["run", "--scenario", "/nonexistent.toml", "--", "A:", "true"], "scenario"),
+    # The real ranges (a negative loss said [0, inf]); the seed before the data plane sees it.
+    (["run", "--loss", "-0.1", "--", "A:", "true"], "--loss: -0.1 is out of range [0, 0.5]"),
+    (["run", "--jitter-us", "nan", "--", "A:", "true"], "--jitter-us: nan is out of range [0, 100000]"),
+    (["bench", "ping", "--rate-gbps", "0.0001"], "give 0 (unlimited) or [0.001, 100] Gb/s"),
+    (["bench", "ping", "--seed", "-1"], "--seed: -1 is out of range [0, 18446744073709551614]"),
+    (["bench", "ping", "--count", "1000000", "--interval-us", "10000000"], "at most 86400 s per point"),
+    (["bench", "ping", "--store", "/proc/nope"], "--store: cannot write results to '/proc/nope'"),
+    (["bench", "ping", "--no-store", "--store", "somewhere"], "--store: not used with --no-store"),
+    (["run", "--timeout-s", "0", "--", "A:", "true"], "--timeout-s: 0 is out of range [0.1, 86400] s"),
+    (["run", "--grace-s", "-1", "--", "A:", "true"], "--grace-s: -1 is out of range [0, 3600] s"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_left(args, words, leaves_nothing):
     p = cli("emu", *args)
@@ -159,6 +169,44 @@ def test_clean_keeps_a_live_run(leaves_nothing):
         first.send_signal(signal.SIGTERM)  # SIGTERM must tear down too
         first.wait(timeout=30)
     assert "lhlive" not in netns_and_links()[0]
+
+
+def test_sigterm_is_one_line_exit_143_and_leaves_nothing(leaves_nothing):
+    ctl = subprocess.Popen([sys.executable, "-m", "longhaul.cli", "emu", "run", "--name", "lhterm", "--",
+                            "A:", "sleep", "30"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_namespace("lhterm-a0")
+    ctl.send_signal(signal.SIGTERM)
+    _, err = ctl.communicate(timeout=30)
+    assert ctl.returncode == 143 and err.strip() == "longhaul: stopped by SIGTERM (the emulated run was torn down)", err
+    assert "lhterm" not in netns_and_links()[0]
+
+
+def test_a_client_stopped_at_the_timeout_fails_the_run(leaves_nothing):
+    p = cli("emu", "run", "--timeout-s", "0.5", "--", "A:", "sleep", "5")
+    assert p.returncode == 1 and "(stopped," in p.stdout, p.stdout
+    assert "the client (A0) was still running at --timeout-s 0.5" in p.stderr
+    # Servers stopped after the client's grace time are the normal end of a run.
+    ok = cli("emu", "run", "--grace-s", "0.2", "--", "A:", "true", "::", "B:", "sleep", "5")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_ping_with_no_reply_reports_no_rtt(leaves_nothing):
+    # A 65000-byte probe at 1 Mb/s takes 0.5 s per direction: none of 3 returns in the run.
+    p = cli("emu", "bench", "ping", "--count", "3", "--rate-gbps", "0.001", "--size", "65000", "--no-store",
+            "--format", "json")
+    (rec,) = json.loads(p.stdout)
+    assert p.returncode == 0 and rec["received"] == 0 and rec["rtt_p50_us"] is None, rec
+    assert "none of the 3 probes came back" in p.stderr
+
+
+def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, leaves_nothing):
+    f = tmp_path / "s.toml"
+    f.write_text('link = "10gige-lan"\n[tcp]\nstreams = 1000\n')
+    p = cli("emu", "bench", "tcp", "--scenario", str(f), "--no-store")
+    assert p.returncode == 2 and p.stderr.strip() == f"longhaul: error: scenario {f}: tcp.streams: 1000 is out of range [1, 128]"
+    f.write_text('link = "10gige-lan"\n[path]\nrate_gbps = 200\n')
+    p = cli("emu", "bench", "tcp", "--scenario", str(f), "--no-store")
+    assert p.returncode == 2 and "path.rate_gbps" in p.stderr and "--rate-gbps" not in p.stderr, p.stderr
 
 
 def test_an_mtu_the_kernel_refuses_is_one_line_and_leaves_nothing():

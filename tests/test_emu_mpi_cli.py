@@ -26,6 +26,17 @@ from test_emu_helpers import cli
     (["emu", "mpi", "osu", "--bench", "bw", "--pairs", "2"], "--pairs"),
     (["emu", "mpi", "osu", "--bench", "bw", "--sizes", "0"], "--sizes"),
     (["emu", "mpi", "osu", "--bench", "nope"], "--bench"),
+    # Options that would be ignored or quietly changed are refused (before any emulator).
+    (["emu", "mpi", "osu", "--bench", "mbw_mr", "--pairs", "3", "--ranks-per-cluster", "2"],
+     "3 pairs need 3 ranks per cluster, the job has 2"),
+    (["emu", "mpi", "osu", "--bench", "allreduce", "--pairs", "2"], "--pairs: only for mbw_mr"),
+    (["emu", "mpi", "osu", "--bench", "latency", "--algo", "hierarchical"], "--algo: only for the collectives"),
+    (["emu", "mpi", "osu", "--bench", "latency", "--window-msgs", "7"], "--window-msgs: only for bw, bibw and mbw_mr"),
+    (["emu", "mpi", "osu", "--bench", "latency", "--store", "/proc/nope"], "--store: cannot write results to '/proc/nope'"),
+    (["compare", "mpi", "--bench", "allreduce", "--stack", "3,0.4,10"], "--stack: only where the model is MPI over TCP"),
+    (["compare", "mpi", "--bench", "latency", "--algo", "hierarchical"], "--algo: only for the collectives"),
+    (["compare", "mpi", "--bench", "latency", "--ranks-per-cluster", "3"], "latency runs one rank pair"),
+    (["compare", "tcp", "--mtu", "60000"], "--mtu: 60000 is out of range [576, 9000]"),
 ])
 def test_bad_input_is_one_line_exit_2(args, words):
     p = cli(*args)

@@ -13,7 +13,7 @@ import pkgutil
 import sys
 
 from longhaul import commands
-from longhaul.errors import UserError
+from longhaul.errors import Terminated, UserError
 
 
 class Parser(argparse.ArgumentParser):
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("longhaul: interrupted (completed points are kept; re-run to resume)\n")
         return 130
+    except Terminated as sig:
+        sys.stderr.write(f"longhaul: stopped by {sig} (the emulated run was torn down)\n")
+        return 128 + sig.signum
     except BrokenPipeError:
         return 0
 

@@ -6,3 +6,14 @@ class UserError(Exception):
 
     The message names the problem and the valid range; the CLI prints it on one line.
     """
+
+
+class Terminated(Exception):
+    """SIGTERM or SIGHUP arrived while an emulated run was up: raised from the signal handler so
+    the run unwinds through its teardown; the CLI then exits 128 + the signal's number."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)

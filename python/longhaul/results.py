@@ -36,6 +36,7 @@ import os
 import platform
 import secrets
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -238,6 +239,16 @@ class Store:
             raise UserError(f"--store: '{self.root}' is a file, not a results directory "
                             "(give a directory; it is created when missing)")
         self._manifest_cache: dict | None = None
+
+    def check_writable(self) -> "Store":
+        """Refuse a store that cannot be written before a long measurement, not after it."""
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.runs_dir):
+                pass
+        except OSError as err:
+            raise UserError(f"--store: cannot write results to '{self.root}' ({err.strerror or err})") from None
+        return self
 
     # ---------------------------------------------------------------- paths and locking
     @property

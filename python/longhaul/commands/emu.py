@@ -82,8 +82,11 @@ def register(subparsers) -> None:
                                      "$LH_B0, ... (quote a segment as one word to have sh expand them).")
     _link_args(run)
     run.add_argument("--hosts", help="hosts per cluster, 1..16 (default 1)")
-    run.add_argument("--grace-s", type=float, default=3.0, help="time the other commands get after the client ends")
-    run.add_argument("--timeout-s", type=float, default=3600.0, help="stop everything after this (default 3600)")
+    run.add_argument("--grace-s", type=float, default=3.0,
+                     help="seconds the other commands get after the client ends, 0..3600 (default 3)")
+    run.add_argument("--timeout-s", type=float, default=3600.0,
+                     help="stop everything after this many seconds, 0.1..86400 (default 3600); a client "
+                          "stopped so makes the exit status 1")
     run.add_argument("--format", choices=FORMATS, default="table")
     run.add_argument("--stats", action="store_true", help="also print the link counters at the end")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- A: CMD :: B: CMD")
@@ -103,7 +106,7 @@ def register(subparsers) -> None:
     bt.add_argument("--duration-s", help="measured seconds, 0.1..3600 (default 5)")
     bt.add_argument("--socket-buffer", help="fixed socket buffers at both ends, as iperf -w (e.g. 256K; 4K..1G; "
                                             "default: auto-tuning up to --window)")
-    bt.add_argument("--omit-s", help="warm-up seconds left out (default 10 RTT, 0.2..2)")
+    bt.add_argument("--omit-s", help="warm-up seconds left out, 0..60 (default 10 round trips, kept within 0.2..2)")
     bt.add_argument("--tool", choices=["builtin", "iperf3"], default="builtin",
                     help="load generator: the project's own (default) or iperf3")
     bt.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
@@ -113,7 +116,8 @@ def register(subparsers) -> None:
     bp = bsub.add_parser("ping", help="UDP ping-pong RTT percentiles A0 <-> B0 (rtt_p50_us, rtt_p99_us)")
     _link_args(bp, lists=True)
     bp.add_argument("--count", default="1000", help="probes, 1..1000000 (default 1000)")
-    bp.add_argument("--interval-us", default="1000", help="gap between probes, us (default 1000)")
+    bp.add_argument("--interval-us", default="1000", help="gap between probes, us, 10..1e7 (default 1000; count x "
+                                                          "interval at most a day)")
     bp.add_argument("--size", default="64", help="UDP payload bytes, 24..65000 (default 64)")
     bp.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
     bp.add_argument("--format", choices=FORMATS, default="table")
@@ -144,6 +148,7 @@ def _shell(args) -> int:
 def _run(args) -> int:
     from longhaul.emu import run as runmod
     from longhaul.emu.topology import Emulator
+    runmod.check_times(args.grace_s, args.timeout_s)
     link = _link(args)
     commands = runmod.parse(args.command, link.hosts)
     with Emulator(link, name=args.name) as emu:
@@ -163,8 +168,12 @@ def _run(args) -> int:
             for r in records:
                 r["link_stats"] = json.dumps(stats.get("directions", {}))
         emit(records, args.format)
+    timed_out = [r["host"] for r in records if r["client"] and r["stopped"]]
+    if timed_out:
+        sys.stderr.write(f"longhaul: the client ({', '.join(timed_out)}) was still running at --timeout-s "
+                         f"{args.timeout_s:g} and was stopped\n")
     failed = [r for r in records if not r["stopped"] and r["exit_code"] != 0]
-    return 1 if failed else 0
+    return 1 if failed or timed_out else 0
 
 
 def _clean(args) -> int:
@@ -187,12 +196,13 @@ def _bench_link(args) -> tuple:
     """The link (scenario file, then options), the grid's delays and rates, and the file's
     workload values."""
     from longhaul.emu import scenario
-    from longhaul.units import delays_from_options, parse_float_list
+    from longhaul.emu.options import parse_rates
+    from longhaul.units import delays_from_options
     file = _scenario_file(args)
     values = scenario.merged(file["link"], _link_values(args))
     dist = [values.get(k) for k in ("delay_us", "distance_km", "distance_miles")]
     delays = delays_from_options(*[None if v is None else str(v) for v in dist])
-    rates = parse_float_list(str(values.get("rate_gbps", 0)), "--rate-gbps", 0, 100)
+    rates = parse_rates(values.get("rate_gbps", 0))
     for k in ("delay_us", "distance_km", "distance_miles", "rate_gbps"):
         values.pop(k, None)
     base = scenario.build_link(values)
@@ -212,6 +222,16 @@ def _add_store_options(p) -> None:
     p.add_argument("--no-store", action="store_true", help="print only; do not save the run in the results store")
 
 
+def _check_store(args) -> None:
+    """Before measuring: the store can be written, and --store is not given with --no-store."""
+    from longhaul.errors import UserError
+    from longhaul.results import store_from_args
+    if args.no_store and args.store is not None:
+        raise UserError("--store: not used with --no-store (give one of them)")
+    if not args.no_store:
+        store_from_args(args).check_writable()
+
+
 def _save(args, kind: str, records: list[dict], started_utc: str) -> None:
     """One emulated run per invocation, keyed by its options and start time (repeats are kept)."""
     if args.no_store or not records:
@@ -228,11 +248,30 @@ def _given(cli_value, file_value, default):
     return cli_value if cli_value is not None else file_value if file_value is not None else default
 
 
+#: bench tcp's options and the scenario-file keys that give them when the option is left out.
+_FILE_KEY = {"--streams": ("streams", "tcp.streams"), "--cc": ("cc", "tcp.cc"),
+             "--duration-s": ("duration_s", "tcp.duration_s"), "--socket-buffer": ("socket_buffer", "tcp.window_bytes"),
+             "--cross-gbps": ("cross_gbps", "cross.gbps")}
+
+
 def _bench_tcp(args) -> int:
+    from longhaul.errors import UserError
+    try:
+        return _bench_tcp_checked(args)
+    except UserError as err:
+        # A value the scenario file gave is named by its key in the file, not by an option never typed.
+        option = str(err).split(":", 1)[0]
+        if option in _FILE_KEY and getattr(args, _FILE_KEY[option][0]) is None and args.scenario:
+            raise UserError(f"scenario {args.scenario}: {_FILE_KEY[option][1]}{str(err)[len(option):]}") from None
+        raise
+
+
+def _bench_tcp_checked(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list, parse_size
     from longhaul.results import now_utc
     started = now_utc()
+    _check_store(args)
     link, delays, rates, file = _bench_link(args)
     cross = _floats(args.cross_gbps, "--cross-gbps", 0, 100)[0] if args.cross_gbps else file.get("cross_gbps", 0.0)
     buffer = parse_size(args.socket_buffer, "--socket-buffer") if args.socket_buffer else file.get("socket_buffer_bytes")
@@ -255,6 +294,7 @@ def _bench_ping(args) -> int:
     from longhaul.units import parse_int_list
     from longhaul.results import now_utc
     started = now_utc()
+    _check_store(args)
     link, delays, rates, file = _bench_link(args)
     cross = _floats(args.cross_gbps, "--cross-gbps", 0, 100)[0] if args.cross_gbps else file.get("cross_gbps", 0.0)
     records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
@@ -262,6 +302,10 @@ def _bench_ping(args) -> int:
                          interval_us=_floats(args.interval_us, "--interval-us", 10, 1e7)[0],
                          size_bytes=parse_int_list(args.size, "--size", 24, 65000)[0],
                          cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name)
+    for r in records:
+        if not r["received"]:
+            sys.stderr.write(f"longhaul: note: at {r['delay_us']:g} us, {r['rate_gbps']:g} Gb/s none of the "
+                             f"{r['count']} probes came back, so the RTT columns are empty\n")
     _save(args, "emu-bench-ping", records, started)
     emit(records, args.format, columns=PING_COLUMNS if args.format == "table" else None, title="longhaul emu bench ping")
     return 0

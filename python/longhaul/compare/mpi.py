@@ -355,8 +355,18 @@ def _run(args) -> int:
     warmup = _one_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None
     stack = _stack_option(args.stack) if args.stack else None
     repeats = _one_int(args.repeats, "--repeats", 1, 20) if args.repeats else 1
+    over_tcp = args.bench in TCP_BENCHES and (args.bench == "bcast" or rpc in (None, 1))
+    if stack is not None and not over_tcp:
+        raise UserError(f"--stack: only where the model is MPI over TCP (latency, bw, bibw with one rank per cluster, "
+                        f"and bcast); {args.bench}{f' with {rpc} ranks per cluster' if rpc else ''} runs on the "
+                        f"'{args.profile}' profile's verbs model")
+    if args.bench not in ("bcast", "allreduce", "alltoall") and algos != ["default"]:
+        raise UserError(f"--algo: only for the collectives (bcast, allreduce, alltoall), not {args.bench}")
+    if args.bench in mpi_bench.PT2PT and rpc not in (None, 1):
+        raise UserError(f"--ranks-per-cluster: {args.bench} runs one rank pair (1 per cluster); mbw_mr and the "
+                        "collectives take more")
     # Every option is checked above, before the calibration runs the emulator.
-    if args.bench in TCP_BENCHES and (args.bench == "bcast" or rpc in (None, 1)) and stack is None:
+    if over_tcp and stack is None:
         stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile], repeats=repeats)
         if args.format == "table":
             emit(stack["points"], "table", ["bench", "size_bytes", "metric", "emu", "fit"],

@@ -76,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cc", default="reno,cubic", metavar="LIST", help="congestion control per socket (reno, cubic, bbr ...)")
     p.add_argument("--streams", default="1,4", metavar="LIST", help="parallel TCP streams (1..128)")
     p.add_argument("--duration-s", type=float, default=5.0, help="measured seconds per point, after a warm-up of 10 RTTs (0.1..3600)")
-    p.add_argument("--mtu", type=units.whole(576, 65535), default=1500, help="MTU of the emulated hosts (bytes, 576..65535)")
+    p.add_argument("--mtu", type=units.whole(576, 9000), default=1500,
+                   help="MTU of the emulated hosts and the simulated 10gige-lan link (bytes, 576..9000: jumbo frames)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=_run)
 

@@ -276,6 +276,10 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
     return records
 
 
+#: Longest ping run per point (count x interval): a day.
+MAX_PING_SECONDS = 86_400
+
+
 def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64,
               cross_gbps: float = 0.0, cross_size_bytes: int | None = None) -> dict:
     """UDP ping-pong A0 <-> B0 on a running emulator: RTT percentiles in microseconds, of the
@@ -304,6 +308,8 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
             for t in cross:
                 t.stop()
     after = emu.stats()
+    if not r.get("received"):  # no RTT was measured: the client's zeros are not times
+        r = {**r, **{k: None for k in r if k.startswith(("rtt_", "app_rtt_"))}}
     return {
         "source": "emu", **emu.link.record(), "size_bytes": size_bytes, "count": count, "received": r.get("received"),
         "rtt_configured_us": rtt_cfg,
@@ -326,6 +332,9 @@ def ping(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | 
         raise UserError(f"--interval-us: {interval_us} is out of range [10, 1e7]")
     if not 24 <= size_bytes <= 65000:
         raise UserError(f"--size: {size_bytes} is out of range [24, 65000] bytes")
+    if count * interval_us * 1e-6 > MAX_PING_SECONDS:
+        raise UserError(f"--count x --interval-us: {count} probes every {interval_us:g} us take "
+                        f"{count * interval_us * 1e-6:.0f} s; at most {MAX_PING_SECONDS} s per point")
     records = []
     for point in _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu):
         with Emulator(point, name=name, idle_wake_us=PING_IDLE_WAKE_US, dataplane_cpus=ping_cpus()) as emu:

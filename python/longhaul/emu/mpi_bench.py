@@ -50,7 +50,9 @@ def osu_once(emu, bench: str, sizes: Sequence[int], ranks_per_cluster: int, algo
     records = []
     for size in sizes:  # one launch per size: iterations differ with the size
         it, wu = default_iterations(bench, size, delay, window)
-        it, wu = iterations or it, warmup if warmup is not None else wu
+        if iterations:  # the user's count, with a tenth of it as warm-up unless given too
+            it, wu = iterations, max(1, iterations // 10)
+        wu = warmup if warmup is not None else wu
         argv = [sys.executable, OSU_PROGRAM, bench, "--sizes", str(size), "--iterations", str(it),
                 "--warmup", str(wu), "--window", str(window), "--pairs", str(pairs), "--algo", algo]
         r = mpi.run(emu, mpi.MpiJob(argv=argv, ranks_per_cluster=ranks_per_cluster, placement=placement,
@@ -80,8 +82,13 @@ def osu(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), r
         raise UserError(f"--algo: '{kw['algo']}' is not one of {', '.join(ALGOS)}")
     if ranks_per_cluster is None:
         ranks_per_cluster = 1 if bench in PT2PT else (kw.get("pairs") or 2) if bench == "mbw_mr" else 4
-    if bench in PT2PT and kw.get("pairs"):
-        raise UserError(f"--pairs: only for mbw_mr ({bench} uses one pair)")
+    if bench != "mbw_mr" and kw.get("pairs"):
+        raise UserError(f"--pairs: only for mbw_mr ({bench} uses {'one pair' if bench in PT2PT else 'every rank'})")
+    if bench == "mbw_mr" and kw.get("pairs", 0) > ranks_per_cluster:
+        raise UserError(f"--pairs: {kw['pairs']} pairs need {kw['pairs']} ranks per cluster, the job has "
+                        f"{ranks_per_cluster} (raise --ranks-per-cluster)")
+    if bench in PT2PT + ("mbw_mr",) and kw.get("algo", "default") != "default":
+        raise UserError(f"--algo: only for the collectives (bcast, allreduce, alltoall), not {bench}")
     # Refuse bad jobs and a missing MPI library before any namespace exists.
     mpi.MpiJob(argv=["osu_mpi"], ranks_per_cluster=ranks_per_cluster, placement=kw.get("placement", "block"),
                library=kw.get("library", "openmpi")).validated()

@@ -48,12 +48,13 @@ def register(emu_subparsers, link_args) -> None:
     o = sub.add_parser("osu", help="OSU-style benchmarks (mpi4py) across the link, saved to the results store")
     link_args(o, lists=True)
     o.add_argument("--bench", required=True, help="latency | bw | bibw | mbw_mr | bcast | allreduce | alltoall")
-    o.add_argument("--sizes", default="1:4M", help="message sizes, bytes: comma list or power-of-two range (default 1:4M)")
+    o.add_argument("--sizes", default="1:4M",
+                   help="message sizes, bytes: comma list or power-of-two range, 1..64M (default 1:4M)")
     o.add_argument("--algo", default="default", help="collectives: default (the MPI library's) or hierarchical "
                                                      "(longhaul.mpi, one WAN crossing per message)")
     o.add_argument("--iterations", help="measured iterations, 1..100000 (default: OSU's, cut to ~0.5 s per point)")
     o.add_argument("--warmup", help="warm-up iterations left out, 0..10000 (default iterations/10)")
-    o.add_argument("--window-msgs", default="64", help="bw/bibw/mbw_mr: OSU window, messages in flight, 1..4096 (default 64)")
+    o.add_argument("--window-msgs", help="bw/bibw/mbw_mr: OSU window, messages in flight, 1..4096 (default 64)")
     o.add_argument("--pairs", help="mbw_mr: communicating pairs, 1..16 (default --ranks-per-cluster)")
     _job_options(o, None)
     o.add_argument("--format", choices=FORMATS, default="table")
@@ -118,24 +119,27 @@ def _run(args) -> int:
 
 
 def _osu(args) -> int:
-    from longhaul.commands.emu import _bench_link, _save
+    from longhaul.commands.emu import _bench_link, _check_store, _save
     from longhaul.emu import mpi, mpi_bench
     from longhaul.results import now_utc
     from longhaul.units import parse_sizes
     started = now_utc()
+    _check_store(args)
     base, delays, rates, _ = _bench_link(args)
     if len(rates) != 1:
         raise UserError("--rate-gbps: give one rate for emu mpi osu")
     link = base.at(delays[0], rates[0])
     ranks = (_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
              if args.ranks_per_cluster else None)
+    if args.window_msgs and args.bench not in ("bw", "bibw", "mbw_mr"):
+        raise UserError(f"--window-msgs: only for bw, bibw and mbw_mr, not {args.bench}")
     _warn_mpich(args.mpi, ranks or (1 if args.bench in mpi_bench.PT2PT else 2))
     records = mpi_bench.osu(
         args.bench, parse_sizes(args.sizes, "--sizes", 1, 64 << 20), delays, ranks_per_cluster=ranks,
         link=link, name=args.name, algo=args.algo,
         iterations=_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None,
         warmup=_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None,
-        window=_int(args.window_msgs, "--window-msgs", 1, 4096),
+        window=_int(args.window_msgs, "--window-msgs", 1, 4096) if args.window_msgs else mpi_bench.WINDOW,
         pairs=_int(args.pairs, "--pairs", 1, mpi.MAX_RANKS_PER_CLUSTER) if args.pairs else 0,
         placement=args.placement, library=args.mpi, mca=_pairs(args.mca), env=_env(args.env),
         timeout_s=float(_int(args.timeout_s, "--timeout-s", 1, 86400)))

@@ -26,8 +26,30 @@ MAX_FRAME_BYTES = 256  # well above any real link layer's per-packet framing
 MAX_INITCWND_SEGS = 1000
 RTO_MIN_MS_RANGE = (1.0, 60_000.0)
 UNLIMITED_RATE_FOR_BDP_GBPS = 10.0  # rate assumed to size buffers when the link is unlimited
+MAX_SEED = (1 << 64) - 2  # the data plane's seeds are u64, and B->A uses seed + 1
 
 _QUEUE_PACKETS_RE = re.compile(r"^\s*(\d+)\s*(p|pkt|pkts|packets)\s*$", re.IGNORECASE)
+
+
+RATE_RANGE_TEXT = f"0 (unlimited) or [{MIN_RATE_GBPS:g}, {MAX_RATE_GBPS:g}] Gb/s"
+
+
+def parse_rates(text, option: str = "--rate-gbps") -> list[float]:
+    """Link rates in Gb/s from a comma list: 0 = unlimited, else MIN_RATE_GBPS..MAX_RATE_GBPS."""
+    rates = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        try:
+            r = float(part)
+        except ValueError:
+            r = math.nan
+        if not (r == 0 or MIN_RATE_GBPS <= r <= MAX_RATE_GBPS):  # also NaN
+            raise UserError(f"{option}: '{part}' is not a rate: give {RATE_RANGE_TEXT}")
+        rates.append(r)
+    if not rates:
+        raise UserError(f"{option}: empty list (give {RATE_RANGE_TEXT})")
+    return rates
 
 
 def _check(value: float, option: str, lo: float, hi: float, unit: str = "") -> float:
@@ -88,7 +110,7 @@ class Direction:
     def validated(self, prefix: str = "--") -> "Direction":
         _check(self.delay_us, f"{prefix}delay-us", 0, MAX_DELAY_US, " us")
         if self.rate_gbps != 0:
-            _check(self.rate_gbps, f"{prefix}rate-gbps", MIN_RATE_GBPS, MAX_RATE_GBPS, " Gb/s (0 = unlimited)")
+            _check(self.rate_gbps, f"{prefix}rate-gbps", MIN_RATE_GBPS, MAX_RATE_GBPS, " Gb/s (or 0 = unlimited)")
         _check(self.loss, f"{prefix}loss", 0, MAX_LOSS, " (probability per packet)")
         _check(self.jitter_us, f"{prefix}jitter-us", 0, MAX_JITTER_US, " us")
         _check(self.frame_bytes, "frame_bytes", 0, MAX_FRAME_BYTES, " bytes per packet")
@@ -157,6 +179,8 @@ class LinkOptions:
         self.ba.validated()
         if not isinstance(self.mtu, int) or self.mtu < MIN_MTU:
             raise UserError(f"--mtu: {self.mtu} is below the minimum of {MIN_MTU} bytes")
+        if not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
+            raise UserError(f"--seed: {self.seed} is out of range [0, {MAX_SEED}]")
         if not isinstance(self.hosts, int) or not 1 <= self.hosts <= MAX_HOSTS:
             raise UserError(f"--hosts: {self.hosts} is out of range [1, {MAX_HOSTS}]")
         for option, value in (("--window", self.window), ("wmem_max_bytes", self.wmem_max)):

@@ -70,11 +70,25 @@ def parse(tokens: list[str], hosts: int) -> list[HostCommand]:
     return commands
 
 
+GRACE_S_RANGE = (0.0, 3600.0)
+TIMEOUT_S_RANGE = (0.1, 86400.0)  # a day, as `emu mpi run`'s
+
+
+def check_times(grace_s: float, timeout_s: float) -> None:
+    """--grace-s and --timeout-s in their ranges (checked before any namespace exists)."""
+    for option, value, (lo, hi) in (("--grace-s", grace_s, GRACE_S_RANGE), ("--timeout-s", timeout_s, TIMEOUT_S_RANGE)):
+        if not lo <= value <= hi:  # also NaN
+            raise UserError(f"{option}: {value:g} is out of range [{lo:g}, {hi:g}] s")
+
+
 def run(emu: Emulator, commands: list[HostCommand], grace_s: float = 3.0, timeout_s: float = 3600.0,
         stream_output: bool = False) -> list[dict]:
     """Start the commands (servers first, the client host's last), wait, return one record
-    each: host, command, exit_code, seconds, stopped (True if we had to stop it), stdout, stderr.
-    Output goes to temporary files (a pipe could fill and stall a chatty program)."""
+    each: host, command, client (True for the client host's commands), exit_code, seconds,
+    stopped (True if we had to stop it: a server after the grace time, anything at the
+    timeout), stdout, stderr. Output goes to temporary files (a pipe could fill and stall a
+    chatty program)."""
+    check_times(grace_s, timeout_s)
     client = (commands[0].side, commands[0].index)
     is_client = [(c.side, c.index) == client for c in commands]
     procs: dict[int, subprocess.Popen] = {}
@@ -124,7 +138,7 @@ def run(emu: Emulator, commands: list[HostCommand], grace_s: float = 3.0, timeou
             f.seek(0)
             text[k] = f.read()
             f.close()
-        records.append({"host": c.host, "command": c.text, "exit_code": procs[i].returncode,
+        records.append({"host": c.host, "command": c.text, "client": is_client[i], "exit_code": procs[i].returncode,
                         "seconds": round(ended[i] - started[i], 3), "stopped": i in stopped,
                         "stdout": text[0], "stderr": text[1]})
     return records

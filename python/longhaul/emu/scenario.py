@@ -30,7 +30,8 @@ simulator's time series (``interval_s``, ``cwnd_trace``).
 
 from __future__ import annotations
 
-from longhaul.emu.options import QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue
+from longhaul.emu.options import (MAX_JITTER_US, MAX_LOSS, QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue,
+                                  parse_rates)
 from longhaul.errors import UserError
 from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_float_list, parse_size
 
@@ -117,8 +118,18 @@ def load(path: str) -> dict:
         }
         build_link(link)  # every value in the emulator's ranges
     except UserError as e:
-        raise UserError(f"scenario {path}: {e}") from None
+        text = str(e)
+        option = text.split(":", 1)[0]  # an emulator range the file's value is outside: name its key
+        if option in _LINK_KEY:
+            text = _LINK_KEY[option] + text[len(option):]
+        raise UserError(f"scenario {path}: {text}") from None
     return {"link": link, "bench": bench}
+
+
+#: The emulator's link options and the scenario keys that set them.
+_LINK_KEY = {"--delay-us": "path.delay_us + 5 us x path.fibre_km", "--rate-gbps": "the path's WAN rate (path.rate_gbps)",
+             "--loss": "path.loss", "--mtu": "tcp.mtu_bytes", "--window": "tcp.rmem_max_bytes",
+             "wmem_max_bytes": "tcp.wmem_max_bytes", "--seed": "seed", "--queue": "path.queue_bytes / queue_packets"}
 
 
 def _one_float(value, option: str, lo: float = 0.0, hi: float = float("inf")) -> float:
@@ -143,9 +154,14 @@ def _direction(values: dict) -> Direction:
         if len(delays) != 1:
             raise UserError("--delay-us: give one value here, not a list")
         kw["delay_us"] = delays[0]
-    for key, option in (("rate_gbps", "--rate-gbps"), ("loss", "--loss"), ("jitter_us", "--jitter-us")):
+    if values.get("rate_gbps") is not None:
+        rates = parse_rates(values["rate_gbps"])
+        if len(rates) != 1:
+            raise UserError("--rate-gbps: give one value here, not a list")
+        kw["rate_gbps"] = rates[0]
+    for key, option, hi in (("loss", "--loss", MAX_LOSS), ("jitter_us", "--jitter-us", MAX_JITTER_US)):
         if values.get(key) is not None:
-            kw[key] = _one_float(values[key], option)
+            kw[key] = _one_float(values[key], option, 0.0, hi)
     if values.get("queue") is not None:
         q = values["queue"]
         kw["queue"] = q if isinstance(q, Queue) else Queue.parse(q)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from longhaul.emu import state, system
 from longhaul.emu.options import LinkOptions
-from longhaul.errors import UserError
+from longhaul.errors import Terminated, UserError
 
 SUBNET = {"a": "10.77.1", "b": "10.77.2"}
 TUN_NAME = "wan0"
@@ -41,12 +41,8 @@ MGMT_HOST_OFFSET = {"a": 1, "b": 101}  # A hosts .1.., B hosts .101..; the launc
 READY_TIMEOUT_S = 10.0
 
 
-class _Terminated(Exception):
-    """SIGTERM/SIGHUP arrived: unwind through __exit__ so the run is torn down."""
-
-
 def _raise_terminated(signum, frame):
-    raise _Terminated(signal.Signals(signum).name)
+    raise Terminated(signum)  # unwinds through __exit__, so the run is torn down
 
 
 class Emulator:
