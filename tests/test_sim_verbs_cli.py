@@ -128,7 +128,7 @@ BAD = [
     (["--switch-buffer", "100"], "switch_buffer_bytes"),
     (["--extender-buffer", "1K"], "extender_buffer_bytes"),
     (["--loss", "2"], "loss"),
-    (["--loss", "nan"], "path.loss: not a finite number"),
+    (["--loss", "nan"], "--loss: nan is out of range [0, 0.5]"),
     (["--mtu", "3000"], "--mtu"),
     (["--distance-km", "1", "--delay-us", "1"], "not allowed with"),
     (["--iterations", "-1"], "--iterations: -1 is out of range [1, 1e8]"),
@@ -148,7 +148,8 @@ def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
 
 @pytest.mark.parametrize("content,needle", [("verbs = 3\n", "'verbs' must be a table"), ("[path\n", "not valid TOML"),
                                             ('[verbs]\nbogus = 1\n', "unknown field"),
-                                            ('[path]\nwan_framing = "atm"\n', "path.wan_framing: unknown variant `atm`, expected one of `ib`")])
+                                            ('[path]\nwan_framing = "atm"\n', "path.wan_framing: unknown variant `atm`, expected one of `ib`"),
+                                            ("[path]\nloss = nan\n", "path.loss: not a finite number")])
 def test_malformed_scenario_file(cli, tmp_path, content, needle):
     f = tmp_path / "bad.toml"
     f.write_text(content)

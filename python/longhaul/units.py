@@ -63,9 +63,9 @@ def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
         try:
             v = convert(part)
         except ValueError:
-            raise UserError(f"{option}: '{part}' is not {kind} (valid range [{lo:g}, {hi:g}])") from None
+            raise UserError(f"{option}: '{part}' is not {kind} (valid range [{range_text(lo)}, {range_text(hi)}])") from None
         if not (math.isfinite(v) and lo <= v <= hi):
-            raise UserError(f"{option}: {part} is out of range [{lo:g}, {hi:g}]")
+            raise UserError(f"{option}: {part} is out of range [{range_text(lo)}, {range_text(hi)}]")
         values.append(v)
     if not values:
         raise UserError(f"{option}: empty list")
@@ -91,10 +91,17 @@ def _count_text(n: int) -> str:
     return f"1e{k}" if n >= 10**6 and n == 10**k else str(n)
 
 
+def range_text(v: float) -> str:
+    """A range bound as the help writes it: 0.001, 100000, 1e8, 2147483648 (not 1e+08 or 2.14748e+09)."""
+    if math.isfinite(v) and v == int(v):
+        return ("-" if v < 0 else "") + _count_text(abs(int(v)))
+    return f"{v:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
 def whole(lo: int, hi: int):
     """An argparse ``type``: a whole number in [lo, hi], typed as 100000 or 1e5. A value out of
     range is refused while parsing, with the range, instead of reaching the core as a negative u64."""
-    span = f"[{_count_text(lo)}, {_count_text(hi)}]"
+    span = f"[{range_text(lo)}, {range_text(hi)}]"
 
     def convert(text: str) -> int:
         try:
@@ -111,6 +118,22 @@ def whole(lo: int, hi: int):
             raise argparse.ArgumentTypeError(f"{text} is out of range {span}")
         return value
     convert.__name__ = "whole number"
+    return convert
+
+
+def real(lo: float, hi: float):
+    """An argparse ``type``: a finite number in [lo, hi] (refused while parsing, with the range)."""
+    span = f"[{range_text(lo)}, {range_text(hi)}]"
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a number (valid range {span})") from None
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"{text} is out of range {span}")
+        return value
+    convert.__name__ = "number"
     return convert
 
 

@@ -47,6 +47,10 @@ def cmd_study(args) -> int:
         argv.append("--quick")
     if args.store:
         argv += ["--store", args.store]
+    if args.parts:
+        argv += ["--parts", args.parts]
+    if args.executor == "serial" and args.workers is not None:
+        raise UserError("--workers: not used with --executor serial (one point at a time)")
     ctx = StudyContext(quick=args.quick, store=store_from_args(args), out_dir=out_dir, executor=args.executor,
                        workers=args.workers, use_cache=not args.no_cache, argv=argv)
     only = [s.strip() for s in args.parts.split(",") if s.strip()] if args.parts else None

@@ -104,7 +104,7 @@ def render_html(study) -> str:
     parts.append("<h1>longhaul study: HPC communication between clusters over long-haul links</h1>")
     parts.append(f"<p class='meta'>{html.escape(study.started_utc)} · {html.escape(study.version)} · "
                  f"host {html.escape(str(study.host.get('hostname')))} ({html.escape(str(study.host.get('cpus')))} cores) · "
-                 f"{study.seconds:.1f} s · {'quick matrix' if study.ctx.quick else 'full matrix'} · "
+                 f"{study.seconds:.1f} s · {html.escape(_scope(study))} · "
                  "bandwidths in MB/s with MB = 10<sup>6</sup> bytes; delay is one-way, 5 us per km of fibre</p>")
     # summary of parts
     parts.append("<h2>Parts</h2><table class='summary'><thead><tr><th>part</th><th>status</th><th>time</th>"
@@ -170,9 +170,18 @@ def _md_table(rows: Sequence[dict], columns: Sequence[str] | None = None, max_ro
     return "\n".join(lines)
 
 
+def _scope(study) -> str:
+    """'quick matrix' or 'full matrix', and the parts run when not all were."""
+    from longhaul.study import PARTS
+
+    matrix = "quick matrix" if study.ctx.quick else "full matrix"
+    names = [o.part.name for o in study.outcomes]
+    return matrix if len(names) == len(PARTS) else f"{matrix}, parts {', '.join(names)}"
+
+
 def render_markdown(study) -> str:
     o_all = study.outcomes
-    lines = [f"# longhaul study ({study.started_utc}, {'quick' if study.ctx.quick else 'full'}, {study.seconds:.1f} s)", ""]
+    lines = [f"# longhaul study ({study.started_utc}, {_scope(study)}, {study.seconds:.1f} s)", ""]
     lines.append("## Parts")
     for o in o_all:
         extra = o.reason or "; ".join(o.result.notes)

@@ -38,7 +38,7 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
     p.add_argument("--fabric", choices=mpi.FABRICS, default=None,
                    help="intra-cluster switches' IB generation, 4x (default: the profile's; a host link runs at "
                         "the slower of adapter and switch)")
-    p.add_argument("--switch-latency-ns", type=float, default=None, metavar="NS",
+    p.add_argument("--switch-latency-ns", type=units.real(0, 100000), default=None, metavar="NS",
                    help="intra-cluster switch port-to-port latency (0..100000; default: the profile's, 200 on s1)")
     p.add_argument("--algo", choices=mpi.ALGOS, default=None,
                    help="collective algorithm: default (MPICH2 1.0 choice), hierarchical (one WAN crossing), "
@@ -60,18 +60,18 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
                    help="hardware profile (default s1: the S1 testbed; s2-* = S2's platforms)")
     p.add_argument("--node", choices=mpi.NODES, default=None, help="override the profile's node (CPU/memory)")
     n = p.add_argument_group("node parameters (over the profile's; intra-node messages and compute)")
-    n.add_argument("--copy-MBps", dest="copy_MBps", type=float, default=None, metavar="MBPS",
+    n.add_argument("--copy-MBps", dest="copy_MBps", type=units.real(1, 1e6), default=None, metavar="MBPS",
                    help="one core's memory copy rate for large buffers, MB/s (1..1e6)")
-    n.add_argument("--mem-MBps", dest="mem_MBps", type=float, default=None, metavar="MBPS",
+    n.add_argument("--mem-MBps", dest="mem_MBps", type=units.real(1, 1e7), default=None, metavar="MBPS",
                    help="the node's sustained memory bandwidth (STREAM-like), MB/s, shared by its copies (1..1e7)")
-    n.add_argument("--shm-latency-ns", type=float, default=None, metavar="NS",
+    n.add_argument("--shm-latency-ns", type=units.real(0, 1e6), default=None, metavar="NS",
                    help="one-way latency of the shared-memory channel, ns (0..1e6)")
-    n.add_argument("--core-mops", type=float, default=None, metavar="MOPS",
+    n.add_argument("--core-mops", type=units.real(0.001, 1e7), default=None, metavar="MOPS",
                    help="one core's compute rate on the NAS kernels, Mop/s as NPB counts them (0.001..1e7)")
-    p.add_argument("--loss", type=float, default=None, metavar="P",
+    p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P",
                    help="WAN packet corruption probability (0..0.5): RC resends in the adapter; over UD/UC the "
                         "library resends after --ud-retry-timeout-us")
-    p.add_argument("--ud-retry-timeout-us", type=float, default=None, metavar="US",
+    p.add_argument("--ud-retry-timeout-us", type=units.real(1, 1e8), default=None, metavar="US",
                    help="UD/UC: resend a frame unacknowledged this long (1..1e8; default 500000, MVAPICH2's "
                         "MV2_UD_RETRY_TIMEOUT; acknowledgements owed go at a tenth of it)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=1, help="random seed (same seed, same result)")
@@ -104,7 +104,7 @@ def register(models: argparse._SubParsersAction) -> None:
                         "'per-segment us,per-byte ns' charged at each end")
     t.add_argument("--eager-limit", default=None, metavar="SIZE",
                    help="btl_tcp_eager_limit = btl_tcp_rndv_eager_limit, bytes, header included (1K..1G; default 64K)")
-    t.add_argument("--per-msg-us", type=float, default=None, metavar="US",
+    t.add_argument("--per-msg-us", type=units.real(0, 10000), default=None, metavar="US",
                    help="MPI library CPU time per message at each end, us (0..10000; default 0)")
     t.add_argument("--cc", default=None, help="congestion control (default cubic)")
     t.add_argument("--socket-buffer-max", default=None, metavar="SIZE",
@@ -116,7 +116,7 @@ def register(models: argparse._SubParsersAction) -> None:
     a.add_argument("--app", required=True, default=None, metavar="LIST",
                    help="comma list of is, ft, cg, mg, lu")
     a.add_argument("--class", dest="klass", choices=mpi.CLASSES, default="B", help="NAS class")
-    a.add_argument("--compute-us", type=float, default=None, metavar="US",
+    a.add_argument("--compute-us", type=units.real(0, 1e8), default=None, metavar="US",
                    help="compute time per iteration (us, 0..1e8; default from NAS operation counts and the node)")
     a.add_argument("--iterations", type=units.whole(1, 100000), default=None, metavar="N",
                    help="iterations to simulate and report (default: the class's, at most 10 simulated)")
@@ -206,8 +206,6 @@ def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
         raise UserError(f"--nodes: {args.nodes} is out of range [1, 16] with --transport tcp (ranks per cluster, one per host)")
     eager = _size_in(args.eager_limit, "--eager-limit", 1024, 1 << 30)
     buf = _size_in(args.socket_buffer_max, "--socket-buffer-max", 65536, 1 << 32)
-    if args.per_msg_us is not None and not 0 <= args.per_msg_us <= 10000:
-        raise UserError(f"--per-msg-us: {args.per_msg_us:g} is out of range [0, 10000] us")
     rate = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 400)[0] if args.rate_gbps is not None else None
     recs = mpi_tcp.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers,
                              iterations=args.iterations, window=args.window, seed=args.seed, loss=args.loss,
@@ -257,8 +255,6 @@ def run_app(args: argparse.Namespace) -> int:
             raise UserError(f"--app: unknown '{a}' (valid: {', '.join(mpi.APPS)})")
     if not apps:
         raise UserError("--app: empty list (valid: is, ft, cg, mg, lu)")
-    if args.compute_us is not None and not 0 <= args.compute_us <= 1e8:  # also NaN
-        raise UserError(f"--compute-us: {args.compute_us:g} is out of range [0, 1e8] us per iteration")
     recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
                          iterations=args.iterations, workers=args.workers, **_params(args))
     emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")

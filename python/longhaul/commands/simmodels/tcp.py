@@ -45,18 +45,19 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="socket buffer per stream, iperf -w (comma list of sizes like 64K,1M,16M, or auto = Linux "
                         "auto-tuning; mss..4G)")
     p.add_argument("--cc", choices=tcp.CCS, default=None, help="congestion control (default cubic)")
-    p.add_argument("--loss", type=float, default=None, metavar="P", help="probability a packet is corrupted on the WAN, each direction (0..0.5; default 0)")
-    p.add_argument("--cross-gbps", type=float, default=None, metavar="G",
+    p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN, each direction (0..0.5; default 0)")
+    p.add_argument("--cross-gbps", type=units.real(0, 400), default=None, metavar="G",
                    help="constant-rate UDP cross traffic on the WAN from a second host pair, IP-level Gb/s "
                         "(0 < G <= the WAN line rate; default none)")
     p.add_argument("--cross-on-off-ms", default=None, metavar="ON,OFF", help="cross traffic in bursts: on ms, off ms (default: always on)")
-    p.add_argument("--duration-s", type=float, default=None, metavar="S", help="test length in simulated seconds, iperf -t (0.001..3600; default 10)")
-    p.add_argument("--interval-s", type=float, default=None, metavar="S", help="throughput time-series interval, iperf -i (default 1, or a tenth of a shorter test)")
+    p.add_argument("--duration-s", type=units.real(0.001, 3600), default=None, metavar="S", help="test length in simulated seconds, iperf -t (0.001..3600; default 10)")
+    p.add_argument("--interval-s", type=units.real(1e-7, 3600), default=None, metavar="S", help="throughput time-series interval, iperf -i (duration/10000..duration; default 1, or a tenth of a "
+                        "shorter test)")
     p.add_argument("--queue", default=None, metavar="SIZE",
                    help="bottleneck (WAN egress) drop-tail queue: bytes (64K, 8M) or packets with a p suffix (100p); "
                         "IPoIB: the extender buffer in bytes. Default: one bandwidth-delay product (>= 100 packets); "
                         "IPoIB: the extender's buffer")
-    p.add_argument("--rate-gbps", type=float, default=None, metavar="G", help="Ethernet/SONET only: WAN payload rate instead of the link's (0.001..400)")
+    p.add_argument("--rate-gbps", type=units.real(0.001, 400), default=None, metavar="G", help="Ethernet/SONET only: WAN payload rate instead of the link's (0.001..400)")
     p.add_argument("--profile", choices=tcp.TESTBEDS, default=None,
                    help="hardware profile: s1 = [S1] InfiniHost III + Longbow XR hosts, s3 = ConnectX-2 + Longbow C103, "
                         "ndr, modern (current server), ideal (no host cost). Default: s1 for IPoIB, modern otherwise")

@@ -58,7 +58,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--wan-links", type=units.whole(1, 16), default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
-    p.add_argument("--loss", type=float, default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
+    p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
                    help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
