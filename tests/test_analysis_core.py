@@ -160,6 +160,9 @@ def test_cli_profile_dpm_stability_calibrate(measured_store, capsys, tmp_path):
     prof = json.loads(capsys.readouterr().out)
     assert [r["delay_us"] for r in prof] == [0.0, 1000.0, 10000.0]
     assert (tmp_path / "prof.png").stat().st_size > 1000 and (tmp_path / "prof.svg").exists()
+    # Numbers match by value: delay_us=0 selects the records stored as 0.0.
+    assert main(["analyse", "profile", *s, "--where", "size_bytes=65536", "--where", "delay_us=0,1e3"]) == 0
+    assert [r["delay_us"] for r in json.loads(capsys.readouterr().out)] == [0.0, 1000.0]
     assert main(["analyse", "dpm", *s, "--bound-MBps", "1000"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert all(r["D_MBps_per_mile"] == 0 for r in rows)          # same file at every delay: no decrease

@@ -48,6 +48,14 @@ def test_put_get_cached_and_facts(tmp_path):
     assert [p.name for p in (tmp_path / "res" / "runs").iterdir()] == [f"{run_id}.parquet"]
 
 
+def test_a_run_whose_scenario_leaves_the_seed_to_the_model_keeps_the_records_seed(tmp_path):
+    store = Store(tmp_path / "res")
+    same = store.put({"kind": "demo", "x": 1}, [{"x": 1, "seed": 1}, {"x": 2, "seed": 1}], source="sim")
+    mixed = store.put({"kind": "demo", "x": 2}, [{"x": 1, "seed": 1}, {"x": 2, "seed": 2}], source="sim")
+    assert store.read_run(same)[0]["seed"] == 1
+    assert store.read_run(mixed)[0]["seed"] is None  # no one seed to name
+
+
 def test_cache_miss_on_other_software_version(tmp_path, monkeypatch):
     store = Store(tmp_path)
     store.put({"kind": "demo"}, RECS, source="sim")

@@ -4,6 +4,7 @@ trace replay, threshold advice, determinism, and one-line errors with exit statu
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -154,6 +155,15 @@ def test_point_to_point_pairs_and_the_long_haul_link(cli):
     (pairs,) = records(cli, "osu", "--bench", "mbw_mr", "--pairs", "2", "--sizes", "8", "--nodes", "2",
                        "--delay-us", "1000")
     assert pairs["crosses_wan"]  # mbw_mr's block placement: senders in A, receivers in B
+
+
+def test_the_readme_trace_example_replays(cli, tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("### Trace format\n```\n", 1)[1].split("```", 1)[0]
+    trace = tmp_path / "readme.trace"
+    trace.write_text("\n".join(line.split("#", 1)[0].rstrip() for line in block.splitlines()) + "\n")
+    (rec,) = records(cli, "replay", str(trace))
+    assert rec["status"] == "ok" and rec["ranks"] == 4
 
 
 def test_replay_defaults_to_nodes_enough_for_the_trace(cli, tmp_path):

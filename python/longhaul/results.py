@@ -390,13 +390,18 @@ class Store:
         for r in records:
             if not isinstance(r, dict):
                 raise ValueError(f"a record must be a dict, got {type(r).__name__}")
+        if seed is None:
+            # The scenario's, else the one every record ran with (a sweep grid that leaves the
+            # seed to the model's default still ran with a seed).
+            seeds = {r.get("seed") for r in records}
+            seed = scenario.get("seed", seeds.pop() if len(seeds) == 1 else None)
         run_id = scenario_hash(scenario)
         meta = {
             "format": FORMAT,
             "scenario": _jsonable(scenario),
             "scenario_json": canonical_json(scenario),
             "scenario_hash": run_id,
-            "seed": seed if seed is not None else scenario.get("seed"),
+            "seed": seed,
             "software_version": software_version(),
             "model_version": model_version(),
             "host": host_facts(),

@@ -157,9 +157,14 @@ def _where(records: list[dict], clauses: list[str]) -> list[dict]:
         col, eq, vals = c.partition("=")
         if not eq or not col:
             raise UserError(f"--where '{c}': use COLUMN=VALUE[,VALUE...], e.g. test=bw")
-        allowed = {str(_auto(v.strip())) for v in vals.split(",")}
-        records = [r for r in records if str(r.get(col.strip())) in allowed]
+        allowed = {_match_key(_auto(v.strip())) for v in vals.split(",")}
+        records = [r for r in records if _match_key(r.get(col.strip())) in allowed]
     return records
+
+
+def _match_key(v):
+    """Numbers compare by value (delay_us=0 selects 0.0), anything else by its text."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def select(args, prefix: str = "") -> list[dict]:
