@@ -43,6 +43,8 @@ pytestmark = [pytest.mark.root, needs_root]
     (["bench", "ping", "--no-store", "--store", "somewhere"], "--store: not used with --no-store"),
     (["run", "--timeout-s", "0", "--", "A:", "true"], "--timeout-s: 0 is out of range [0.1, 86400] s"),
     (["run", "--grace-s", "-1", "--", "A:", "true"], "--grace-s: -1 is out of range [0, 3600] s"),
+    (["run", "--name", "", "--", "A:", "true"], "--name: '' must be 1-10 lowercase letters"),
+    (["bench", "ping", "--label", "two\nlines"], "--label: give one line of at most 200 characters"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_left(args, words, leaves_nothing):
     p = cli("emu", *args)
@@ -69,6 +71,11 @@ def test_run_both_sides_output_and_exit_codes(leaves_nothing):
     by_host = {r["host"]: r for r in json.loads(p.stdout)}
     assert by_host["A0"]["exit_code"] == 3 and "10.77.1.1" in by_host["A0"]["stdout"]
     assert by_host["B0"]["exit_code"] == 0 and "server on 10.77.2.1" in by_host["B0"]["stdout"]
+
+
+def test_run_json_stats_are_nested_records(leaves_nothing):
+    (rec,) = cli_json("emu", "run", "--stats", "--", "A:", "true")
+    assert rec["client"] is True and rec["link_stats"]["ab"]["queue_limit_bytes"] > 0
 
 
 def test_run_table_prints_outputs_and_nonzero_status_on_failure(leaves_nothing):

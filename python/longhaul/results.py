@@ -386,6 +386,7 @@ class Store:
         """Save one run atomically; replaces a run of the identical scenario. Returns the run id."""
         if source not in SOURCES:
             raise UserError(f"source '{source}' is not one of {', '.join(SOURCES)}")
+        check_label(label)
         records = list(records)
         for r in records:
             if not isinstance(r, dict):
@@ -479,6 +480,18 @@ class Store:
                 except (OSError, pa.ArrowException) as err:
                     problems.append(f"'{path}': {str(err).splitlines()[0][:120]}")
         return problems
+
+
+MAX_LABEL_CHARS = 200
+
+
+def check_label(label: str) -> str:
+    """A run's label is shown in tables and reports: one line, at most MAX_LABEL_CHARS."""
+    breaks = "\n" in label or "\r" in label
+    if breaks or len(label) > MAX_LABEL_CHARS:
+        raise UserError(f"--label: give one line of at most {MAX_LABEL_CHARS} characters "
+                        f"(got {len(label)} characters{', with line breaks' if breaks else ''})")
+    return label
 
 
 def store_from_args(args) -> Store:

@@ -164,9 +164,9 @@ def _run(args) -> int:
         if args.stats:
             print(json.dumps(stats.get("directions", {}), indent=1))
     else:
-        if args.stats:
+        if args.stats:  # nested in JSON; CSV has one cell for it
             for r in records:
-                r["link_stats"] = json.dumps(stats.get("directions", {}))
+                r["link_stats"] = stats.get("directions", {}) if args.format == "json" else json.dumps(stats.get("directions", {}))
         emit(records, args.format)
     timed_out = [r["host"] for r in records if r["client"] and r["stopped"]]
     if timed_out:
@@ -225,10 +225,11 @@ def _add_store_options(p) -> None:
 def _check_store(args) -> None:
     """Before measuring: the store can be written, and --store is not given with --no-store."""
     from longhaul.errors import UserError
-    from longhaul.results import store_from_args
+    from longhaul.results import check_label, store_from_args
     if args.no_store and args.store is not None:
         raise UserError("--store: not used with --no-store (give one of them)")
     if not args.no_store:
+        check_label(args.label)
         store_from_args(args).check_writable()
 
 

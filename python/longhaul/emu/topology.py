@@ -50,7 +50,7 @@ class Emulator:
                  idle_wake_us: int = 0, dataplane_cpus: tuple[int, int] | None = None,
                  management: bool = False):
         self.link = link.validated()
-        self.name = state.check_name(name) if name else state.new_name()
+        self.name = state.check_name(name) if name is not None else state.new_name()
         self.spin_us = spin_us
         self.idle_wake_us = idle_wake_us
         #: (A->B thread's CPU, B->A thread's CPU), or None: wherever the scheduler puts them.
