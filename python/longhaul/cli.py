@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"longhaul: error: {err}\n")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("longhaul: interrupted (completed points are kept; re-run to resume)\n")
+        # Only sweeps and studies cache their points in the store, so only they resume.
+        resumes = args.command in ("sweep", "study")
+        sys.stderr.write("longhaul: interrupted" + (" (completed points are kept; re-run to resume)" if resumes else "")
+                         + "\n")
         return 130
     except Terminated as sig:
         sys.stderr.write(f"longhaul: stopped by {sig} (the emulated run was torn down)\n")

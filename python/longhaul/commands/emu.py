@@ -223,11 +223,9 @@ def _add_store_options(p) -> None:
 
 
 def _check_store(args) -> None:
-    """Before measuring: the store can be written, and --store is not given with --no-store."""
-    from longhaul.errors import UserError
+    """Before measuring: the label is one line and the store can be written (--no-store wins
+    over --store, so a script's usual --store can stay)."""
     from longhaul.results import check_label, store_from_args
-    if args.no_store and args.store is not None:
-        raise UserError("--store: not used with --no-store (give one of them)")
     if not args.no_store:
         check_label(args.label)
         store_from_args(args).check_writable()
