@@ -157,6 +157,28 @@ def test_point_to_point_pairs_and_the_long_haul_link(cli):
     assert pairs["crosses_wan"]  # mbw_mr's block placement: senders in A, receivers in B
 
 
+@pytest.mark.parametrize("bench,extra,values", [
+    ("latency", (), ("lat_us",)),
+    ("bw", (), ("bw_MBps",)),
+    ("mbw_mr", ("--pairs", "2"), ("bw_MBps", "msg_rate_Mps")),
+    ("bcast", ("--nodes", "2"), ("lat_us", "lat_min_us", "lat_max_us")),
+])
+def test_osu_format_is_what_ingest_reads_back(cli, tmp_path, bench, extra, values):
+    # The simulator's --format osu is OSU's own text: `longhaul ingest --tool osu` gives back the
+    # numbers of --format json, to OSU's two decimals.
+    args = ("osu", "--bench", bench, "--sizes", "8,64K", "--delay-us", "100", *extra)
+    sim = records(cli, *args)
+    text = tmp_path / "osu.txt"
+    text.write_text(cli("sim", "mpi", *args, "--format", "osu", check=True).stdout)
+    back = json.loads(cli("ingest", str(text), "--tool", "osu", "--delay-us", "100", "--dry-run", "--format", "json",
+                          check=True).stdout)
+    assert [r["size_bytes"] for r in back] == [8, 65536] and {r["test"] for r in back} == {bench}
+    for s, b in zip(sim, back):
+        for key in values:
+            # messages/s printed with 2 decimals: msg_rate_Mps to 1e-8
+            assert b[key] == pytest.approx(s[key], abs=1e-8 if key == "msg_rate_Mps" else 0.006), (key, s, b)
+
+
 def test_the_readme_trace_example_replays(cli, tmp_path):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = readme.split("### Trace format\n```\n", 1)[1].split("```", 1)[0]

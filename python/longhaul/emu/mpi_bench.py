@@ -13,11 +13,12 @@ from longhaul.emu import mpi
 from longhaul.emu.options import LinkOptions
 from longhaul.errors import UserError
 from longhaul.ingest import osu as osu_parser
+from longhaul.osu_text import PORTED
 
 # The program runs in the ranks only: importing it here would import mpi4py, whose MPI_Init in
 # this process (a singleton) leaves OMPI_* variables that break every mpirun started later.
 OSU_PROGRAM = str(Path(__file__).with_name("osu_mpi.py"))
-BENCHES = ("allreduce", "alltoall", "bcast", "bibw", "bw", "latency", "mbw_mr")  # = osu_mpi.TITLES
+BENCHES = PORTED  # what the mpi4py port implements
 ALGOS = ("default", "hierarchical")
 PT2PT = ("latency", "bw", "bibw")
 WINDOW = 64  # osu_bw's WINDOW_SIZE

@@ -23,17 +23,8 @@ import numpy as np
 from mpi4py import MPI
 
 from longhaul.mpi import HierComm, cluster_of_ranks
+from longhaul.osu_text import PORTED, TITLES, header, row
 
-TITLES = {
-    "latency": ("OSU MPI Latency Test", "Latency (us)"),
-    "bw": ("OSU MPI Bandwidth Test", "Bandwidth (MB/s)"),
-    "bibw": ("OSU MPI Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-    "mbw_mr": ("OSU MPI Multiple Bandwidth / Message Rate Test", "MB/s        Messages/s"),
-    "bcast": ("OSU MPI Broadcast Latency Test", None),
-    "allreduce": ("OSU MPI Allreduce Latency Test", None),
-    "alltoall": ("OSU MPI All-to-All Personalized Exchange Latency Test", None),
-}
-COLL_HEADER = "Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations"
 ACK_BYTES = 4  # osu_bw's reply after each window
 
 
@@ -116,7 +107,7 @@ def collective(comm, bench, algo, size, iters, warmup):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("bench", choices=sorted(TITLES))
+    ap.add_argument("bench", choices=PORTED)
     ap.add_argument("--sizes", required=True, help="comma list of message sizes, bytes")
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
@@ -128,25 +119,23 @@ def main(argv=None) -> int:
     sizes = [int(s) for s in a.sizes.split(",")]
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
-    title, columns = TITLES[a.bench]
+    columns = TITLES[a.bench][1]
     pairs = pairs_of(comm, a.within) if columns else []
     if a.bench == "mbw_mr" and a.pairs:
         pairs = pairs[:a.pairs]
     elif a.bench in ("latency", "bw", "bibw"):
         pairs = pairs[:1]
     if rank == 0:
-        print(f"# {title}\n# longhaul mpi4py port ({MPI.Get_library_version().splitlines()[0].strip()}); "
-              f"ranks: {comm.Get_size()}, algo: {a.algo}")
-        if a.bench == "mbw_mr":
-            print(f"# [ pairs: {len(pairs)} ] [ window size: {a.window} ]")
-        print(f"# Size {columns or COLL_HEADER}", flush=True)
+        print("\n".join(header(a.bench, [f"longhaul mpi4py port ({MPI.Get_library_version().splitlines()[0].strip()}); "
+                                          f"ranks: {comm.Get_size()}, algo: {a.algo}"], len(pairs), a.window)),
+              flush=True)
     mine = next(((p, q) for p, q in pairs if rank in (p, q)), None)
     for size in sizes:
         if columns is None:
             lat = collective(comm, a.bench, a.algo, size, a.iterations, a.warmup)
             avg, lo, hi = comm.reduce(lat, op=MPI.SUM), comm.reduce(lat, op=MPI.MIN), comm.reduce(lat, op=MPI.MAX)
             if rank == 0:
-                print(f"{size:<10d} {avg / comm.Get_size():17.2f} {lo:17.2f} {hi:17.2f} {a.iterations:11d}", flush=True)
+                print(row(size, avg / comm.Get_size(), lo, hi, iterations=a.iterations), flush=True)
             continue
         comm.Barrier()
         value = None
@@ -163,14 +152,14 @@ def main(argv=None) -> int:
             continue
         times = [v for v in values if v is not None]
         if a.bench == "latency":
-            print(f"{size:<10d} {times[0]:17.2f}", flush=True)
+            print(row(size, times[0]), flush=True)
             continue
         mb = size / 1e6 * a.iterations * a.window * (2 if a.bench == "bibw" else 1)
         if a.bench == "mbw_mr":  # osu_mbw_mr: aggregate over pairs with the average sender time
             bw = mb * len(times) / (sum(times) / len(times))
-            print(f"{size:<10d} {bw:17.2f} {bw * 1e6 / max(size, 1):17.2f}", flush=True)
+            print(row(size, bw, bw * 1e6 / max(size, 1)), flush=True)
         else:
-            print(f"{size:<10d} {mb / times[0]:17.2f}", flush=True)
+            print(row(size, mb / times[0]), flush=True)
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from longhaul import units
+from longhaul import osu_text, units
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -22,7 +22,7 @@ TUNE_COLUMNS = ["size_bytes", "delay_us", "default_threshold_bytes", "default_bw
 TUNE_UD_COLUMNS = ["ud_retry_timeout_us", "best_ud_retry_timeout_us", "ud_retry_gain_pct"]
 
 
-def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
+def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, ...] = FORMATS) -> None:
     if where:
         g = p.add_mutually_exclusive_group()
         g.add_argument("--delay-us", default=None, metavar="LIST",
@@ -76,7 +76,9 @@ def _common(p: argparse.ArgumentParser, where: bool = True) -> None:
                         "MV2_UD_RETRY_TIMEOUT; acknowledgements owed go at a tenth of it)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=1, help="random seed (same seed, same result)")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument("--format", choices=formats, default="table",
+                   help="output format" + ("; osu: the OSU micro-benchmarks' own text, one block per delay, which "
+                                           "'longhaul ingest --tool osu' reads" if "osu" in formats else ""))
 
 
 def register(models: argparse._SubParsersAction) -> None:
@@ -96,7 +98,7 @@ def register(models: argparse._SubParsersAction) -> None:
     o.add_argument("--iterations", type=units.whole(1, 10**6), default=None, metavar="N",
                    help="measured iterations (1..1e6; default 10)")
     o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (64)")
-    _common(o)
+    _common(o, formats=(*FORMATS, "osu"))
     t = o.add_argument_group("MPI over TCP (--transport tcp)")
     t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
     t.add_argument("--stack", default=None, metavar="NAME|SEG_US,BYTE_NS",
@@ -213,9 +215,40 @@ def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
                              eager_limit_bytes=eager, per_msg_us=args.per_msg_us, cc=args.cc,
                              rmem_max_bytes=buf, wmem_max_bytes=buf,
                              ranks_per_cluster=args.nodes if bcast else None, algo=args.algo if bcast else None)
+    if args.format == "osu":
+        _emit_osu(recs, args)
+        return 0
     emit(recs, args.format, COLL_COLUMNS if bcast else P2P_COLUMNS, title=f"longhaul sim mpi osu --bench {args.bench} --transport tcp "
                                                f"({recs[0]['testbed']}, stack {recs[0]['node']})")
     return 0
+
+
+def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
+    """``--format osu``: per delay, the text the OSU benchmark prints (``longhaul.osu_text``),
+    with a comment line saying where it ran."""
+    blocks = []
+    for delay in dict.fromkeys(r["one_way_delay_us"] for r in recs):
+        here = [r for r in recs if r["one_way_delay_us"] == delay]
+        r0 = here[0]
+        where = (f"longhaul simulator, profile {r0['testbed']}, {r0.get('transport', 'tcp')}, {delay:g} us one way "
+                 f"({delay / units.FIBRE_DELAY_US_PER_KM:g} km), ranks {r0.get('ranks', 2)}, algo {r0.get('algo', 'p2p')}")
+        lines = osu_text.header(args.bench, [where], r0.get("pairs"), args.window or 64)
+        for r in here:
+            if args.bench == "latency":
+                values = (r["lat_us"],)
+            elif args.bench == "mbw_mr":
+                values = (r["bw_MBps"], r["msg_rate_Mps"] * 1e6)
+            elif args.bench in ("bw", "bibw"):
+                values = (r["bw_MBps"],)
+            else:
+                values = (r["lat_us"], r["lat_min_us"], r["lat_max_us"])
+            if any(v is None for v in values):  # a point that did not finish: OSU prints nothing either
+                lines.append(f"# {r['size_bytes']}: {r['status']}")
+                continue
+            lines.append(osu_text.row(r["size_bytes"], *values,
+                                      iterations=r["iterations"] if len(values) == 3 else None))
+        blocks.append("\n".join(lines))
+    print("\n\n".join(blocks))
 
 
 def run_osu(args: argparse.Namespace) -> int:
@@ -236,6 +269,9 @@ def run_osu(args: argparse.Namespace) -> int:
     sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
                          iterations=args.iterations, window=args.window, **_params(args))
+    if args.format == "osu":
+        _emit_osu(recs, args)
+        return 0
     cols = COLL_COLUMNS if coll else P2P_COLUMNS
     if args.loss:  # what the loss cost: resends by the adapters (RC) or by the library (UD/UC)
         cols = cols[:-1] + ["retransmitted_packets", "resent_frames"] + cols[-1:]
