@@ -238,11 +238,11 @@ def run(emu: Emulator, job: MpiJob) -> dict:
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-        raise UserError(f"MPI program '{Path(argv[0]).name}' did not finish within --timeout-s {job.timeout_s:g} s") from None
+        raise UserError(f"MPI program '{_program_name(argv)}' did not finish within --timeout-s {job.timeout_s:g} s") from None
     seconds = time.monotonic() - started
     after = _wan_bytes(emu)
     if p.returncode != 0:
-        raise UserError(f"MPI program '{Path(argv[0]).name}' failed ({Path(binary).name} exit status {p.returncode}): "
+        raise UserError(f"MPI program '{_program_name(argv)}' failed ({Path(binary).name} exit status {p.returncode}): "
                         f"{_last_error(err + out)}")
     return {"exit_code": p.returncode, "seconds": round(seconds, 3), "stdout": out, "stderr": err,
             "ranks": 2 * job.ranks_per_cluster, "placement": job.placement, "mpi": job.library,
@@ -261,6 +261,16 @@ def _last_error(text: str) -> str:
     parts += [ln for ln in lines if "exited on signal" in ln or "EXIT STRING" in ln][:1]
     parts += [ln for ln in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln)][-1:]
     return "; ".join(parts)[:300] if parts else (lines[-1][:300] if lines else "it printed no error message")
+
+
+def _program_name(argv: list[str]) -> str:
+    """What the user would call the program: the script, not the interpreter running it."""
+    name = Path(argv[0]).name
+    if name.startswith("python") and len(argv) > 1:
+        if argv[1] == "-m":
+            return " ".join(argv[1:3])
+        return f"{name} -c" if argv[1] == "-c" else Path(argv[1]).name
+    return name
 
 
 def emulator(link, name: str | None = None) -> Emulator:
