@@ -132,15 +132,18 @@ def bandwidth_vs_delay(records: Sequence[dict], out=None, value: str = "bw_MBps"
 
 def before_after(before: Sequence[dict], after: Sequence[dict], out=None, value: str = "bw_MBps",
                  labels: tuple[str, str] = ("default", "tuned"),
-                 title: str = "MPI bandwidth: rendezvous threshold before/after tuning") -> "plt.Figure":
+                 title: str = "MPI bandwidth: rendezvous threshold before/after tuning",
+                 log_y: bool = False) -> "plt.Figure":
     """Two curves over message size (e.g. MPI bandwidth with the default and the raised eager
-    threshold, or bcast latency default vs hierarchical)."""
+    threshold, or bcast latency default vs hierarchical; ``log_y`` for values spanning decades)."""
     fig, ax = plt.subplots(figsize=FIGSIZE)
     for recs, lab, style in ((before, labels[0], "--"), (after, labels[1], "-")):
         data = _series(recs, "size_bytes", value, None)[""]
         xs, ys = zip(*data)
         ax.plot(xs, ys, style, marker="o", ms=3, label=lab)
     ax.set_xscale("log", base=2)
+    if log_y:
+        ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel(value)
@@ -152,9 +155,11 @@ def mpi_threshold_tuning(before, after, out=None, value: str = "bw_MBps"):
     return before_after(before, after, out, value, ("eager/rendezvous threshold 8 KB", "threshold 64 KB"))
 
 
-def bcast_latency(default, hierarchical, out=None, value: str = "lat_us"):
+def bcast_latency(default, hierarchical, out=None, value: str = "lat_us", where: str = ""):
+    """Default vs hierarchical bcast over message size, latency on a log axis (small messages
+    take microseconds, large ones across the WAN up to seconds); ``where``: e.g. '1 ms, 128 ranks'."""
     return before_after(default, hierarchical, out, value, ("default MPI_Bcast", "hierarchical (one WAN crossing)"),
-                        title="MPI_Bcast latency: default vs hierarchical")
+                        title=f"MPI_Bcast latency{f' ({where})' if where else ''}: default vs hierarchical", log_y=True)
 
 
 def normalised_time_vs_delay(records: Sequence[dict], out=None, value: str = "time_s", series: str = "benchmark",

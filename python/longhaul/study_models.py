@@ -84,7 +84,8 @@ def run_mpi(ctx: StudyContext) -> PartResult:
               for a in ("default", "hierarchical")}
     if len(at_1ms["default"]) > 1:
         out.figures.append(Figure("mpi_bcast_default_vs_hierarchical", "MPI_Bcast latency at 1 ms, 128 ranks: default vs "
-                                  "hierarchical (model)", plots.bcast_latency(at_1ms["default"], at_1ms["hierarchical"])))
+                                  "hierarchical (model)", plots.bcast_latency(at_1ms["default"], at_1ms["hierarchical"],
+                                                                      where="1 ms one way, 128 ranks")))
     rows = []
     for d in BCAST_DELAYS_US:
         lat = {r["algo"]: r["lat_us"] for r in bcast if r["delay_us"] == d and r["size_bytes"] == 131072}
