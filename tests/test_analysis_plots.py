@@ -41,7 +41,9 @@ def test_other_published_figure_kinds(tmp_path):
     after = [{"size_bytes": 2**k, "bw_MBps": 120.0 * k} for k in range(10, 20)]
     _check(plots.mpi_threshold_tuning(before, after), tmp_path, "mpi")
     lat = [{"size_bytes": 2**k, "lat_us": 10.0 * k} for k in range(4, 18)]
-    _check(plots.bcast_latency(lat, [{**r, "lat_us": r["lat_us"] / 2} for r in lat]), tmp_path, "bcast")
+    bcast = plots.bcast_latency(lat, [{**r, "lat_us": r["lat_us"] / 2} for r in lat], where="1 ms one way, 128 ranks")
+    assert bcast.axes[0].get_yscale() == "log" and "1 ms one way, 128 ranks" in bcast.axes[0].get_title()
+    _check(bcast, tmp_path, "bcast")
     nas = [{"benchmark": b, "delay_us": d, "time_s": t * (1 + d / f)} for b, t, f in (("IS", 10.0, 1e5), ("CG", 20.0, 1e3))
            for d in (0.0, 10.0, 100.0, 1000.0, 10000.0)]
     fig = plots.normalised_time_vs_delay(nas)
