@@ -78,6 +78,19 @@ def fake_validation(monkeypatch):
     monkeypatch.setitem(sys.modules, "longhaul.validation", val)
 
 
+def test_a_long_validation_detail_is_folded_behind_its_beginning():
+    from html import unescape
+
+    from longhaul.report import DETAIL_SHOWN_CHARS, validation_table
+
+    long = "known gap: " + "the default's last step crosses the WAN; " * 40
+    html = validation_table([{"id": "S1-x", "detail": long, "passed": False}, {"id": "S1-y", "detail": "short"}])
+    assert html.count("<details>") == 1 and "<td class=t>short</td>" in html
+    summary = unescape(html.split("<summary>", 1)[1].split("</summary>", 1)[0])
+    assert summary.startswith("known gap: ") and len(summary) <= DETAIL_SHOWN_CHARS + 2
+    assert long.strip() in unescape(html.split("</summary>", 1)[1])         # the whole text is there
+
+
 def test_quick_study_end_to_end_then_warm_cache(tmp_path, fake_sim, fake_validation, capsys):
     store, out = tmp_path / "res", tmp_path / "out"
     assert main(["study", "--quick", "--out", str(out), "--store", str(store)]) == 0

@@ -294,7 +294,7 @@ def run_validation(ctx: StudyContext) -> PartResult:
         if r.get("id") not in {p["id"] for p in points}:
             table.append({k: r.get(k) for k in ("id", "source", "what", "expected", "model", "rel_err", "passed", "detail")})
     out = PartResult(validation=table, skipped_reason=reason)
-    out.notes.append(f"{len(table)} published points: see the validation table at the top of this report.")
+    out.notes.append(f"{len(table)} published points: see the validation table (the next section of this report).")
     out.commands.append("python -c 'import longhaul.validation as v; print(v.check_all())'")
     return out
 

@@ -21,6 +21,7 @@ tr.pass td.v{background:#dafbe1}tr.fail td.v{background:#ffebe9}tr.na td.v{backg
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eaeef2}figcaption{color:#57606a;font-size:.9em}
 pre{background:#f6f8fa;padding:.7em;overflow-x:auto;font-size:.88em}
 .summary td{text-align:left}
+details summary{cursor:pointer;color:#57606a}details[open] summary{display:none}
 """
 
 
@@ -66,6 +67,17 @@ def html_table(rows: Sequence[dict], columns: Sequence[str] | None = None, max_r
     return "".join(out)
 
 
+#: A validation detail longer than this (a known gap's whole explanation) is folded behind its
+#: beginning, so one row does not fill the page.
+DETAIL_SHOWN_CHARS = 240
+
+
+def _folded(text: str) -> str:
+    """``text`` as a <details> element whose summary is its beginning, cut at a word."""
+    head = text[:DETAIL_SHOWN_CHARS].rsplit(" ", 1)[0]
+    return f"<details><summary>{html.escape(head)} …</summary>{html.escape(text)}</details>"
+
+
 def validation_table(rows: Sequence[dict]) -> str:
     cols = ("id", "source", "what", "expected", "model", "rel_err", "passed", "detail")
     out = ["<table class='validation'><thead><tr>", *(f"<th>{c}</th>" for c in cols), "</tr></thead><tbody>"]
@@ -80,6 +92,8 @@ def validation_table(rows: Sequence[dict]) -> str:
                 out.append(f"<td class='v'>{text}</td>")
             elif c == "rel_err":
                 out.append(f"<td>{html.escape(_pct(v) if isinstance(v, (int, float)) else _fmt(v))}</td>")
+            elif c == "detail" and isinstance(v, str) and len(v) > DETAIL_SHOWN_CHARS:
+                out.append(f"<td class=t>{_folded(v)}</td>")
             else:
                 out.append(f"<td{' class=t' if _is_text(v) else ''}>{html.escape(_fmt(v))}</td>")
         out.append("</tr>")
