@@ -59,6 +59,8 @@ def test_cyclic_placement_alternates_clusters(leaves_nothing):
 @pytest.mark.parametrize("args, words", [
     (["--", "/nonexistent/prog"], "not found"),
     (["--", sys.executable, "-c", "raise SystemExit(3)"], "exited with code 3"),
+    # The program is named by what runs in the interpreter, not by the interpreter.
+    (["--", sys.executable, PROG, "notanumber", "1"], f"MPI program '{Path(PROG).name}' failed"),
     (["--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], "signal 11"),
     (["--hosts", "2", "--ranks-per-cluster", "3", "--", sys.executable, PROG, "1", "1"], "--ranks-per-cluster"),
     (["--ranks-per-cluster", "17", "--", sys.executable, PROG, "1", "1"], "--ranks-per-cluster"),

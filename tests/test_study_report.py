@@ -169,6 +169,8 @@ def test_pluggable_parts_skip_fail_and_order(tmp_path, monkeypatch, capsys):
     assert "fake advice" in html and "longhaul fake --go" in html and "fake table" in html
     assert main(["study", "--parts", "nope", "--out", str(tmp_path / "o2")]) == 2
     assert "unknown part 'nope'" in capsys.readouterr().err
+    assert main(["study", "--executor", "serial", "--workers", "3", "--out", str(tmp_path / "o3")]) == 2
+    assert "--workers: not used with --executor serial" in capsys.readouterr().err
     assert main(["study", "--list-parts"]) == 0
     assert "needs-root" in capsys.readouterr().out
 
@@ -191,7 +193,9 @@ def test_measured_part_uses_ingested_runs(tmp_path, fake_sim, fake_validation, c
                  "--store", str(store)]) == 0
     md = capsys.readouterr().out
     assert "**measured**: ok" in md
+    assert "quick matrix, parts s1-verbs, measured" in md.splitlines()[0]   # the scope says which parts ran
     html = (tmp_path / "o" / "report.html").read_text()
+    assert "--parts s1-verbs,measured" in html                             # the command to reproduce it
     assert "Measured perftest bandwidth" in html and "Decrease per mile" in html
     # the comparison table carries the measured peak (916.86 MiB/s printed -> 961.4 MB/s)
     assert "961.4" in html
