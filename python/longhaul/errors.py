@@ -8,6 +8,16 @@ class UserError(Exception):
     """
 
 
+def renamed(err: UserError, names: dict[str, str], prefix: str = "") -> UserError:
+    """``err`` with the option it starts with ('--streams: ...') replaced by its name in
+    ``names`` (e.g. a scenario file's key, when the file gave the value), after ``prefix``."""
+    text = str(err)
+    option = text.split(":", 1)[0]
+    if option in names:
+        text = names[option] + text[len(option):]
+    return UserError(prefix + text)
+
+
 class Terminated(Exception):
     """SIGTERM or SIGHUP arrived while an emulated run was up: raised from the signal handler so
     the run unwinds through its teardown; the CLI then exits 128 + the signal's number."""

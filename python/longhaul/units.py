@@ -85,16 +85,12 @@ def parse_int_list(text: str, option: str, lo: int = 1, hi: int = 1 << 31) -> li
 SEED_MAX = (1 << 64) - 1  # the core's seeds are u64
 
 
-def _count_text(n: int) -> str:
-    """1e8 for round powers of ten from a million up (as the help writes them), else the digits."""
-    k = len(str(n)) - 1
-    return f"1e{k}" if n >= 10**6 and n == 10**k else str(n)
-
-
 def range_text(v: float) -> str:
-    """A range bound as the help writes it: 0.001, 100000, 1e8, 2147483648 (not 1e+08 or 2.14748e+09)."""
+    """A range bound as the help writes it: 0.001, 100000, 1e8, 2147483648 (not 1e+08 or 2.14748e+09):
+    whole numbers in digits, except round powers of ten from a million up."""
     if math.isfinite(v) and v == int(v):
-        return ("-" if v < 0 else "") + _count_text(abs(int(v)))
+        n, k = abs(int(v)), len(str(abs(int(v)))) - 1
+        return ("-" if v < 0 else "") + (f"1e{k}" if n >= 10**6 and n == 10**k else str(n))
     return f"{v:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 

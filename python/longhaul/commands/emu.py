@@ -254,14 +254,14 @@ _FILE_KEY = {"--streams": ("streams", "tcp.streams"), "--cc": ("cc", "tcp.cc"),
 
 
 def _bench_tcp(args) -> int:
-    from longhaul.errors import UserError
+    from longhaul.errors import UserError, renamed
     try:
         return _bench_tcp_checked(args)
     except UserError as err:
         # A value the scenario file gave is named by its key in the file, not by an option never typed.
-        option = str(err).split(":", 1)[0]
-        if option in _FILE_KEY and getattr(args, _FILE_KEY[option][0]) is None and args.scenario:
-            raise UserError(f"scenario {args.scenario}: {_FILE_KEY[option][1]}{str(err)[len(option):]}") from None
+        from_file = {o: key for o, (attr, key) in _FILE_KEY.items() if getattr(args, attr) is None}
+        if args.scenario and str(err).split(":", 1)[0] in from_file:
+            raise renamed(err, from_file, f"scenario {args.scenario}: ") from None
         raise
 
 

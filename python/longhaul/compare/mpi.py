@@ -39,6 +39,12 @@ TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, hos
             "protocol frame")
 #: Benchmarks the MPI-over-TCP model runs (bcast with any ranks per cluster); the others use the verbs model.
 TCP_BENCHES = ("latency", "bw", "bibw", "bcast")
+
+
+def over_tcp(bench: str, ranks_per_cluster: int | None) -> bool:
+    """Whether the comparison's model is MPI over TCP (one rank pair, or bcast) rather than the
+    profile's verbs model."""
+    return bench in TCP_BENCHES and (bench == "bcast" or ranks_per_cluster in (None, 1))
 #: 0-delay points the stack is calibrated from: small-message latency (per-message and per-segment
 #: costs) and large-message bandwidth (per-segment plus per-byte cost).
 CALIBRATION = (("latency", 8), ("latency", 1024), ("bw", 64 << 10), ("bw", 1 << 20), ("bw", 4 << 20))
@@ -196,8 +202,8 @@ def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = No
     if not 1 <= repeats <= 20:
         raise UserError(f"--repeats: {repeats} is out of range [1, 20]")
     rate = PROFILE_WAN_GBPS[profile] if rate_gbps is None else rate_gbps
-    over_tcp = bench in TCP_BENCHES and (bench == "bcast" or ranks_per_cluster in (None, 1))
-    if over_tcp and stack is None:
+    tcp_model = over_tcp(bench, ranks_per_cluster)
+    if tcp_model and stack is None:
         stack = calibrate_stack(rate, repeats=repeats)
     runs: dict[tuple, list[list[dict]]] = {}
     for _ in range(repeats):
@@ -214,7 +220,7 @@ def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = No
     for (algo, eager), emu_runs in runs.items():
         for e in median_of_runs(emu_runs, METRIC[bench]):
             out.append(_point("emu", bench, algo, eager, e))
-            if over_tcp:
+            if tcp_model:
                 s = simulate_point(bench, e, stack, eager, window, algo)
                 out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
                                                                   "warmup": e["warmup"]}),
@@ -223,13 +229,13 @@ def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = No
                             "cc": namespace_tcp(e["rate_gbps"], e["delay_us"])["cc"]})
                 continue
             sim_params = {"nodes": e["ranks_per_cluster"], "ppn": 1, "testbed": profile}
-            if bench in ("bcast", "allreduce", "alltoall"):
+            if bench in mpi_bench.COLLECTIVES:
                 sim_params["algo"] = algo
             if eager:
                 sim_params["eager_threshold_bytes"] = eager
             s = sim.osu_sweep(bench, [e["size_bytes"]], [e["delay_us"]], show_progress=False,
                               iterations=e["iterations"], warmup=e["warmup"],
-                              window=window if bench in ("bw", "bibw", "mbw_mr") else None,
+                              window=window if bench in mpi_bench.STREAMING else None,
                               pairs=(pairs or e["ranks_per_cluster"]) if bench == "mbw_mr" else None, **sim_params)[0]
             out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
                                                               "warmup": e["warmup"]}), "profile": profile})
@@ -355,18 +361,18 @@ def _run(args) -> int:
     warmup = _one_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None
     stack = _stack_option(args.stack) if args.stack else None
     repeats = _one_int(args.repeats, "--repeats", 1, 20) if args.repeats else 1
-    over_tcp = args.bench in TCP_BENCHES and (args.bench == "bcast" or rpc in (None, 1))
-    if stack is not None and not over_tcp:
+    tcp_model = over_tcp(args.bench, rpc)
+    if stack is not None and not tcp_model:
         raise UserError(f"--stack: only where the model is MPI over TCP (latency, bw, bibw with one rank per cluster, "
                         f"and bcast); {args.bench}{f' with {rpc} ranks per cluster' if rpc else ''} runs on the "
                         f"'{args.profile}' profile's verbs model")
-    if args.bench not in ("bcast", "allreduce", "alltoall") and algos != ["default"]:
-        raise UserError(f"--algo: only for the collectives (bcast, allreduce, alltoall), not {args.bench}")
+    if args.bench not in mpi_bench.COLLECTIVES and algos != ["default"]:
+        raise UserError(f"--algo: only for the collectives ({', '.join(mpi_bench.COLLECTIVES)}), not {args.bench}")
     if args.bench in mpi_bench.PT2PT and rpc not in (None, 1):
         raise UserError(f"--ranks-per-cluster: {args.bench} runs one rank pair (1 per cluster); mbw_mr and the "
                         "collectives take more")
     # Every option is checked above, before the calibration runs the emulator.
-    if over_tcp and stack is None:
+    if tcp_model and stack is None:
         stack = calibrate_stack(rate if rate is not None else PROFILE_WAN_GBPS[args.profile], repeats=repeats)
         if args.format == "table":
             emit(stack["points"], "table", ["bench", "size_bytes", "metric", "emu", "fit"],

@@ -21,6 +21,8 @@ OSU_PROGRAM = str(Path(__file__).with_name("osu_mpi.py"))
 BENCHES = PORTED  # what the mpi4py port implements
 ALGOS = ("default", "hierarchical")
 PT2PT = ("latency", "bw", "bibw")
+STREAMING = ("bw", "bibw", "mbw_mr")  # a window of messages in flight (osu_bw's WINDOW)
+COLLECTIVES = ("allreduce", "alltoall", "bcast")  # every rank; --algo applies
 WINDOW = 64  # osu_bw's WINDOW_SIZE
 BYTES_PER_POINT = 512 << 20  # keep a bandwidth point to ~half a second at the emulator's ~1 GB/s
 LAT_SECONDS_PER_POINT = 0.5
@@ -34,7 +36,7 @@ def default_iterations(bench: str, size_bytes: int, delay_us: float, window: int
     if bench == "latency":
         iters = 1000 if small else 100
         iters = min(iters, max(10, int(LAT_SECONDS_PER_POINT / (2 * delay_us * 1e-6 + 1e-4))))
-    elif bench in ("bw", "bibw", "mbw_mr"):
+    elif bench in STREAMING:
         iters = 100 if small else 20
         iters = min(iters, max(3, BYTES_PER_POINT // max(size_bytes * window, 1)))
     else:
@@ -88,8 +90,8 @@ def osu(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), r
     if bench == "mbw_mr" and kw.get("pairs", 0) > ranks_per_cluster:
         raise UserError(f"--pairs: {kw['pairs']} pairs need {kw['pairs']} ranks per cluster, the job has "
                         f"{ranks_per_cluster} (raise --ranks-per-cluster)")
-    if bench in PT2PT + ("mbw_mr",) and kw.get("algo", "default") != "default":
-        raise UserError(f"--algo: only for the collectives (bcast, allreduce, alltoall), not {bench}")
+    if bench not in COLLECTIVES and kw.get("algo", "default") != "default":
+        raise UserError(f"--algo: only for the collectives ({', '.join(COLLECTIVES)}), not {bench}")
     # Refuse bad jobs and a missing MPI library before any namespace exists.
     mpi.MpiJob(argv=["osu_mpi"], ranks_per_cluster=ranks_per_cluster, placement=kw.get("placement", "block"),
                library=kw.get("library", "openmpi")).validated()

@@ -131,8 +131,9 @@ def _osu(args) -> int:
     link = base.at(delays[0], rates[0])
     ranks = (_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
              if args.ranks_per_cluster else None)
-    if args.window_msgs and args.bench not in ("bw", "bibw", "mbw_mr"):
-        raise UserError(f"--window-msgs: only for bw, bibw and mbw_mr, not {args.bench}")
+    if args.window_msgs and args.bench not in mpi_bench.STREAMING:
+        *first, last = mpi_bench.STREAMING
+        raise UserError(f"--window-msgs: only for {', '.join(first)} and {last}, not {args.bench}")
     _warn_mpich(args.mpi, ranks or (1 if args.bench in mpi_bench.PT2PT else 2))
     records = mpi_bench.osu(
         args.bench, parse_sizes(args.sizes, "--sizes", 1, 64 << 20), delays, ranks_per_cluster=ranks,

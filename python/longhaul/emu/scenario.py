@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from longhaul.emu.options import (MAX_JITTER_US, MAX_LOSS, QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue,
                                   parse_rates)
-from longhaul.errors import UserError
+from longhaul.errors import UserError, renamed
 from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_float_list, parse_size
 
 #: The link `longhaul sim tcp --scenario FILE` assumes when the file names none.
@@ -117,12 +117,8 @@ def load(path: str) -> dict:
             "cross_size_bytes": cross["ip_bytes"] - UDP_IP_HEADER_BYTES if cross else None,
         }
         build_link(link)  # every value in the emulator's ranges
-    except UserError as e:
-        text = str(e)
-        option = text.split(":", 1)[0]  # an emulator range the file's value is outside: name its key
-        if option in _LINK_KEY:
-            text = _LINK_KEY[option] + text[len(option):]
-        raise UserError(f"scenario {path}: {text}") from None
+    except UserError as e:  # an emulator range the file's value is outside: name its key
+        raise renamed(e, _LINK_KEY, f"scenario {path}: ") from None
     return {"link": link, "bench": bench}
 
 
