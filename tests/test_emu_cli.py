@@ -44,6 +44,9 @@ pytestmark = [pytest.mark.root, needs_root]
     (["run", "--grace-s", "-1", "--", "A:", "true"], "--grace-s: -1 is out of range [0, 3600] s"),
     (["run", "--name", "", "--", "A:", "true"], "--name: '' must be 1-10 lowercase letters"),
     (["bench", "ping", "--label", "two\nlines"], "--label: give one line of at most 200 characters"),
+    # Cross traffic above the line rate only fills the queue (the simulator refuses it too).
+    (["bench", "tcp", "--rate-gbps", "1", "--cross-gbps", "5"], "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s"),
+    (["bench", "ping", "--rate-gbps", "0,1", "--cross-gbps", "2"], "--cross-gbps: 2 is above the A->B line rate of 1"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_left(args, words, leaves_nothing):
     p = cli("emu", *args)

@@ -28,6 +28,12 @@ def test_grid_cross_product_order():
         sweep.grid({"a": []})
 
 
+def test_grid_runs_a_repeated_value_once(capsys):
+    assert sweep.grid({"a": [1, 2, 1.0], "b": [{"k": 1}, {"k": 1}]}) == [{"a": 1, "b": {"k": 1}}, {"a": 2, "b": {"k": 1}}]
+    err = capsys.readouterr().err
+    assert "sweep parameter 'a': 1 given more than once" in err and "sweep parameter 'b'" in err
+
+
 class Counter:
     def __init__(self, fail_at=None, interrupt_at=None):
         self.calls, self.lock = [], threading.Lock()

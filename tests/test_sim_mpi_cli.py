@@ -110,6 +110,14 @@ def test_mbw_mr_pairs_scale_message_rate(cli):
     assert four["msg_rate_Mps"] >= 3 * one["msg_rate_Mps"]
 
 
+def test_app_large_message_share_is_the_bytes_in_64k_and_larger(cli):
+    # The README's numbers: class B on 64 ranks. IS's key exchange is 32 KiB per pair, FT's transpose
+    # 128 KiB per pair; CG's exchanges are all under 64 KiB.
+    recs = records(cli, "app", "--app", "is,ft,cg", "--class", "B", "--nodes", "16", "--ppn", "2", "--iterations", "1")
+    share = {r["app"]: r["large_msg_share"] for r in recs}
+    assert share["is"] == 0.0 and share["cg"] == 0.0 and share["ft"] > 0.99, share
+
+
 def test_app_replay_and_tune(cli, tmp_path):
     recs = records(cli, "app", "--app", "is,cg", "--class", "A", "--nodes", "2", "--ppn", "2", "--delay-us", "0,1000",
                    "--iterations", "2")

@@ -49,6 +49,15 @@ def test_power_of_two_size_range_and_distance_units(cli):
     assert miles[0]["one_way_delay_us"] == pytest.approx(804.672)
 
 
+def test_a_point_given_twice_runs_once_with_a_note(cli):
+    proc = cli("sim", "verbs", "--sizes", "64K,65536,4K", "--delay-us", "0,10,0.0", "--iterations", "50",
+               "--format", "json", check=True)
+    recs = json.loads(proc.stdout)
+    assert sorted((r["size_bytes"], r["delay_us"]) for r in recs) == [(4096, 0), (4096, 10), (65536, 0), (65536, 10)]
+    assert "--sizes: 65536 given more than once" in proc.stderr
+    assert "--delay-us: 0 given more than once" in proc.stderr
+
+
 @pytest.mark.parametrize("fmt,marker", [("table", "bw_MBps"), ("csv", "size_bytes,"), ("json", '"bw_MBps"')])
 def test_formats(cli, fmt, marker):
     out = cli("sim", "verbs", "--sizes", "4K", "--format", fmt, check=True).stdout

@@ -48,7 +48,8 @@ PointFn = Callable[[dict], list]
 def grid(params: Mapping[str, object]) -> list[dict]:
     """Cross-product of parameter lists, in the order the keys are given (last key varies fastest).
 
-    A scalar value is a list of one. ``grid({"a": [1, 2], "b": "x"})`` ->
+    A scalar value is a list of one; a value repeated in a list is one point (with a note on stderr).
+    ``grid({"a": [1, 2], "b": "x"})`` ->
     ``[{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]``.
     """
     keys = list(params)
@@ -58,7 +59,7 @@ def grid(params: Mapping[str, object]) -> list[dict]:
         if isinstance(v, (list, tuple)):
             if not v:
                 raise UserError(f"sweep parameter '{k}': empty list (give at least one value)")
-            lists.append(list(v))
+            lists.append(units.unique(list(v), f"sweep parameter '{k}'"))
         else:
             lists.append([v])
     return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 
 from longhaul.errors import UserError
 
@@ -51,7 +52,26 @@ def parse_sizes(text: str, option: str = "--sizes", lo: int = 1, hi: int = 1 << 
     for s in sizes:
         if not lo <= s <= hi:
             raise UserError(f"{option}: {s} bytes is out of range [{lo}, {hi}]")
-    return sizes
+    return unique(sizes, option)
+
+
+def unique(values: list, option: str, show=None) -> list:
+    """The values in their order, each once: a point given twice (``--delay-us 0,0``) would run twice
+    and print two rows. What was dropped is said on stderr (each value through ``show``), as a note, since
+    it may be a typo."""
+    kept: list = []
+    for v in values:
+        if v not in kept:  # ==, not hash: 0 and 0.0 are one point, and sweep values may be tables
+            kept.append(v)
+    if len(kept) < len(values):
+        repeated = [v for i, v in enumerate(kept) if values.count(v) > 1]
+        sys.stderr.write(f"longhaul: note: {option}: {', '.join(map(show or _value_text, repeated))} given more than once; "
+                         "each runs once\n")
+    return kept
+
+
+def _value_text(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
@@ -69,7 +89,18 @@ def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
         values.append(v)
     if not values:
         raise UserError(f"{option}: empty list")
-    return values
+    return unique(values, option)
+
+
+def parse_name_list(text: str, option: str, valid) -> list[str]:
+    """'rdma,ipoib-ud' -> ['rdma', 'ipoib-ud'], each one of ``valid`` (as typed; lower-case names)."""
+    names = [part.strip().lower() for part in str(text).split(",") if part.strip()]
+    for name in names:
+        if name not in valid:
+            raise UserError(f"{option}: unknown '{name}' (valid: {', '.join(valid)})")
+    if not names:
+        raise UserError(f"{option}: empty list (valid: {', '.join(valid)})")
+    return unique(names, option)
 
 
 def parse_float_list(text: str, option: str, lo: float = 0.0, hi: float = math.inf) -> list[float]:

@@ -343,14 +343,8 @@ def _run(args) -> int:
 
     if args.bench not in METRIC:
         raise UserError(f"--bench: '{args.bench}' is not one of {', '.join(METRIC)}")
-    algos = [a.strip() for a in args.algo.split(",") if a.strip()]
-    for a in algos:
-        if a not in mpi_bench.ALGOS:
-            raise UserError(f"--algo: '{a}' is not one of {', '.join(mpi_bench.ALGOS)}")
-    eager = [units.parse_size(x.strip(), "--eager-limit") for x in args.eager_limit.split(",")] if args.eager_limit else [None]
-    for e in eager:
-        if e is not None and not 1024 <= e <= 64 << 20:
-            raise UserError(f"--eager-limit: {e} is out of range [1024, 67108864] bytes")
+    algos = units.parse_name_list(args.algo, "--algo", mpi_bench.ALGOS)
+    eager = units.parse_sizes(args.eager_limit, "--eager-limit", 1024, 64 << 20) if args.eager_limit else [None]
     rate = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 100)[0] if args.rate_gbps else None
     if args.profile not in PROFILE_WAN_GBPS:
         raise UserError(f"--profile: '{args.profile}' has no known WAN rate here; choose one of {', '.join(PROFILE_WAN_GBPS)}")

@@ -61,6 +61,18 @@ def _link_points(link: LinkOptions | None, delay_us, rate_gbps, **symmetric) -> 
     return [base.at(d, r) for d, r in itertools.product(delays, rates)]
 
 
+def _check_cross(cross_gbps: float, points: list[LinkOptions]) -> None:
+    """Cross traffic above the A->B line rate would only fill the queue and drop itself: the
+    simulator refuses it too. Checked before any namespace is built."""
+    if not 0 <= cross_gbps <= 100:
+        raise UserError(f"--cross-gbps: {cross_gbps} is out of range [0, 100]")
+    for point in points:
+        rate = point.ab.rate_gbps
+        if rate and cross_gbps > rate:
+            raise UserError(f"--cross-gbps: {cross_gbps:g} is above the A->B line rate of {rate:g} Gb/s "
+                            f"(valid: 0 for none, up to {rate:g})")
+
+
 class _Tool:
     """A load-generator process on one host; `ready()` waits for its 'ready' line."""
 
@@ -260,14 +272,13 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
         raise UserError(f"--duration-s: {duration_s} is out of range [0.1, {MAX_DURATION_S:g}]")
     if tool not in TOOLS:
         raise UserError(f"--tool: '{tool}' is not one of {', '.join(TOOLS)}")
-    if not 0 <= cross_gbps <= 100:
-        raise UserError(f"--cross-gbps: {cross_gbps} is out of range [0, 100]")
     if socket_buffer_bytes is not None and not SOCKET_BUFFER_RANGE[0] <= socket_buffer_bytes <= SOCKET_BUFFER_RANGE[1]:
         raise UserError(f"--socket-buffer: {socket_buffer_bytes} bytes is out of range "
                         f"[{SOCKET_BUFFER_RANGE[0]}, {SOCKET_BUFFER_RANGE[1]}] (4K .. 1G)")
     cc_list = [system.check_congestion_control(c) for c in _list(cc)] if cc is not None else [None]
     records = []
     points = _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu, window=window)
+    _check_cross(cross_gbps, points)
     for point in points:
         with Emulator(point, name=name) as emu:
             for s, c in itertools.product(stream_list, cc_list):
@@ -336,7 +347,9 @@ def ping(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | 
         raise UserError(f"--count x --interval-us: {count} probes every {interval_us:g} us take "
                         f"{count * interval_us * 1e-6:.0f} s; at most {MAX_PING_SECONDS} s per point")
     records = []
-    for point in _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu):
+    points = _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu)
+    _check_cross(cross_gbps, points)
+    for point in points:
         with Emulator(point, name=name, idle_wake_us=PING_IDLE_WAKE_US, dataplane_cpus=ping_cpus()) as emu:
             records.append(ping_once(emu, count, interval_us, size_bytes, cross_gbps, cross_size_bytes))
     return records

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from longhaul.errors import UserError
+from longhaul import units
 from longhaul.units import MAX_DELAY_US, parse_size
 
 MAX_RATE_GBPS = 100.0
@@ -49,7 +50,7 @@ def parse_rates(text, option: str = "--rate-gbps") -> list[float]:
         rates.append(r)
     if not rates:
         raise UserError(f"{option}: empty list (give {RATE_RANGE_TEXT})")
-    return rates
+    return units.unique(rates, option)
 
 
 def _check(value: float, option: str, lo: float, hi: float, unit: str = "") -> float:

@@ -285,12 +285,7 @@ def run_osu(args: argparse.Namespace) -> int:
 
 
 def run_app(args: argparse.Namespace) -> int:
-    apps = [a.strip().lower() for a in args.app.split(",") if a.strip()]
-    for a in apps:
-        if a not in mpi.APPS:
-            raise UserError(f"--app: unknown '{a}' (valid: {', '.join(mpi.APPS)})")
-    if not apps:
-        raise UserError("--app: empty list (valid: is, ft, cg, mg, lu)")
+    apps = units.parse_name_list(args.app, "--app", mpi.APPS)
     recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
                          iterations=args.iterations, workers=args.workers, **_params(args))
     emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")

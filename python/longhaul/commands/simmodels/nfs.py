@@ -7,7 +7,6 @@ import sys
 
 from longhaul import units
 from longhaul.commands.simmodels.verbs import load_scenario_file
-from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import nfs
@@ -69,12 +68,8 @@ def _size(text: str | None, option: str) -> int | None:
 def run_nfs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     default = (base or {}).get("transport", "rdma")
-    transports = [t.strip() for t in (str(default) if args.transport is None else args.transport).split(",") if t.strip()]
-    for t in transports:
-        if t not in nfs.TRANSPORTS:
-            raise UserError(f"--transport: unknown '{t}' (valid: {', '.join(nfs.TRANSPORTS)})")
-    if not transports:
-        raise UserError(f"--transport: empty list (valid: {', '.join(nfs.TRANSPORTS)})")
+    transports = units.parse_name_list(str(default) if args.transport is None else args.transport, "--transport",
+                                       nfs.TRANSPORTS)
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
         points = [{}]
     elif args.distance_km is None and args.distance_miles is None:

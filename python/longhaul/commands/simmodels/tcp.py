@@ -103,7 +103,7 @@ def _windows(text: str) -> list[int | None]:
         out.append(None if part.lower() == "auto" else units.parse_size(part, "--window"))
     if not out:
         raise UserError("--window: empty list (give sizes like 64K,1M or auto)")
-    return out
+    return units.unique(out, "--window", lambda w: "auto" if w is None else str(w))
 
 
 def _queue(text: str | None) -> dict:
