@@ -56,9 +56,9 @@ pub struct App {
     /// The class's iteration count.
     pub iterations: u64,
     pub compute_us_per_iter: f64,
-    /// Share of bytes sent in messages of 64 KiB and more. [S1] 3.5 quotes "large message" shares
-    /// (IS 41%, FT 83%) without saying where large starts; 64 KiB is this model's cut, not S1's, so
-    /// the two are not compared.
+    /// Share of bytes sent in messages of 64 KiB and more. [S1] quotes "large message" shares for
+    /// IS and FT without saying where large starts; 64 KiB is this model's cut, not S1's, so the
+    /// two are not compared.
     pub large_share: f64,
 }
 
