@@ -25,6 +25,15 @@ def test_grid_runs_then_is_cached(cli, tmp_path):
     assert "0 computed, 2 cached" in second.stderr and json.loads(second.stdout) == recs
 
 
+def test_table_is_the_sim_commands_plus_what_was_swept_and_a_repeat_runs_once(cli, tmp_path):
+    grid = '{"delay_us": [0, 10, 0], "size_bytes": 4096, "tx_depth": [16, 64]}'
+    proc = cli("sweep", "verbs", "--grid", grid, "--store", str(tmp_path / "st"), check=True)
+    header = next(line for line in proc.stdout.splitlines() if "bw_MBps" in line)
+    assert "tx_depth" in header and "delay_us" in header  # swept, and sim verbs' own column
+    assert "sim_events" not in header and "hca" not in header  # csv and json carry those
+    assert "4 computed" in proc.stderr and "'delay_us': 0 given more than once" in proc.stderr
+
+
 def test_options_left_out_are_the_sim_commands(cli, tmp_path):
     # The help's example grid: what `longhaul sim verbs` would run (rc, write, bw), point for point.
     grid = '{"delay_us": [0, 1000], "size_bytes": [65536]}'

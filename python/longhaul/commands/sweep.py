@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import itertools
 import json
 import sys
 
@@ -69,10 +68,22 @@ def _grid(text: str) -> list[dict]:
         raise UserError(f"--grid: not JSON ({err})") from None
     if not isinstance(spec, dict) or not spec:
         raise UserError('--grid: give a JSON object of lists, e.g. {"delay_us": [0, 1000]}')
-    lists = {k: v if isinstance(v, list) else [v] for k, v in spec.items()}
-    if any(not v for v in lists.values()):
+    if any(v == [] for v in spec.values()):
         raise UserError("--grid: every parameter needs at least one value")
-    return [dict(zip(lists, combo)) for combo in itertools.product(*lists.values())]
+    return _sweep.grid(spec)
+
+
+def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[str]:
+    """The table `longhaul sim MODEL` prints (its columns that hold a value here), then the swept
+    parameters it leaves out: every field would make a table some 300 characters wide (csv and
+    json still carry them all)."""
+    from longhaul.commands.simmodels import mpi, nfs, tcp, verbs
+
+    shown = {"verbs": verbs.BW_COLUMNS + verbs.LAT_COLUMNS, "tcp": tcp.COLUMNS, "nfs": nfs.COLUMNS,
+             "mpi": mpi.P2P_COLUMNS + mpi.COLL_COLUMNS + mpi.APP_COLUMNS}.get(model.replace("-tcp", ""), [])
+    swept = [k for pt in points for k in pt]
+    cols = [c for c in dict.fromkeys(shown + swept) if any(r.get(c) is not None for r in records)]
+    return cols or None
 
 
 def _run(args) -> int:
@@ -94,6 +105,7 @@ def _run(args) -> int:
     res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store), source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")
-    emit(res.records, args.format)
+    emit(res.records, args.format, _table_columns(args.model, res.records, points) if args.format == "table" else None,
+         title=f"longhaul sweep {args.model}")
     sys.stderr.write(f"{res.computed} computed, {res.cached} cached, {res.seconds:.2f} s\n")
     return 0
