@@ -64,7 +64,7 @@ def unique(values: list, option: str, show=None) -> list:
         if v not in kept:  # ==, not hash: 0 and 0.0 are one point, and sweep values may be tables
             kept.append(v)
     if len(kept) < len(values):
-        repeated = [v for i, v in enumerate(kept) if values.count(v) > 1]
+        repeated = [v for v in kept if values.count(v) > 1]
         sys.stderr.write(f"longhaul: note: {option}: {', '.join(map(show or _value_text, repeated))} given more than once; "
                          "each runs once\n")
     return kept

@@ -247,25 +247,29 @@ def _given(cli_value, file_value, default):
     return cli_value if cli_value is not None else file_value if file_value is not None else default
 
 
-#: bench tcp's options and the scenario-file keys that give them when the option is left out.
+#: bench options and the scenario-file keys that give them when the option is left out.
 _FILE_KEY = {"--streams": ("streams", "tcp.streams"), "--cc": ("cc", "tcp.cc"),
              "--duration-s": ("duration_s", "tcp.duration_s"), "--socket-buffer": ("socket_buffer", "tcp.window_bytes"),
              "--cross-gbps": ("cross_gbps", "cross.gbps")}
 
 
+def _file_values_named_by_key(bench):
+    """``bench`` with an error about a value the scenario file gave naming the file's key, not an
+    option never typed."""
+    def run(args) -> int:
+        from longhaul.errors import UserError, renamed
+        try:
+            return bench(args)
+        except UserError as err:
+            from_file = {o: key for o, (attr, key) in _FILE_KEY.items() if getattr(args, attr, None) is None}
+            if args.scenario and str(err).split(":", 1)[0] in from_file:
+                raise renamed(err, from_file, f"scenario {args.scenario}: ") from None
+            raise
+    return run
+
+
+@_file_values_named_by_key
 def _bench_tcp(args) -> int:
-    from longhaul.errors import UserError, renamed
-    try:
-        return _bench_tcp_checked(args)
-    except UserError as err:
-        # A value the scenario file gave is named by its key in the file, not by an option never typed.
-        from_file = {o: key for o, (attr, key) in _FILE_KEY.items() if getattr(args, attr) is None}
-        if args.scenario and str(err).split(":", 1)[0] in from_file:
-            raise renamed(err, from_file, f"scenario {args.scenario}: ") from None
-        raise
-
-
-def _bench_tcp_checked(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list, parse_size
     from longhaul.results import now_utc
@@ -288,6 +292,7 @@ def _bench_tcp_checked(args) -> int:
     return 0
 
 
+@_file_values_named_by_key
 def _bench_ping(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list
