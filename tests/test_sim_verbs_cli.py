@@ -58,6 +58,15 @@ def test_a_point_given_twice_runs_once_with_a_note(cli):
     assert "--delay-us: 0 given more than once" in proc.stderr
 
 
+@pytest.mark.parametrize("qps", [2, 3])
+def test_parallel_wan_links_each_carry_connections(cli, qps):
+    # NDR hosts behind OC-192 extenders: one ~1178 MB/s link per connection, up to the link count
+    # (the flow hash once took the destination QP, always odd one way, so half the links idled).
+    bw = {n: records(cli, "--profile", "ndr", "--wan-framing", "oc192", "--sizes", "64K", "--iterations", "100",
+                     "--qps", str(qps), "--wan-links", str(n))[0]["bw_MBps"] for n in (1, 4)}
+    assert bw[1] < 1200 and bw[4] == pytest.approx(qps * bw[1], rel=0.02), bw
+
+
 @pytest.mark.parametrize("fmt,marker", [("table", "bw_MBps"), ("csv", "size_bytes,"), ("json", '"bw_MBps"')])
 def test_formats(cli, fmt, marker):
     out = cli("sim", "verbs", "--sizes", "4K", "--format", fmt, check=True).stdout

@@ -37,8 +37,12 @@ impl Routable for IbPacket {
     fn wire_bytes(&self) -> u32 {
         self.wire
     }
+    /// The connection: `IbHosts::connect` creates a connection's two queue pairs as 2k and 2k+1,
+    /// so both directions hash alike and consecutive connections take consecutive links (the
+    /// destination QP alone is always odd one way and even the other, which left half the links
+    /// of an even count unused).
     #[inline]
     fn flow(&self) -> u32 {
-        self.qp
+        self.qp >> 1
     }
 }
