@@ -206,9 +206,11 @@ def test_cli_balance_and_compare(tmp_path, capsys):
 def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_path):
     """Fit the tcp-stack model to the TCP simulator's own output: the fitted stack costs must be
     the simulated S1 receiver's (HostStack::s1: 4000 ns per segment, 1.0 ns per byte, the busiest
-    core), the window the iperf -w 1M given, and a limit no point reaches reported unconstrained."""
+    core), the window the iperf -w 1M given, and a limit no point reaches reported unconstrained.
+    Three MSS: at 64 KiB the stack's 942 MB/s could as well be a link limit, so two sizes leave
+    the per-segment and per-byte costs free along a line; the third pins them."""
     recs = []
-    for mtu in ("4096", "65520"):
+    for mtu in ("4096", "16384", "65520"):
         out = cli("sim", "tcp", "--link", "ipoib-cm", "--mtu", mtu, "--delay-us", "0,3000,6000", "--streams", "1,2",
                   "--window", "1M", "--duration-s", "0.3", "--format", "json", check=True).stdout
         recs += json.loads(out)

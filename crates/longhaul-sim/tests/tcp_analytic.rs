@@ -24,7 +24,7 @@ fn window_limited_throughput_is_window_over_rtt() {
         ));
         let mss = r.mss_bytes as u64;
         let window_bytes = (window / mss * mss) as f64;
-        let expected = window_bytes / (r.min_rtt_us * 1e-6) / 1e6;
+        let expected = window_bytes / (r.min_rtt_us.unwrap() * 1e-6) / 1e6;
         let got = steady_mbps(&r);
         let err = (got - expected) / expected;
         assert!(
@@ -46,7 +46,7 @@ fn loss_limited_reno_follows_mathis() {
             r#"{{"link": "10gige-lan", "stack": "ideal", "seed": 7, "path": {{"delay_us": 1000, "loss": {p}}},
                 "tcp": {{"cc": "reno", "delayed_ack": false, "window_bytes": 1073741824, "duration_s": {duration}}}}}"#
         ));
-        let rtt = r.min_rtt_us * 1e-6;
+        let rtt = r.min_rtt_us.unwrap() * 1e-6;
         let mathis = r.mss_bytes as f64 / rtt * 1.5f64.sqrt() / p.sqrt() / 1e6;
         let err = (r.bw_MBps - mathis) / mathis;
         assert!(

@@ -40,6 +40,36 @@ struct Costs {
     ack: Time,
 }
 
+/// What the receiving application of a connection can have read: a segment becomes readable once
+/// the receiving core has processed it (a core works in arrival order), so a receiver whose core is
+/// the bottleneck does not count its backlog, up to a window of data, as delivered.
+#[derive(Default)]
+pub struct Readable {
+    /// (processed at, in-order segments readable from then), in time order.
+    pending: VecDeque<(Time, u64)>,
+    segs: u64,
+}
+
+impl Readable {
+    fn push(&mut self, done: Time, in_order_segs: u64) {
+        if in_order_segs > self.pending.back().map_or(self.segs, |p| p.1) {
+            self.pending.push_back((done, in_order_segs));
+        }
+    }
+
+    /// In-order segments the application can have read by `t` (`t` never goes back).
+    pub fn segs_by(&mut self, t: Time) -> u64 {
+        while let Some(&(done, segs)) = self.pending.front() {
+            if done > t {
+                break;
+            }
+            self.segs = segs;
+            self.pending.pop_front();
+        }
+        self.segs
+    }
+}
+
 #[derive(Default)]
 struct Host {
     /// ACKs to send, each with the time its segment's processing finishes.
@@ -53,6 +83,8 @@ struct Host {
 
 pub struct TcpHosts {
     pub conns: Vec<Conn>,
+    /// Per connection, what its receiving application can have read.
+    pub readable: Vec<Readable>,
     hosts: Vec<Host>,
     pub cross: Vec<CrossSource>,
     pub framing: Framing,
@@ -67,6 +99,7 @@ impl TcpHosts {
         let cores = stack.cores.max(1) as usize;
         TcpHosts {
             conns: Vec::new(),
+            readable: Vec::new(),
             hosts: (0..node_count).map(|_| Host { cores_free: vec![0; cores], ..Host::default() }).collect(),
             cross: Vec::new(),
             framing,
@@ -87,6 +120,7 @@ impl TcpHosts {
         let id = self.conns.len() as u32;
         let core = id as usize % self.cores;
         self.conns.push(Flow::open(src, dst, p, cc, self.framing.mss(), id, core, false, Reassembly::default()));
+        self.readable.push(Readable::default());
         self.hosts[src as usize].conns.push(id);
         id
     }
@@ -131,7 +165,11 @@ impl TcpHosts {
         *core = (*core).max(now) + costs.rx_pkt + costs.rx_byte * mss;
         let done = *core;
         let rtt = conn.tx.rtt.srtt();
-        match conn.rx.on_data(now, seg, rtt) {
+        let ack = conn.rx.on_data(now, seg, rtt);
+        let reads = &mut self.readable[c as usize];
+        reads.segs_by(now); // keeps only the backlog
+        reads.push(done, conn.rx.rcv_nxt);
+        match ack {
             AckNow::Now => self.queue_ack(c, done),
             AckNow::Delayed => self.arm(c),
         }

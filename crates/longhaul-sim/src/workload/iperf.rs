@@ -47,8 +47,8 @@ pub struct TcpRecord {
     pub stream_retransmits: Vec<u64>,
     pub timeouts: u64,
     pub fast_recoveries: u64,
-    /// Smallest RTT any stream measured.
-    pub min_rtt_us: f64,
+    /// Smallest RTT any stream measured (None before the first sample).
+    pub min_rtt_us: Option<f64>,
     pub cross_bw_MBps: f64,
     pub wan_drops_queue: u64,
     pub wan_drops_loss: u64,
@@ -73,15 +73,17 @@ struct World {
 }
 
 impl World {
-    fn delivered_bytes(&self) -> u64 {
+    /// Bytes each stream's receiving application can have read by `t`.
+    fn read_bytes(&mut self, t: Time) -> Vec<u64> {
         let mss = self.tcp.framing.mss() as u64;
-        self.tcp.conns.iter().map(|c| c.rx.rcv_nxt * mss).sum()
+        self.tcp.readable.iter_mut().map(|r| r.segs_by(t) * mss).collect()
     }
 
-    /// Close every interval that ended by `now` (sampled at the first event after its end).
+    /// Close every interval that ended by `now` (checked before each event, so nothing read
+    /// after the interval's end is in it).
     fn sample(&mut self, now: Time) {
         while now >= self.next_sample {
-            let bytes = self.delivered_bytes();
+            let bytes: u64 = self.read_bytes(self.next_sample).iter().sum();
             let mbps = (bytes - self.last_bytes) as f64 / to_s(self.interval) / 1e6;
             self.series.push((to_s(self.next_sample), mbps));
             self.last_bytes = bytes;
@@ -162,13 +164,13 @@ fn run_world(r: &TcpResolved, mut world: World, p: TcpPath) -> TcpRecord {
     world.settle(&mut q);
     run(&mut world, &mut q, r.duration);
     world.sample(r.duration);
-    record(r, &world, &p, &q)
+    let read = world.read_bytes(r.duration);
+    record(r, &world, &p, &q, &read)
 }
 
-fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRecord {
+fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>, read_bytes: &[u64]) -> TcpRecord {
     let secs = to_s(r.duration);
-    let mss = r.mss_bytes as u64;
-    let stream_bw: Vec<f64> = w.tcp.conns.iter().map(|c| (c.rx.rcv_nxt * mss) as f64 / secs / 1e6).collect();
+    let stream_bw: Vec<f64> = read_bytes.iter().map(|&b| b as f64 / secs / 1e6).collect();
     let stream_retx: Vec<u64> = w.tcp.conns.iter().map(|c| c.tx.stats.retransmits).collect();
     let min_rtt = w.tcp.conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
     let (wan_ab, wan_ba) = (&w.fabric.ports[p.wan_ab as usize], &w.fabric.ports[p.wan_ba as usize]);
@@ -202,7 +204,7 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>) -> TcpRec
         stream_retransmits: stream_retx,
         timeouts: w.tcp.conns.iter().map(|c| c.tx.stats.timeouts).sum(),
         fast_recoveries: w.tcp.conns.iter().map(|c| c.tx.stats.fast_recoveries).sum(),
-        min_rtt_us: if min_rtt == Time::MAX { 0.0 } else { to_us(min_rtt) },
+        min_rtt_us: (min_rtt != Time::MAX).then(|| to_us(min_rtt)),
         cross_bw_MBps: w.tcp.cross.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / secs / 1e6,
         wan_drops_queue: wan_ab.drops_queue_by(r.duration) + wan_ba.drops_queue_by(r.duration),
         wan_drops_loss: ab.drops_loss + ba.drops_loss,
