@@ -79,6 +79,9 @@ pub struct MpiRecord {
     pub eager_messages: u64,
     pub rendezvous_messages: u64,
     pub shm_messages: u64,
+    /// Library sends (packets: eager, RTS, CTS, FIN, R3 chunks; UD/UC also every data frame) that
+    /// found no credit: RC takes the send/receive channel instead of the ring, UD/UC waits for
+    /// the window. Not MPI messages: a UD rendezvous of 1 MiB can stall hundreds of frames.
     pub credit_stalls: u64,
     pub delivered_messages: u64,
     pub order_violations: u64,
