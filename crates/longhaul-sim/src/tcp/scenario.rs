@@ -225,7 +225,8 @@ impl TcpResolved {
 
 /// Router forwarding latency for the Ethernet/SONET path (assumed: a store-and-forward lookup).
 const ROUTER_LATENCY_NS: f64 = 1000.0;
-/// 10GBASE-R: the hosts' NIC rate on Ethernet/SONET paths (IEEE 802.3ae).
+/// 10GBASE-R: the hosts' NIC rate on Ethernet/SONET paths (IEEE 802.3ae). A WAN set faster than
+/// this (`rate_gbps`, a what-if) gets hosts of its own rate, so that the hosts can fill it.
 const HOST_NIC_GBPS: f64 = 10.0;
 /// Bottleneck queue floor when it is sized by the bandwidth-delay product: ns-3's default
 /// drop-tail queue (100 packets), so short paths still absorb a burst.
