@@ -38,6 +38,8 @@ pub struct HcaProfile {
     pub max_rd_atomic: u32,
     /// The requester asks for an ACK at least every this many packets of a long message.
     pub ack_req_every_pkts: u32,
+    /// Largest IB MTU the adapter's port supports (bytes): `ibv_query_port`'s max_mtu.
+    pub max_mtu_bytes: u32,
 }
 
 impl HcaProfile {
@@ -77,6 +79,10 @@ impl HcaProfile {
             // for these adapters is the same.
             max_rd_atomic: 4,
             ack_req_every_pkts: 64,
+            // 2 KB: the InfiniHost III generation's port limit (ibv_devinfo's max_mtu for
+            // mthca devices, and why IPoIB datagram mode of that era ran at 2044 bytes; from such
+            // listings, not re-checked against a datasheet here). 4 KB came with ConnectX.
+            max_mtu_bytes: 2048,
         }
     }
 
@@ -99,6 +105,7 @@ impl HcaProfile {
             // mlx4's max_qp_rd_atom (ibv_devinfo -v: 16), perftest's MAX_OUT_READ_HERMON.
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
+            max_mtu_bytes: 4096,
         }
     }
 
@@ -118,6 +125,7 @@ impl HcaProfile {
             max_unacked_pkts: 1 << 22,
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
+            max_mtu_bytes: 4096,
         }
     }
 
@@ -137,6 +145,7 @@ impl HcaProfile {
             max_unacked_pkts: 1 << 22,
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
+            max_mtu_bytes: 4096,
         }
     }
 
