@@ -66,7 +66,11 @@ fn no_throughput_above_the_receiving_core() {
         // Whole segments are read: one more in an interval than its exact share is 0.07% here.
         let one_segment_per_interval = rec.mss_bytes as f64 / 0.1 / 1e6;
         for bw in rec.series_bw_MBps.iter().chain([&rec.bw_MBps]) {
-            assert!(*bw <= core_mbps + one_segment_per_interval, "{link} x{streams}: {bw} > {core_mbps} ({:?})", rec.series_bw_MBps);
+            assert!(
+                *bw <= core_mbps + one_segment_per_interval,
+                "{link} x{streams}: {bw} > {core_mbps} ({:?})",
+                rec.series_bw_MBps
+            );
         }
         assert!(rec.bw_MBps > 0.95 * core_mbps, "{link}: only {} of {core_mbps}", rec.bw_MBps);
     }
