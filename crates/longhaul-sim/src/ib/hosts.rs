@@ -41,6 +41,8 @@ pub struct IbStats {
     pub acks: u64,
     pub naks: u64,
     pub timeouts: u64,
+    /// Reads requested again because a later read's responses overtook their lost ones.
+    pub read_retries: u64,
     pub ud_drops_no_recv: u64,
     pub uc_messages_dropped: u64,
     pub qp_errors: u64,
@@ -351,10 +353,31 @@ impl IbHosts {
         }
         let q = &mut self.qps[p.qp as usize];
         if p.psn != q.una_psn {
-            return; // a gap or a duplicate: the ACK timer recovers gaps
+            // A gap (a response of a later read retries at once; one inside the awaited read
+            // waits for the ACK timer) or a duplicate.
+            return self.retry_overtaken_read(p.qp, p.psn, now);
         }
+        q.read_retry_started = false;
         q.rx_bytes += p.len as u64;
         self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen, true);
+    }
+
+    /// The requester of `qp` heard of PSN `psn` (a response or an ACK) while still awaiting a
+    /// read that ends before it: the read's missing responses were lost, so request them again
+    /// now instead of at the ACK timeout, once until the responses make progress (Linux rxe,
+    /// rxe_comp.c check_psn: COMPST_ERROR_RETRY, guarded by comp.started_retry).
+    fn retry_overtaken_read(&mut self, qp: u32, psn: u32, now: Time) {
+        let q = &mut self.qps[qp as usize];
+        let overtaken = q.read_end_at_una().is_some_and(|end| psn_diff(psn, end) >= 0);
+        if overtaken && !q.read_retry_started {
+            q.read_retry_started = true;
+            q.retries += 1;
+            self.stats.read_retries += 1;
+            let una = q.una_psn;
+            q.rewind_to(una);
+            q.last_progress = now;
+            self.activate(qp);
+        }
     }
 
     /// The next packet the host at `node` can send at `now`, or when it can send one.
@@ -564,7 +587,10 @@ impl Endpoints<IbPacket> for IbHosts {
             Kind::Data => self.on_data(&pkt, ready, seen),
             Kind::ReadReq => self.on_read_request(&pkt, ready),
             Kind::ReadResp => self.on_read_response(&pkt, now, seen),
-            Kind::Ack => self.requester_ack(pkt.qp, (pkt.psn + 1) & PSN_MASK, now, seen, false),
+            Kind::Ack => {
+                self.requester_ack(pkt.qp, (pkt.psn + 1) & PSN_MASK, now, seen, false);
+                self.retry_overtaken_read(pkt.qp, pkt.psn, now);
+            }
             Kind::Nak => {
                 self.requester_ack(pkt.qp, pkt.psn, now, seen, false);
                 let q = &mut self.qps[pkt.qp as usize];

@@ -70,6 +70,9 @@ pub struct Qp {
     pub last_progress: Time,
     pub timer_at: Time,
     pub retries: u32,
+    /// A read was re-requested because a later response overtook its lost ones; no other until
+    /// the responses make progress (rxe's `comp.started_retry`).
+    pub read_retry_started: bool,
     pub failed: bool,
     /// One past the highest PSN ever transmitted (to tell retransmissions apart).
     pub sent_through: u32,
@@ -123,6 +126,7 @@ impl Qp {
             last_progress: 0,
             timer_at: Time::MAX,
             retries: 0,
+            read_retry_started: false,
             failed: false,
             sent_through: initial_psn & PSN_MASK,
             epsn: initial_psn & PSN_MASK,
@@ -171,6 +175,14 @@ impl Qp {
 
     pub fn has_outstanding(&self) -> bool {
         self.transport == Transport::Rc && psn_diff(self.send_psn(), self.una_psn) > 0
+    }
+
+    /// The PSN after the last response of the read that `una_psn` waits in, if it waits in a
+    /// read that has been requested.
+    pub fn read_end_at_una(&self) -> Option<u32> {
+        let w = self.sq.iter().take(self.cur).find(|w| psn_diff(self.una_psn, w.first_psn) >= 0
+            && psn_diff(self.una_psn, (w.first_psn + w.npkts) & PSN_MASK) < 0)?;
+        (w.op == Op::Read).then_some((w.first_psn + w.npkts) & PSN_MASK)
     }
 
     /// Go back to PSN `psn` (go-back-N): the next packet sent will be `psn` again.

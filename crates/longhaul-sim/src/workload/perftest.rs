@@ -49,6 +49,8 @@ pub struct VerbsRecord {
     pub retransmitted_packets: u64,
     pub timeouts: u64,
     pub naks: u64,
+    /// RDMA reads requested again before the timeout (a later read's responses overtook lost ones).
+    pub read_retries: u64,
     pub ud_drops: u64,
     pub uc_messages_dropped: u64,
     /// Payload bytes the receivers accepted in order (each byte counted once).
@@ -319,6 +321,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         retransmitted_packets: st.retransmitted_packets,
         timeouts: st.timeouts,
         naks: st.naks,
+        read_retries: st.read_retries,
         ud_drops: st.ud_drops_no_recv,
         uc_messages_dropped: st.uc_messages_dropped,
         delivered_bytes: w.ib.qps.iter().map(|qp| qp.rx_bytes).sum(),
