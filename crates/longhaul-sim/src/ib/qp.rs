@@ -180,8 +180,9 @@ impl Qp {
     /// The PSN after the last response of the read that `una_psn` waits in, if it waits in a
     /// read that has been requested.
     pub fn read_end_at_una(&self) -> Option<u32> {
-        let w = self.sq.iter().take(self.cur).find(|w| psn_diff(self.una_psn, w.first_psn) >= 0
-            && psn_diff(self.una_psn, (w.first_psn + w.npkts) & PSN_MASK) < 0)?;
+        let w = self.sq.iter().take(self.cur).find(|w| {
+            psn_diff(self.una_psn, w.first_psn) >= 0 && psn_diff(self.una_psn, (w.first_psn + w.npkts) & PSN_MASK) < 0
+        })?;
         (w.op == Op::Read).then_some((w.first_psn + w.npkts) & PSN_MASK)
     }
 
