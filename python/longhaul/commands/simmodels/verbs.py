@@ -47,7 +47,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="the benchmark's window: send work requests posted and not completed per QP, its send queue "
                         "depth (1..16384; default perftest's 128, 1 for lat; the S1 profiles use the windows of S1's "
                         "runs: 16 for s1, calibrated on S1 Fig 2, and 64 for s1-connectx, assumed)")
-    p.add_argument("--rx-depth", type=units.whole(1, 16384), default=None, metavar="N", help="receive work requests posted (1..16384; default 512)")
+    p.add_argument("--rx-depth", type=units.whole(1, 16384), default=None, metavar="N", help="receive work requests posted (1..16384; default 512; recorded only: receives never run out in the model)")
     p.add_argument("--outstanding-reads", type=units.whole(1, 256), default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096, at most the adapter's (2048 on infinihost3; default 2048)")
     p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
