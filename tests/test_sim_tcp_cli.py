@@ -25,6 +25,16 @@ def test_json_records_carry_units_and_per_stream_values(cli):
     assert one[1000.0] < 0.6 * one[0.0], "a 256 KiB window cannot fill a 2 ms round trip"
 
 
+def test_a_window_of_one_segment_is_updated_when_read_not_on_the_delayed_ack_timer(cli):
+    # IPoIB-CM's 64 KiB buffer holds one 65468-byte segment: the receiver must reopen the window
+    # as soon as it has read it (Linux tcp_cleanup_rbuf), or every segment waits 40 ms (1.6 MB/s).
+    proc = cli("sim", "tcp", "--link", "ipoib-cm", "--window", "64K,128K", "--delay-us", "0", "--duration-s", "0.3",
+               "--format", "json", check=True)
+    bw = {r["window"]: r["bw_MBps"] for r in json.loads(proc.stdout)}
+    assert bw["65536"] > 300 and bw["131072"] > 1.8 * bw["65536"], bw
+    assert all(r["min_rtt_us"] < 1000 for r in json.loads(proc.stdout))
+
+
 def test_csv_and_table_and_distance(cli):
     proc = cli("sim", "tcp", "--link", "10gige-lan", "--distance-km", "100", "--cc", "bbr", "--duration-s", "0.2",
                "--format", "csv", check=True)
