@@ -287,16 +287,16 @@ impl Scenario {
             })?),
         };
         let mtu = p.mtu_bytes.unwrap_or(2048);
-        let mtus: Vec<String> =
-            [256, 512, 1024, 2048, 4096].iter().filter(|&&m| m <= hca.max_mtu_bytes).map(|m| m.to_string()).collect();
-        if ![256, 512, 1024, 2048, 4096].contains(&mtu) {
+        const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+        if !IB_MTUS.contains(&mtu) {
             return err(format!("mtu_bytes: {mtu} is not an IB MTU (valid: 256, 512, 1024, 2048, 4096)"));
         }
         if mtu > hca.max_mtu_bytes {
+            let fit: Vec<String> = IB_MTUS.iter().filter(|&&m| m <= hca.max_mtu_bytes).map(|m| m.to_string()).collect();
             return err(format!(
                 "mtu_bytes: {mtu} is above the {} adapter's largest MTU (valid: {})",
                 hca.name,
-                mtus.join(", ")
+                fit.join(", ")
             ));
         }
         let max_packet = (mtu + 64) as u64;
