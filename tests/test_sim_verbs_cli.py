@@ -68,6 +68,12 @@ def test_a_read_overtaken_by_a_later_reads_responses_is_requested_again_at_once(
     assert lossy["bw_MBps"] > 0.9 * clean["bw_MBps"], (lossy["bw_MBps"], clean["bw_MBps"], lossy["timeouts"])
 
 
+def test_what_the_wan_lost_is_counted_for_unreliable_transports(cli):
+    uc = records(cli, "--transport", "uc", "--sizes", "64K", "--iterations", "300", "--loss", "0.001")[0]
+    assert uc["wan_drops_loss"] > 0 and uc["uc_messages_dropped"] <= uc["wan_drops_loss"]
+    assert records(cli, "--transport", "uc", "--sizes", "64K", "--iterations", "300")[0]["wan_drops_loss"] == 0
+
+
 @pytest.mark.parametrize("qps", [2, 3])
 def test_parallel_wan_links_each_carry_connections(cli, qps):
     # NDR hosts behind OC-192 extenders: one ~1178 MB/s link per connection, up to the link count

@@ -53,6 +53,9 @@ pub struct VerbsRecord {
     pub read_retries: u64,
     pub ud_drops: u64,
     pub uc_messages_dropped: u64,
+    /// Packets the long-haul link lost at random (`loss`), both directions: what UD and UC lose
+    /// without a trace of their own.
+    pub wan_drops_loss: u64,
     /// Payload bytes the receivers accepted in order (each byte counted once).
     pub delivered_bytes: u64,
     /// "ok", or why the run did not complete (e.g. "qp error: retry count exceeded").
@@ -324,6 +327,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         read_retries: st.read_retries,
         ud_drops: st.ud_drops_no_recv,
         uc_messages_dropped: st.uc_messages_dropped,
+        wan_drops_loss: w.fabric.ports.iter().map(|p| p.stats.drops_loss).sum(),
         delivered_bytes: w.ib.qps.iter().map(|qp| qp.rx_bytes).sum(),
         status,
     }
