@@ -35,6 +35,13 @@ def test_a_window_of_one_segment_is_updated_when_read_not_on_the_delayed_ack_tim
     assert all(r["min_rtt_us"] < 1000 for r in json.loads(proc.stdout))
 
 
+def test_no_round_trip_measured_is_an_empty_min_rtt_not_zero(cli):
+    # 1 ms on a 2 ms round trip: nothing has come back yet (it printed 0.0 us).
+    (r,) = json.loads(cli("sim", "tcp", "--link", "10gige-lan", "--delay-us", "1000", "--duration-s", "0.001",
+                          "--format", "json", check=True).stdout)
+    assert r["min_rtt_us"] is None and r["bw_MBps"] == 0
+
+
 def test_csv_and_table_and_distance(cli):
     proc = cli("sim", "tcp", "--link", "10gige-lan", "--distance-km", "100", "--cc", "bbr", "--duration-s", "0.2",
                "--format", "csv", check=True)
