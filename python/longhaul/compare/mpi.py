@@ -45,6 +45,8 @@ def over_tcp(bench: str, ranks_per_cluster: int | None) -> bool:
     """Whether the comparison's model is MPI over TCP (one rank pair, or bcast) rather than the
     profile's verbs model."""
     return bench in TCP_BENCHES and (bench == "bcast" or ranks_per_cluster in (None, 1))
+
+
 #: 0-delay points the stack is calibrated from: small-message latency (per-message and per-segment
 #: costs) and large-message bandwidth (per-segment plus per-byte cost).
 CALIBRATION = (("latency", 8), ("latency", 1024), ("bw", 64 << 10), ("bw", 1 << 20), ("bw", 4 << 20))

@@ -83,8 +83,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args) -> int:
-    from longhaul.errors import UserError
-
     delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
     streams = units.parse_int_list(args.streams, "--streams", 1, 128)
     ccs = [c.strip() for c in args.cc.split(",") if c.strip()]

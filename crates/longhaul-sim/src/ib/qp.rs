@@ -178,12 +178,11 @@ impl Qp {
     }
 
     /// The PSN after the last response of the read that `una_psn` waits in, if it waits in a
-    /// read that has been requested.
+    /// read that has been requested. `ack_through` pops every completed work request, so the
+    /// one `una_psn` is in is the oldest: no scan (this runs for every ACK).
     pub fn read_end_at_una(&self) -> Option<u32> {
-        let w = self.sq.iter().take(self.cur).find(|w| {
-            psn_diff(self.una_psn, w.first_psn) >= 0 && psn_diff(self.una_psn, (w.first_psn + w.npkts) & PSN_MASK) < 0
-        })?;
-        (w.op == Op::Read).then_some((w.first_psn + w.npkts) & PSN_MASK)
+        let w = self.sq.front().filter(|w| w.op == Op::Read && self.cur > 0)?;
+        Some((w.first_psn + w.npkts) & PSN_MASK)
     }
 
     /// Go back to PSN `psn` (go-back-N): the next packet sent will be `psn` again.
