@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,12 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# A shell without job control starts a background command with SIGINT ignored, and children
+# inherit that: the longhaul processes the interrupt tests start would ignore Ctrl-C. A handler
+# of pytest's own is reset to the default in every child, however pytest was launched.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def longhaul_exe() -> list[str]:
