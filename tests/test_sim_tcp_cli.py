@@ -30,8 +30,8 @@ def test_a_window_of_one_segment_is_updated_when_read_not_on_the_delayed_ack_tim
     # as soon as it has read it (Linux tcp_cleanup_rbuf), or every segment waits 40 ms (1.6 MB/s).
     proc = cli("sim", "tcp", "--link", "ipoib-cm", "--window", "64K,128K", "--delay-us", "0", "--duration-s", "0.3",
                "--format", "json", check=True)
-    bw = {r["window"]: r["bw_MBps"] for r in json.loads(proc.stdout)}
-    assert bw["65536"] > 300 and bw["131072"] > 1.8 * bw["65536"], bw
+    bw = {r["window_bytes"]: r["bw_MBps"] for r in json.loads(proc.stdout)}
+    assert bw[65536] > 300 and bw[131072] > 1.8 * bw[65536], bw
     assert all(r["min_rtt_us"] < 1000 for r in json.loads(proc.stdout))
 
 

@@ -69,6 +69,21 @@ proptest! {
         prop_assert!(bw <= SDR_4X_MBPS, "bw {} above line rate", bw);
     }
 
+    /// UD and UC senders finish once their messages leave the adapter, faster than the WAN when
+    /// the buffers on the path absorb them; what the receivers get never beats the line rate.
+    #[test]
+    fn unreliable_receivers_never_above_line_rate(
+        iters in 1u64..400,
+        delay in 0.0f64..2000.0,
+        ud in any::<bool>(),
+    ) {
+        let (t, op, size) = if ud { (TransportName::Ud, OpName::Send, 2048) } else { (TransportName::Uc, OpName::Write, 65536) };
+        let r = run(&scenario(t, op, size, iters, PathSpec { delay_us: Some(delay), ..Default::default() }));
+        let rx = r.rx_bw_MBps.expect("rx bw");
+        prop_assert!(rx <= SDR_4X_MBPS, "rx bw {} above line rate (sender {:?})", rx, r.bw_MBps);
+        prop_assert_eq!(r.delivered_bytes, iters * size);
+    }
+
     /// More messages in flight never lowers bandwidth.
     #[test]
     fn bandwidth_non_decreasing_in_tx_depth(size in 64u64..(1 << 18), delay in 0.0f64..2000.0, d1 in 1u32..64, extra in 1u32..64) {

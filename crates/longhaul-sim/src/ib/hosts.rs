@@ -264,7 +264,7 @@ impl IbHosts {
                     return;
                 }
                 q.rq_posted -= 1;
-                q.rx_bytes += p.len as u64;
+                q.deliver(p.len as u64, seen);
                 self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, p.len, seen);
             }
             Transport::Uc => {
@@ -288,7 +288,7 @@ impl IbHosts {
                 q.rx_msg_bytes += p.len as u64;
                 if p.last {
                     let bytes = q.rx_msg_bytes as u32;
-                    q.rx_bytes += q.rx_msg_bytes;
+                    q.deliver(q.rx_msg_bytes, seen);
                     q.rx_msg_bytes = 0;
                     self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, bytes, seen);
                 }
@@ -310,7 +310,7 @@ impl IbHosts {
                 q.rx_msg_bytes += p.len as u64;
                 if p.last {
                     let bytes = q.rx_msg_bytes as u32;
-                    q.rx_bytes += q.rx_msg_bytes;
+                    q.deliver(q.rx_msg_bytes, seen);
                     q.rx_msg_bytes = 0;
                     self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, bytes, seen);
                 }
@@ -358,7 +358,7 @@ impl IbHosts {
             return self.retry_overtaken_read(p.qp, p.psn, now);
         }
         q.read_retry_started = false;
-        q.rx_bytes += p.len as u64;
+        q.deliver(p.len as u64, seen);
         self.requester_ack(p.qp, (p.psn + 1) & PSN_MASK, now, seen, true);
     }
 

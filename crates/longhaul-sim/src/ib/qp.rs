@@ -95,6 +95,8 @@ pub struct Qp {
     pub rx_msg_bytes: u64,
     /// Total payload bytes delivered in order to this QP's receiver.
     pub rx_bytes: u64,
+    /// When the last of `rx_bytes` was delivered (0 before any).
+    pub rx_last_at: Time,
 }
 
 impl Qp {
@@ -140,7 +142,14 @@ impl Qp {
             uc_discard: false,
             rx_msg_bytes: 0,
             rx_bytes: 0,
+            rx_last_at: 0,
         }
+    }
+
+    /// `bytes` more payload delivered in order to this QP's receiver at `at`.
+    pub fn deliver(&mut self, bytes: u64, at: Time) {
+        self.rx_bytes += bytes;
+        self.rx_last_at = at;
     }
 
     pub fn packets_for(&self, len: u32) -> u32 {

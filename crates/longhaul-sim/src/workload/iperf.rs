@@ -29,8 +29,10 @@ pub struct TcpRecord {
     pub mtu_bytes: u32,
     pub mss_bytes: u32,
     pub streams: u32,
-    /// "auto" or the fixed socket buffer in bytes.
-    pub window: String,
+    /// The fixed socket buffer (iperf -w); None when Linux auto-tunes it.
+    pub window_bytes: Option<u64>,
+    /// Auto-tuning's receive-buffer ceiling (tcp_rmem[2]); None with a fixed buffer.
+    pub rmem_max_bytes: Option<u64>,
     pub delay_us: f64,
     pub fibre_km: f64,
     pub one_way_delay_us: f64,
@@ -175,9 +177,9 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>, read_byte
     let min_rtt = w.tcp.conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
     let (wan_ab, wan_ba) = (&w.fabric.ports[p.wan_ab as usize], &w.fabric.ports[p.wan_ba as usize]);
     let (ab, ba) = (&wan_ab.stats, &wan_ba.stats);
-    let window = match r.params.window {
-        crate::tcp::WindowSpec::Fixed { bytes } => bytes.to_string(),
-        crate::tcp::WindowSpec::Auto { .. } => "auto".to_string(),
+    let (window_bytes, rmem_max_bytes) = match r.params.window {
+        crate::tcp::WindowSpec::Fixed { bytes } => (Some(bytes), None),
+        crate::tcp::WindowSpec::Auto { rmem_max_bytes, .. } => (None, Some(rmem_max_bytes)),
     };
     let one_way = r.one_way_delay_us();
     TcpRecord {
@@ -188,7 +190,8 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>, read_byte
         mtu_bytes: r.mtu_bytes,
         mss_bytes: r.mss_bytes,
         streams: r.streams,
-        window,
+        window_bytes,
+        rmem_max_bytes,
         delay_us: r.delay_us,
         fibre_km: r.fibre_km,
         one_way_delay_us: one_way,

@@ -38,6 +38,10 @@ pub struct VerbsRecord {
     pub distance_km: f64,
     pub seed: u64,
     pub bw_MBps: Option<f64>,
+    /// Receiver-side bandwidth: `delivered_bytes` over the time the last of them landed (from the
+    /// start, so the first one-way trip is in it). For UD and UC, whose `bw_MBps` is the sender's,
+    /// this is what got through; for RC it is a little above `bw_MBps`, which waits for the last ACK.
+    pub rx_bw_MBps: Option<f64>,
     pub msg_rate_Mps: Option<f64>,
     pub lat_us: Option<f64>,
     pub lat_min_us: Option<f64>,
@@ -271,6 +275,8 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
     };
     let (mut bw, mut rate, mut lat, mut lat_min, mut lat_max, mut lat_avg) = (None, None, None, None, None, None);
+    let delivered: u64 = w.ib.qps.iter().map(|qp| qp.rx_bytes).sum();
+    let mut rx_bw = None;
     if app.test == TestName::Lat {
         let mut s: Vec<Time> = app.samples.clone();
         s.sort_unstable();
@@ -285,15 +291,16 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
     } else {
         let (bytes, msgs, t) = match until {
             // Fixed-duration runs count what the receivers got in order by the end.
-            Some(_) => {
-                let rx: u64 = w.ib.qps.iter().map(|qp| qp.rx_bytes).sum();
-                (rx, rx as f64 / r.size_bytes as f64, q.now())
-            }
+            Some(_) => (delivered, delivered as f64 / r.size_bytes as f64, q.now()),
             None => (app.bytes_done, app.flows.iter().map(|f| f.completed).sum::<u64>() as f64, app.last_done),
         };
         if t > 0 {
             bw = Some(bytes as f64 / to_s(t) / 1e6);
             rate = Some(msgs / to_s(t) / 1e6);
+        }
+        let last_rx = w.ib.qps.iter().map(|qp| qp.rx_last_at).max().unwrap_or(0);
+        if last_rx > 0 {
+            rx_bw = Some(delivered as f64 / to_s(last_rx) / 1e6);
         }
     }
     VerbsRecord {
@@ -313,6 +320,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         distance_km: r.one_way_delay_us() / 5.0,
         seed: r.seed,
         bw_MBps: bw,
+        rx_bw_MBps: rx_bw,
         msg_rate_Mps: rate,
         lat_us: lat,
         lat_min_us: lat_min,
@@ -328,7 +336,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         ud_drops: st.ud_drops_no_recv,
         uc_messages_dropped: st.uc_messages_dropped,
         wan_drops_loss: w.fabric.ports.iter().map(|p| p.stats.drops_loss).sum(),
-        delivered_bytes: w.ib.qps.iter().map(|qp| qp.rx_bytes).sum(),
+        delivered_bytes: delivered,
         status,
     }
 }

@@ -13,7 +13,7 @@ from longhaul.sim import tcp
 
 #: The link `sim tcp` runs when --link is left out (IPoIB over S1's path).
 DEFAULT_LINK = "ipoib-ud"
-COLUMNS = ["link", "cc", "mtu_bytes", "streams", "window", "delay_us", "distance_km", "bw_MBps", "stream_bw_MBps",
+COLUMNS = ["link", "cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "delay_us", "distance_km", "bw_MBps", "stream_bw_MBps",
            "retransmits", "timeouts", "cross_bw_MBps", "status"]
 
 

@@ -13,7 +13,7 @@ from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import verbs
 
-BW_COLUMNS = ["transport", "op", "test", "size_bytes", "delay_us", "distance_km", "qps", "bw_MBps", "msg_rate_Mps",
+BW_COLUMNS = ["transport", "op", "test", "size_bytes", "delay_us", "distance_km", "qps", "bw_MBps", "rx_bw_MBps", "msg_rate_Mps",
               "retransmitted_packets", "status"]
 LAT_COLUMNS = ["transport", "op", "size_bytes", "delay_us", "distance_km", "lat_us", "lat_min_us", "lat_max_us", "status"]
 
