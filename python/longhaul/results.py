@@ -40,13 +40,15 @@ import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 import longhaul
 from longhaul.errors import UserError
+
+# pyarrow is imported where a table is read or written: importing it is a third of the start-up
+# time of every `longhaul` command, and most commands never touch the store.
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SOURCES = ("sim", "emu", "measured")
 MANIFEST = "manifest.json"
@@ -213,6 +215,7 @@ def atomic_write_text(path: Path, text: str, make_parents: bool = True) -> None:
 # --------------------------------------------------------------------------- tables
 def records_to_table(records: Sequence[dict], meta: dict) -> pa.Table:
     """Records (flat dicts of scalars) -> Arrow table carrying ``meta`` as JSON metadata."""
+    import pyarrow as pa
     cols = list(dict.fromkeys(k for r in records for k in r))
     data = {}
     for c in cols:
@@ -351,6 +354,8 @@ class Store:
                          f"(move it away, or `longhaul results rm {path.stem[:12]}` to delete it)")
 
     def _read_meta(self, path: Path) -> tuple[dict, int]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         try:
             md = pq.read_metadata(path)
         except (OSError, pa.ArrowException) as err:
@@ -369,6 +374,8 @@ class Store:
 
     def read_run(self, run_id: str) -> tuple[dict, list[dict]]:
         """(run metadata, records) of one run."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         path = self.run_path(run_id)
         if not path.exists():
             raise UserError(f"run '{run_id[:12]}': no such run in store '{self.root}'")
@@ -384,6 +391,8 @@ class Store:
             seed: int | None = None, started_utc: str | None = None, finished_utc: str | None = None,
             extra: dict | None = None) -> str:
         """Save one run atomically; replaces a run of the identical scenario. Returns the run id."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         if source not in SOURCES:
             raise UserError(f"source '{source}' is not one of {', '.join(SOURCES)}")
         check_label(label)
@@ -469,6 +478,8 @@ class Store:
 
     def verify(self) -> list[str]:
         """One line per damaged or foreign file in the store (empty: all good)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         problems = []
         if self.runs_dir.is_dir():
             for path in sorted(self.runs_dir.glob("*.parquet")):

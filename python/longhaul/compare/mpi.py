@@ -24,8 +24,7 @@ Records: one per point and source (``source`` = sim | emu); ``side_by_side`` pai
 from __future__ import annotations
 
 import argparse
-
-import numpy as np
+import math
 
 from longhaul import units
 from longhaul.errors import UserError
@@ -88,6 +87,8 @@ def _zero_delay_model(base: list[float]):
     at each end. Bandwidth: the busier core handles per message its frames (1 eager; 3 for a
     rendezvous: RTS, ACK, rest) and its segments back to back; the slower of that and the
     ideal-stack rate holds."""
+    import numpy as np  # here, not at the top: every `longhaul` command imports this module
+
     ideal = np.asarray(base, dtype=float)
 
     def model(p: dict, x) -> np.ndarray:
@@ -151,7 +152,7 @@ def calibrate_stack(rate_gbps: float, emu_records: list[dict] | None = None, rep
                         bounds={"per_seg_us": (0.0, 1e3), "per_byte_ns": (0.0, 100.0), "per_msg_us": (0.0, 1e4)})
     costs = {k: round(v, 4) for k, v in fit.values.items()}
     fitted = fit.predict(x)[0]
-    return {**costs, "stderr": {k: (round(v, 4) if np.isfinite(v) else None) for k, v in fit.stderr.items()},
+    return {**costs, "stderr": {k: (round(v, 4) if math.isfinite(v) else None) for k, v in fit.stderr.items()},
             "cc": tcp["cc"], "rate_gbps": rate_gbps, "runs": runs,
             "points": [{"bench": b, "size_bytes": s, "metric": METRIC[b], "emu": y[i], "fit": round(float(fitted[i]), 2)}
                        for i, (b, s) in enumerate(points)]}
