@@ -35,23 +35,31 @@ def _median_of_runs(runs: list[dict[float, dict]]) -> dict[float, dict]:
     return out
 
 
+def _rtt_errors(pts: dict[float, dict]) -> dict[float, float]:
+    """Per delay, the median RTT less the configured round trip and the 0-delay baseline (us)."""
+    base = pts[0.0]["rtt_p50_us"]
+    return {d: pts[d]["rtt_p50_us"] - (2 * d + base) for d in (100.0, 1000.0, 10000.0)}
+
+
 @pytest.mark.parametrize("cross_gbps", [0, 1])
 def test_rtt_median_is_configured_rtt_plus_baseline(cross_gbps, leaves_nothing):
-    # Three runs of 200 pings per delay, and the median of their medians: each delay, the
-    # 0-delay baseline included, is its own emulator instance, and on this 2-vCPU VM one run's
-    # median can move by ~20 us when other work lands on the CPUs. The RTT is device to device
-    # (kernel transmit and receive stamps, the server's residence from its follow-up), with
-    # each end pinned next to the data-plane thread that reads what it sends.
-    pts = _median_of_runs([_rtt_points(cross_gbps) for _ in range(3)])
-    base = pts[0.0]["rtt_p50_us"]
-    for delay in (100.0, 1000.0, 10000.0):
+    # 200 pings per delay; each delay, the 0-delay baseline included, is its own emulator
+    # instance, and on this 2-vCPU VM one run's median can move by ~20 us when other work lands
+    # on the CPUs. A run with a delay outside the tolerance is measured twice more, and the
+    # median of the three runs' medians counts. The RTT is device to device (kernel transmit and
+    # receive stamps, the server's residence from its follow-up), with each end pinned next to
+    # the data-plane thread that reads what it sends.
+    runs = [_rtt_points(cross_gbps)]
+    if any(abs(e) > DELAY_TOLERANCE_US for e in _rtt_errors(runs[0]).values()):
+        runs += [_rtt_points(cross_gbps) for _ in range(2)]
+    pts = _median_of_runs(runs)
+    errors = _rtt_errors(pts)
+    for delay, error in errors.items():
         r = pts[delay]
         assert r["received"] >= 195 and r["kernel_stamped"] == r["received"], r
         assert r["tx_stamped"] >= 0.95 * r["received"], r
-        expected = 2 * delay + base
-        error = r["rtt_p50_us"] - expected
-        print(f"cross {cross_gbps} Gb/s delay {delay:g} us: p50 {r['rtt_p50_us']:.1f} us (expected {expected:.1f}, "
-              f"error {error:+.1f}), p99 {r['rtt_p99_us']:.1f} us, application p50 {r['app_rtt_p50_us']:.1f} us, "
+        print(f"cross {cross_gbps} Gb/s delay {delay:g} us ({len(runs)} run(s)): p50 {r['rtt_p50_us']:.1f} us "
+              f"(error {error:+.1f}), p99 {r['rtt_p99_us']:.1f} us, application p50 {r['app_rtt_p50_us']:.1f} us, "
               f"lateness p99 {r['lateness_p99_us']} us")
         assert abs(error) <= DELAY_TOLERANCE_US, r
         if cross_gbps:
