@@ -23,7 +23,10 @@ pub struct HcaProfile {
     pub post_ns: f64,
     /// CPU time to notice a completion when polling (ns).
     pub poll_ns: f64,
-    /// Adapter time to fetch and start one work request (ns), pipelined with transmission.
+    /// Adapter time to fetch and start one work request (ns). The send engine spends it before
+    /// the message's first packet, in series with the packets' DMA: the fetch of the next work
+    /// request does not overlap the previous message's transfer (a simplification that caps
+    /// mid-size messages on fast adapters; see the README's known gaps).
     pub tx_wqe_ns: f64,
     /// Adapter time per packet sent (ns): with `tx_wqe_ns` this sets the small-message rate.
     pub tx_pkt_ns: f64,
