@@ -118,6 +118,10 @@ def test_calibration_any_callable_and_too_few_points():
     assert res.values["b"] == pytest.approx(2.06, abs=1e-6) and res.stderr["b"] > 0
     with pytest.raises(UserError, match="2 measured point\\(s\\) for 2 free parameter\\(s\\); need at least 3"):
         fit(lambda p, x: [p["a"] + p["b"] * xi for xi in x], {"a": 0.0, "b": 0.0}, [0, 1], [1, 3])
+    # a model undefined where the search starts is named, not a solver's exception
+    with pytest.raises(UserError, match="NaN or infinity at the start values"):
+        fit(lambda p, x: [p["b"] * (np.inf if p["a"] == 0 else 1 / p["a"]) for _ in x], {"a": 0.0, "b": 1.0},
+            [0, 1, 2], [1, 2, 3])
 
 
 def test_balance_ratio():

@@ -9,10 +9,6 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
-
 FORMATS = ("table", "csv", "json")
 T = TypeVar("T")
 
@@ -42,6 +38,10 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
         for r in records:
             w.writerow(r)
         return
+    # rich is imported only to draw: json and csv output (what programs read) start faster without it.
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=title, caption="MB = 10^6 bytes")
     for c in cols:
         table.add_column(c, justify="right", overflow="fold")  # fold long names, never cut them
@@ -52,6 +52,9 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
 
 def progress(items: Iterable[T], total: int, description: str) -> Iterator[T]:
     """Yield items while showing a bar on stderr when it is a terminal (silent otherwise)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     console = Console(stderr=True)
     if not console.is_terminal:
         yield from items

@@ -107,11 +107,13 @@ def _covariance(J: np.ndarray, s2: float) -> np.ndarray:
 
 
 def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma: Sequence[float] | None = None,
-        bounds: Mapping[str, tuple[float, float]] | None = None, max_evaluations: int = 2000, tol: float = 1e-10) -> FitResult:
+        bounds: Mapping[str, tuple[float, float]] | None = None, max_evaluations: int = 2000,
+        tol: float = 1e-10) -> FitResult:
     """Least-squares fit of ``model``'s parameters (start at ``params0``) to points (x, y).
 
     ``sigma``: per-point standard deviations (weights 1/sigma^2, taken as absolute). ``bounds``:
-    {name: (lo, hi)} the solver keeps (a start outside is clipped in). Fewer points than parameters + 1 -> UserError.
+    {name: (lo, hi)} the solver keeps (a start outside is clipped in). Fewer points than
+    parameters + 1 -> UserError.
     """
     names = list(params0)
     y = np.asarray(y, dtype=float).reshape(-1)
@@ -137,13 +139,15 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
             raise UserError(f"calibration: the model returned {yp.size} values for {n} points")
         return (y - yp) * w
 
+    if not np.all(np.isfinite(resid(p))):
+        raise UserError(f"calibration: the model gives NaN or infinity at the start values {dict(zip(names, p.tolist()))}")
     # Trust-region reflective least squares (it keeps the bounds); x_scale="jac" lets parameters
     # of very different magnitude (seconds per byte next to microseconds) share one trust region.
     sol = least_squares(resid, p, jac="3-point", bounds=(lo, hi), method="trf", x_scale="jac",
                         ftol=tol, xtol=tol, gtol=tol, max_nfev=max_evaluations)
     p = sol.x
-    y0 = _eval(model, names, p, x)
-    J = _jacobian(model, names, p, x, y0) * w[:, None]
+    y0 = y - sol.fun / w
+    J = sol.jac  # d(residual)/dp at the optimum, weighted; its sign does not matter to J^T J
     dof = n - k
     s2 = 1.0 if sigma is not None else float(sol.fun @ sol.fun) / dof
     cov = _covariance(J, s2)
