@@ -173,8 +173,40 @@ def test_cli_profile_dpm_stability_calibrate(measured_store, capsys, tmp_path):
     assert main(["analyse", "stability", *s, "--label", "d0"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 5
     assert main(["analyse", "calibrate", *s, "--predict-delays-us", "500"]) == 0
-    out = capsys.readouterr().out
-    assert '"param": "link_MBps"' in out and '"bw_MBps_pred"' in out
+    rows = json.loads(capsys.readouterr().out)   # one document: the parameters, then the predictions
+    assert [r["param"] for r in rows if r["kind"] == "param"] == ["link_MBps", "per_msg_us", "window_msgs"]
+    preds = [r for r in rows if r["kind"] == "prediction"]
+    assert preds and all(r["delay_us"] == 500 and "bw_MBps_pred" in r and "bw_MBps_pred_stderr" in r for r in preds)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"bw_MBps": "abc"}, "record 2 has bw_MBps = 'abc'; give a number > 0"),
+    ({"bw_MBps": 0}, "record 2 has bw_MBps = 0; give a number > 0"),
+    ({"delay_us": -5}, "record 2 has delay_us = -5; give a number >= 0"),
+    ({"size_bytes": float("nan")}, "record 2 has size_bytes = nan; give a number >= 1"),
+])
+def test_cli_calibrate_names_a_value_that_is_not_a_measurement(tmp_path, capsys, change, words):
+    recs = recs_from(lambda s, d, k: window_model({"link_MBps": 950.0, "per_msg_us": 1.5, "window_msgs": 24.0},
+                                                 np.array([[s, d]]))[0], sizes=(4096, 65536))
+    recs[1].update(change)
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(recs))
+    capsys.readouterr()
+    assert main(["analyse", "calibrate", "--input", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1, err
+
+
+def test_cli_calibrate_says_when_the_fit_went_nowhere(tmp_path, capsys):
+    # Bandwidths in the wrong unit (bytes/s given as MB/s): no link rate in range fits them.
+    recs = recs_from(lambda s, d, k: 1e5 * window_model({"link_MBps": 950.0, "per_msg_us": 1.5, "window_msgs": 24.0},
+                                                        np.array([[s, d]]))[0], sizes=(4096, 65536, 1 << 20))
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(recs))
+    capsys.readouterr()
+    assert main(["analyse", "calibrate", "--input", str(f), "--format", "csv"]) == 0
+    err = capsys.readouterr().err
+    assert "link_MBps ended at its upper bound" in err and "worse than their mean" in err, err
 
 
 def test_cli_analysis_errors(measured_store, capsys, tmp_path):
@@ -187,6 +219,13 @@ def test_cli_analysis_errors(measured_store, capsys, tmp_path):
     assert "--where" in capsys.readouterr().err
     assert main(["analyse", "profile", "--store", str(tmp_path / "empty")]) == 2
     assert "no records selected" in capsys.readouterr().err
+    assert main(["analyse", "calibrate", *s, "--value", "nope"]) == 2
+    assert "columns present: " in capsys.readouterr().err
+    assert main(["analyse", "calibrate", *s, "--model", "tcp-stack", "--predict-delays-us", "10",
+                 "--predict-sizes", "4K"]) == 2
+    assert "--predict-sizes: the tcp-stack model has no message size" in capsys.readouterr().err
+    assert main(["analyse", "calibrate", *s, "--predict-delays-us", ""]) == 2
+    assert "--predict-delays-us: empty list" in capsys.readouterr().err
 
 
 def test_cli_balance_and_compare(tmp_path, capsys):
@@ -221,14 +260,14 @@ def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_pat
     (tmp_path / "tcp.json").write_text(json.dumps(recs))
     proc = cli("analyse", "calibrate", "--model", "tcp-stack", "--input", str(tmp_path / "tcp.json"),
                "--predict-delays-us", "2000", "--format", "json", check=True)  # away from the knees (see README)
-    params, preds = json.loads(proc.stdout[:proc.stdout.index("]") + 1]), None
-    by = {r["param"]: r for r in params}
+    rows = json.loads(proc.stdout)
+    by = {r["param"]: r for r in rows if r["kind"] == "param"}
     assert by["stack_per_seg_us"]["value"] == pytest.approx(4.0, rel=0.1)
     assert by["stack_per_byte_ns"]["value"] == pytest.approx(1.0, rel=0.1)
     assert by["window_bytes"]["value"] == pytest.approx(1 << 20, rel=0.1)
     assert by["link_MBps"]["constrained"] is False and by["link_MBps"]["stderr"] is None
     assert "link_MBps: not constrained" in proc.stderr
-    preds = json.loads(proc.stdout[proc.stdout.index("]") + 1:])
+    preds = [r for r in rows if r["kind"] == "prediction"]
     one = next(r for r in preds if r["streams"] == 1 and r["mss_bytes"] == 65468)
     assert one["bw_MBps_pred"] == pytest.approx((1 << 20) / (2 * 2000 + 200), rel=0.15)   # window / RTT
     # One MSS only: the per-byte cost cannot be separated from the per-segment one, and it says so.

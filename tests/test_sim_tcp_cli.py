@@ -35,6 +35,25 @@ def test_a_window_of_one_segment_is_updated_when_read_not_on_the_delayed_ack_tim
     assert all(r["min_rtt_us"] < 1000 for r in json.loads(proc.stdout))
 
 
+def test_window_option_overrides_the_scenario_files_either_way(cli, tmp_path):
+    fixed = tmp_path / "fixed.toml"
+    fixed.write_text('link = "ipoib-ud"\n[tcp]\nwindow_bytes = 393216\n')
+    run = ["--delay-us", "0", "--duration-s", "0.01", "--format", "json"]
+    (kept,) = json.loads(cli("sim", "tcp", "--scenario", str(fixed), *run, check=True).stdout)
+    assert kept["window_bytes"] == 393216 and kept["rmem_max_bytes"] is None
+    recs = json.loads(cli("sim", "tcp", "--scenario", str(fixed), "--window", "auto,1M", *run, check=True).stdout)
+    assert [(r["window_bytes"], r["rmem_max_bytes"]) for r in recs] == [(None, 6291456), (1 << 20, None)]
+    auto = tmp_path / "auto.toml"
+    auto.write_text('link = "ipoib-ud"\n[tcp]\nrmem_max_bytes = 16777216\n')
+    (r,) = json.loads(cli("sim", "tcp", "--scenario", str(auto), "--window", "1M", *run, check=True).stdout)
+    assert (r["window_bytes"], r["rmem_max_bytes"]) == (1 << 20, None)
+    both = tmp_path / "both.toml"
+    both.write_text('link = "ipoib-ud"\n[tcp]\nwindow_bytes = 393216\nrmem_max_bytes = 16777216\n')
+    proc = cli("sim", "tcp", "--scenario", str(both), *run)
+    assert proc.returncode == 2 and "window_bytes: a fixed socket buffer excludes rmem_max_bytes" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
 def test_no_round_trip_measured_is_an_empty_min_rtt_not_zero(cli):
     # 1 ms on a 2 ms round trip: nothing has come back yet (it printed 0.0 us).
     (r,) = json.loads(cli("sim", "tcp", "--link", "10gige-lan", "--delay-us", "1000", "--duration-s", "0.001",

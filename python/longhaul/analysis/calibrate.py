@@ -154,7 +154,7 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     resid_raw = y - y0
     tss = float(((y - y.mean()) ** 2).sum())
-    r2 = 1 - float((resid_raw**2).sum()) / tss if tss > 0 else 1.0
+    r2 = 1 - float((resid_raw**2).sum()) / tss if tss > 0 else math.nan  # undefined for constant data
     return FitResult(names=names, values=dict(zip(names, map(float, p))), stderr=dict(zip(names, map(float, se))),
                      covariance=cov, rss=float((resid_raw**2).sum()), dof=dof, r2=r2, n=n, evaluations=sol.nfev,
                      converged=bool(sol.success), residuals=resid_raw, model=model, bounds=bounds)

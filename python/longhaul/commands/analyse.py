@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -242,6 +243,22 @@ def cmd_balance(args) -> int:
     return 0
 
 
+#: The smallest value each calibration column may take (delays from 0; sizes, streams, MSS from 1).
+_CALIBRATION_MIN = {"delay_us": 0.0, "size_bytes": 1.0, "streams": 1.0, "mss_bytes": 1.0}
+
+
+def _calibration_number(r: dict, i: int, column: str, value, lo: float | None) -> float:
+    """``value`` of ``column`` in record ``i`` as a finite number >= ``lo`` (> 0 when ``lo`` is None)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or not math.isfinite(v) or (v <= 0 if lo is None else v < lo):
+        valid = "a number > 0" if lo is None else f"a number >= {lo:g}"
+        raise UserError(f"calibrate: record {i + 1} has {column} = {value!r}; give {valid}")
+    return v
+
+
 def cmd_calibrate(args) -> int:
     import numpy as np
 
@@ -252,25 +269,33 @@ def cmd_calibrate(args) -> int:
     m = MODELS[args.model]
     # Check the prediction options before any work, so a bad one prints nothing but its error.
     delays = parse_float_list(args.predict_delays_us, "--predict-delays-us", 0, 200_000) \
-        if args.predict_delays_us else None
-    sizes = parse_sizes(args.predict_sizes, "--predict-sizes") if args.predict_sizes else None
+        if args.predict_delays_us is not None else None
+    sizes = parse_sizes(args.predict_sizes, "--predict-sizes") if args.predict_sizes is not None else None
+    if sizes and "size_bytes" not in m.columns:
+        raise UserError(f"--predict-sizes: the {args.model} model has no message size (it predicts at the measured "
+                        f"{', '.join(c for c in m.columns if c != 'delay_us')})")
+    if sizes and not delays:
+        raise UserError("--predict-sizes: give --predict-delays-us too (predictions are per delay)")
 
     def get(r, c):
         v = r.get(c)
         return r.get(m.aliases[c]) if v is None and c in m.aliases else v
 
+    selected = select(args)
     need = [c for c in m.columns if c not in m.column_defaults]
-    recs = [r for r in select(args) if r.get(args.value) is not None and all(get(r, c) is not None for c in need)]
+    recs = [r for r in selected if r.get(args.value) is not None and all(get(r, c) is not None for c in need)]
     if not recs:
+        present = sorted({k for r in selected for k in r})
         raise UserError(f"calibrate: no record has {', '.join(need)} and {args.value} "
-                        "(ingest with --delay-us so measurements carry their delay)")
+                        "(ingest with --delay-us so measurements carry their delay); "
+                        f"columns present: {', '.join(present)}")
 
-    def column(r, c):
+    def column(i, r, c):
         v = get(r, c)
-        return float(m.column_defaults[c] if v is None else v)
+        return _calibration_number(r, i, c, m.column_defaults[c] if v is None else v, _CALIBRATION_MIN[c])
 
-    x = np.array([[column(r, c) for c in m.columns] for r in recs])
-    y = np.array([float(r[args.value]) for r in recs])
+    x = np.array([[column(i, r, c) for c in m.columns] for i, r in enumerate(recs)])
+    y = np.array([_calibration_number(r, i, args.value, r[args.value], None) for i, r in enumerate(recs)])
     p0 = dict(m.params0)
     p0["link_MBps"] = float(y.max())
     notes = []
@@ -281,22 +306,42 @@ def cmd_calibrate(args) -> int:
                          "and per-segment costs cannot be told apart; the per-segment cost carries both")
     starts = [p0] + ([{k: v for k, v in m.start(x, y).items() if k in p0}] if m.start else [])
     res = min((fit(m.fn, s, x, y, bounds=m.bounds) for s in starts), key=lambda r: r.rss)
-    emit(res.table(), args.format, title=f"{args.model} model fitted to {res.n} points (R^2 = {res.r2:.4f})")
-    for note in notes + [f"{k}: not constrained by these points (no measurement is limited by it)"
-                         for k in res.names if not np.isfinite(res.stderr[k])]:
-        print(f"note: {note}", file=sys.stderr)
+    r2 = "undefined (every measured value is the same)" if math.isnan(res.r2) else f"{res.r2:.4f}"
+    title = f"{args.model} model fitted to {res.n} points (R^2 = {r2})"
+    # Signs of a fit that went nowhere (lower bounds, 0 costs or a 1-message window, can be real).
+    if res.r2 < 0:
+        notes.append(f"R^2 = {res.r2:.3g}: the model fits these points worse than their mean does; check the value "
+                     "column and its unit")
+    for k in res.names:
+        hi = m.bounds[k][1]
+        if math.isclose(res.values[k], hi, rel_tol=1e-6):
+            notes.append(f"{k} ended at its upper bound {hi:g}: no value in range fits these points; check the value "
+                         "column and its unit")
+    notes += [f"{k}: not constrained by these points (no measurement is limited by it)"
+              for k in res.names if not np.isfinite(res.stderr[k])]
+    rows = [{"kind": "param", **row} for row in res.table()] if args.format != "table" else res.table()
     if delays:
         # Predict at the measured combinations of every other column, at each requested delay.
         di = m.columns.index("delay_us")
         others = sorted({tuple(v for j, v in enumerate(row) if j != di) for row in x})
-        if sizes and "size_bytes" in m.columns:
+        if sizes:
             si = [c for c in m.columns if c != "delay_us"].index("size_bytes")
             others = sorted({o[:si] + (float(s),) + o[si + 1:] for o in others for s in sizes})
         xp = np.array([o[:di] + (d,) + o[di:] for o in others for d in delays], dtype=float)
         yp, se = res.predict(xp)
-        rows = [{**{c: (int(v) if c != "delay_us" else v) for c, v in zip(m.columns, row)},
-                 f"{args.value}_pred": val, "stderr": e if np.isfinite(e) else None} for row, val, e in zip(xp, yp, se)]
-        emit(rows, args.format, title="predictions (delta-method standard error)")
+        predictions = [{**{c: (int(v) if c != "delay_us" else v) for c, v in zip(m.columns, row)},
+                        f"{args.value}_pred": val, f"{args.value}_pred_stderr": e if np.isfinite(e) else None}
+                       for row, val, e in zip(xp, yp, se)]
+    if args.format == "table":
+        emit(rows, args.format, title=title)
+        if delays:
+            emit(predictions, args.format, title="predictions (delta-method standard error)")
+    else:
+        # One document for programs: the parameters, then the predictions, told apart by `kind`.
+        emit(rows + ([{"kind": "prediction", **p} for p in predictions] if delays else []), args.format)
+        print(title, file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -40,12 +40,21 @@ _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": 
 
 def scenario(base: dict | None = None, **params) -> dict:
     """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset).
-    ``cross_gbps`` = 0 means no cross traffic."""
+    ``cross_gbps`` = 0 means no cross traffic. ``window_bytes``: a fixed socket buffer replaces
+    the base's auto-tuning ceilings, and "auto" its fixed buffer (a file's window can be overridden
+    either way)."""
     sc = core.base_copy(base, ("path", "tcp"))
     for key, value in params.items():
         if value is None:
             continue
-        if key in _PATH_KEYS:
+        if key == "window_bytes":
+            if value == "auto":
+                sc["tcp"].pop("window_bytes", None)
+            else:
+                sc["tcp"].pop("rmem_max_bytes", None)
+                sc["tcp"].pop("wmem_max_bytes", None)
+                sc["tcp"]["window_bytes"] = value
+        elif key in _PATH_KEYS:
             sc["path"][key] = value
         elif key in _TCP_KEYS:
             sc["tcp"][key] = value
@@ -84,7 +93,8 @@ def sweep(link: str = "10gige-lan", delays_us: Sequence[float] = (0.0,), streams
           windows: Sequence[int | None] = (None,), cc: str | None = None, mtu_bytes: int | None = None,
           duration_s: float | None = None, testbed: str | None = None, seed: int = 1, base: dict | None = None,
           workers: int | None = None, show_progress: bool = True, **params) -> list[dict]:
-    """Every (delay, streams, window) point of one link; a window of None means Linux auto-tuning.
+    """Every (delay, streams, window) point of one link; a window of None means the base's (Linux
+    auto-tuning without a base), "auto" auto-tuning whatever the base says.
     ``params`` takes any other scenario parameter (``loss``, ``cross_gbps``, ``stack``, ``fibre_km`` ...)."""
     scenarios = [
         scenario(base, link=link, testbed=testbed, seed=seed, cc=cc, mtu_bytes=mtu_bytes, duration_s=duration_s,

@@ -278,6 +278,13 @@ impl TcpScenario {
             .map_err(|_| ScenarioError(format!("cc: unknown '{cc_name}' (valid: {})", CcName::NAMES.join(", "))))?;
         let streams = in_range_u("streams", t.streams.unwrap_or(1) as u64, 1, STREAMS_MAX)? as u32;
         let mss = (mtu - super::link::TCP_IP_HEADER_BYTES) as u64;
+        if t.window_bytes.is_some() && (t.rmem_max_bytes.is_some() || t.wmem_max_bytes.is_some()) {
+            // A fixed socket buffer turns auto-tuning off: its ceilings would be ignored silently.
+            return err(
+                "window_bytes: a fixed socket buffer excludes rmem_max_bytes and wmem_max_bytes (auto-tuning's \
+                 ceilings): give one or the other",
+            );
+        }
         let window = match t.window_bytes {
             Some(w) => WindowSpec::Fixed { bytes: in_range_u("window_bytes", w, mss, 1 << 32)? },
             None => {

@@ -41,9 +41,9 @@ def register(models: argparse._SubParsersAction) -> None:
     where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
     p.add_argument("--streams", default=None, metavar="LIST",
                    help="parallel streams, iperf -P (comma list; 1..1024; default: the scenario file's, else 1)")
-    p.add_argument("--window", default="auto", metavar="LIST",
+    p.add_argument("--window", default=None, metavar="LIST",
                    help="socket buffer per stream, iperf -w (comma list of sizes like 64K,1M,16M, or auto = Linux "
-                        "auto-tuning; mss..4G)")
+                        "auto-tuning; mss..4G; default: the scenario file's, else auto)")
     p.add_argument("--cc", choices=tcp.CCS, default=None, help="congestion control (default cubic)")
     p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN, each direction (0..0.5; default 0)")
     p.add_argument("--cross-gbps", type=units.real(0, 400), default=None, metavar="G",
@@ -94,16 +94,19 @@ def register(models: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_tcp)
 
 
-def _windows(text: str) -> list[int | None]:
-    out: list[int | None] = []
+def _windows(text: str | None) -> list[int | str | None]:
+    """--window's list: sizes in bytes and "auto"; left out, [None] (the scenario file's, else auto)."""
+    if text is None:
+        return [None]
+    out: list[int | str] = []
     for part in str(text).split(","):
         part = part.strip()
         if not part:
             continue
-        out.append(None if part.lower() == "auto" else units.parse_size(part, "--window"))
+        out.append("auto" if part.lower() == "auto" else units.parse_size(part, "--window"))
     if not out:
         raise UserError("--window: empty list (give sizes like 64K,1M or auto)")
-    return units.unique(out, "--window", lambda w: "auto" if w is None else str(w))
+    return units.unique(out, "--window", str)
 
 
 def _queue(text: str | None) -> dict:
