@@ -247,7 +247,7 @@ def cmd_balance(args) -> int:
 _CALIBRATION_MIN = {"delay_us": 0.0, "size_bytes": 1.0, "streams": 1.0, "mss_bytes": 1.0}
 
 
-def _calibration_number(r: dict, i: int, column: str, value, lo: float | None) -> float:
+def _calibration_number(i: int, column: str, value, lo: float | None) -> float:
     """``value`` of ``column`` in record ``i`` as a finite number >= ``lo`` (> 0 when ``lo`` is None)."""
     try:
         v = float(value)
@@ -292,10 +292,10 @@ def cmd_calibrate(args) -> int:
 
     def column(i, r, c):
         v = get(r, c)
-        return _calibration_number(r, i, c, m.column_defaults[c] if v is None else v, _CALIBRATION_MIN[c])
+        return _calibration_number(i, c, m.column_defaults[c] if v is None else v, _CALIBRATION_MIN[c])
 
     x = np.array([[column(i, r, c) for c in m.columns] for i, r in enumerate(recs)])
-    y = np.array([_calibration_number(r, i, args.value, r[args.value], None) for i, r in enumerate(recs)])
+    y = np.array([_calibration_number(i, args.value, r[args.value], None) for i, r in enumerate(recs)])
     p0 = dict(m.params0)
     p0["link_MBps"] = float(y.max())
     notes = []
@@ -308,7 +308,8 @@ def cmd_calibrate(args) -> int:
     res = min((fit(m.fn, s, x, y, bounds=m.bounds) for s in starts), key=lambda r: r.rss)
     r2 = "undefined (every measured value is the same)" if math.isnan(res.r2) else f"{res.r2:.4f}"
     title = f"{args.model} model fitted to {res.n} points (R^2 = {r2})"
-    # Signs of a fit that went nowhere (lower bounds, 0 costs or a 1-message window, can be real).
+    # Signs of a fit that went nowhere. Upper bounds only: a lower one (a zero cost, a window of one
+    # message) can be the real answer.
     if res.r2 < 0:
         notes.append(f"R^2 = {res.r2:.3g}: the model fits these points worse than their mean does; check the value "
                      "column and its unit")
