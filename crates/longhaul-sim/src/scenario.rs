@@ -29,11 +29,28 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Scena
         if let Some(stripped) = msg.strip_suffix(&position) {
             msg = stripped.to_string();
         }
+        let msg = plain_types(&msg);
         match e.path().to_string().as_str() {
             "." => ScenarioError(format!("scenario: {msg}")),
             path => ScenarioError(format!("scenario: {path}: {msg}")),
         }
     })
+}
+
+/// serde names the Rust type a value must have ("expected u32"); a scenario's author needs the
+/// kind of value (the key's own range is checked, and named, once the value parses).
+fn plain_types(msg: &str) -> String {
+    const TYPES: [(&str, &str); 8] = [
+        ("expected u8", "expected a whole number >= 0"),
+        ("expected u16", "expected a whole number >= 0"),
+        ("expected u32", "expected a whole number >= 0"),
+        ("expected u64", "expected a whole number >= 0"),
+        ("expected usize", "expected a whole number >= 0"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+    ];
+    TYPES.iter().fold(msg.to_string(), |out, (rust, words)| out.replace(rust, words))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,5 +408,13 @@ mod tests {
         assert!(!e.contains("column"), "{e}");
         let e = Scenario::from_json("{").unwrap_err().0;
         assert!(e.starts_with("scenario: ") && !e.contains("column"), "{e}");
+    }
+
+    #[test]
+    fn type_errors_say_what_kind_of_value_goes_there() {
+        let e = Scenario::from_json(r#"{"verbs": {"size_bytes": -1}}"#).unwrap_err().0;
+        assert_eq!(e, "scenario: verbs.size_bytes: invalid value: integer `-1`, expected a whole number >= 0");
+        let e = Scenario::from_json(r#"{"path": {"delay_us": "x"}}"#).unwrap_err().0;
+        assert_eq!(e, "scenario: path.delay_us: invalid type: string \"x\", expected a number");
     }
 }
