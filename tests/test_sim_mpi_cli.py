@@ -254,3 +254,15 @@ def test_malformed_trace_reports_file_and_line(cli, tmp_path):
     deadlock.write_text("ranks 2\n0 recv 1 8\n1 recv 0 8\n")
     proc = cli("sim", "mpi", "replay", str(deadlock))
     assert proc.returncode == 2 and "deadlock" in proc.stderr
+    # Both send first: fine while the sends are eager (buffered), a deadlock once they are rendezvous.
+    for size, rc in ((64, 0), (1 << 20, 2)):
+        both = tmp_path / f"both{size}.trace"
+        both.write_text(f"ranks 2\n0 send 1 {size}\n1 send 0 {size}\n0 recv 1 {size}\n1 recv 0 {size}\n")
+        proc = cli("sim", "mpi", "replay", str(both))
+        assert proc.returncode == rc, proc.stderr
+    assert f"{both}: deadlock after" in proc.stderr and "eager threshold" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    long = tmp_path / "long.trace"
+    long.write_text("ranks 2\n0 compute 1e15\n0 send 1 100\n1 recv 0 100\n")
+    proc = cli("sim", "mpi", "replay", str(long))
+    assert proc.returncode == 2 and f"{long}:2: compute: time" in proc.stderr and "[0, 1e8]" in proc.stderr

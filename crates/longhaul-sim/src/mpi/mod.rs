@@ -214,6 +214,18 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let m = &world.mpi;
+    if let (Workload::Trace(t), Stop::Idle) = (&r.workload, stop) {
+        // The static check passes a blocking send as if buffered; above the eager threshold it
+        // is a rendezvous that waits for its receive, so two ranks sending first wait forever.
+        let stuck: Vec<usize> = (0..m.ranks.len()).filter(|&i| !m.ranks[i].finished).take(4).collect();
+        return Err(ScenarioError(format!(
+            "{}: deadlock after {:.3} s simulated: ranks {stuck:?} wait forever; a blocking send above the eager \
+             threshold ({eager_threshold_bytes} bytes) waits for its receive to be posted (post the receive first, \
+             or use isend and waitall)",
+            t.name,
+            to_s(q.now())
+        )));
+    }
     let status = if let Some(f) = &m.failure {
         f.clone()
     } else if world.ib.stats.qp_errors > 0 {

@@ -25,6 +25,9 @@ use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
 use crate::engine::time::from_us;
 
+/// Longest compute step of one trace event (us): 100 s, as `sim mpi app --compute-us` allows.
+const MAX_COMPUTE_US: f64 = 1e8;
+
 #[derive(Debug)]
 pub struct Parsed {
     pub ranks: u32,
@@ -108,7 +111,12 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
         let ev = match op {
             "compute" => {
                 expect(3)?;
-                Event::Compute(num(2, "time (us)")?)
+                let us = num(2, "time (us)")?;
+                // The bound of `sim mpi app --compute-us` (100 s), well inside the run's simulated-time limit.
+                if us > MAX_COMPUTE_US {
+                    return Err(e(format!("compute: time {us} us is out of range [0, 1e8]")));
+                }
+                Event::Compute(us)
             }
             "send" | "isend" | "recv" | "irecv" => {
                 expect(4)?;
@@ -198,6 +206,7 @@ mod tests {
         assert!(bad("0 send 1 8\n").starts_with("x.trace:1: the trace must start"));
         assert!(bad("ranks 2\n0 jump\n").contains("unknown event 'jump'"));
         assert!(bad("ranks 2\n0 compute -1\n").contains("must be >= 0"));
+        assert!(bad("ranks 2\n0 compute 1e15\n").contains("compute: time 1000000000000000 us is out of range [0, 1e8]"));
         assert!(bad("ranks 2\n0 bcast 0 8\n").contains("write '* bcast"));
     }
 }
