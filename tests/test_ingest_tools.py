@@ -121,6 +121,19 @@ def test_iperf3_json_udp_and_failed_run():
         parse("bad_iperf3_truncated.json", "iperf3")
 
 
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["end"]["sum_received"].pop("bits_per_second"), "end.sum_received has no bits_per_second"),
+    (lambda d: d["end"]["sum_received"].update(seconds=0), "end.sum_received.seconds: a summary over 0 s"),
+    # An interrupted run writes its partial sums as well as the error.
+    (lambda d: d.update(error="interrupt - the client has terminated"), "the iperf3 run failed: interrupt"),
+])
+def test_iperf3_json_that_did_not_measure_a_run_is_refused(change, words):
+    doc = json.loads((FIX / "iperf3_tcp.json").read_text())
+    change(doc)
+    with pytest.raises(IngestError, match=words):
+        parse_text(json.dumps(doc, indent=1), "iperf3", "run.json")
+
+
 def test_iperf3_text_single_and_parallel():
     single = parse("iperf3_single.txt", "iperf3")
     s = next(r for r in single if r["direction"] == "sender")

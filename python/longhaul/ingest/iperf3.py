@@ -76,9 +76,15 @@ def _json_summary(s: dict, key: str, text: str, name: str) -> tuple[float, float
     def check(field, value, bound, **unit):
         line = _json_line(text, "end", key, field=field)
         return float(check_value(TOOL, name, line, f"end.{key}.{field}", value, bound, **unit))
-    return (check("bits_per_second", s["bits_per_second"], BANDWIDTH, per_unit=BIT_PER_S, unit="bit/s"),
-            check("bytes", s.get("bytes", 0), COUNT, unit="bytes"),
-            check("seconds", s.get("seconds", s.get("end", 0.0)), DURATION))
+    if "bits_per_second" not in s:
+        raise IngestError(TOOL, name, _json_line(text, "end", key), f"end.{key} has no bits_per_second")
+    out = (check("bits_per_second", s["bits_per_second"], BANDWIDTH, per_unit=BIT_PER_S, unit="bit/s"),
+           check("bytes", s.get("bytes", 0), COUNT, unit="bytes"),
+           check("seconds", s.get("seconds", s.get("end", 0.0)), DURATION))
+    if out[2] <= 0:
+        raise IngestError(TOOL, name, _json_line(text, "end", key, field="seconds"),
+                          f"end.{key}.seconds: a summary over {out[2]:g} s measured nothing (give a run's own output)")
+    return out
 
 
 def parse_json(text: str, name: str) -> list[dict]:
@@ -90,7 +96,7 @@ def parse_json(text: str, name: str) -> list[dict]:
         raise IngestError(TOOL, name, 1, "not iperf3 -J JSON (a number too long to read)") from None
     if not isinstance(doc, dict):
         raise IngestError(TOOL, name, 1, "JSON is not an object; expected iperf3 -J output")
-    if doc.get("error") and not doc.get("end"):
+    if doc.get("error"):  # also with an 'end': an interrupted run writes its partial sums
         raise IngestError(TOOL, name, 1, f"the iperf3 run failed: {doc['error']}")
     start, end = doc.get("start"), doc.get("end")
     if not isinstance(start, dict) or not isinstance(end, dict):
@@ -100,7 +106,7 @@ def parse_json(text: str, name: str) -> list[dict]:
     records = []
     for key, direction in (("sum_sent", "sender"), ("sum_received", "receiver")):
         s = end.get(key)
-        if isinstance(s, dict) and "bits_per_second" in s:
+        if isinstance(s, dict):
             retransmits = _optional(text, name, s, ("end", key), "retransmits", COUNT)
             records.append(_record(direction, *_json_summary(s, key, text, name), retransmits=retransmits, **common))
     if not records and isinstance(end.get("sum"), dict) and "bits_per_second" in end["sum"]:
