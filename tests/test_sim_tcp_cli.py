@@ -68,6 +68,9 @@ def test_csv_and_table_and_distance(cli):
     assert rows[0]["cc"] == "bbr" and float(rows[0]["distance_km"]) == pytest.approx(100.0)
     table = cli("sim", "tcp", "--link", "oc192", "--duration-s", "0.1", check=True).stdout
     assert "MB = 10^6 bytes" in table and "oc192" in table
+    # Large values print whole, never with an exponent (it printed 1e+04 for 10000 us).
+    table = cli("sim", "tcp", "--link", "oc192", "--delay-us", "10000", "--duration-s", "0.05", check=True).stdout
+    assert " 10000 " in table and "e+0" not in table, table
 
 
 def test_help_lists_units_defaults_and_ranges(cli):

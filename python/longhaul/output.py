@@ -15,7 +15,8 @@ T = TypeVar("T")
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.0f}"
+        # Four significant digits, but never an exponent for a value of 1000 or more (10000 us, not 1e+04).
+        return f"{v:.4g}" if abs(v) < 1e3 else f"{v:.0f}"
     return "" if v is None else str(v)
 
 
