@@ -38,6 +38,10 @@ def test_csv_table_distance_and_transports(cli):
     assert float(rows[0]["distance_km"]) == pytest.approx(20.0) and rows[0]["chunk_bytes"] == "0"
     table = cli("sim", "nfs", "--simulated-bytes", "1M", check=True).stdout
     assert "MB = 10^6 bytes" in table and "rdma" in table
+    # The file range's top, 1 TiB, as the README writes it.
+    (r,) = json.loads(cli("sim", "nfs", "--transport", "rdma", "--file-bytes", "1T", "--simulated-bytes", "1M",
+                          "--format", "json", check=True).stdout)
+    assert r["file_bytes"] == 1 << 40
 
 
 def test_a_run_too_short_to_leave_slow_start_is_flagged(cli):

@@ -18,15 +18,15 @@ from longhaul.errors import UserError
 FIBRE_DELAY_US_PER_KM = 5.0  # light in glass: ~2e8 m/s -> 5 us per km (published-points [constants])
 KM_PER_MILE = 1.609344
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)(i?[bB])?\s*$")
-_SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)(i?[bB])?\s*$")
+_SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
 def parse_size(text: str, option: str = "size") -> int:
-    """'65536', '64K', '8M', '4MB' -> bytes (binary suffixes)."""
+    """'65536', '64K', '8M', '4MB', '1T' -> bytes (binary suffixes)."""
     m = _SIZE_RE.match(str(text))
     if not m:
-        raise UserError(f"{option}: '{text}' is not a size (use bytes like 65536 or 64K, 8M, 1G)")
+        raise UserError(f"{option}: '{text}' is not a size (use bytes like 65536 or 64K, 8M, 1G, 1T)")
     value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
     if value != int(value):
         raise UserError(f"{option}: '{text}' is not a whole number of bytes")
