@@ -235,6 +235,8 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--iterations", "2.5"), "--iterations: '2.5' is not a whole number"),
     (("osu", "--bench", "mbw_mr", "--pairs", "65537"), "--pairs: 65537 is out of range [1, 65536]"),
     (("app", "--app", "is", "--iterations", "1e6"), "--iterations: 1e6 is out of range [1, 100000]"),
+    (("tune", "--size", "8K", "--ppn", "2"), "--ppn: tune sizes the job itself"),
+    (("app", "--app", "is", "--transport", "tcp"), "only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

@@ -73,7 +73,7 @@ def osu_sweep(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.
               show_progress: bool = True, base: dict | None = None, iterations: int | None = None,
               warmup: int | None = None, window: int | None = None, where: Sequence[dict] | None = None,
               **params) -> list[dict]:
-    """Every (delay, size) point of one OSU benchmark (latency, bw, bibw). ``where`` replaces
+    """Every (delay, size) point of one OSU benchmark (latency, bw, bibw, bcast). ``where`` replaces
     ``delays_us`` with path dicts; ``params`` take any scenario parameter."""
     if bench not in BENCHES:
         raise UserError(f"--bench: '{bench}' does not run over the TCP transport (valid: {', '.join(BENCHES)})")

@@ -148,7 +148,7 @@ def _points(args) -> list[dict]:
 
 def _params(args) -> dict:
     if args.transport == "tcp":
-        raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw) runs over TCP")
+        raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP")
     thr = None
     if args.rndv_threshold is not None:
         text = str(args.rndv_threshold).strip()
@@ -308,6 +308,10 @@ def run_tune(args: argparse.Namespace) -> int:
     size = units.parse_size(args.size, "--size")
     if not 1 <= size <= 1 << 30:
         raise UserError(f"--size: {size} bytes is out of range [1, 1073741824]")
+    for value, option in ((args.nodes, "--nodes"), (args.ppn, "--ppn")):
+        if value is not None:
+            raise UserError(f"{option}: tune sizes the job itself (one pair for the threshold, 1..{max(mpi.TUNE_PAIRS)} "
+                            "pairs for the pair count, a node per process)")
     params = {k: v for k, v in _params(args).items() if k not in ("eager_threshold_bytes", "nodes", "ppn")}
     rows = []
     for w in _points(args):
