@@ -223,6 +223,21 @@ def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
     return 0
 
 
+def _algos(recs: list[dict]) -> str:
+    """'algo binomial', or per run of sizes when the choice changes with the size
+    ('algo binomial 1-8192 B, scatter-rd 16384-1048576 B')."""
+    runs: list[list] = []
+    for r in recs:
+        algo = r.get("algo", "p2p")
+        if runs and runs[-1][0] == algo:
+            runs[-1][2] = r["size_bytes"]
+        else:
+            runs.append([algo, r["size_bytes"], r["size_bytes"]])
+    if len(runs) == 1:
+        return f"algo {runs[0][0]}"
+    return "algo " + ", ".join(f"{a} {lo}-{hi} B" for a, lo, hi in runs)
+
+
 def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
     """``--format osu``: per delay, the text the OSU benchmark prints (``longhaul.osu_text``),
     with a comment line saying where it ran."""
@@ -231,7 +246,7 @@ def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
         here = [r for r in recs if r["one_way_delay_us"] == delay]
         r0 = here[0]
         where = (f"longhaul simulator, profile {r0['testbed']}, {r0.get('transport', 'tcp')}, {delay:g} us one way "
-                 f"({delay / units.FIBRE_DELAY_US_PER_KM:g} km), ranks {r0.get('ranks', 2)}, algo {r0.get('algo', 'p2p')}")
+                 f"({delay / units.FIBRE_DELAY_US_PER_KM:g} km), ranks {r0.get('ranks', 2)}, {_algos(here)}")
         lines = osu_text.header(args.bench, [where], r0.get("pairs"), args.window or 64)
         for r in here:
             if args.bench == "latency":
