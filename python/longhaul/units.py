@@ -34,7 +34,8 @@ def parse_size(text: str, option: str = "size") -> int:
 
 
 def parse_sizes(text: str, option: str = "--sizes", lo: int = 1, hi: int = 1 << 30) -> list[int]:
-    """A comma list ('2048,65536') or a power-of-two range ('2:8M' = 2, 4, ..., 8M)."""
+    """A comma list ('2048,65536') or a power-of-two range ('2:8M' = 2, 4, ..., 8M; doubling from LOW,
+    as OSU's -m LOW:HIGH does, so '3:100' = 3, 6, ..., 96)."""
     text = str(text).strip()
     if ":" in text:
         a, _, b = text.partition(":")
