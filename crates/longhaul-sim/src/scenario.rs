@@ -37,6 +37,14 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Scena
     })
 }
 
+/// The IB path MTUs (IBA vol. 1: 256 to 4096 bytes).
+const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+/// The IB MTUs up to `max`, for an error message (built only when one is printed).
+fn mtu_list(max: u32) -> String {
+    IB_MTUS.iter().filter(|&&m| m <= max).map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 /// serde names the Rust type a value must have ("expected u32"); a scenario's author needs the
 /// kind of value (the key's own range is checked, and named, once the value parses).
 fn plain_types(msg: &str) -> String {
@@ -304,16 +312,14 @@ impl Scenario {
             })?),
         };
         let mtu = p.mtu_bytes.unwrap_or(2048);
-        const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
         if !IB_MTUS.contains(&mtu) {
-            return err(format!("mtu_bytes: {mtu} is not an IB MTU (valid: 256, 512, 1024, 2048, 4096)"));
+            return err(format!("mtu_bytes: {mtu} is not an IB MTU (valid: {})", mtu_list(u32::MAX)));
         }
         if mtu > hca.max_mtu_bytes {
-            let fit: Vec<String> = IB_MTUS.iter().filter(|&&m| m <= hca.max_mtu_bytes).map(|m| m.to_string()).collect();
             return err(format!(
                 "mtu_bytes: {mtu} is above the {} adapter's largest MTU (valid: {})",
                 hca.name,
-                fit.join(", ")
+                mtu_list(hca.max_mtu_bytes)
             ));
         }
         let max_packet = (mtu + 64) as u64;

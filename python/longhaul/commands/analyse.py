@@ -320,7 +320,7 @@ def cmd_calibrate(args) -> int:
                          "column and its unit")
     notes += [f"{k}: not constrained by these points (no measurement is limited by it)"
               for k in res.names if not np.isfinite(res.stderr[k])]
-    rows = [{"kind": "param", **row} for row in res.table()] if args.format != "table" else res.table()
+    predictions = []
     if delays:
         # Predict at the measured combinations of every other column, at each requested delay.
         di = m.columns.index("delay_us")
@@ -334,12 +334,13 @@ def cmd_calibrate(args) -> int:
                         f"{args.value}_pred": val, f"{args.value}_pred_stderr": e if np.isfinite(e) else None}
                        for row, val, e in zip(xp, yp, se)]
     if args.format == "table":
-        emit(rows, args.format, title=title)
-        if delays:
+        emit(res.table(), args.format, title=title)
+        if predictions:
             emit(predictions, args.format, title="predictions (delta-method standard error)")
     else:
         # One document for programs: the parameters, then the predictions, told apart by `kind`.
-        emit(rows + ([{"kind": "prediction", **p} for p in predictions] if delays else []), args.format)
+        emit([{"kind": "param", **row} for row in res.table()] + [{"kind": "prediction", **p} for p in predictions],
+             args.format)
         print(title, file=sys.stderr)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

@@ -21,6 +21,10 @@ pub mod scenario;
 pub mod shm;
 pub mod trace;
 
+/// Longest compute step an application iteration or a trace event may take (us): 100 s, well
+/// inside the simulation's hour of simulated time.
+pub const MAX_COMPUTE_US: f64 = 1e8;
+
 use serde::Serialize;
 
 use crate::engine::time::{to_s, to_us, S};
@@ -152,8 +156,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
             let layout = Layout::new(r.nodes, r.ppn, slots, &r.placement).map_err(ScenarioError)?;
             apps::check_ranks(a.name, slots).map_err(ScenarioError)?;
             if let Some(us) = a.compute_us_per_iter {
-                // Up to 100 s per iteration (the simulation itself stops at an hour simulated).
-                in_range_f("compute_us_per_iter", us, 0.0, 1e8)?;
+                in_range_f("compute_us_per_iter", us, 0.0, MAX_COMPUTE_US)?;
             }
             let mut app = apps::build(a.name, a.class, &layout, &r.node, a.compute_us_per_iter, choice);
             if let Some(it) = a.iterations {

@@ -23,10 +23,8 @@
 use super::collectives::{self, AlgoChoice, Collective};
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
+use super::MAX_COMPUTE_US;
 use crate::engine::time::from_us;
-
-/// Longest compute step of one trace event (us): 100 s, as `sim mpi app --compute-us` allows.
-const MAX_COMPUTE_US: f64 = 1e8;
 
 #[derive(Debug)]
 pub struct Parsed {
@@ -112,9 +110,8 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
             "compute" => {
                 expect(3)?;
                 let us = num(2, "time (us)")?;
-                // The bound of `sim mpi app --compute-us` (100 s), well inside the run's simulated-time limit.
                 if us > MAX_COMPUTE_US {
-                    return Err(e(format!("compute: time {us} us is out of range [0, 1e8]")));
+                    return Err(e(format!("compute: time {us} us is out of range [0, {MAX_COMPUTE_US:e}]")));
                 }
                 Event::Compute(us)
             }
