@@ -43,6 +43,20 @@ def test_a_larger_eager_limit_saves_the_rendezvous_round_trip_at_distance(cli):
     assert bw("1M") > 1.3 * bw("64K")
 
 
+def test_a_cheaper_stack_is_never_slower_and_bbr_fills_the_link_like_cubic(cli):
+    """A paced sender's core works on its next segment while the port sends the last one: BBR
+    pacing at the link's rate keeps the link full whenever the stack is faster than the link
+    (the core's cost used to follow each packet's wire time, which halved BBR's rate there)."""
+    def bw(stack, cc):
+        return records(cli, "--bench", "bw", "--sizes", "1M", "--delay-us", "1000", "--rate-gbps", "8",
+                       "--transport", "tcp", "--iterations", "4", "--stack", stack, "--cc", cc)[0]["bw_MBps"]
+    per_seg_us = (0.5, 0.9, 1.0, 1.2, 1.6)  # with 0.3 ns/B: 1.9 down to 0.7 GB/s of stack
+    bbr = [bw(f"{s},0.3", "bbr") for s in per_seg_us]
+    assert all(later <= earlier * 1.01 for earlier, later in zip(bbr, bbr[1:])), bbr
+    assert bbr[1] >= 0.9 * 1000.0, bbr  # 8 Gb/s = 1000 MB/s
+    assert bbr[1] == pytest.approx(bw("0.9,0.3", "cubic"), rel=0.03)
+
+
 def test_same_command_same_records(cli):
     args = ("--bench", "bibw", "--sizes", "300K", "--delay-us", "2000", "--window", "8", *TCP)
     assert records(cli, *args) == records(cli, *args)

@@ -27,7 +27,7 @@ use crate::mpi::collectives::{Algo, AlgoChoice, AutoRule};
 use crate::mpi::osu;
 use crate::mpi::placement::{Layout, Placement};
 use crate::mpi::MpiRecord;
-use crate::net::{Fabric, NetEvent};
+use crate::net::{Fabric, NetEvent, NodeId};
 use crate::scenario::ScenarioError;
 use crate::tcp::path;
 use crate::tcp::TcpPacket;
@@ -48,6 +48,8 @@ enum Ev {
     /// A rank writes a frame to a direction.
     Write(u32, Frame),
     Resume(u32),
+    /// A host's core may start on its next segment (`TcpNet::restage`).
+    Stage(NodeId),
 }
 
 impl From<NetEvent> for Ev {
@@ -78,6 +80,9 @@ impl World {
         for (t, a, b, f) in self.ranks.writes.drain(..) {
             q.schedule(t.max(now), Ev::Write(self.dir[a as usize][b as usize], f));
         }
+        for (t, n) in self.net.wakes.drain(..) {
+            q.schedule(t.max(now), Ev::Stage(n));
+        }
         for (t, r) in self.ranks.resumes.drain(..) {
             q.schedule(t.max(now), Ev::Resume(r));
         }
@@ -103,7 +108,12 @@ impl Model for World {
             Ev::Write(d, f) => {
                 self.net.write(d, f);
                 let src = self.net.dirs[d as usize].src;
+                self.net.restage(now, src);
                 self.fabric.kick(now, src, q, &mut self.net);
+            }
+            Ev::Stage(n) => {
+                self.net.restage(now, n);
+                self.fabric.kick(now, n, q, &mut self.net);
             }
             Ev::Resume(r) => self.ranks.advance(r, now),
         }

@@ -49,6 +49,8 @@ struct Host {
     dirs: Vec<u32>,
     rr: usize,
     cores_free: Vec<Time>,
+    /// The earliest stage wake-up pending for this host (`NEVER` if none).
+    wake_at: Time,
 }
 
 pub struct TcpNet {
@@ -62,6 +64,8 @@ pub struct TcpNet {
     pub timers: Vec<(Time, u32)>,
     /// In-order bytes handed to the receiving application: (time, direction, bytes so far).
     pub ready: Vec<(Time, u32, u64)>,
+    /// Stage wake-ups to schedule: (time, host). See [`TcpNet::restage`].
+    pub wakes: Vec<(Time, NodeId)>,
 }
 
 impl TcpNet {
@@ -69,7 +73,9 @@ impl TcpNet {
         let cores = stack.cores.max(1) as usize;
         TcpNet {
             dirs: Vec::new(),
-            hosts: (0..node_count).map(|_| Host { cores_free: vec![0; cores], ..Host::default() }).collect(),
+            hosts: (0..node_count)
+                .map(|_| Host { cores_free: vec![0; cores], wake_at: NEVER, ..Host::default() })
+                .collect(),
             costs: Costs {
                 frame: from_ns(per_frame_ns),
                 tx_pkt: from_ns(stack.tx_pkt_ns),
@@ -83,6 +89,7 @@ impl TcpNet {
             cores,
             timers: Vec::new(),
             ready: Vec::new(),
+            wakes: Vec::new(),
         }
     }
 
@@ -179,6 +186,27 @@ impl TcpNet {
         Ok((done, TcpPacket::data(dst, d, seg, self.framing.fragment_bytes(ip, 0))))
     }
 
+    /// Start the host's core on its next segment now if it can, else ask to be woken when it
+    /// may (the pacing time, or the core finishing an ACK). The core works while the port is
+    /// busy with the previous packet: were the next segment staged only when the port asks for
+    /// it, a paced sender would pay the stack cost after each packet's wire time instead of
+    /// beside it, and a BBR sender pacing at the link's rate would get about half of it.
+    pub fn restage(&mut self, now: Time, node: NodeId) {
+        let h = &mut self.hosts[node as usize];
+        if h.wake_at <= now {
+            h.wake_at = NEVER;
+        }
+        if h.staged.is_some() {
+            return;
+        }
+        let t = self.stage(now, node);
+        let h = &mut self.hosts[node as usize];
+        if t != NEVER && t < h.wake_at {
+            h.wake_at = t;
+            self.wakes.push((t, node));
+        }
+    }
+
     /// Process the next segment of `node`'s directions (round robin) on its core and hold it
     /// until done; returns when to try again if none can be sent now.
     fn stage(&mut self, now: Time, node: NodeId) -> Time {
@@ -214,7 +242,9 @@ impl Endpoints<TcpPacket> for TcpNet {
                 dir.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
                 let keep = dir.tx.acked().min(dir.rx.rcv_nxt);
                 dir.ext.forget_below(keep);
+                let src = dir.src;
                 self.arm(pkt.conn);
+                self.restage(now, src);
             }
             Kind::Cross | Kind::Syn | Kind::SynAck => {}
         }
@@ -237,7 +267,7 @@ impl Endpoints<TcpPacket> for TcpNet {
             Some((ready, pkt)) if ready <= now => {
                 // The core starts on the next segment while this one is on the wire.
                 self.hosts[node as usize].staged = None;
-                self.stage(now, node);
+                self.restage(now, node);
                 Pull::Ready(pkt)
             }
             Some((ready, _)) => Pull::Later(wait.min(ready)),
