@@ -2,8 +2,9 @@
 
 ``fit(model, params0, x, y)`` works with any Python callable ``model(params, x) -> y`` where
 ``params`` is a dict {name: float} and ``x`` whatever the model understands (an array of message
-sizes and delays, a list of scenario dicts for the simulator, ...). The fit is Levenberg-Marquardt
-on the (optionally weighted) residuals with a central-difference Jacobian, in numpy only.
+sizes and delays, a list of scenario dicts for the simulator, ...). The fit is scipy's bounded
+least squares (trust-region reflective) on the (optionally weighted) residuals with a
+central-difference Jacobian.
 
 Uncertainty: the covariance of the estimates is ``s^2 (J^T J)^-1`` at the optimum, with
 ``s^2 = RSS / (n - p)`` (the residual variance; or 1 when absolute ``sigma`` are given), and the
@@ -37,7 +38,8 @@ class FitResult:
     dof: int
     r2: float
     n: int
-    iterations: int
+    #: residual evaluations the solver made (its Jacobian's are not counted)
+    evaluations: int
     converged: bool
     residuals: np.ndarray = field(repr=False)
     model: Model = field(repr=False, default=None)
@@ -104,11 +106,13 @@ def _covariance(J: np.ndarray, s2: float) -> np.ndarray:
 
 
 def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma: Sequence[float] | None = None,
-        bounds: Mapping[str, tuple[float, float]] | None = None, max_iter: int = 200, tol: float = 1e-10) -> FitResult:
+        bounds: Mapping[str, tuple[float, float]] | None = None, max_evaluations: int = 2000,
+        tol: float = 1e-10) -> FitResult:
     """Least-squares fit of ``model``'s parameters (start at ``params0``) to points (x, y).
 
     ``sigma``: per-point standard deviations (weights 1/sigma^2, taken as absolute). ``bounds``:
-    {name: (lo, hi)} kept by clipping. Fewer points than parameters + 1 -> UserError.
+    {name: (lo, hi)} the solver keeps (a start outside is clipped in). Fewer points than
+    parameters + 1 -> UserError.
     """
     names = list(params0)
     y = np.asarray(y, dtype=float).reshape(-1)
@@ -134,49 +138,27 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
             raise UserError(f"calibration: the model returned {yp.size} values for {n} points")
         return (y - yp) * w
 
-    r = resid(p)
-    if not np.all(np.isfinite(r)):
+    if not np.all(np.isfinite(resid(p))):
         raise UserError(f"calibration: the model gives NaN or infinity at the start values {dict(zip(names, p.tolist()))}")
-    cost = float(r @ r)
-    lam = 1e-3
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        y0 = _eval(model, names, p, x)
-        J = _jacobian(model, names, p, x, y0) * w[:, None]  # d(model)/dp, weighted
-        A = J.T @ J
-        g = J.T @ r
-        improved = False
-        for _ in range(30):
-            step = np.linalg.solve(A + lam * np.diag(np.maximum(np.diag(A), 1e-12)), g) if A.size else g
-            pn = np.clip(p + step, lo, hi)
-            rn = resid(pn)
-            cn = float(rn @ rn)
-            if cn < cost:
-                improved = True
-                break
-            lam *= 10
-        if not improved:
-            converged = True
-            break
-        rel = (cost - cn) / max(cost, 1e-300)
-        p, r, cost = pn, rn, cn
-        lam = max(lam / 10, 1e-12)
-        if rel < tol or np.max(np.abs(step) / np.maximum(np.abs(p), 1e-12)) < 1e-10:
-            converged = True
-            break
-    y0 = _eval(model, names, p, x)
-    J = _jacobian(model, names, p, x, y0) * w[:, None]
+    from scipy.optimize import least_squares  # here: every `longhaul analyse` command imports this module
+
+    # Trust-region reflective least squares (it keeps the bounds); x_scale="jac" lets parameters
+    # of very different magnitude (seconds per byte next to microseconds) share one trust region.
+    sol = least_squares(resid, p, jac="3-point", bounds=(lo, hi), method="trf", x_scale="jac",
+                        ftol=tol, xtol=tol, gtol=tol, max_nfev=max_evaluations)
+    p = sol.x
+    y0 = y - sol.fun / w
+    J = sol.jac  # d(residual)/dp at the optimum, weighted; its sign does not matter to J^T J
     dof = n - k
-    s2 = 1.0 if sigma is not None else cost / dof
+    s2 = 1.0 if sigma is not None else float(sol.fun @ sol.fun) / dof
     cov = _covariance(J, s2)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     resid_raw = y - y0
     tss = float(((y - y.mean()) ** 2).sum())
     r2 = 1 - float((resid_raw**2).sum()) / tss if tss > 0 else math.nan  # undefined for constant data
     return FitResult(names=names, values=dict(zip(names, map(float, p))), stderr=dict(zip(names, map(float, se))),
-                     covariance=cov, rss=float((resid_raw**2).sum()), dof=dof, r2=r2, n=n, iterations=it,
-                     converged=converged, residuals=resid_raw, model=model, bounds=bounds)
+                     covariance=cov, rss=float((resid_raw**2).sum()), dof=dof, r2=r2, n=n, evaluations=sol.nfev,
+                     converged=bool(sol.success), residuals=resid_raw, model=model, bounds=bounds)
 
 
 # --------------------------------------------------------------------------- built-in models
