@@ -290,7 +290,7 @@ mod tests {
     use super::*;
     use crate::mpi::collectives::{Algo, AutoRule};
     use crate::mpi::placement::Placement;
-    use crate::mpi::program::check;
+    use crate::mpi::program::{check, Sends};
 
     const DEFAULT: AlgoChoice = AlgoChoice {
         algo: Algo::Default,
@@ -307,7 +307,9 @@ mod tests {
             let mut bufs = vec![vec![0u64; 256]; 16];
             let mut one = a.programs.clone();
             one.repeat = 1;
-            check(&one, &mut bufs).unwrap_or_else(|e| panic!("{app:?}: {}", e.0));
+            check(&one, &mut bufs.clone(), Sends::Buffered).unwrap_or_else(|e| panic!("{app:?}: {}", e.0));
+            let all_rndv = Sends::Rendezvous { eager_threshold_bytes: 0, is_rendezvous: &|_, _, _| true };
+            check(&one, &mut bufs, all_rndv).unwrap_or_else(|e| panic!("{app:?}, rendezvous: {}", e.0));
             assert!(a.compute_us_per_iter > 0.0);
         }
         let ft = build(AppName::Ft, NasClass::B, &layout, &node, None, DEFAULT);

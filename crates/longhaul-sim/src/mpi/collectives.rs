@@ -311,7 +311,7 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
 mod tests {
     use super::*;
     use crate::mpi::placement::Placement;
-    use crate::mpi::program::check;
+    use crate::mpi::program::{check, Sends};
 
     const NO_AUTO: AutoRule = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
 
@@ -334,7 +334,13 @@ mod tests {
                 }
             }
         }
-        check(&p, &mut bufs).unwrap_or_else(|e| panic!("{c:?} {algo:?} n={n}: {}", e.0));
+        // Correct whatever the eager threshold: with every send buffered, and with every send a
+        // rendezvous that waits for its receive to be posted (the same data either way).
+        let mut rndv_bufs = bufs.clone();
+        check(&p, &mut bufs, Sends::Buffered).unwrap_or_else(|e| panic!("{c:?} {algo:?} n={n}: {}", e.0));
+        let all_rndv = Sends::Rendezvous { eager_threshold_bytes: 0, is_rendezvous: &|_, _, _| true };
+        check(&p, &mut rndv_bufs, all_rndv).unwrap_or_else(|e| panic!("{c:?} {algo:?} n={n}, rendezvous: {}", e.0));
+        assert_eq!(bufs, rndv_bufs);
         bufs
     }
 

@@ -381,8 +381,7 @@ impl Mpi {
         self.stats.messages += 1;
         let proto = if self.layout.same_node(src, dst) {
             Proto::Shm
-        } else if bytes == 0 || bytes + self.params.header_bytes as u64 <= self.params.eager_threshold_bytes as u64 {
-            // An empty message is all header: nothing to move by rendezvous.
+        } else if self.params.is_eager(bytes) {
             Proto::Eager
         } else {
             self.rndv_proto()

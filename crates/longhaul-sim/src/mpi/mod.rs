@@ -37,7 +37,8 @@ use collectives::AlgoChoice;
 use engine::{Ev, Mpi, World};
 use params::MpiParams;
 use placement::{Layout, Placement};
-use scenario::{MpiResolved, MpiScenario, Workload};
+use program::{Programs, Sends};
+use scenario::{MpiResolved, MpiScenario, TraceSpec, Workload};
 
 /// One MPI run. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 messages/s).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -118,20 +119,39 @@ pub fn validate_mpi_json(text: &str) -> Result<MpiParams, ScenarioError> {
     match &r.workload {
         Workload::Osu(_) => Ok(()),
         Workload::App(a) => apps::check_ranks(a.name, slots).map_err(ScenarioError),
-        Workload::Trace(t) => {
-            let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
-            Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement)
-                .map(|_| ())
-                .map_err(|e| ScenarioError(format!("{}: {e}", t.name)))
-        }
+        Workload::Trace(t) => trace_programs(&r, t).map(|_| ()),
     }?;
     Ok(r.params)
 }
 
+/// A trace's programs and placement, checked to complete: every receive has its send, and no
+/// blocking send above the eager threshold waits for a receive its peer posts only later.
+fn trace_programs(r: &MpiResolved, t: &TraceSpec) -> Result<(Programs, Layout), ScenarioError> {
+    let in_file = |e: String| ScenarioError(format!("{}: {e}", t.name));
+    let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
+    let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map_err(in_file)?;
+    let p = trace::programs(&parsed, &layout, algo_choice(r));
+    let params = job_params(r, layout.ranks());
+    let is_rendezvous = |s: u32, d: u32, bytes: u64| !layout.same_node(s, d) && !params.is_eager(bytes);
+    let sends =
+        Sends::Rendezvous { eager_threshold_bytes: params.eager_threshold_bytes, is_rendezvous: &is_rendezvous };
+    program::check(&p, &mut p.zero_buffers(), sends).map_err(|e| in_file(e.0))?;
+    Ok((p, layout))
+}
+
+/// The collective algorithm the scenario asks for, and what `auto` decides it by.
+fn algo_choice(r: &MpiResolved) -> AlgoChoice {
+    AlgoChoice { algo: r.algo, one_way_delay_us: r.base.one_way_delay_us(), auto: r.params.auto }
+}
+
+/// The library's parameters for a job of `ranks` processes (the eager limits follow its size).
+fn job_params(r: &MpiResolved, ranks: u32) -> MpiParams {
+    r.params.clone().for_job_size(ranks, r.fixed_threshold, r.fixed_credits)
+}
+
 /// Run one resolved MPI scenario.
 pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
-    let one_way = r.base.one_way_delay_us();
-    let choice = AlgoChoice { algo: r.algo, one_way_delay_us: one_way, auto: r.params.auto };
+    let choice = algo_choice(r);
     let slots = 2 * r.nodes * r.ppn;
     // Workload -> (programs, ranks' placement, algorithm name, iterations, extra facts).
     let (progs, layout, algo_used, full_iters, compute_us, large) = match &r.workload {
@@ -176,11 +196,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
             )
         }
         Workload::Trace(t) => {
-            let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
-            let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement)
-                .map_err(|e| ScenarioError(format!("{}: {e}", t.name)))?;
-            let p = trace::programs(&parsed, &layout, choice);
-            program::check(&p, &mut p.zero_buffers()).map_err(|e| ScenarioError(format!("{}: {}", t.name, e.0)))?;
+            let (p, layout) = trace_programs(r, t)?;
             (p, layout, r.algo.name().to_string(), 1, None, None)
         }
     };
@@ -207,7 +223,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         TransportName::Uc => Transport::Uc,
         TransportName::Ud => Transport::Ud,
     };
-    let mut params = r.params.clone().for_job_size(layout.ranks(), r.fixed_threshold, r.fixed_credits);
+    let mut params = job_params(r, layout.ranks());
     let eager_threshold_bytes = params.eager_threshold_bytes;
     if ib.hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
@@ -217,18 +233,6 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let m = &world.mpi;
-    if let (Workload::Trace(t), Stop::Idle) = (&r.workload, stop) {
-        // The static check passes a blocking send as if buffered; above the eager threshold it
-        // is a rendezvous that waits for its receive, so two ranks sending first wait forever.
-        let stuck: Vec<usize> = (0..m.ranks.len()).filter(|&i| !m.ranks[i].finished).take(4).collect();
-        return Err(ScenarioError(format!(
-            "{}: deadlock after {:.3} s simulated: ranks {stuck:?} wait forever; a blocking send above the eager \
-             threshold ({eager_threshold_bytes} bytes) waits for its receive to be posted (post the receive first, \
-             or use isend and waitall)",
-            t.name,
-            to_s(q.now())
-        )));
-    }
     let status = if let Some(f) = &m.failure {
         f.clone()
     } else if world.ib.stats.qp_errors > 0 {
@@ -279,8 +283,8 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         pairs,
         delay_us: r.base.delay_us,
         fibre_km: r.base.fibre_km,
-        one_way_delay_us: one_way,
-        distance_km: one_way / 5.0,
+        one_way_delay_us: choice.one_way_delay_us,
+        distance_km: choice.one_way_delay_us / 5.0,
         eager_threshold_bytes,
         rndv_protocol: lower(&r.params.rndv),
         seed: r.base.seed,

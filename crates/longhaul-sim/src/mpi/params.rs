@@ -189,6 +189,13 @@ impl NodeParams {
 }
 
 impl MpiParams {
+    /// A message goes eagerly when it and its header fit the eager threshold; an empty message
+    /// is all header, with nothing to move by rendezvous (between nodes: within a node every
+    /// message goes through shared memory).
+    pub fn is_eager(&self, bytes: u64) -> bool {
+        bytes == 0 || bytes + self.header_bytes as u64 <= self.eager_threshold_bytes as u64
+    }
+
     /// MVAPICH2 1.0 sizes its eager path by job size (gen2 `ibv_param.c`,
     /// rdma_set_default_parameters, for Mellanox PCI-Express SDR/DDR and ConnectX DDR adapters):
     /// up to 64 processes 9 KiB eager buffers and 16 fast-path buffers per peer (the defaults

@@ -179,10 +179,22 @@ fn match_detached(r: usize, pending: &mut Vec<Xfer>, wires: &mut Wires, buf: &mu
     Ok(any)
 }
 
+/// When a blocking send completes, as [`check`] plays it.
+pub enum Sends<'a> {
+    /// On posting: the library buffers every send (eager), so a send never waits for its peer.
+    Buffered,
+    /// Where `is_rendezvous(src, dst, bytes)` holds, only once the receiver has posted the
+    /// matching receive (the rendezvous handshake waits for it); buffered otherwise.
+    Rendezvous { eager_threshold_bytes: u32, is_rendezvous: &'a dyn Fn(u32, u32, u64) -> bool },
+}
+
 /// Execute the programs on checksum buffers (`buffers[rank]`), ignoring time. Sends read the
-/// sender's blocks when its round starts; receives apply in posting order when matched.
+/// sender's blocks when its round starts; receives apply in posting order when matched. A
+/// rendezvous send (see [`Sends`]) holds its round, or the `WaitAll` after its `Post`, until
+/// the receiver has posted the receive it matches: the n-th send from a rank to a peer matches
+/// the peer's n-th receive from it.
 /// Returns an error if the programs deadlock or a pair's message sizes disagree.
-pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckError> {
+pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result<(), CheckError> {
     use std::collections::HashMap;
     let n = progs.size();
     let mut pc = vec![0usize; n];
@@ -191,6 +203,17 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckErro
     let mut posted = vec![false; n];
     // Receives posted by `Post` and not yet matched, per rank, in posting order.
     let mut detached: Vec<Vec<Xfer>> = vec![Vec::new(); n];
+    // Per (src, dst): sends posted so far, and receives the destination has posted so far.
+    let mut sends_posted: HashMap<(u32, u32), u64> = HashMap::new();
+    let mut recvs_posted: HashMap<(u32, u32), u64> = HashMap::new();
+    // Per rank, its rendezvous sends not yet known to be matched: (peer, sequence number on the
+    // pair); those of the current round, and those of `Post`s since the last `WaitAll`.
+    let mut round_rndv: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
+    let mut posted_rndv: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
+    let is_rndv = |src: usize, x: &Xfer| match &sends {
+        Sends::Buffered => false,
+        Sends::Rendezvous { is_rendezvous, .. } => is_rendezvous(src as u32, x.peer, x.bytes),
+    };
     let total: usize = progs.ranks.iter().map(|p| p.len()).sum::<usize>() * progs.repeat as usize;
     let mut done = 0usize;
     let len = |r: usize| progs.ranks[r].len() * progs.repeat as usize;
@@ -200,19 +223,31 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckErro
             while pc[r] < len(r) {
                 progress |= match_detached(r, &mut detached[r], &mut wires, &mut buffers[r])?;
                 let a = &progs.ranks[r][pc[r] % progs.ranks[r].len()];
+                let matched = |pending: &[(u32, u64)], recvs_posted: &HashMap<(u32, u32), u64>| {
+                    pending.iter().all(|&(peer, seq)| recvs_posted.get(&(r as u32, peer)).is_some_and(|&k| k > seq))
+                };
                 match a {
                     Action::Compute(_) | Action::Mark(_) => {}
                     Action::Post { sends, recvs } => {
+                        for x in recvs {
+                            *recvs_posted.entry((x.peer, r as u32)).or_default() += 1;
+                        }
                         for s in sends {
+                            let seq = sends_posted.entry((r as u32, s.peer)).or_default();
+                            if is_rndv(r, s) {
+                                posted_rndv[r].push((s.peer, *seq));
+                            }
+                            *seq += 1;
                             let vals = s.blocks.iter().map(|&b| buffers[r][b as usize]).collect();
                             wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
                         }
                         detached[r].extend(recvs.iter().cloned());
                     }
                     Action::WaitAll => {
-                        if !detached[r].is_empty() {
+                        if !detached[r].is_empty() || !matched(&posted_rndv[r], &recvs_posted) {
                             break;
                         }
+                        posted_rndv[r].clear();
                     }
                     Action::Local { moves, .. } => {
                         let snap: Vec<u64> = moves.iter().map(|&(s, _)| buffers[r][s as usize]).collect();
@@ -222,7 +257,15 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckErro
                     }
                     Action::Round { sends, recvs } => {
                         if !posted[r] {
+                            for x in recvs {
+                                *recvs_posted.entry((x.peer, r as u32)).or_default() += 1;
+                            }
                             for s in sends {
+                                let seq = sends_posted.entry((r as u32, s.peer)).or_default();
+                                if is_rndv(r, s) {
+                                    round_rndv[r].push((s.peer, *seq));
+                                }
+                                *seq += 1;
                                 let vals = s.blocks.iter().map(|&b| buffers[r][b as usize]).collect();
                                 wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
                             }
@@ -233,13 +276,14 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckErro
                             let need = recvs.iter().chain(&detached[r]).filter(|y| y.peer == x.peer).count();
                             wires.get(&(x.peer, r as u32)).is_some_and(|q| q.len() >= need)
                         });
-                        if !ready {
+                        if !ready || !matched(&round_rndv[r], &recvs_posted) {
                             break;
                         }
                         for x in recvs {
                             let m = wires.get_mut(&(x.peer, r as u32)).and_then(|q| q.pop_front()).expect("ready");
                             apply(r, x, m, &mut buffers[r])?;
                         }
+                        round_rndv[r].clear();
                         posted[r] = false;
                     }
                 }
@@ -250,7 +294,15 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>]) -> Result<(), CheckErro
         }
         if !progress {
             let stuck: Vec<usize> = (0..n).filter(|&r| pc[r] < len(r)).take(4).collect();
-            return Err(CheckError(format!("deadlock: ranks {stuck:?} wait for messages that are never sent")));
+            let in_rndv = (0..n).any(|r| pc[r] < len(r) && !(round_rndv[r].is_empty() && posted_rndv[r].is_empty()));
+            return Err(CheckError(match (&sends, in_rndv) {
+                (Sends::Rendezvous { eager_threshold_bytes, .. }, true) => format!(
+                    "deadlock: ranks {stuck:?} wait forever; a blocking send above the eager threshold \
+                     ({eager_threshold_bytes} bytes) waits for its receive to be posted (post the receive first, or \
+                     use isend and waitall)"
+                ),
+                _ => format!("deadlock: ranks {stuck:?} wait for messages that are never sent"),
+            }));
         }
     }
     if let Some(((s, d), q)) = wires.iter().find(|(_, q)| !q.is_empty()) {
@@ -278,11 +330,48 @@ mod tests {
         p.ranks[0].push(Action::send(Xfer::new(1, 8, vec![0], false)));
         p.ranks[1].push(Action::recv(Xfer::new(0, 8, vec![1], true)));
         let mut bufs = vec![vec![5, 0], vec![0, 2]];
-        check(&p, &mut bufs).unwrap();
+        check(&p, &mut bufs, Sends::Buffered).unwrap();
         assert_eq!(bufs[1][1], 7);
         let mut dead = Programs::new(2);
         dead.ranks[0].push(Action::recv(Xfer::plain(1, 1)));
         dead.ranks[1].push(Action::recv(Xfer::plain(0, 1)));
-        assert!(check(&dead, &mut [vec![], vec![]]).unwrap_err().0.contains("deadlock"));
+        assert!(check(&dead, &mut [vec![], vec![]], Sends::Buffered).unwrap_err().0.contains("deadlock"));
+    }
+
+    const ALL_RNDV: Sends = Sends::Rendezvous { eager_threshold_bytes: 0, is_rendezvous: &|_, _, _| true };
+
+    /// Two ranks that each send before they receive: fine when sends are buffered, a deadlock
+    /// when they are rendezvous; posting the receive first (a round, or irecv) resolves it.
+    #[test]
+    fn rendezvous_sends_wait_for_their_receive_to_be_posted() {
+        let send_first =
+            |r: usize| vec![Action::send(Xfer::plain(1 - r as u32, 9)), Action::recv(Xfer::plain(1 - r as u32, 9))];
+        let p = Programs { ranks: vec![send_first(0), send_first(1)], repeat: 1 };
+        check(&p, &mut [vec![], vec![]], Sends::Buffered).unwrap();
+        let e = check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap_err().0;
+        assert!(e.contains("ranks [0, 1] wait forever") && e.contains("eager threshold (0 bytes)"), "{e}");
+        // Rank 1 receives first: rank 0's send is matched, then rank 1's.
+        let p = Programs { ranks: vec![send_first(0), send_first(1).into_iter().rev().collect()], repeat: 1 };
+        check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap();
+        // Both as one round each (sendrecv), and both as isend + irecv + waitall.
+        let round = |r: u32| vec![Action::sendrecv(Xfer::plain(1 - r, 9), Xfer::plain(1 - r, 9))];
+        check(&Programs { ranks: vec![round(0), round(1)], repeat: 3 }, &mut [vec![], vec![]], ALL_RNDV).unwrap();
+        let posted = |r: u32| {
+            vec![
+                Action::Post { sends: vec![Xfer::plain(1 - r, 9)], recvs: vec![Xfer::plain(1 - r, 9)] },
+                Action::WaitAll,
+            ]
+        };
+        check(&Programs { ranks: vec![posted(0), posted(1)], repeat: 3 }, &mut [vec![], vec![]], ALL_RNDV).unwrap();
+        // An isend waited for before the peer posts its receive: the peer first waits for its own isend.
+        let isend_first = |r: u32| {
+            vec![
+                Action::Post { sends: vec![Xfer::plain(1 - r, 9)], recvs: vec![] },
+                Action::WaitAll,
+                Action::recv(Xfer::plain(1 - r, 9)),
+            ]
+        };
+        let p = Programs { ranks: vec![isend_first(0), isend_first(1)], repeat: 1 };
+        assert!(check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap_err().0.contains("wait forever"));
     }
 }
