@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -208,14 +209,61 @@ def test_ping_with_no_reply_reports_no_rtt(leaves_nothing):
     assert "none of the 3 probes came back" in p.stderr
 
 
-def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, leaves_nothing):
+@pytest.mark.parametrize("verb, text, message", [
+    # A scenario file's workload value outside bench tcp's range: named by its key in the file.
+    (["tcp"], "[tcp]\nstreams = 1000\n", "scenario {f}: tcp.streams: 1000 is out of range [1, 128]"),
+    (["tcp"], "[tcp]\nduration_s = 0.01\n", "scenario {f}: tcp.duration_s: 0.01 is out of range [0.1, 3600]"),
+    (["tcp"], "[tcp]\nwindow_bytes = 2000000000\n",
+     "scenario {f}: tcp.window_bytes: 2000000000 bytes is out of range [4096, 1073741824] (4K .. 1G)"),
+    # Checked when the file is read, whichever verb reads it (ping runs no TCP streams).
+    (["ping"], "[tcp]\nstreams = 1000\n", "scenario {f}: tcp.streams: 1000 is out of range [1, 128]"),
+    # The file's cross traffic above a line rate the command line sets.
+    (["tcp", "--rate-gbps", "1"], "[cross]\ngbps = 5\n",
+     "scenario {f}: cross.gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
+    (["ping", "--rate-gbps", "0,1"], "[cross]\ngbps = 5\n",
+     "scenario {f}: cross.gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
+    # A value typed on the command line over a good file is named by its option.
+    (["tcp", "--streams", "1000"], "[tcp]\nstreams = 2\n", "--streams: 1000 is out of range [1, 128]"),
+    (["tcp", "--duration-s", "0.01"], "[tcp]\nduration_s = 1\n", "--duration-s: 0.01 is out of range [0.1, 3600]"),
+    (["tcp", "--socket-buffer", "1K"], "[tcp]\nwindow_bytes = 65536\n",
+     "--socket-buffer: 1024 bytes is out of range [4096, 1073741824] (4K .. 1G)"),
+    (["tcp", "--cross-gbps", "5"], "[path]\nrate_gbps = 1\n",
+     "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
+    (["ping", "--cross-gbps", "5"], "[path]\nrate_gbps = 1\n[cross]\ngbps = 0.5\n",
+     "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
+    # A link value outside the emulator's range.
+    (["tcp"], "[path]\nrate_gbps = 200\n", "scenario {f}: the path's WAN rate (path.rate_gbps): '200.0' is not a "
+                                            "rate: give 0 (unlimited) or [0.001, 100] Gb/s"),
+])
+def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, verb, text, message, leaves_nothing):
     f = tmp_path / "s.toml"
-    f.write_text('link = "10gige-lan"\n[tcp]\nstreams = 1000\n')
+    f.write_text('link = "10gige-lan"\n' + text)
+    p = cli("emu", "bench", *verb, "--scenario", str(f), "--no-store")
+    assert p.returncode == 2 and p.stderr == f"longhaul: error: {message.format(f=f)}\n", p.stderr
+
+
+def _a_cc_the_simulator_knows_and_this_machine_lacks() -> str | None:
+    have = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    for cc in ("htcp", "scalable", "highspeed", "bic"):  # the simulator's, besides reno, cubic, bbr
+        loadable = shutil.which("modprobe") and subprocess.run(["modprobe", "-n", f"tcp_{cc}"],
+                                                               capture_output=True).returncode == 0
+        if cc not in have and not loadable:
+            return cc
+    return None
+
+
+@pytest.mark.skipif(_a_cc_the_simulator_knows_and_this_machine_lacks() is None,
+                    reason="this machine has every congestion control the simulator knows")
+def test_a_scenario_cc_this_machine_lacks_names_the_file_key(tmp_path, leaves_nothing):
+    cc = _a_cc_the_simulator_knows_and_this_machine_lacks()
+    f = tmp_path / "s.toml"
+    f.write_text(f'link = "10gige-lan"\n[tcp]\ncc = "{cc}"\n')
     p = cli("emu", "bench", "tcp", "--scenario", str(f), "--no-store")
-    assert p.returncode == 2 and p.stderr.strip() == f"longhaul: error: scenario {f}: tcp.streams: 1000 is out of range [1, 128]"
-    f.write_text('link = "10gige-lan"\n[path]\nrate_gbps = 200\n')
-    p = cli("emu", "bench", "tcp", "--scenario", str(f), "--no-store")
-    assert p.returncode == 2 and "path.rate_gbps" in p.stderr and "--rate-gbps" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert lines[0].startswith(f"longhaul: error: scenario {f}: tcp.cc: '{cc}' is not available here (choose one of: "), p.stderr
+    p = cli("emu", "bench", "tcp", "--cc", cc, "--no-store")
+    assert p.returncode == 2 and p.stderr.startswith(f"longhaul: error: --cc: '{cc}' is not available here"), p.stderr
 
 
 def test_an_mtu_the_kernel_refuses_is_one_line_and_leaves_nothing():

@@ -247,28 +247,17 @@ def _given(cli_value, file_value, default):
     return cli_value if cli_value is not None else file_value if file_value is not None else default
 
 
-#: bench options and the scenario-file keys that give them when the option is left out.
-_FILE_KEY = {"--streams": ("streams", "tcp.streams"), "--cc": ("cc", "tcp.cc"),
-             "--duration-s": ("duration_s", "tcp.duration_s"), "--socket-buffer": ("socket_buffer", "tcp.window_bytes"),
-             "--cross-gbps": ("cross_gbps", "cross.gbps")}
+def _cross(args, file: dict) -> tuple[float, str]:
+    """Cross traffic in Gb/s, from --cross-gbps or else the scenario file (whose load checked it),
+    and what messages call it: bench checks it against the link's rates, which either may set."""
+    from longhaul.emu import bench, scenario
+    if args.cross_gbps:
+        return _floats(args.cross_gbps, "--cross-gbps", 0, bench.MAX_CROSS_GBPS)[0], "--cross-gbps"
+    if args.scenario:
+        return file.get("cross_gbps", 0.0), scenario.key_name(args.scenario, "cross.gbps")
+    return 0.0, "--cross-gbps"
 
 
-def _file_values_named_by_key(bench):
-    """``bench`` with an error about a value the scenario file gave naming the file's key, not an
-    option never typed."""
-    def run(args) -> int:
-        from longhaul.errors import UserError, renamed
-        try:
-            return bench(args)
-        except UserError as err:
-            from_file = {o: key for o, (attr, key) in _FILE_KEY.items() if getattr(args, attr, None) is None}
-            if args.scenario and str(err).split(":", 1)[0] in from_file:
-                raise renamed(err, from_file, f"scenario {args.scenario}: ") from None
-            raise
-    return run
-
-
-@_file_values_named_by_key
 def _bench_tcp(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list, parse_size
@@ -276,23 +265,22 @@ def _bench_tcp(args) -> int:
     started = now_utc()
     _check_store(args)
     link, delays, rates, file = _bench_link(args)
-    cross = _floats(args.cross_gbps, "--cross-gbps", 0, 100)[0] if args.cross_gbps else file.get("cross_gbps", 0.0)
+    cross, cross_name = _cross(args, file)
     buffer = parse_size(args.socket_buffer, "--socket-buffer") if args.socket_buffer else file.get("socket_buffer_bytes")
     records = bench.tcp(link=link, delay_us=delays, rate_gbps=rates,
                         streams=parse_int_list(str(_given(args.streams, file.get("streams"), 1)), "--streams", 1,
                                                bench.MAX_STREAMS),
                         cc=args.cc.split(",") if args.cc else file.get("cc"),
                         duration_s=_floats(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
-                                           0.1, 3600)[0],
+                                           bench.MIN_DURATION_S, bench.MAX_DURATION_S)[0],
                         omit_s=_floats(args.omit_s, "--omit-s", 0, 60)[0] if args.omit_s else None,
                         tool=args.tool, cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"),
-                        socket_buffer_bytes=buffer, name=args.name)
+                        socket_buffer_bytes=buffer, name=args.name, cross_name=cross_name)
     _save(args, "emu-bench-tcp", records, started)
     emit(records, args.format, columns=TCP_COLUMNS if args.format == "table" else None, title="longhaul emu bench tcp")
     return 0
 
 
-@_file_values_named_by_key
 def _bench_ping(args) -> int:
     from longhaul.emu import bench
     from longhaul.units import parse_int_list
@@ -300,12 +288,13 @@ def _bench_ping(args) -> int:
     started = now_utc()
     _check_store(args)
     link, delays, rates, file = _bench_link(args)
-    cross = _floats(args.cross_gbps, "--cross-gbps", 0, 100)[0] if args.cross_gbps else file.get("cross_gbps", 0.0)
+    cross, cross_name = _cross(args, file)
     records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
                          count=parse_int_list(args.count, "--count", 1, 1_000_000)[0],
                          interval_us=_floats(args.interval_us, "--interval-us", 10, 1e7)[0],
                          size_bytes=parse_int_list(args.size, "--size", 24, 65000)[0],
-                         cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name)
+                         cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name,
+                         cross_name=cross_name)
     for r in records:
         if not r["received"]:
             sys.stderr.write(f"longhaul: note: at {r['delay_us']:g} us, {r['rate_gbps']:g} Gb/s none of the "

@@ -27,8 +27,10 @@ from longhaul.errors import UserError
 
 TOOLS = ("builtin", "iperf3")
 MAX_STREAMS = 128
+MIN_DURATION_S = 0.1
 MAX_DURATION_S = 3600.0
 SOCKET_BUFFER_RANGE = (4096, 1 << 30)
+MAX_CROSS_GBPS = 100.0
 #: The data plane's threads wake at least this often during a ping run (~20% of a core when
 #: idle): a thread that sleeps for the whole 10 ms of a long delay lets its vCPU halt, and the
 #: wake-up when the next probe arrives added 50-150 us to the median RTT here; waking every
@@ -61,15 +63,37 @@ def _link_points(link: LinkOptions | None, delay_us, rate_gbps, **symmetric) -> 
     return [base.at(d, r) for d, r in itertools.product(delays, rates)]
 
 
-def _check_cross(cross_gbps: float, points: list[LinkOptions]) -> None:
+def check_streams(streams: int, name: str = "--streams") -> int:
+    """Parallel TCP streams in [1, MAX_STREAMS]; ``name``: the option or file key that gave them."""
+    if not 1 <= streams <= MAX_STREAMS:
+        raise UserError(f"{name}: {streams} is out of range [1, {MAX_STREAMS}]")
+    return streams
+
+
+def check_duration_s(duration_s: float, name: str = "--duration-s") -> float:
+    if not MIN_DURATION_S <= duration_s <= MAX_DURATION_S:
+        raise UserError(f"{name}: {duration_s:g} is out of range [{MIN_DURATION_S:g}, {MAX_DURATION_S:g}]")
+    return duration_s
+
+
+def check_socket_buffer(socket_buffer_bytes: int | None, name: str = "--socket-buffer") -> int | None:
+    lo, hi = SOCKET_BUFFER_RANGE
+    if socket_buffer_bytes is not None and not lo <= socket_buffer_bytes <= hi:
+        raise UserError(f"{name}: {socket_buffer_bytes} bytes is out of range [{lo}, {hi}] (4K .. 1G)")
+    return socket_buffer_bytes
+
+
+def _check_cross(cross_gbps: float, points: list[LinkOptions], name: str) -> None:
     """Cross traffic above the A->B line rate would only fill the queue and drop itself: the
-    simulator refuses it too. Checked before any namespace is built."""
-    if not 0 <= cross_gbps <= 100:
-        raise UserError(f"--cross-gbps: {cross_gbps} is out of range [0, 100]")
+    simulator refuses it too. Checked before any namespace is built, where both the traffic and
+    the link's rates (each from a scenario file or the command line) are known; ``name``: the
+    option or file key that gave the traffic."""
+    if not 0 <= cross_gbps <= MAX_CROSS_GBPS:
+        raise UserError(f"{name}: {cross_gbps} is out of range [0, {MAX_CROSS_GBPS:g}]")
     for point in points:
         rate = point.ab.rate_gbps
         if rate and cross_gbps > rate:
-            raise UserError(f"--cross-gbps: {cross_gbps:g} is above the A->B line rate of {rate:g} Gb/s "
+            raise UserError(f"{name}: {cross_gbps:g} is above the A->B line rate of {rate:g} Gb/s "
                             f"(valid: 0 for none, up to {rate:g})")
 
 
@@ -254,7 +278,7 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
         streams: int | Iterable[int] = 1, window: str | int | None = None, cc: str | Iterable[str] | None = None,
         duration_s: float = 5.0, omit_s: float | None = None, tool: str = "builtin", cross_gbps: float = 0.0,
         cross_size_bytes: int | None = None, socket_buffer_bytes: int | None = None, name: str | None = None,
-        link: LinkOptions | None = None) -> list[dict]:
+        link: LinkOptions | None = None, cross_name: str = "--cross-gbps") -> list[dict]:
     """TCP throughput A -> B through the emulator, one record per point of the grid
     delay_us x rate_gbps x streams x cc (lists or scalars). One emulator per link point.
 
@@ -263,22 +287,17 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
     unlimited), loss (per wire packet), jitter_us, queue ('4MB' / '1000p'; None = one RTT at
     the rate), mtu (bytes) and window (TCP buffer maximum per namespace, bytes or '64M'; None =
     4 x BDP, >= 4 MiB). cc: congestion control set per socket; duration_s: measured seconds,
-    after omit_s warm-up; socket_buffer_bytes: fixed socket buffers (iperf -w)."""
-    stream_list = [int(s) for s in _list(streams)]
-    for s in stream_list:
-        if not 1 <= s <= MAX_STREAMS:
-            raise UserError(f"--streams: {s} is out of range [1, {MAX_STREAMS}]")
-    if not 0.1 <= duration_s <= MAX_DURATION_S:
-        raise UserError(f"--duration-s: {duration_s} is out of range [0.1, {MAX_DURATION_S:g}]")
+    after omit_s warm-up; socket_buffer_bytes: fixed socket buffers (iperf -w); cross_name: what
+    gave cross_gbps, for messages (the option, or a scenario file's key)."""
+    stream_list = [check_streams(int(s)) for s in _list(streams)]
+    check_duration_s(duration_s)
     if tool not in TOOLS:
         raise UserError(f"--tool: '{tool}' is not one of {', '.join(TOOLS)}")
-    if socket_buffer_bytes is not None and not SOCKET_BUFFER_RANGE[0] <= socket_buffer_bytes <= SOCKET_BUFFER_RANGE[1]:
-        raise UserError(f"--socket-buffer: {socket_buffer_bytes} bytes is out of range "
-                        f"[{SOCKET_BUFFER_RANGE[0]}, {SOCKET_BUFFER_RANGE[1]}] (4K .. 1G)")
+    check_socket_buffer(socket_buffer_bytes)
     cc_list = [system.check_congestion_control(c) for c in _list(cc)] if cc is not None else [None]
     records = []
     points = _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu, window=window)
-    _check_cross(cross_gbps, points)
+    _check_cross(cross_gbps, points, cross_name)
     for point in points:
         with Emulator(point, name=name) as emu:
             for s, c in itertools.product(stream_list, cc_list):
@@ -334,9 +353,10 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
 def ping(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | Iterable[float] | None = None,
          loss: float = 0.0, jitter_us: float = 0.0, queue: str | Queue | None = None, mtu: int = 1500,
          count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64, cross_gbps: float = 0.0,
-         cross_size_bytes: int | None = None, name: str | None = None, link: LinkOptions | None = None) -> list[dict]:
+         cross_size_bytes: int | None = None, name: str | None = None, link: LinkOptions | None = None,
+         cross_name: str = "--cross-gbps") -> list[dict]:
     """UDP ping-pong RTT through the emulator, one record per (delay_us, rate_gbps) point
-    (link options as for ``tcp``)."""
+    (link options and cross traffic as for ``tcp``)."""
     if not 1 <= count <= 1_000_000:
         raise UserError(f"--count: {count} is out of range [1, 1000000]")
     if not 10 <= interval_us <= 1e7:
@@ -348,7 +368,7 @@ def ping(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | 
                         f"{count * interval_us * 1e-6:.0f} s; at most {MAX_PING_SECONDS} s per point")
     records = []
     points = _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu)
-    _check_cross(cross_gbps, points)
+    _check_cross(cross_gbps, points, cross_name)
     for point in points:
         with Emulator(point, name=name, idle_wake_us=PING_IDLE_WAKE_US, dataplane_cpus=ping_cpus()) as emu:
             records.append(ping_once(emu, count, interval_us, size_bytes, cross_gbps, cross_size_bytes))

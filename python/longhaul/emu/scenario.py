@@ -25,13 +25,17 @@ Ethernet/SONET ``extender`` boxes, the IPoIB extender's credit buffer (``queue_b
 ``hystart`` (a module parameter of the whole machine), the recovery variants Linux does not
 have (``rto_formula = "rfc6298"``, ``rto_restart = "first-partial-ack"``, ``rto_ssthresh =
 "every-timeout"``, ``cwnd_growth = "cumulative"``), cross traffic that starts late or comes in bursts, and the
-simulator's time series (``interval_s``, ``cwnd_trace``).
+simulator's time series (``interval_s``, ``cwnd_trace``). Every value, the workload's too, is
+checked against the emulator's ranges (those of its options) when the file is read, whichever
+verb reads it, and named by its key in the file.
 """
 
 from __future__ import annotations
 
+from longhaul.emu.bench import check_duration_s, check_socket_buffer, check_streams
 from longhaul.emu.options import (MAX_JITTER_US, MAX_LOSS, QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue,
                                   parse_rates)
+from longhaul.emu.system import check_congestion_control
 from longhaul.errors import UserError, renamed
 from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_float_list, parse_size
 
@@ -119,7 +123,23 @@ def load(path: str) -> dict:
         build_link(link)  # every value in the emulator's ranges
     except UserError as e:  # an emulator range the file's value is outside: name its key
         raise renamed(e, _LINK_KEY, f"scenario {path}: ") from None
+    _check_bench(bench, path)
     return {"link": link, "bench": bench}
+
+
+def key_name(path: str, key: str) -> str:
+    """How a message names the value of ``key`` in the scenario file ``path``."""
+    return f"scenario {path}: {key}"
+
+
+def _check_bench(bench: dict, path: str) -> None:
+    """The workload in the ranges of `bench tcp`'s options, each named by its key in the file.
+    Cross traffic is in range already: the simulator holds it to the file's line rate, which is
+    in the emulator's range; ``longhaul.emu.bench`` holds it to a rate the command line sets."""
+    check_streams(bench["streams"], key_name(path, "tcp.streams"))
+    check_duration_s(bench["duration_s"], key_name(path, "tcp.duration_s"))
+    check_socket_buffer(bench["socket_buffer_bytes"], key_name(path, "tcp.window_bytes"))
+    check_congestion_control(bench["cc"], key_name(path, "tcp.cc"))
 
 
 #: The emulator's link options and the scenario keys that set them.

@@ -81,13 +81,14 @@ def available_congestion_controls() -> list[str]:
         return []
 
 
-def check_congestion_control(cc: str) -> str:
-    # Modules such as bbr load on first use; try loading before refusing.
+def check_congestion_control(cc: str, name: str = "--cc") -> str:
+    """``cc`` if this machine has it; ``name``: the option or file key that gave it. Modules such
+    as bbr load on first use; try loading before refusing."""
     have = available_congestion_controls()
     if cc not in have:
         if shutil.which("modprobe"):
             subprocess.run(["modprobe", f"tcp_{cc}"], capture_output=True)
         have = available_congestion_controls()
     if cc not in have:
-        raise UserError(f"--cc: '{cc}' is not available here (choose one of: {', '.join(have) or 'none'})")
+        raise UserError(f"{name}: '{cc}' is not available here (choose one of: {', '.join(have) or 'none'})")
     return cc
