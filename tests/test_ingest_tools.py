@@ -100,6 +100,36 @@ def test_osu_bad_row_and_missing_title():
         parse("bad_not_a_benchmark.txt", "osu")
 
 
+@pytest.mark.parametrize("fixture,line,value,cut,shown", [
+    ("osu_latency.txt", 11, "1620.70", "16", "Latency (us) '16'"),          # cut mid-number
+    ("osu_latency.txt", 11, "1620.70", "1620.7", "Latency (us) '1620.7'"),  # cut in the decimals
+    ("osu_latency.txt", 11, "1620.70", "1620.", "Latency (us) '1620.'"),
+    ("osu_mbw_mr.txt", 7, "14514.20", "145", "Messages/s '145'"),
+    ("osu_bcast_full.txt", 8, "9240.80", "92", "Max Latency(us) '92'"),   # a middle column
+])
+def test_osu_row_cut_short_is_refused(cli, tmp_path, fixture, line, value, cut, shown):
+    # The last row of a file cut while OSU was writing it (or a value otherwise without its decimals):
+    # the number is plausible, so only the missing decimals (OSU prints every value with %.2f) tell.
+    f = tmp_path / "cut.txt"
+    f.write_text(_fixture_with(fixture, line, value, cut).rstrip("\n"))
+    proc = cli("ingest", str(f), "--tool", "osu", "--delay-us", "0", "--dry-run")
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.startswith(f"longhaul: error: osu: cut.txt line {line}: {shown} "), proc.stderr
+    assert proc.stderr.count("\n") == 1 and "2 decimals" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_osu_real_layouts_still_ingest(cli, tmp_path):
+    # Every OSU fixture (integer sizes and Iterations, values with 2 decimals), and a build with more
+    # decimals: FLOAT_PRECISION is an #ifndef default in osu_util.h, so -DFLOAT_PRECISION=3 prints 3.
+    three = tmp_path / "three_decimals.txt"
+    three.write_text(_fixture_with("osu_latency.txt", 11, "1620.70", "1620.705"))
+    files = [str(f) for f in sorted(FIX.glob("osu_*.txt"))] + [str(three)]
+    proc = cli("ingest", *files, "--tool", "osu", "--dry-run", "--format", "json", check=True)
+    records = json.loads(proc.stdout)
+    assert len(records) == 3 + 3 + 9 + 9 + 9 + 4 + 9  # the fixtures in name order, then three_decimals.txt
+    assert records[-1]["lat_us"] == 1620.705 and any(r.get("iterations") == 1000 for r in records)
+
+
 # --------------------------------------------------------------------------------------- iperf3
 def test_iperf3_json_tcp():
     recs = parse("iperf3_tcp.json", "iperf3")
@@ -278,7 +308,7 @@ def test_perftest_unknown_or_mismatched_title_rejected(tmp_path, capsys):
 
 @pytest.mark.parametrize("rows,line,shown,valid", [
     ("1 nan\n2 3.0\n", 3, "Latency (us) nan", "0 to 1e+09 us"),
-    ("1 1.0\n2 -3\n", 4, "Latency (us) -3", "0 to 1e+09 us"),
+    ("1 1.00\n2 -3\n", 4, "Latency (us) -3", "0 to 1e+09 us"),
     ("-1 1.0\n", 3, "Size -1", "0 to 2.81475e+14 bytes"),
 ])
 def test_osu_impossible_latency_rejected(tmp_path, capsys, rows, line, shown, valid):

@@ -67,6 +67,7 @@ def test_help_lists_units_defaults_and_ranges(cli):
 
 @pytest.mark.parametrize("args, needle", [
     (("--transport", "smb"), "--transport: unknown 'smb'"),
+    (("--transport", "rdma,,ipoib-ud"), "--transport: empty item in 'rdma,,ipoib-ud' (each item is one of rdma, ipoib-rc, ipoib-ud)"),
     (("--delay-us", "-1"), "--delay-us"),
     (("--delay-us", "abc"), "--delay-us"),
     (("--threads", "0"), "threads: 0 is out of range [1, 1024]"),

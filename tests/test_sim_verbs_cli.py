@@ -169,6 +169,12 @@ BAD = [
     (["--distance-km", "1", "--delay-us", "1"], "not allowed with"),
     (["--iterations", "-1"], "--iterations: -1 is out of range [1, 1e8]"),
     (["--seed", "1.5"], "--seed: '1.5' is not a whole number"),
+    # An empty item in a comma list (a value lost in editing) is refused, not dropped: the run
+    # would otherwise go ahead without the point and nothing would say so. A trailing comma too.
+    (["--sizes", "1K,,2K"], "--sizes: empty item in '1K,,2K' (each item is a size in [1, 1073741824] bytes, like 65536 or 64K"),
+    (["--sizes", "1K,"], "--sizes: empty item in '1K,'"),
+    (["--delay-us", "0,,10"], "--delay-us: empty item in '0,,10' (each item is a number in [0, 200000])"),
+    (["--qps", "1,2,"], "--qps: empty item in '1,2,' (each item is a whole number in [1, 1024])"),
 ]
 
 

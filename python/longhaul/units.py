@@ -33,6 +33,20 @@ def parse_size(text: str, option: str = "size") -> int:
     return int(value)
 
 
+def list_items(text: str, option: str, valid_item: str) -> list[str]:
+    """A comma list's items, stripped; [] for a list with nothing in it (each caller says "empty list").
+    An empty item ('1K,,2K', or a trailing comma '1K,') is refused, not dropped: it is a value lost in
+    editing, and the run would go ahead without that point with nothing saying so. ``valid_item``
+    says what an item is, for that message."""
+    text = str(text)
+    if not text.strip():
+        return []
+    items = [part.strip() for part in text.split(",")]
+    if "" in items:
+        raise UserError(f"{option}: empty item in '{text.strip()}' (each item is {valid_item})")
+    return items
+
+
 def parse_sizes(text: str, option: str = "--sizes", lo: int = 1, hi: int = 1 << 30) -> list[int]:
     """A comma list ('2048,65536') or a power-of-two range ('2:8M' = 2, 4, ..., 8M; doubling from LOW,
     as OSU's -m LOW:HIGH does, so '3:100' = 3, 6, ..., 96)."""
@@ -47,7 +61,8 @@ def parse_sizes(text: str, option: str = "--sizes", lo: int = 1, hi: int = 1 << 
             sizes.append(s)
             s *= 2
     else:
-        sizes = [parse_size(part, option) for part in text.split(",") if part.strip()]
+        valid_item = f"a size in [{lo}, {hi}] bytes, like 65536 or 64K, 8M, 1G"
+        sizes = [parse_size(part, option) for part in list_items(text, option, valid_item)]
     if not sizes:
         raise UserError(f"{option}: empty list")
     for s in sizes:
@@ -77,10 +92,7 @@ def _value_text(v) -> str:
 
 def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
     values = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in list_items(text, option, f"{kind} in [{range_text(lo)}, {range_text(hi)}]"):
         try:
             v = convert(part)
         except ValueError:
@@ -95,7 +107,7 @@ def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
 
 def parse_name_list(text: str, option: str, valid) -> list[str]:
     """'rdma,ipoib-ud' -> ['rdma', 'ipoib-ud'], each one of ``valid`` (as typed; lower-case names)."""
-    names = [part.strip().lower() for part in str(text).split(",") if part.strip()]
+    names = [part.lower() for part in list_items(text, option, f"one of {', '.join(valid)}")]
     for name in names:
         if name not in valid:
             raise UserError(f"{option}: unknown '{name}' (valid: {', '.join(valid)})")

@@ -12,7 +12,8 @@ a title ``# OSU MPI Bandwidth Test v7.3`` (also ``# OSU MPI-CUDA ...``), optiona
   (collectives: osu_bcast, osu_allreduce, osu_alltoall, ...)
 
 then rows ``<size> <value> ...``. Lines before the title (MPI launcher noise) are skipped. A header
-that does not fit the title (``Bandwidth (MB/s)`` under a ``Latency Test`` title) is rejected.
+that does not fit the title (``Bandwidth (MB/s)`` under a ``Latency Test`` title) is rejected, and so
+is a value without the two decimals OSU prints (a row cut short, ``1048576  12``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,17 @@ _BOUNDS: dict[str, tuple[Bound, float, str | None]] = {
     "size_bytes": (SIZE, 1.0, None), "iterations": (COUNT, 1.0, None), "bw_MBps": (BANDWIDTH, 1.0, None),
     "msg_rate_per_s": (MSG_RATE, 1e-6, "messages/s"),
 }
+# OSU prints the size and the collectives' Iterations as integers (``%-*d``, ``%*d``/``%*lu``) and every
+# other value with ``%*.*f`` and FLOAT_PRECISION decimals. OMB 7.x: c/util/osu_util.h has ``#ifndef
+# FLOAT_PRECISION`` / ``#define FLOAT_PRECISION 2`` (OMB 5.x the same in mpi/pt2pt/osu_pt2pt.h);
+# print_data (c/util/osu_util.c) and print_stats (c/util/osu_util_mpi.c) print latencies and tail
+# latencies that way, the pt2pt sources latency and bandwidth, and osu_mbw_mr.c both MB/s and Messages/s
+# (5.x and 7.x). A value with fewer decimals is a row cut while it was written (the end of a copied or
+# interrupted file): '12' of '12345.67' passes every bound. More decimals are kept: the precision is a
+# build-time default, so a build with -DFLOAT_PRECISION=3 prints 3.
+_OSU_DECIMALS = 2
+_PRINTED_VALUE = re.compile(rf"-?\d+\.\d{{{_OSU_DECIMALS},}}")
+_INTEGER_COLUMNS = ("size_bytes", "iterations")
 _COLLECTIVES = {"bcast", "allreduce", "reduce_scatter", "reduce", "allgatherv", "allgather", "gatherv", "gather",
                 "alltoallv", "alltoall", "scatterv", "scatter", "barrier"}
 
@@ -97,10 +109,16 @@ def _check_header_matches_title(title: tuple[int, str], cols: list[str], name: s
                                                   f"{title[0]}: a {word} test's header has {headers}")
 
 
-def _check_row(row: dict, labels: list[str], name: str, lineno: int) -> None:
+def _check_row(row: dict, toks: list[str], labels: list[str], name: str, lineno: int) -> None:
     for (col, value), label in zip(row.items(), labels):
         bound, per_unit, unit = _BOUNDS.get(col, (LATENCY, 1.0, None))  # the other columns are latencies
         check_value(TOOL, name, lineno, label, value, bound, per_unit=per_unit, unit=unit)
+    # After the bounds, so that an impossible value (nan, -3) is named as that, not as its decimals.
+    for col, tok, label in zip(row, toks, labels):
+        if col not in _INTEGER_COLUMNS and not _PRINTED_VALUE.fullmatch(tok):
+            raise IngestError(TOOL, name, lineno, f"{label} '{tok}' does not have the {_OSU_DECIMALS} decimals OSU "
+                                                  f"prints every value with (like {float(tok):.{_OSU_DECIMALS}f}); "
+                                                  "is the row cut short?")
 
 
 def parse(text: str, name: str = "<text>") -> list[dict]:
@@ -147,11 +165,11 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno,
                               f"row has {len(toks)} fields, the header on line {header_line} has {len(cols)}")
         try:
-            vals = [int(t) if c in ("size_bytes", "iterations") else float(t) for c, t in zip(cols, toks)]
+            vals = [int(t) if c in _INTEGER_COLUMNS else float(t) for c, t in zip(cols, toks)]
         except ValueError:
             raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, vals))
-        _check_row(row, labels, name, lineno)
+        _check_row(row, toks, labels, name, lineno)
         rec = {**ctx, **row}
         if "msg_rate_per_s" in rec:
             rec["msg_rate_Mps"] = rec.pop("msg_rate_per_s") / 1e6
