@@ -89,6 +89,7 @@ def test_help_lists_units_defaults_and_ranges(cli):
     (["--link", "10gige-lan", "--cross-gbps", "12"], "cross_gbps: 12 is out of range (0, 10.0000]"),
     (["--streams", "0"], "--streams: 0 is out of range [1, 1024]"),
     (["--window", "lots"], "--window"),
+    (["--window", "64K,,1M"], "--window: empty item in '64K,,1M'"),
     (["--delay-us", "-5"], "--delay-us"),
     (["--rto-restart", "sometimes"], "--rto-restart"),
     (["--cwnd-growth", "fast"], "--cwnd-growth"),

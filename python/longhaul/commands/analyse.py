@@ -189,7 +189,8 @@ def select(args, prefix: str = "") -> list[dict]:
 
 
 def _by(args) -> tuple[str, ...]:
-    return tuple(c.strip() for c in args.by.split(",") if c.strip())
+    from longhaul.units import list_items
+    return tuple(list_items(args.by, "--by", "a column name"))
 
 
 # --------------------------------------------------------------------------- verbs

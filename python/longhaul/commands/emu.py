@@ -260,7 +260,7 @@ def _cross(args, file: dict) -> tuple[float, str]:
 
 def _bench_tcp(args) -> int:
     from longhaul.emu import bench
-    from longhaul.units import parse_int_list, parse_size
+    from longhaul.units import list_items, parse_int_list, parse_size
     from longhaul.results import now_utc
     started = now_utc()
     _check_store(args)
@@ -270,7 +270,8 @@ def _bench_tcp(args) -> int:
     records = bench.tcp(link=link, delay_us=delays, rate_gbps=rates,
                         streams=parse_int_list(str(_given(args.streams, file.get("streams"), 1)), "--streams", 1,
                                                bench.MAX_STREAMS),
-                        cc=args.cc.split(",") if args.cc else file.get("cc"),
+                        cc=list_items(args.cc, "--cc", "a congestion control this machine has, like cubic or bbr") if args.cc
+                        else file.get("cc"),
                         duration_s=_floats(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
                                            bench.MIN_DURATION_S, bench.MAX_DURATION_S)[0],
                         omit_s=_floats(args.omit_s, "--omit-s", 0, 60)[0] if args.omit_s else None,

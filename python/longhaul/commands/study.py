@@ -53,7 +53,7 @@ def cmd_study(args) -> int:
         raise UserError("--workers: not used with --executor serial (one point at a time)")
     ctx = StudyContext(quick=args.quick, store=store_from_args(args), out_dir=out_dir, executor=args.executor,
                        workers=args.workers, use_cache=not args.no_cache, argv=argv)
-    only = [s.strip() for s in args.parts.split(",") if s.strip()] if args.parts else None
+    only = units.list_items(args.parts, "--parts", "a part name") if args.parts else None
     study = run_study(ctx, only=only)
     paths = write_outputs(study, out_dir)
     if not args.no_summary:

@@ -98,12 +98,8 @@ def _windows(text: str | None) -> list[int | str | None]:
     """--window's list: sizes in bytes and "auto"; left out, [None] (the scenario file's, else auto)."""
     if text is None:
         return [None]
-    out: list[int | str] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        out.append("auto" if part.lower() == "auto" else units.parse_size(part, "--window"))
+    items = units.list_items(text, "--window", "a size like 64K or 1M, or auto")
+    out = ["auto" if part.lower() == "auto" else units.parse_size(part, "--window") for part in items]
     if not out:
         raise UserError("--window: empty list (give sizes like 64K,1M or auto)")
     return units.unique(out, "--window", str)
