@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.root, needs_root]
     (["run", "--loss", "-0.1", "--", "A:", "true"], "--loss: -0.1 is out of range [0, 0.5]"),
     (["run", "--jitter-us", "nan", "--", "A:", "true"], "--jitter-us: nan is out of range [0, 100000]"),
     (["bench", "ping", "--rate-gbps", "0.0001"], "give 0 (unlimited) or [0.001, 100] Gb/s"),
+    (["bench", "ping", "--rate-gbps", "1,,2"], "--rate-gbps: empty item in '1,,2' (each item is 0 (unlimited) or [0.001, 100] Gb/s)"),
     (["bench", "ping", "--seed", "-1"], "--seed: -1 is out of range [0, 18446744073709551614]"),
     (["bench", "ping", "--count", "1000000", "--interval-us", "10000000"], "at most 86400 s per point"),
     (["bench", "ping", "--store", "/proc/nope"], "--store: cannot write results to '/proc/nope'"),

@@ -38,9 +38,7 @@ RATE_RANGE_TEXT = f"0 (unlimited) or [{MIN_RATE_GBPS:g}, {MAX_RATE_GBPS:g}] Gb/s
 def parse_rates(text, option: str = "--rate-gbps") -> list[float]:
     """Link rates in Gb/s from a comma list: 0 = unlimited, else MIN_RATE_GBPS..MAX_RATE_GBPS."""
     rates = []
-    for part in (p.strip() for p in str(text).split(",")):
-        if not part:
-            continue
+    for part in units.list_items(text, option, RATE_RANGE_TEXT):
         try:
             r = float(part)
         except ValueError:
