@@ -134,6 +134,41 @@ def test_scenario_file_drives_the_run(cli, tmp_path):
     assert (r["transport"], r["op"], r["test"]) == ("uc", "send", "bibw")  # the file's, not the CLI's defaults
     given = records(cli, "--scenario", str(f), "--transport", "rc", "--op", "write", "--seed", "3")[0]
     assert (given["transport"], given["op"], given["test"], given["seed"]) == ("rc", "write", "bibw", 3)
+    # The file's queue pairs too (--qps left out used to mean 1 whatever the file said).
+    qps = tmp_path / "qps.toml"
+    qps.write_text("[verbs]\nqps = 4\nsize_bytes = 4096\n")
+    assert records(cli, "--scenario", str(qps))[0]["qps"] == 4
+    assert records(cli, "--scenario", str(qps), "--qps", "2")[0]["qps"] == 2
+
+
+@pytest.mark.parametrize("model, content, file_error, option, option_error", [
+    ("verbs", "[verbs]\nqps = 0\n", "qps: 0 is out of range [1, 1024]", ["--qps", "2"], None),
+    ("verbs", '[verbs]\ntest = "lat"\n[path]\ndelay_us = -4\n', "delay_us: -4 is out of range [0, 200000]",
+     ["--delay-us", "5"], None),
+    ("tcp", "[tcp]\nstreams = 5000\n", "streams: 5000 is out of range [1, 1024]", ["--streams", "2"], None),
+    ("tcp", '[tcp]\nstreams = "a"\n', 'tcp.streams: invalid type: string "a"', ["--streams", "2"], None),
+    # An option's value is named by the option, not the file.
+    ("tcp", '[tcp]\nstreams = 2\n', None, ["--streams", "0"], "--streams: 0 is out of range [1, 1024]"),
+    ("nfs", "[nfs]\nthreads = 0\n", "threads: 0 is out of range", ["--threads", "2"], None),
+])
+def test_a_bad_value_from_the_scenario_file_names_the_file(cli, tmp_path, model, content, file_error, option,
+                                                          option_error):
+    f = tmp_path / "s.toml"
+    f.write_text(content)
+    quick = {"tcp": ["--duration-s", "0.01"], "verbs": ["--sizes", "64"], "nfs": ["--simulated-bytes", "1M"]}[model]
+    proc = cli("sim", model, "--scenario", str(f), *quick)
+    if file_error:
+        assert proc.returncode == 2 and proc.stderr.startswith(f"longhaul: error: scenario {f}: ") \
+            and file_error in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    # Overridden by an option, the file's bad value is not used; an option's bad value is the option's.
+    given = cli("sim", model, "--scenario", str(f), *quick, *option)
+    if option_error:
+        assert given.returncode == 2 and option_error in given.stderr and str(f) not in given.stderr, given.stderr
+    else:
+        assert given.returncode == 0, given.stderr
+    sweep = cli("sweep", model, "--base", str(f), "--grid", '{"seed": [1]}', "--store", str(tmp_path / "store"))
+    if file_error:
+        assert sweep.returncode == 2 and sweep.stderr.startswith(f"longhaul: error: scenario {f}: "), sweep.stderr
 
 
 def test_help_lists_parameters_with_units(cli):

@@ -87,7 +87,7 @@ def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[
 
 
 def _run(args) -> int:
-    from longhaul.commands.simmodels.verbs import load_scenario_file
+    from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
 
     module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
     base = load_scenario_file(args.base) if args.base else None
@@ -100,8 +100,12 @@ def _run(args) -> int:
             scenarios.append(module.scenario(base, **extra, **_cli_defaults(args.model, pt, base), **pt))
         except TypeError as err:
             raise UserError(f"--grid: {err}") from None
-    for sc in scenarios:
-        module.validate(sc)
+    try:
+        for sc in scenarios:
+            module.validate(sc)
+    except UserError as err:
+        file_alone = lambda: module.validate(module.scenario(base, **_cli_defaults(args.model, {}, base)))  # noqa: E731
+        raise naming_the_file(err, args.base, file_alone) from None
     res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store), source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from longhaul import units
-from longhaul.commands.simmodels.verbs import load_scenario_file
+from longhaul.errors import UserError
+from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import nfs
@@ -82,7 +83,10 @@ def run_nfs(args: argparse.Namespace) -> int:
                   file_bytes=_size(args.file_bytes, "--file-bytes"),
                   simulated_bytes=_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots)
     scenarios = [nfs.scenario(base, transport=t, **common, **where) for t in transports for where in points]
-    records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
+    try:
+        records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
+    except UserError as err:
+        raise naming_the_file(err, args.scenario, lambda: nfs.validate(nfs.scenario(base, transport=default))) from None
     emit(records, args.format, COLUMNS, title=f"longhaul sim nfs ({records[0]['testbed'] if records else ''})")
     for r in records:
         if (r["bw_drift_pct"] or 0.0) > DRIFT_NOTE_PCT:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from longhaul import units
-from longhaul.commands.simmodels.verbs import load_scenario_file
+from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -152,7 +152,11 @@ def run_tcp(args: argparse.Namespace) -> int:
     )
     scenarios = [tcp.scenario(base, **common, **where, streams=n, window_bytes=w)
                  for where in points for n in streams for w in windows]
-    records = tcp.run_many(scenarios, workers=args.workers, description=f"tcp {args.link or DEFAULT_LINK}")
+    try:
+        records = tcp.run_many(scenarios, workers=args.workers, description=f"tcp {args.link or DEFAULT_LINK}")
+    except UserError as err:
+        file_link = None if base and "link" in base else DEFAULT_LINK
+        raise naming_the_file(err, args.scenario, lambda: tcp.validate(tcp.scenario(base, link=file_link))) from None
     shown = records
     if args.format == "table":  # per-stream lists, rounded to stay readable
         shown = [{**r, "stream_bw_MBps": " ".join(f"{x:.4g}" for x in r["stream_bw_MBps"])} for r in records]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from longhaul import units
@@ -41,7 +42,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None, metavar="LIST",
                    help="message sizes in bytes: comma list (2048,65536) or power-of-two range (2:8M); 1..1G; "
                         "default 2:8M (bw) or 2:MTU for ud, 2 for lat")
-    p.add_argument("--qps", default="1", metavar="N", help="queue pairs (comma list allowed; 1..1024)")
+    p.add_argument("--qps", default=None, metavar="N",
+                   help="queue pairs (comma list allowed; 1..1024; default: the scenario file's, else 1)")
     p.add_argument("--iterations", type=units.whole(1, 10**8), default=None, metavar="N", help="iterations per point (1..1e8; perftest default 1000)")
     p.add_argument("--tx-depth", type=units.whole(1, 16384), default=None, metavar="N",
                    help="the benchmark's window: send work requests posted and not completed per QP, its send queue "
@@ -81,6 +83,20 @@ def load_scenario_file(path: str) -> dict:
     if not isinstance(sc, dict):
         raise UserError(f"--scenario: '{path}' must hold a table/object of parameters, not a {type(sc).__name__}")
     return sc
+
+
+def naming_the_file(err: UserError, path: str | None, file_alone: Callable[[], object]) -> UserError:
+    """``err``, raised by scenarios made of the file at ``path`` and the options, naming the file
+    (``scenario PATH: tcp.streams: ...``) when ``file_alone`` (the file's scenario with the
+    defaults for what it leaves out) fails the same way: the value at fault is the file's. Else
+    ``err`` as it is, as an option's value or the two together are at fault."""
+    if path is not None:
+        try:
+            file_alone()
+        except UserError as alone:
+            if str(alone) == str(err):
+                return UserError(f"scenario {path}: {str(err).removeprefix('scenario: ')}")
+    return err
 
 
 def table_of(sc: dict | None, name: str) -> dict:
@@ -123,7 +139,8 @@ def run_verbs(args: argparse.Namespace) -> int:
     else:
         km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
         points = [{"fibre_km": k} for k in km]
-    qps_list = units.parse_int_list(args.qps, "--qps", 1, 1024)
+    # None: the scenario file's value, else the core's default (1).
+    qps_list: list[int | None] = [None] if args.qps is None else units.parse_int_list(args.qps, "--qps", 1, 1024)
     common = dict(
         testbed=args.profile, hca=args.hca, seed=args.seed, transport=transport, op=op, test=test,
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
@@ -134,7 +151,12 @@ def run_verbs(args: argparse.Namespace) -> int:
     )
     scenarios = [verbs.scenario(base, **common, **where, qps=q, size_bytes=s)
                  for where in points for q in qps_list for s in sizes]
-    records = verbs.run_many(scenarios, workers=args.workers, description=f"{transport} {op} {test}")
+    try:
+        records = verbs.run_many(scenarios, workers=args.workers, description=f"{transport} {op} {test}")
+    except UserError as err:
+        left_out = {**default_workload(from_file.get("transport")), "size_bytes": sizes[0]}
+        left_out_of_file = {k: v for k, v in left_out.items() if k not in from_file}
+        raise naming_the_file(err, args.scenario, lambda: verbs.validate(verbs.scenario(base, **left_out_of_file))) from None
     columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
     return 0
