@@ -142,6 +142,7 @@ impl CcName {
         initial_cwnd: f64,
         phase_seed: u64,
         hystart: Option<hystart::HyStart>,
+        mss_bytes: u32,
     ) -> Box<dyn CongestionControl> {
         match self {
             CcName::Reno => Box::new(reno::Reno),
@@ -150,7 +151,7 @@ impl CcName {
             CcName::Htcp => Box::new(htcp::Htcp::default()),
             CcName::Scalable => Box::new(scalable::Scalable),
             CcName::Highspeed => Box::new(highspeed::HighSpeed),
-            CcName::Bbr => Box::new(bbr::Bbr::new(initial_cwnd, phase_seed)),
+            CcName::Bbr => Box::new(bbr::Bbr::new(initial_cwnd, phase_seed, mss_bytes)),
         }
     }
 }
@@ -186,7 +187,7 @@ mod tests {
         for name in
             [CcName::Reno, CcName::Cubic, CcName::Bic, CcName::Htcp, CcName::Scalable, CcName::Highspeed, CcName::Bbr]
         {
-            let mut cc = name.build(10.0, 1, None);
+            let mut cc = name.build(10.0, 1, None, 1448);
             let mut w = Window { cwnd: 100.0, ssthresh: 50.0 };
             for i in 0..2000u64 {
                 cc.on_ack(&mut w, &ack(i * MS / 10 + MS));

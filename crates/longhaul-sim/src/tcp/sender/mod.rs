@@ -229,7 +229,7 @@ impl Sender {
     ) -> Self {
         let iw = p.initial_cwnd_segs as f64;
         let hystart = p.hystart.map(|h| HyStart::new(h, mss_bytes));
-        let cc = cc.build(iw, phase_seed, hystart);
+        let cc = cc.build(iw, phase_seed, hystart, mss_bytes);
         Sender {
             handshake: Handshake::SynDue,
             una: 0,
