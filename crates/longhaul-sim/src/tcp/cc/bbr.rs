@@ -160,7 +160,7 @@ impl Bbr {
     /// Segments per TSO burst Linux aims for at the current pacing rate (bbr_tso_segs_goal).
     fn tso_segs_goal(&self) -> f64 {
         let bytes = (self.pacing * self.mss_bytes / linux::PACING_SHIFT_DIVISOR).min(linux::GSO_MAX_BYTES);
-        (bytes / self.mss_bytes).floor().max(linux::MIN_TSO_SEGS).min(linux::MAX_TSO_SEGS)
+        (bytes / self.mss_bytes).floor().clamp(linux::MIN_TSO_SEGS, linux::MAX_TSO_SEGS)
     }
 
     /// Linux's cwnd for `segs` in flight (bbr_quantization_budget): room for three TSO bursts,
