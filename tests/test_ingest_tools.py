@@ -118,6 +118,33 @@ def test_osu_row_cut_short_is_refused(cli, tmp_path, fixture, line, value, cut, 
     assert proc.stderr.count("\n") == 1 and "2 decimals" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_osu_file_is_one_run_at_one_delay(cli, tmp_path):
+    # `sim mpi osu --format osu` prints one block per delay; merged, each size would appear twice
+    # under one delay. A size repeated within a block is refused too.
+    two = tmp_path / "two.txt"
+    two.write_text(cli("sim", "mpi", "osu", "--bench", "bw", "--sizes", "1:4", "--delay-us", "0,100", "--format", "osu",
+                       check=True).stdout)
+    proc = cli("ingest", str(two), "--tool", "osu", "--dry-run")
+    assert proc.returncode == 2 and "two.txt line 8: a second '# OSU ... Test' block (the first starts on line 1)" \
+        in proc.stderr, proc.stderr
+    text = (FIX / "osu_latency.txt").read_text().rstrip("\n")
+    dup = tmp_path / "dup.txt"
+    dup.write_text(text + "\n" + text.splitlines()[-1] + "\n")
+    proc = cli("ingest", str(dup), "--tool", "osu", "--dry-run")
+    assert proc.returncode == 2 and "again (first on line" in proc.stderr, proc.stderr
+    # A byte-order mark (Windows editors) is not part of the output.
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + (FIX / "osu_latency.txt").read_bytes())
+    assert cli("ingest", str(bom), "--tool", "osu", "--delay-us", "0", "--dry-run").returncode == 0
+
+
+def test_perftest_bandwidths_in_two_units_are_refused(cli, tmp_path):
+    f = tmp_path / "mixed.txt"
+    f.write_text((FIX / "perftest_write_bw_mb.txt").read_text().replace("BW average[MB/sec]", "BW average[Gb/sec]"))
+    proc = cli("ingest", str(f), "--tool", "perftest", "--dry-run")
+    assert proc.returncode == 2 and "bandwidth columns in two units ([MB/sec] and [Gb/sec])" in proc.stderr
+
+
 def test_osu_real_layouts_still_ingest(cli, tmp_path):
     # Every OSU fixture (integer sizes and Iterations, values with 2 decimals), and a build with more
     # decimals: FLOAT_PRECISION is an #ifndef default in osu_util.h, so -DFLOAT_PRECISION=3 prints 3.
@@ -156,6 +183,10 @@ def test_iperf3_json_udp_and_failed_run():
     (lambda d: d["end"]["sum_received"].update(seconds=0), "end.sum_received.seconds: a summary over 0 s"),
     # An interrupted run writes its partial sums as well as the error.
     (lambda d: d.update(error="interrupt - the client has terminated"), "the iperf3 run failed: interrupt"),
+    # Figures that contradict each other: an edited file, not a run.
+    (lambda d: d["start"]["test_start"].update(num_streams=0), "num_streams: 0 streams ran nothing"),
+    (lambda d: d["end"]["sum_received"].update(bytes=d["end"]["sum_received"]["bytes"] * 10),
+     "end.sum_received: bits_per_second .* is not bytes x 8 / seconds"),
 ])
 def test_iperf3_json_that_did_not_measure_a_run_is_refused(change, words):
     doc = json.loads((FIX / "iperf3_tcp.json").read_text())

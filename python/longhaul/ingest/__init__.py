@@ -102,7 +102,8 @@ def read_text(path: str | os.PathLike, tool: str) -> tuple[str, bytes]:
     except OSError as err:
         raise UserError(f"ingest: cannot read '{p}' ({err.strerror})") from None
     try:
-        return data.decode("utf-8"), data
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the output.
+        return data.decode("utf-8-sig"), data
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise IngestError(tool, p.name, line, "not text (binary data); expected the tool's printed output") from None

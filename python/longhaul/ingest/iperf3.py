@@ -19,6 +19,7 @@ Records: one per direction (``direction`` = sender | receiver) with ``bw_MBps`` 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from longhaul.ingest import BANDWIDTH, COUNT, DURATION, LATENCY, PERCENT, SIZE, Bound, IngestError, check_value
@@ -84,6 +85,11 @@ def _json_summary(s: dict, key: str, text: str, name: str) -> tuple[float, float
     if out[2] <= 0:
         raise IngestError(TOOL, name, _json_line(text, "end", key, field="seconds"),
                           f"end.{key}.seconds: a summary over {out[2]:g} s measured nothing (give a run's own output)")
+    # iperf3 computes the rate from the two (iperf_api.c: bytes * 8 / seconds); another rate is an edited file.
+    if "bytes" in s and not math.isclose(out[0], out[1] * 8 / out[2], rel_tol=0.01):
+        raise IngestError(TOOL, name, _json_line(text, "end", key, field="bits_per_second"),
+                          f"end.{key}: bits_per_second {out[0]:g} is not bytes x 8 / seconds "
+                          f"({out[1] * 8 / out[2]:g}), as iperf3 computes it")
     return out
 
 
@@ -120,6 +126,14 @@ def parse_json(text: str, name: str) -> list[dict]:
     return records
 
 
+def _streams(n, text: str, name: str):
+    """num_streams: iperf3 runs at least one (-P 1..128)."""
+    if n is not None and n < 1:
+        raise IngestError(TOOL, name, _json_line(text, "start", "test_start", field="num_streams"),
+                          f"start.test_start.num_streams: {n} streams ran nothing (iperf3 runs 1..128)")
+    return n
+
+
 def _json_common(start: dict, text: str, name: str) -> dict:
     """What ``start`` says about the test, for every record."""
     ts = start.get("test_start")
@@ -127,7 +141,7 @@ def _json_common(start: dict, text: str, name: str) -> dict:
     test_start = ("start", "test_start")
     return {
         "test": str(ts.get("protocol", "TCP")).lower(),
-        "streams": _optional(text, name, ts, test_start, "num_streams", COUNT),
+        "streams": _streams(_optional(text, name, ts, test_start, "num_streams", COUNT), text, name),
         "blksize_bytes": _optional(text, name, ts, test_start, "blksize", SIZE),
         "reverse": bool(ts.get("reverse")) if "reverse" in ts else None,
         "tcp_mss_bytes": _optional(text, name, start, ("start",), "tcp_mss_default", SIZE),

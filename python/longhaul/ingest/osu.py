@@ -129,6 +129,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
     title_at = (0, "")
     header_line = 0
     first_content = 0
+    seen_sizes: dict = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
@@ -137,6 +138,12 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         if s.startswith("#"):
             m = _TITLE.match(s)
             if m:
+                if title_at[0]:
+                    # One run is one benchmark at one delay: a second block (another benchmark, or
+                    # `sim mpi osu --format osu` with several delays) would merge into it.
+                    raise IngestError(TOOL, name, lineno, f"a second '# OSU ... Test' block (the first starts on line "
+                                                          f"{title_at[0]}): ingest one benchmark run, at one delay, "
+                                                          "per file (split the file)")
                 test = _test_of(m.group(1))
                 ctx.update(benchmark=f"OSU {m.group(1)}", test=test,
                            pattern="collective" if test in _COLLECTIVES else "pt2pt")
@@ -170,6 +177,9 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, vals))
         _check_row(row, toks, labels, name, lineno)
+        if (first := seen_sizes.setdefault(row.get("size_bytes"), lineno)) != lineno:
+            raise IngestError(TOOL, name, lineno, f"size {row['size_bytes']} again (first on line {first}): "
+                                                  "OSU prints each size once per run")
         rec = {**ctx, **row}
         if "msg_rate_per_s" in rec:
             rec["msg_rate_Mps"] = rec.pop("msg_rate_per_s") / 1e6

@@ -85,6 +85,9 @@ def _header_columns(line: str, name: str, lineno: int) -> tuple[list[str], list[
             u = m.group("u1") or m.group("u2")
             if u not in _UNIT_BYTES:
                 raise IngestError(TOOL, name, lineno, f"unknown bandwidth unit '[{u}]' (known: MB/sec, MiB/sec, Gb/sec)")
+            if unit is not None and u != unit:  # perftest prints every bandwidth in one unit
+                raise IngestError(TOOL, name, lineno, f"bandwidth columns in two units ([{unit}] and [{u}]); "
+                                                      "perftest prints them all in one")
             unit = u
             cols.append("bw_peak" if tok.startswith("BW peak") else "bw_avg")
         elif m.group("p1"):
@@ -189,6 +192,9 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, values))
         _check_row(row, labels, unit, name, lineno)
+        # Not checked: BW average above BW peak (perftest's duration mode, -D, can print a peak of 0.00).
+        if row.get("iterations") == 0 and any(v > 0 for k, v in row.items() if k.startswith(("bw_", "msg_rate"))):
+            raise IngestError(TOOL, name, lineno, "0 iterations with a non-zero result: nothing was measured")
         rec = {k: v for k, v in ctx.items()}
         rec.setdefault("test", "lat" if "lat_min_us" in row or "lat_avg_us" in row else "bw")
         rec.update({k: v for k, v in row.items() if not k.startswith(("bw_peak", "bw_avg", "bw_port"))})
