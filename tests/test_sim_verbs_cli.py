@@ -134,6 +134,9 @@ def test_scenario_file_drives_the_run(cli, tmp_path):
     assert (r["transport"], r["op"], r["test"]) == ("uc", "send", "bibw")  # the file's, not the CLI's defaults
     given = records(cli, "--scenario", str(f), "--transport", "rc", "--op", "write", "--seed", "3")[0]
     assert (given["transport"], given["op"], given["test"], given["seed"]) == ("rc", "write", "bibw", 3)
+    # What perftest's options were is in the record, the ones the model does not use too.
+    depth = records(cli, "--scenario", str(f), "--rx-depth", "7", "--outstanding-reads", "2")[0]
+    assert (depth["rx_depth"], depth["outstanding_reads"]) == (7, 2)
     # The file's queue pairs too (--qps left out used to mean 1 whatever the file said).
     qps = tmp_path / "qps.toml"
     qps.write_text("[verbs]\nqps = 4\nsize_bytes = 4096\n")

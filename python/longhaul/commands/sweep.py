@@ -90,7 +90,7 @@ def _run(args) -> int:
     from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
 
     module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
-    base = load_scenario_file(args.base) if args.base else None
+    base = load_scenario_file(args.base, "--base") if args.base else None
     points = _grid(args.grid)
     tables = ("osu", "app", "trace")
     scenarios = []

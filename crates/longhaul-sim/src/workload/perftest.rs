@@ -31,6 +31,10 @@ pub struct VerbsRecord {
     pub iterations: u64,
     pub qps: u32,
     pub tx_depth: u32,
+    /// Receive work requests posted: recorded as given, the model never runs out of them.
+    pub rx_depth: u32,
+    /// RDMA reads in flight per QP (the adapter's limit unless set).
+    pub outstanding_reads: u32,
     pub mtu_bytes: u32,
     pub delay_us: f64,
     pub fibre_km: f64,
@@ -313,6 +317,8 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         iterations: r.iterations,
         qps: r.qps,
         tx_depth: r.tx_depth,
+        rx_depth: r.rx_depth,
+        outstanding_reads: r.outstanding_reads,
         mtu_bytes: r.mtu_bytes,
         delay_us: r.delay_us,
         fibre_km: r.fibre_km,

@@ -69,19 +69,20 @@ def register(models: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_verbs)
 
 
-def load_scenario_file(path: str) -> dict:
+def load_scenario_file(path: str, option: str = "--scenario") -> dict:
+    """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``."""
     try:
         text = Path(path).read_text()
     except OSError as err:
-        raise UserError(f"--scenario: cannot read '{path}': {err.strerror}") from None
+        raise UserError(f"{option}: cannot read '{path}': {err.strerror}") from None
     except UnicodeDecodeError:
-        raise UserError(f"--scenario: '{path}' is not a text file (UTF-8 TOML or JSON)") from None
+        raise UserError(f"{option}: '{path}' is not a text file (UTF-8 TOML or JSON)") from None
     try:
         sc = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise UserError(f"--scenario: '{path}' is not valid {'JSON' if path.endswith('.json') else 'TOML'}: {err}") from None
+        raise UserError(f"{option}: '{path}' is not valid {'JSON' if path.endswith('.json') else 'TOML'}: {err}") from None
     if not isinstance(sc, dict):
-        raise UserError(f"--scenario: '{path}' must hold a table/object of parameters, not a {type(sc).__name__}")
+        raise UserError(f"{option}: '{path}' must hold a table/object of parameters, not a {type(sc).__name__}")
     return sc
 
 
