@@ -121,3 +121,16 @@ def test_scenario_file_is_the_base_and_options_override_it(cli, tmp_path):
     rec = json.loads(cli("sim", "nfs", "--scenario", str(path), "--transport", "rdma", "--threads", "2",
                          "--simulated-bytes", "1M", "--format", "json", check=True).stdout)[0]
     assert (rec["transport"], rec["delay_us"], rec["threads"]) == ("rdma", 100.0, 2)
+
+
+def test_a_point_still_warming_up_gets_a_note_from_sim_and_sweep_alike(cli, tmp_path):
+    # 1 MiB over IPoIB-UD at 1000 us: the connection is still opening its window (README: a note on
+    # stderr when the second half went more than 10% faster), whichever command ran the point.
+    short = cli("sim", "nfs", "--transport", "ipoib-ud", "--delay-us", "1000", "--simulated-bytes", "1M", check=True)
+    assert "note: ipoib-ud at 1000 us: the second half of the measured bytes went" in short.stderr
+    assert "raise --simulated-bytes (now 1048576 bytes)" in short.stderr
+    grid = '{"transport": ["ipoib-ud"], "delay_us": [1000], "simulated_bytes": 1048576}'
+    swept = cli("sweep", "nfs", "--grid", grid, "--store", str(tmp_path / "store"), check=True)
+    assert "note: ipoib-ud at 1000 us" in swept.stderr and "raise simulated_bytes in the grid" in swept.stderr
+    steady = cli("sim", "nfs", "--transport", "rdma", "--delay-us", "0", "--simulated-bytes", "4M", check=True)
+    assert "note:" not in steady.stderr

@@ -111,5 +111,8 @@ def _run(args) -> int:
                      description=f"sweep {args.model} ({len(scenarios)} points)")
     emit(res.records, args.format, _table_columns(args.model, res.records, points) if args.format == "table" else None,
          title=f"longhaul sweep {args.model}")
+    if args.model == "nfs":
+        from longhaul.commands.simmodels.nfs import note_warm_up
+        note_warm_up(res.records, "simulated_bytes in the grid")
     sys.stderr.write(f"{res.computed} computed, {res.cached} cached, {res.seconds:.2f} s\n")
     return 0

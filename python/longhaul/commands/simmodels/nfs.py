@@ -88,10 +88,15 @@ def run_nfs(args: argparse.Namespace) -> int:
     except UserError as err:
         raise naming_the_file(err, args.scenario, lambda: nfs.validate(nfs.scenario(base, transport=default))) from None
     emit(records, args.format, COLUMNS, title=f"longhaul sim nfs ({records[0]['testbed'] if records else ''})")
+    note_warm_up(records, "--simulated-bytes")
+    return 0
+
+
+def note_warm_up(records: list[dict], knob: str) -> None:
+    """A note on stderr for each NFS point whose rate still rose between the halves of its bytes."""
     for r in records:
-        if (r["bw_drift_pct"] or 0.0) > DRIFT_NOTE_PCT:
+        if (r.get("bw_drift_pct") or 0.0) > DRIFT_NOTE_PCT:
             sys.stderr.write(f"longhaul: note: {r['transport']} at {r['one_way_delay_us']:g} us: the second half of the "
                              f"measured bytes went {r['bw_drift_pct']:.0f}% faster than the first (the connection "
                              f"was still opening its window), so {r['bw_MBps']:.1f} MB/s is below the steady rate; "
-                             f"raise --simulated-bytes (now {r['simulated_bytes']} bytes)\n")
-    return 0
+                             f"raise {knob} (now {r['simulated_bytes']} bytes)\n")
