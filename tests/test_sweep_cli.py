@@ -50,7 +50,9 @@ def test_options_left_out_are_the_sim_commands(cli, tmp_path):
 @pytest.mark.parametrize("grid,needle", [('{"delay_us": [-1]}', "missing field `size_bytes`"), ("[1, 2]", "--grid"),
                                          ("{nope", "not JSON"),
                                          ('{"delay_us": [-1], "size_bytes": 8, "transport": "rc", "op": "write", '
-                                          '"test": "bw"}', "delay_us")])
+                                          '"test": "bw"}', "delay_us"),
+                                         # true is not the seed 1 it equals in Python: refused, not merged
+                                         ('{"seed": [1, true], "size_bytes": [64]}', "seed: invalid type: boolean")])
 def test_bad_grid_is_one_line(cli, tmp_path, grid, needle):
     proc = cli("sweep", "verbs", "--grid", grid, "--store", str(tmp_path / "st"))
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

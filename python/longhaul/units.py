@@ -75,12 +75,17 @@ def unique(values: list, option: str, show=None) -> list:
     """The values in their order, each once: a point given twice (``--delay-us 0,0``) would run twice
     and print two rows. What was dropped is said on stderr (each value through ``show``), as a note, since
     it may be a typo."""
+    def same(a, b) -> bool:
+        # ==, not hash: 0 and 0.0 are one point, and sweep values may be tables; but true is not 1
+        # (Python's True == 1), so a boolean in a grid reaches the check that refuses it.
+        return a == b and isinstance(a, bool) == isinstance(b, bool)
+
     kept: list = []
     for v in values:
-        if v not in kept:  # ==, not hash: 0 and 0.0 are one point, and sweep values may be tables
+        if not any(same(v, k) for k in kept):
             kept.append(v)
     if len(kept) < len(values):
-        repeated = [v for v in kept if values.count(v) > 1]
+        repeated = [v for v in kept if sum(same(v, x) for x in values) > 1]
         sys.stderr.write(f"longhaul: note: {option}: {', '.join(map(show or _value_text, repeated))} given more than once; "
                          "each runs once\n")
     return kept
