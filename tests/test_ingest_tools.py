@@ -138,6 +138,13 @@ def test_osu_file_is_one_run_at_one_delay(cli, tmp_path):
     assert cli("ingest", str(bom), "--tool", "osu", "--delay-us", "0", "--dry-run").returncode == 0
 
 
+def test_iperf3_json_array_is_named_as_json(cli, tmp_path):
+    f = tmp_path / "arr.json"
+    f.write_text('[{"start": {}}]')
+    proc = cli("ingest", str(f), "--tool", "iperf3", "--dry-run")
+    assert proc.returncode == 2 and "JSON is not an object; expected iperf3 -J output" in proc.stderr, proc.stderr
+
+
 def test_perftest_bandwidths_in_two_units_are_refused(cli, tmp_path):
     f = tmp_path / "mixed.txt"
     f.write_text((FIX / "perftest_write_bw_mb.txt").read_text().replace("BW average[MB/sec]", "BW average[Gb/sec]"))

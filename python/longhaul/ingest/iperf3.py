@@ -222,7 +222,17 @@ def parse_text(text: str, name: str) -> list[dict]:
     return out
 
 
+def _is_json(text: str) -> bool:
+    """Text output's rows start with '[' too ('[  5] 0.00-1.00 sec ...')."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse(text: str, name: str = "<text>") -> list[dict]:
-    if text.lstrip().startswith("{"):
+    head = text.lstrip()
+    if head.startswith("{") or head.startswith("[") and _is_json(head):  # a JSON array: not -J output, said so
         return parse_json(text, name)
     return parse_text(text, name)
