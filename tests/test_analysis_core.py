@@ -217,8 +217,8 @@ def test_cli_analysis_errors(measured_store, capsys, tmp_path):
     assert "need at least 4" in capsys.readouterr().err
     assert main(["analyse", "profile", *s, "--where", "nonsense"]) == 2
     assert "--where" in capsys.readouterr().err
-    assert main(["analyse", "profile", "--store", str(tmp_path / "empty")]) == 2
-    assert "no records selected" in capsys.readouterr().err
+    assert main(["analyse", "profile", *s, "--label", "nosuch"]) == 2
+    assert "no records selected by --label nosuch in store" in capsys.readouterr().err
     assert main(["analyse", "calibrate", *s, "--value", "nope"]) == 2
     assert "columns present: " in capsys.readouterr().err
     assert main(["analyse", "calibrate", *s, "--model", "tcp-stack", "--predict-delays-us", "10",
@@ -333,3 +333,131 @@ def test_cli_bad_by_column_and_prediction_options_fail_before_any_output(measure
     assert "--predict-delays-us" in _one_line_error(capsys)
     assert main(["analyse", "calibrate", *s, "--predict-delays-us", "5", "--predict-sizes", "0"]) == 2
     assert "--predict-sizes" in _one_line_error(capsys)
+
+
+# ------------------------------------------------------------------ selection, --input, --where, mixed kinds
+@pytest.fixture
+def two_kinds_store(measured_store):
+    """The measured perftest runs (source measured, kind ingest-perftest, labels d0 d1000 d10000) and
+    simulated verbs runs (source sim, kind verbs, label A) at the same sizes and delays."""
+    assert main(["sweep", "verbs", "--grid", '{"delay_us": [0, 1000], "size_bytes": [1024, 65536]}',
+                 "--store", str(measured_store), "--label", "A", "--format", "csv"]) == 0
+    return measured_store
+
+
+def _json_out(capsys, argv) -> list:
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cli_input_selects_by_run_label_source_and_kind_as_the_store_does(two_kinds_store, capsys, tmp_path):
+    s = ["--store", str(two_kinds_store)]
+    runs = {e["label"]: e["run_id"] for e in Store(two_kinds_store).runs()}
+    selections = [["--label", "A"], ["--source", "measured"], ["--source", "sim", "--label", "A"],
+                  ["--run", runs["d0"][:6]], ["--run", runs["d0"]],
+                  ["--run", runs["d0"][:8], "--run", runs["d1000"][:8]],
+                  ["--run", runs["d0"][:8], "--run", runs["d0"][:8]],       # named twice: its records count once
+                  ["--label", "d1000", "--where", "size_bytes=65536"]]
+    expected = [_json_out(capsys, ["analyse", "profile", *s, *sel, "--format", "json"]) for sel in selections]
+    assert expected[0] != expected[1] and expected[0] == expected[2] and expected[3] == expected[4] == expected[6]
+    assert [r["n"] for r in expected[6]] == [1] * 5
+    for fmt in ("csv", "json", "parquet"):
+        f = tmp_path / f"exp.{fmt}"
+        assert main(["results", "export", *s, "--format", fmt, "--out", str(f)]) == 0
+        for sel, want in zip(selections, expected):
+            got = _json_out(capsys, ["analyse", "profile", "--input", str(f), *sel, "--format", "json"])
+            assert got == want, (fmt, sel)
+        # Nothing selected, an unknown run, a column the file lacks: one line, exit 2, as for the store.
+        for sel, words in [(["--source", "emu"], "no records selected"), (["--label", "N"], "no records selected"),
+                           (["--run", runs["d0"][:8], "--label", "A"], "no records selected"),
+                           (["--run", "zzzz"], f"run 'zzzz': no such run in '{f}'"),
+                           (["--run", "abc"], "at least 4 characters"),
+                           (["--kind", "verbs"], f"--kind: '{f}' has no kind column")]:
+            assert main(["analyse", "profile", "--input", str(f), *sel]) == 2, (fmt, sel)
+            err = _one_line_error(capsys)
+            assert words in err, (fmt, sel, err)
+    for sel in (["--source", "emu"], ["--label", "N"], ["--run", runs["d0"][:8], "--label", "A"]):
+        assert main(["analyse", "profile", *s, *sel]) == 2
+        assert "no records selected" in _one_line_error(capsys)
+    (tmp_path / "bare.json").write_text(json.dumps(recs_from(lambda s_, d, k: 5.0)))
+    for opt, col in (("--run", "run_id"), ("--label", "label"), ("--source", "source")):
+        value = "measured" if opt == "--source" else "abcd"
+        assert main(["analyse", "profile", "--input", str(tmp_path / "bare.json"), opt, value]) == 2
+        assert f"{opt}: '{tmp_path / 'bare.json'}' has no {col} column" in _one_line_error(capsys)
+
+
+def test_cli_a_selection_mixing_kinds_is_refused_unless_split_by_kind(two_kinds_store, capsys):
+    s = ["--store", str(two_kinds_store)]
+    for cmd in ("profile", "stability", "dpm", "calibrate"):
+        assert main(["analyse", cmd, *s]) == 2, cmd
+        err = _one_line_error(capsys)
+        assert "mixes runs of 2 kinds (ingest-perftest, verbs)" in err and "--kind" in err, err
+    rows = _json_out(capsys, ["analyse", "profile", *s, "--by", "kind,size_bytes", "--format", "json"])
+    assert {r["kind"] for r in rows} == {"ingest-perftest", "verbs"}
+    assert {(r["kind"], r["delay_us"]) for r in rows if r["size_bytes"] == 65536} == {
+        ("ingest-perftest", 0.0), ("ingest-perftest", 1000.0), ("ingest-perftest", 10000.0), ("verbs", 0.0), ("verbs", 1000.0)}
+    assert all(r["n"] == 1 for r in rows if r["kind"] == "verbs")          # not averaged with the measured ones
+    assert _json_out(capsys, ["analyse", "profile", *s, "--kind", "verbs", "--format", "json"]) == \
+        _json_out(capsys, ["analyse", "profile", *s, "--where", "kind=verbs", "--format", "json"])
+
+
+def test_cli_where_names_an_empty_value_an_unknown_column_and_a_value_no_record_has(measured_store, capsys):
+    s = ["analyse", "profile", "--store", str(measured_store)]
+    for where, words in [("size_bytes=", "--where 'size_bytes=': no value; use COLUMN=VALUE[,VALUE...]"),
+                         ("size_bytes=65536,", "--where 'size_bytes=65536,': empty item"),
+                         ("nope=1", "--where 'nope=1': column 'nope' is in no selected record (columns present: "),
+                         ("size_bytes=99", "--where 'size_bytes=99': no selected record has size_bytes = 99 "
+                                           "(values present: 2, 1024, 65536, 1048576, 8388608)")]:
+        assert main([*s, "--where", where]) == 2, where
+        err = _one_line_error(capsys)
+        assert words in err, err
+
+
+def test_cli_names_that_look_like_numbers_select_by_their_text(tmp_path, capsys):
+    """A label '007' or a run id of digits is a name: csv reads it as the text json and the store carry."""
+    recs = [{"run_id": "000123456789", "source": "measured", "label": "007", **r}
+            for r in recs_from(lambda s_, d, k: 5.0)]
+    import csv
+    with open(tmp_path / "n.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(recs[0]))
+        w.writeheader()
+        w.writerows(recs)
+    (tmp_path / "n.json").write_text(json.dumps(recs))
+    for name in ("n.csv", "n.json"):
+        for sel in (["--run", "0001", "--label", "007"], ["--where", "label=007"], ["--where", "run_id=000123456789"]):
+            rows = _json_out(capsys, ["analyse", "profile", "--input", str(tmp_path / name), *sel, "--format", "json"])
+            assert len(rows) == len(DELAYS), (name, sel)
+
+
+def test_cli_value_error_lists_every_numeric_column_present(measured_store, capsys):
+    s = ["--store", str(measured_store)]
+    for cmd in ("profile", "stability", "dpm", "calibrate"):
+        assert main(["analyse", cmd, *s, "--value", "nope"]) == 2
+        err = _one_line_error(capsys)
+        listed = err.split("numeric columns present: ")[1].rstrip(")\n").split(", ")
+        assert listed == ["bw_MBps", "bw_peak_MBps", "bw_reported", "delay_us", "distance_km", "iterations",
+                          "msg_rate_Mps", "mtu_bytes", "qps", "size_bytes", "tx_depth"], (cmd, err)
+    # every column listed is one --value takes
+    for col in listed:
+        assert main(["analyse", "profile", *s, "--value", col, "--format", "csv"]) == 0, col
+        capsys.readouterr()
+
+
+def test_cli_balance_csv_is_one_document_with_the_summary(tmp_path, capsys):
+    store = tmp_path / "res"
+    for label in ("intra", "inter"):
+        assert main(["ingest", str(FIX / "osu_bw.txt"), str(FIX / "osu_latency.txt"), "--tool", "osu",
+                     "--label", label, "--store", str(store), "--format", "csv"]) == 0
+    s = ["analyse", "balance", "--store", str(store), "--intra-label", "intra", "--inter-label", "inter"]
+    doc = _json_out(capsys, [*s, "--format", "json"])
+    capsys.readouterr()
+    assert main([*s, "--format", "csv"]) == 0
+    import csv
+    import io
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["kind"] for r in rows] == ["per_size"] * len(doc["per_size"]) + ["summary"] * len(doc["summary"])
+    for r, want in zip(rows, doc["per_size"] + doc["summary"]):
+        assert r["metric"] == want["metric"] and int(r["size_bytes"]) == want["size_bytes"]
+        assert float(r["ratio"]) == pytest.approx(want["ratio"])
+        assert r["balanced_within_10pct"] == str(want.get("balanced_within_10pct", ""))

@@ -64,3 +64,27 @@ def test_svg_is_deterministic(tmp_path):
 def test_missing_columns_is_a_user_error():
     with pytest.raises(UserError, match="no record has numeric 'size_bytes' and 'lat_us'"):
         plots.bandwidth_vs_size(BW, value="lat_us")
+
+
+def test_cli_plot_refuses_a_missing_directory_and_draws_every_by_series(cli, tmp_path):
+    from test_analysis_core import FIX
+
+    store = str(tmp_path / "res")
+    for d in ("0", "1000"):
+        cli("ingest", str(FIX / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", d,
+            "--store", store, check=True)
+    cli("ingest", str(FIX / "perftest_send_bw_mib.txt"), "--tool", "perftest", "--delay-us", "0", "--store", store,
+        check=True)
+    for plot, words in [(tmp_path / "nodir" / "p", f"--plot: cannot write '{tmp_path / 'nodir' / 'p'}': "
+                                                   f"directory '{tmp_path / 'nodir'}' does not exist"),
+                        (tmp_path, f"--plot: cannot write '{tmp_path}': it is a directory")]:
+        proc = cli("analyse", "profile", "--store", store, "--plot", str(plot))
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "nodir").exists()
+    # Two --by columns: one curve per pair, as the table has one series per pair.
+    proc = cli("analyse", "profile", "--store", store, "--by", "op,size_bytes", "--where", "size_bytes=2048,65536",
+               "--plot", str(tmp_path / "p"), "--format", "csv", check=True)
+    assert proc.stdout.count("\n") == 1 + 3   # send at 0 us, write at 0 and 1000 us
+    svg = (tmp_path / "p.svg").read_text()
+    assert "op/size_bytes=send/2048" in svg and "op/size_bytes=write/65536" in svg

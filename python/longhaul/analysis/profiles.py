@@ -24,20 +24,41 @@ def _num(v) -> float | None:
     return f if math.isfinite(f) else None
 
 
+#: Column lists in messages stop here and say how many more there are.
+LIST_LIMIT = 60
+
+
+def column_list(columns, limit: int = LIST_LIMIT) -> str:
+    """Sorted ``columns`` as ``a, b, c`` (the first ``limit``, then 'and N more')."""
+    cols = sorted(set(columns))
+    more = f" and {len(cols) - limit} more" if len(cols) > limit else ""
+    return ", ".join(cols[:limit]) + more
+
+
+def numeric_columns(records: Sequence[dict]) -> list[str]:
+    """The columns at least one record holds a finite number in: what ``--value`` can analyse."""
+    return sorted({k for r in records for k, v in r.items() if _num(v) is not None})
+
+
+def present_columns(records: Sequence[dict]) -> list[str]:
+    """The columns at least one record holds a value in (what ``--by`` and ``--where`` can name)."""
+    return sorted({k for r in records for k, v in r.items() if v is not None})
+
+
 def _check_columns(records: Sequence[dict], needed: Sequence[str]) -> None:
     if not records:
         raise UserError("analysis: no records selected (check --run/--label/--source, or `longhaul results ls`)")
     for c in needed:
         if not any(_num(r.get(c)) is not None for r in records):
-            have = sorted({k for r in records for k in r})
-            raise UserError(f"analysis: no record has a numeric '{c}' (columns present: {', '.join(have[:20])})")
+            raise UserError(f"analysis: no record has a numeric '{c}' "
+                            f"(numeric columns present: {column_list(numeric_columns(records))})")
 
 
 def _check_by(records: Sequence[dict], by: Sequence[str]) -> None:
     for b in by:
         if not any(r.get(b) is not None for r in records):
-            have = sorted({k for r in records for k in r})
-            raise UserError(f"analysis: --by column '{b}' is in no record (columns present: {', '.join(have)})")
+            raise UserError(f"analysis: --by column '{b}' is in no record "
+                            f"(columns present: {column_list(present_columns(records))})")
 
 
 def group_values(records: Sequence[dict], value: str, x: str, by: Sequence[str]) -> dict[tuple, dict[float, list[float]]]:

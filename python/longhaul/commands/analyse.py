@@ -136,10 +136,15 @@ def _read_input(path: str) -> list[dict]:
             if None in r:
                 raise UserError(f"--input: '{p}' line {reader.line_num}: more fields than the header has columns "
                                 "(not a csv file of records?)")
-            rows.append({k: _auto(v) for k, v in r.items()})
+            rows.append({k: (v if k in _TEXT_COLUMNS else _auto(v)) for k, v in r.items()})
     except csv.Error as err:
         raise UserError(f"--input: '{p}' line {reader.line_num}: not csv ({err})") from None
     return rows
+
+
+#: Columns `results export` writes that are names, never numbers: a csv run id of digits (or one
+#: like '123e45678901') or a label '007' stays the text json and parquet carry.
+_TEXT_COLUMNS = ("run_id", "source", "label", "kind")
 
 
 def _auto(v: str):
@@ -153,14 +158,46 @@ def _auto(v: str):
     return v
 
 
+def _value_text(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
 def _where(records: list[dict], clauses: list[str]) -> list[dict]:
+    from longhaul.analysis.profiles import LIST_LIMIT, column_list, present_columns
+    from longhaul.units import list_items
+
+    if not clauses:
+        return records
+    present = present_columns(records)
     for c in clauses:
         col, eq, vals = c.partition("=")
+        col = col.strip()
         if not eq or not col:
             raise UserError(f"--where '{c}': use COLUMN=VALUE[,VALUE...], e.g. test=bw")
-        allowed = {_match_key(_auto(v.strip())) for v in vals.split(",")}
-        records = [r for r in records if _match_key(r.get(col.strip())) in allowed]
+        items = list_items(vals, f"--where '{c}'", "a value")
+        if not items:
+            raise UserError(f"--where '{c}': no value; use COLUMN=VALUE[,VALUE...], e.g. {col}=65536")
+        if col not in present:
+            raise UserError(f"--where '{c}': column '{col}' is in no selected record "
+                            f"(columns present: {column_list(present)})")
+        # A value matches a number by value (delay_us=0 selects 0.0) and any value by its text.
+        allowed = {_match_key(_auto(v)) for v in items} | set(items)
+        kept = [r for r in records if r.get(col) is not None and _match_key(r[col]) in allowed]
+        if not kept and records:
+            have = sorted({r[col] for r in records if r.get(col) is not None}, key=_value_sort)
+            shown = ", ".join(_value_text(v) for v in have[:LIST_LIMIT])
+            more = f" and {len(have) - LIST_LIMIT} more" if len(have) > LIST_LIMIT else ""
+            raise UserError(f"--where '{c}': no selected record has {col} = {' or '.join(items)} "
+                            f"(values present: {shown}{more})")
+        records = kept
     return records
+
+
+def _value_sort(v):
+    k = _match_key(v)
+    return (0, k, "") if isinstance(k, float) else (1, 0.0, k)
 
 
 def _match_key(v):
@@ -168,23 +205,96 @@ def _match_key(v):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
+def _resolve_in_file(path: str, ref: str, run_ids: list[str]) -> str:
+    """A run id of the file from a prefix, with the store's rules; a full id matches the 12
+    characters `results export` writes."""
+    from longhaul.analysis.profiles import column_list
+
+    ref = ref.strip().lower()
+    if len(ref) < 4:
+        raise UserError(f"run '{ref}': give at least 4 characters of a run id (see the run_id column of '{path}')")
+    matches = [i for i in run_ids if i.lower().startswith(ref) or (len(i) >= 12 and ref.startswith(i.lower()))]
+    if not matches:
+        raise UserError(f"run '{ref}': no such run in '{path}' (runs in it: {column_list(run_ids, 10)})")
+    if len(matches) > 1:
+        raise UserError(f"run '{ref}': ambiguous, matches {len(matches)} runs in '{path}'; give more characters")
+    return matches[0]
+
+
+def _select_input(path: str, runs: list[str], label: str | None, source: str | None,
+                  kind: str | None) -> list[dict]:
+    """The records of an exported file that pass --run, --label, --source and --kind, judged by
+    the columns `results export` writes (run_id, source, label), as the store judges its runs."""
+    recs = _read_input(path)
+
+    def column(option: str, col: str) -> None:
+        if not any(col in r for r in recs):
+            hint = ("`results export` does not write one; export only that kind: `results export --kind K`"
+                    if col == "kind" else "not a file from `longhaul results export`?")
+            raise UserError(f"{option}: '{path}' has no {col} column ({hint})")
+
+    def text(v) -> str:
+        return "" if v is None else str(v)
+
+    if runs:
+        column("--run", "run_id")
+        ids = list(dict.fromkeys(text(r.get("run_id")) for r in recs if r.get("run_id") is not None))
+        wanted = {_resolve_in_file(path, ref, ids) for ref in runs}
+        recs = [r for r in recs if text(r.get("run_id")) in wanted]
+    for option, col, want in (("--label", "label", label), ("--source", "source", source), ("--kind", "kind", kind)):
+        if want:   # as for the store: an empty value is no filter
+            column(option, col)
+            recs = [r for r in recs if text(r.get(col)) == want]
+    return recs
+
+
+def _check_one_kind(args, recs: list[dict]) -> None:
+    """Refuse to average (or fit) records of runs of different kinds: a verbs bandwidth and an NFS
+    throughput at the same size and delay are different measurements. ``--by kind,...`` keeps
+    them apart, so then it is fine."""
+    by = _by(args) if getattr(args, "by", None) is not None else ()
+    if "kind" in by:
+        return
+    kinds = sorted({str(r["kind"]) or "(none)" for r in recs if r.get("kind") is not None})
+    if len(kinds) > 1:
+        has_by = getattr(args, "by", None) is not None
+        split = f", or keep them apart with --by {','.join(('kind',) + by)}" if has_by else ""
+        raise UserError(f"analysis: the selection mixes runs of {len(kinds)} kinds ({', '.join(kinds)}), whose "
+                        f"records are different measurements; choose one with --kind (e.g. --kind {kinds[0]}){split}")
+
+
 def select(args, prefix: str = "") -> list[dict]:
+    """The records --run/--label/--source/--kind/--where select, from the store or from --input.
+    --run and the filters combine (a named run must pass them too); a run named twice counts once."""
     dest = prefix.replace("-", "_")
+    runs = getattr(args, f"{dest}run") or []
+    label = getattr(args, f"{dest}label")
+    source = None if prefix else getattr(args, "source", None)
+    kind = None if prefix else getattr(args, "kind", None)
+    if prefix and not runs and not label:
+        raise UserError(f"balance: give --{prefix}run or --{prefix}label")
     if not prefix and getattr(args, "input", None):
-        recs = _read_input(args.input)
+        recs = _select_input(args.input, runs, label, source, kind)
+        where = f"in '{args.input}'"
     else:
         store = store_from_args(args)
-        runs = getattr(args, f"{dest}run")
-        label = getattr(args, f"{dest}label")
-        if prefix and not runs and not label:
-            raise UserError(f"balance: give --{prefix}run or --{prefix}label")
-        if runs:
-            recs = store.records([store.resolve(r) for r in runs])
-        else:
-            recs = store.records(source=getattr(args, "source", None), label=label, kind=getattr(args, "kind", None))
+        named = list(dict.fromkeys(store.resolve(r) for r in runs))
+        entries = {e["run_id"]: e for e in store.runs(source=source, label=label, kind=kind)}
+        ids = [i for i in named if i in entries] if runs else list(entries)
+        recs = []
+        for run_id in ids:
+            # Each record knows its run's kind, as it knows its run id, source and label: --by kind, --where kind=.
+            recs += [{"kind": entries[run_id]["kind"], **r} for r in store.records([run_id])]
+        where = f"in store '{store.root}'"
     recs = _where(recs, getattr(args, "where", []) or [])
     if not recs:
-        raise UserError("analysis: no records selected (check --run/--label/--source/--where, or `longhaul results ls`)")
+        given = [f"--{prefix}run {r}" for r in runs] + [f"--{o} {v}" for o, v in
+                 ((f"{prefix}label", label), ("source", source), ("kind", kind)) if v]
+        by = f" by {' '.join(given)}" if given else ""
+        see = "its run_id, source and label columns" if where.startswith("in '") else "`longhaul results ls`"
+        raise UserError(f"analysis: no records selected{by} {where} (see {see})")
+    if not prefix:
+        _check_one_kind(args, recs)
     return recs
 
 
@@ -194,16 +304,40 @@ def _by(args) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- verbs
+def _plot_paths(plot: str) -> None:
+    """Refuse a --plot path that cannot be written, before any work: an empty name, a directory, or
+    a missing directory (not created, as `results export --out` and cp do not)."""
+    from longhaul.results import check_output_path
+
+    if not plot.strip():
+        raise UserError("--plot: empty file name; give FILE (FILE.png and FILE.svg are written)")
+    base = Path(plot)
+    if base.suffix in (".png", ".svg"):   # as plots.save: p.png draws p.png and p.svg
+        base = base.with_suffix("")
+    try:
+        check_output_path(base, make_parents=False)
+        for ext in (".png", ".svg"):
+            check_output_path(base.with_suffix(ext), make_parents=False)
+    except UserError as err:
+        raise UserError(f"--plot: {err}") from None
+
+
 def cmd_profile(args) -> int:
     from longhaul.analysis import distance_profile
 
-    rows = distance_profile(select(args), value=args.value, by=_by(args))
+    if args.plot is not None:
+        _plot_paths(args.plot)
+    by = _by(args)
+    rows = distance_profile(select(args), value=args.value, by=by)
     emit(rows, args.format, title=f"distance profile of {args.value}")
-    if args.plot:
+    if args.plot is not None:
         from longhaul.plots import bandwidth_vs_delay, close, save
 
-        fig = bandwidth_vs_delay(rows, value=args.value, series=_by(args)[0] if _by(args) else None,
-                                 title=f"{args.value} vs WAN delay")
+        series = by[0] if len(by) == 1 else None
+        if len(by) > 1:  # one curve per combination, as the table has one series per combination
+            series = "/".join(by)
+            rows = [{**r, series: "/".join("" if r.get(b) is None else str(r[b]) for b in by)} for r in rows]
+        fig = bandwidth_vs_delay(rows, value=args.value, series=series, title=f"{args.value} vs WAN delay")
         paths = save(fig, args.plot)
         close(fig)
         print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
@@ -238,9 +372,12 @@ def cmd_balance(args) -> int:
         json.dump({"per_size": rows, "summary": summary}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
+    if args.format == "csv":
+        # One document for programs, as json: the per-size rows, then the summary, told apart by `kind`.
+        emit([{"kind": "per_size", **r} for r in rows] + [{"kind": "summary", **r} for r in summary], args.format)
+        return 0
     emit(rows, args.format, title="intra-node / inter-node per size")
-    if args.format == "table":
-        emit(summary, args.format, title="communication balance ratio (1.0 = balanced)")
+    emit(summary, args.format, title="communication balance ratio (1.0 = balanced)")
     return 0
 
 
@@ -286,10 +423,11 @@ def cmd_calibrate(args) -> int:
     need = [c for c in m.columns if c not in m.column_defaults]
     recs = [r for r in selected if r.get(args.value) is not None and all(get(r, c) is not None for c in need)]
     if not recs:
-        present = sorted({k for r in selected for k in r})
+        from longhaul.analysis.profiles import column_list, numeric_columns
+
         raise UserError(f"calibrate: no record has {', '.join(need)} and {args.value} "
                         "(ingest with --delay-us so measurements carry their delay); "
-                        f"columns present: {', '.join(present)}")
+                        f"numeric columns present: {column_list(numeric_columns(selected))}")
 
     def column(i, r, c):
         v = get(r, c)
