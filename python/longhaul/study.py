@@ -367,7 +367,7 @@ def run_measured(ctx: StudyContext) -> PartResult:
     else:
         out.notes.append("decrease per mile needs measurements at two or more delays")
     out.commands.append("longhaul results ls --source measured")
-    out.commands.append("longhaul analyse dpm --source measured --bound-MBps 1000")
+    out.commands.append("longhaul analyse dpm --source measured --by kind,size_bytes --bound-MBps 1000")
     return out
 
 
