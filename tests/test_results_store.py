@@ -270,3 +270,158 @@ def test_written_files_get_the_umask_mode(filled, capsys, tmp_path, umask):
         assert Store(root).run_path(run_id).stat().st_mode & 0o777 == 0o666 & ~umask
     finally:
         os.umask(old)
+
+
+# ------------------------------------------------------------------- a missing store is not created
+FIX = Path(__file__).parent / "fixtures" / "ingest"
+READ_ONLY = {
+    "ls": ["results", "ls"],
+    "ls-json": ["results", "ls", "--format", "json"],
+    "show": ["results", "show", "abcd"],
+    "export": ["results", "export", "--format", "csv"],
+    "export-out": ["results", "export", "--out", "OUT"],
+    "verify": ["results", "verify"],
+    "rm": ["results", "rm", "abcd"],
+    "rm-all": ["results", "rm", "--all"],
+    "analyse-profile": ["analyse", "profile"],
+    "analyse-compare-run": ["analyse", "compare", "--measured-run", "abcd"],
+}
+
+
+@pytest.mark.parametrize("argv", list(READ_ONLY.values()), ids=list(READ_ONLY))
+@pytest.mark.parametrize("where", ["missing", "empty-dir"])
+def test_a_read_only_command_refuses_a_missing_store_and_creates_nothing(cli, tmp_path, argv, where):
+    """A mistyped --store is one line naming it, exit 2, and no directory (or .lock) appears."""
+    store = tmp_path / "typo" / "store"
+    if where == "empty-dir":   # a directory that is not a store (no manifest.json, no runs/)
+        store.mkdir(parents=True)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    argv = [str(tmp_path / "out.csv") if a == "OUT" else a for a in argv]
+    proc = cli(*argv, "--store", str(store))
+    assert proc.returncode == 2, proc
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"no store at '{store}'" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_missing_store_from_the_environment_is_named_too(tmp_path):
+    import subprocess
+    import sys
+
+    env_store = tmp_path / "nowhere"
+
+    env = {**os.environ, "LONGHAUL_STORE": str(env_store)}
+    proc = subprocess.run([sys.executable, "-m", "longhaul.cli", "results", "ls"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 2 and f"no store at '{env_store}'" in proc.stderr
+    assert "LONGHAUL_STORE" in proc.stderr and not env_store.exists()
+
+
+def test_writing_commands_still_create_the_store(cli, tmp_path):
+    ingested = tmp_path / "new" / "ingested"
+    cli("ingest", str(FIX / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", "0",
+        "--store", str(ingested), check=True)
+    swept = tmp_path / "new" / "swept"
+    cli("sweep", "verbs", "--grid", '{"delay_us": [0], "size_bytes": [4096]}', "--store", str(swept), check=True)
+    for store in (ingested, swept):
+        rows = json.loads(cli("results", "ls", "--store", str(store), "--format", "json", check=True).stdout)
+        assert len(rows) == 1
+        assert [r[:12] for r in json.loads((store / "manifest.json").read_text())["runs"]] == [rows[0]["run_id"]]
+
+
+def test_an_emptied_store_is_still_a_store(filled, cli):
+    root, a, b = filled
+    cli("results", "rm", "--all", "--store", str(root), check=True)
+    proc = cli("results", "ls", "--store", str(root), check=True)
+    assert proc.stdout.strip() == f"no runs in store '{root}'"
+    assert json.loads(cli("results", "ls", "--store", str(root), "--format", "json", check=True).stdout) == []
+    assert "0 run file(s)" in cli("results", "verify", "--store", str(root), check=True).stdout
+
+
+# ------------------------------------------------------------------- filters and run ids
+def test_ls_with_a_filter_that_matches_nothing_says_so_and_names_what_is_there(filled, cli):
+    root, a, b = filled
+    proc = cli("results", "ls", "--store", str(root), "--kind", "bogus", check=True)
+    out = proc.stdout.strip()
+    assert out.startswith(f"no run in store '{root}' matches --kind bogus"), out
+    assert "2 run(s) in the store" in out and "'demo'" in out and "'ingest-perftest'" in out
+    assert "no runs in store" not in out
+    proc = cli("results", "ls", "--store", str(root), "--label", "nobody", "--format", "json", check=True)
+    assert json.loads(proc.stdout) == []   # stdout stays the document; the note goes to stderr
+    assert "matches --label nobody" in proc.stderr and "'one'" in proc.stderr and "'site-a'" in proc.stderr
+    # filters that each match some run, but not together: no value list, just the fact
+    proc = cli("results", "ls", "--store", str(root), "--kind", "demo", "--source", "measured", check=True)
+    assert "matches --source measured --kind demo (2 run(s) in the store)" in proc.stdout
+
+
+def test_rm_refuses_run_ids_with_all_or_filters_and_removes_nothing(filled, cli):
+    root, a, b = filled
+    for extra in (["--all"], ["--kind", "demo"], ["--all", "--source", "sim"]):
+        proc = cli("results", "rm", a[:8], *extra, "--store", str(root))
+        assert proc.returncode == 2, (extra, proc)
+        assert proc.stderr.count("\n") == 1 and "not both" in proc.stderr, proc.stderr
+        assert sorted(e["run_id"] for e in Store(root).runs()) == sorted([a, b])
+    proc = cli("results", "export", a[:8], "--kind", "demo", "--store", str(root))
+    assert proc.returncode == 2 and "not both" in proc.stderr and proc.stdout == ""
+    cli("results", "rm", "--all", "--kind", "demo", "--store", str(root), check=True)
+    assert [e["run_id"] for e in Store(root).runs()] == [b]
+
+
+# ------------------------------------------------------------------- the manifest journal
+def test_storing_a_point_does_not_rewrite_the_whole_manifest(tmp_path, monkeypatch):
+    """The index is not re-read and rewritten for every run (that made a sweep's cost grow with
+    the square of its points): the rewrites double in size, so there are O(log N) of them.
+    (The cost itself is measured by bench/store_bench.py, not here.)"""
+    import longhaul.results as results
+
+    writes = []
+    real = results.atomic_write_bytes
+
+    def counting(path, data, *args, **kw):
+        if Path(path).name == "manifest.json":
+            writes.append(len(data))
+        return real(path, data, *args, **kw)
+
+    monkeypatch.setattr(results, "atomic_write_bytes", counting)
+    store = Store(tmp_path)
+    ids = [store.put({"kind": "demo", "i": i}, RECS[:1], source="sim") for i in range(200)]
+    assert 1 <= len(writes) <= 12, len(writes)
+    assert sorted(e["run_id"] for e in store.runs()) == sorted(ids)   # a read folds in the rest
+    assert sorted(json.loads((tmp_path / "manifest.json").read_text())["runs"]) == sorted(ids)
+    assert not (tmp_path / "manifest.journal").exists()
+
+
+def test_a_journal_left_by_a_killed_writer_is_folded_in_on_reading(tmp_path, cli, monkeypatch):
+    """A writer killed before folding its journal (even mid-line) loses no run: `results ls`
+    lists them all, with the latest facts of a replaced run, and rewrites manifest.json."""
+    store = Store(tmp_path)
+    first = store.put({"kind": "demo", "i": 0}, RECS, source="sim", label="first")
+    monkeypatch.setattr(Store, "_fold_journal", lambda self: None)   # killed before any fold
+    ids = [store.put({"kind": "demo", "i": i}, RECS, source="sim", label="old") for i in range(1, 4)]
+    store.put({"kind": "demo", "i": 3}, RECS, source="sim", label="new")  # replaces run 3
+    monkeypatch.undo()
+    with open(tmp_path / "manifest.journal", "a") as f:
+        f.write('{"run_id": "torn')   # the tail of a write cut short (a power loss) ...
+    monkeypatch.setattr(Store, "_fold_journal", lambda self: None)
+    store.put({"kind": "demo", "i": 0}, RECS, source="sim", label="again")   # ... then a writer replaces a run
+    monkeypatch.undo()
+    assert list(json.loads((tmp_path / "manifest.json").read_text())["runs"]) == [first]
+    rows = json.loads(cli("results", "ls", "--store", str(tmp_path), "--format", "json", check=True).stdout)
+    assert {r["run_id"]: r["label"] for r in rows} == {
+        first[:12]: "again", ids[0][:12]: "old", ids[1][:12]: "old", ids[2][:12]: "new"}
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert sorted(manifest["runs"]) == sorted([first, *ids]) and manifest["runs"][ids[2]]["label"] == "new"
+    assert manifest["runs"][first]["label"] == "again"
+    assert not (tmp_path / "manifest.journal").exists()
+
+
+def test_a_removed_run_does_not_come_back_from_the_journal(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    monkeypatch.setattr(Store, "_fold_journal", lambda self: None)
+    a = store.put({"kind": "demo", "i": 1}, RECS, source="sim")
+    b = store.put({"kind": "demo", "i": 2}, RECS, source="sim")
+    monkeypatch.undo()
+    assert store.remove([a]) == [a]
+    assert [e["run_id"] for e in Store(tmp_path).runs()] == [b]
+    assert list(json.loads((tmp_path / "manifest.json").read_text())["runs"]) == [b]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -112,10 +113,51 @@ def test_sigint_subprocess_then_resume(tmp_path):
     done = len(list(runs.glob("*.parquet")))
     assert 3 <= done < 12
     assert not list(runs.glob(".*.tmp"))          # no half-written file
+    # the index lists every saved point (the journal was folded in on the way out)
+    assert sorted(json.loads((tmp_path / "manifest.json").read_text())["runs"]) == sorted(p.stem for p in runs.glob("*.parquet"))
+    assert not (tmp_path / "manifest.journal").exists()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert f"{12 - done} computed, {done} cached" in out.stderr
     assert out.stdout.count("\n") == 1 + 12
+
+
+def test_manifest_lists_every_point_when_the_sweep_ends(tmp_path):
+    """manifest.json (read by other tools, too) is complete after a sweep, however it ends."""
+    store = Store(tmp_path)
+
+    def indexed() -> int:
+        assert not (tmp_path / "manifest.journal").exists()
+        return len(json.loads((tmp_path / "manifest.json").read_text())["runs"])
+
+    ok = sweep.run(Counter(), sweep.grid({"x": list(range(40))}), kind="demo", store=store, executor="serial")
+    assert indexed() == 40 and set(ok.run_ids) == set(json.loads((tmp_path / "manifest.json").read_text())["runs"])
+    # a few more points after 40: too few to fold the journal on their own account
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run(Counter(interrupt_at=45), sweep.grid({"x": list(range(40, 50))}), kind="demo", store=store,
+                  executor="serial")
+    assert indexed() == 45
+    with pytest.raises(RuntimeError, match="point failed"):
+        sweep.run(Counter(fail_at=55), sweep.grid({"x": list(range(50, 60))}), kind="demo", store=store, workers=2)
+    assert indexed() == 54
+
+
+def test_two_sweeps_writing_one_store_at_once_lose_no_entry(tmp_path):
+    """Concurrent writers (two processes) append to the journal and fold it under the file lock."""
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
+
+    def cmd(xs):
+        return [sys.executable, "-m", "longhaul.sweep", "--fn", "longhaul.sweep:demo_point", "--kind", "demo",
+                "--grid", json.dumps({"x": xs}), "--store", str(tmp_path), "--executor", "serial", "--format", "csv"]
+
+    procs = [subprocess.Popen(cmd(list(range(k, 120, 2))), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for k in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert len(manifest["runs"]) == 120 and not (tmp_path / "manifest.journal").exists()
+    assert {e["n_records"] for e in manifest["runs"].values()} == {1}
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI (mpirun) not installed: apt-get install openmpi-bin")

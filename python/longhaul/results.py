@@ -4,6 +4,9 @@ Layout of a store directory (default ``./results``, or ``--store DIR``, or ``$LO
 
     results/
       manifest.json            small index: one entry per run (rebuilt from the files if lost)
+      manifest.journal         entries of runs saved since manifest.json was last written, one
+                               JSON line each (folded into manifest.json, then removed; see
+                               ``Store.put``)
       runs/<scenario-hash>.parquet
                                one Apache Parquet file per run: the records (one row each) and,
                                in the file's key-value metadata under ``longhaul``, the run's
@@ -21,6 +24,10 @@ The cache key of a run is the SHA-256 of the canonical JSON of its scenario (sor
 whitespace, UTF-8); ``Store.get_cached(scenario)`` returns the stored records of an identical
 scenario computed by the same model version (package version + fingerprint of the model code),
 so a re-run or an interrupted sweep resumes.
+
+Reading never creates a store: a ``Store`` on a missing directory reads as empty, and one opened
+for a read-only command (``longhaul results ...``, ``longhaul analyse ...``; ``must_exist``)
+refuses it with ``no store at 'PATH'``. Writing (``put``) creates the directory.
 """
 
 from __future__ import annotations
@@ -52,12 +59,14 @@ if TYPE_CHECKING:
 
 SOURCES = ("sim", "emu", "measured")
 MANIFEST = "manifest.json"
+JOURNAL = "manifest.journal"
 RUNS_DIR = "runs"
 META_KEY = b"longhaul"
 FORMAT = "longhaul-results/1"
 ENV_STORE = "LONGHAUL_STORE"
 DEFAULT_STORE = "results"
 RESERVED = ("run_id", "source", "label")  # columns added by Store.records()
+READ_ONLY_COMMANDS = ("results", "analyse")  # `longhaul COMMAND`s that only read a store: it must exist
 
 _thread_lock = threading.Lock()
 
@@ -233,15 +242,33 @@ def table_to_records(table: pa.Table) -> list[dict]:
 
 
 class Store:
-    """A directory of runs. Thread-safe in one process; manifest updates take a file lock too."""
+    """A directory of runs. Thread-safe in one process; manifest updates take a file lock too.
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    ``must_exist``: the store is only read (``longhaul results``, ``longhaul analyse``), so a
+    missing one is a mistyped path: every read raises ``no store at 'PATH'`` instead of reading
+    as empty. Nothing is checked (or created) before the store is first used.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, *, must_exist: bool = False):
         root = root if root is not None else os.environ.get(ENV_STORE) or DEFAULT_STORE
         self.root = Path(root)
+        self.must_exist = must_exist
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"--store: '{self.root}' is a file, not a results directory "
                             "(give a directory; it is created when missing)")
-        self._manifest_cache: dict | None = None
+
+    def exists(self) -> bool:
+        """Is there a store here: a directory holding manifest.json, its journal or runs/?"""
+        return self.root.is_dir() and any((self.root / name).exists() for name in (MANIFEST, JOURNAL, RUNS_DIR))
+
+    def check_exists(self) -> "Store":
+        """With ``must_exist``, a one-line UserError when there is no store to read."""
+        if self.must_exist and not self.exists():
+            why = ("no such directory" if not self.root.exists()
+                   else f"the directory holds no {MANIFEST} and no {RUNS_DIR}/")
+            raise UserError(f"no store at '{self.root}' ({why}; give --store DIR of a store that a sweep, study, "
+                            f"sim, emu or ingest saved runs to, or set ${ENV_STORE})")
+        return self
 
     def check_writable(self) -> "Store":
         """Refuse a store that cannot be written before a long measurement, not after it."""
@@ -288,7 +315,75 @@ class Store:
 
     def _write_manifest(self, manifest: dict) -> None:
         atomic_write_text(self.root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        self._manifest_cache = manifest
+
+    def _read_journal(self) -> list[dict]:
+        """Entries appended by ``put`` since the last fold, oldest first. A line that is not a
+        whole entry (the tail of a write cut by a power loss) is skipped: the run file is the
+        truth, and ``manifest()`` indexes a run file it has no entry for."""
+        path = self.root / JOURNAL
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        except OSError as err:  # kept (not folded, not removed) until it can be read
+            raise UserError(f"results store: cannot read '{path}' ({err.strerror or err})") from None
+        entries = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("run_id"), str):
+                entries.append(entry)
+        return entries
+
+    def _load(self) -> tuple[dict, bool]:
+        """Under the lock: manifest.json with the journal's entries applied (later ones win), and
+        whether that differs from manifest.json."""
+        manifest = self._read_manifest_file()
+        changed = manifest is None
+        if manifest is None:
+            manifest = {"format": FORMAT, "runs": {}}
+        for entry in self._read_journal():
+            manifest["runs"][entry["run_id"]] = entry
+            changed = True
+        return manifest, changed
+
+    def _save(self, manifest: dict, changed: bool) -> dict:
+        """Under the lock: write manifest.json (atomically) when it changed, then remove the
+        journal it now holds. Replaying a journal twice gives the same manifest, so a fold cut
+        short between the two steps loses nothing."""
+        if changed and (manifest["runs"] or (self.root / MANIFEST).exists()):
+            self._write_manifest(manifest)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.root / JOURNAL)
+        return manifest
+
+    def _fold_journal(self) -> dict:
+        """Under the lock: the journal folded into manifest.json (no look at the run files)."""
+        return self._save(*self._load())
+
+    def _append_journal(self, entry: dict) -> int:
+        """Under the lock: append one entry as a JSON line (one ``write``, fsynced). Returns the
+        journal's size in bytes. After a torn last line the entry starts on a line of its own, so
+        only the torn one is lost."""
+        path = self.root / JOURNAL
+        data = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+                return os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+        except OSError as err:
+            raise UserError(f"cannot write '{path}' ({err.strerror or err})") from None
 
     def _entry(self, meta: dict, n_records: int) -> dict:
         return {
@@ -305,12 +400,14 @@ class Store:
         }
 
     def manifest(self) -> dict:
-        """The index, synchronised with the run files on disk (files are the truth)."""
+        """The index, synchronised with the run files on disk (files are the truth): manifest.json
+        with the journal folded in. A missing store reads as empty and is not created (with
+        ``must_exist``, it is an error)."""
+        self.check_exists()
+        if not self.exists():
+            return {"format": FORMAT, "runs": {}}
         with self._locked():
-            manifest = self._read_manifest_file()
-            changed = manifest is None
-            if manifest is None:
-                manifest = {"format": FORMAT, "runs": {}}
+            manifest, changed = self._load()
             on_disk = {p.stem for p in self.runs_dir.glob("*.parquet")} if self.runs_dir.is_dir() else set()
             for run_id in list(manifest["runs"]):
                 if run_id not in on_disk:
@@ -320,10 +417,7 @@ class Store:
                 meta, n = self._read_meta(self.run_path(run_id))
                 manifest["runs"][run_id] = self._entry(meta, n)
                 changed = True
-            if changed and (manifest["runs"] or (self.root / MANIFEST).exists()):
-                self._write_manifest(manifest)
-            self._manifest_cache = manifest
-            return manifest
+            return self._save(manifest, changed)
 
     def runs(self, source: str | None = None, label: str | None = None, kind: str | None = None) -> list[dict]:
         """Manifest entries, oldest first, optionally filtered."""
@@ -376,6 +470,7 @@ class Store:
         """(run metadata, records) of one run."""
         import pyarrow as pa
         import pyarrow.parquet as pq
+        self.check_exists()
         path = self.run_path(run_id)
         if not path.exists():
             raise UserError(f"run '{run_id[:12]}': no such run in store '{self.root}'")
@@ -390,7 +485,19 @@ class Store:
     def put(self, scenario: dict, records: Sequence[dict], *, source: str, label: str = "",
             seed: int | None = None, started_utc: str | None = None, finished_utc: str | None = None,
             extra: dict | None = None) -> str:
-        """Save one run atomically; replaces a run of the identical scenario. Returns the run id."""
+        """Save one run atomically; replaces a run of the identical scenario. Returns the run id.
+
+        Cost: O(1) amortised, whatever the store holds (a sweep of N points costs N times one
+        point, not N squared). The run file is written first (temporary file, fsync,
+        ``os.replace``): once it is there the run is saved, ``get_cached`` finds it and an
+        interrupted sweep resumes from it. Its manifest entry is then appended, under the lock,
+        as one fsynced JSON line to ``manifest.journal`` instead of re-reading and rewriting the
+        whole manifest.json. The journal is folded into manifest.json (atomic rewrite, then the
+        journal removed) when it grows larger than manifest.json (so the rewrites double in
+        size: amortised O(1) a point), by every read of the index (``manifest()``,
+        ``runs()``, ...), and at the end of a sweep. An interrupt between the two steps leaves a
+        run file without an entry: ``manifest()`` indexes it from the file, as before.
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
         if source not in SOURCES:
@@ -427,10 +534,21 @@ class Store:
         pq.write_table(table, sink, compression="zstd")
         atomic_write_bytes(self.run_path(run_id), sink.getvalue().to_pybytes())
         with self._locked():
-            manifest = self._read_manifest_file() or {"format": FORMAT, "runs": {}}
-            manifest["runs"][run_id] = self._entry(meta, len(records))
-            self._write_manifest(manifest)
+            journal_bytes = self._append_journal(self._entry(meta, len(records)))
+            try:
+                manifest_bytes = (self.root / MANIFEST).stat().st_size
+            except FileNotFoundError:
+                manifest_bytes = 0
+            if journal_bytes > manifest_bytes:
+                self._fold_journal()
         return run_id
+
+    def fold_journal(self) -> None:
+        """Bring manifest.json up to date with the runs saved since its last rewrite (the end of a
+        sweep calls this; reading the index does it too). Creates nothing in a missing store."""
+        if (self.root / JOURNAL).exists():
+            with self._locked():
+                self._fold_journal()
 
     def get_cached(self, scenario: dict, same_version: bool = True) -> list[dict] | None:
         """Records of a stored run of the identical scenario, or None.
@@ -450,9 +568,12 @@ class Store:
 
     def remove(self, run_ids: Iterable[str]) -> list[str]:
         """Delete runs (file and manifest entry) without reading them: works on damaged files."""
+        self.check_exists()
         removed = []
+        if not self.exists():
+            return removed
         with self._locked():
-            manifest = self._read_manifest_file() or {"format": FORMAT, "runs": {}}
+            manifest = self._fold_journal()
             for run_id in run_ids:
                 path = self.run_path(run_id)
                 if path.exists():
@@ -480,6 +601,7 @@ class Store:
         """One line per damaged or foreign file in the store (empty: all good)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
+        self.check_exists()
         problems = []
         if self.runs_dir.is_dir():
             for path in sorted(self.runs_dir.glob("*.parquet")):
@@ -505,9 +627,16 @@ def check_label(label: str) -> str:
     return label
 
 
-def store_from_args(args) -> Store:
-    """The store named by ``--store``, else ``$LONGHAUL_STORE``, else ``./results``."""
-    return Store(getattr(args, "store", None))
+def store_from_args(args, must_exist: bool | None = None) -> Store:
+    """The store named by ``--store``, else ``$LONGHAUL_STORE``, else ``./results``.
+
+    ``must_exist`` (default: the command only reads the store, ``longhaul results`` or
+    ``longhaul analyse``): a missing store is an error (``no store at 'PATH'``) when it is first
+    read, and nothing is created; a command that never reads it (``analyse compare`` without
+    runs) does not need one."""
+    if must_exist is None:
+        must_exist = getattr(args, "command", None) in READ_ONLY_COMMANDS
+    return Store(getattr(args, "store", None), must_exist=must_exist)
 
 
 def add_store_option(parser) -> None:

@@ -3,7 +3,10 @@
 A point function takes one scenario (a dict of JSON values) and returns a list of records
 (flat dicts whose keys carry their unit). ``run`` computes every scenario not already in the
 store, in parallel, and saves each finished point at once (atomically), so Ctrl-C loses only
-the points in flight: running the same sweep again computes just the missing ones.
+the points in flight: running the same sweep again computes just the missing ones. Saving a point
+costs the same in a sweep of 100 points as in one of 100,000 (``Store.put`` appends the point's
+index entry to a journal); the journal is folded into the store's manifest.json when the sweep
+ends, however it ends.
 
 Executors:
   * ``threads`` (default): a ThreadPoolExecutor with ``os.cpu_count()`` workers. The Rust core
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import importlib
 import itertools
 import json
@@ -130,6 +134,30 @@ def run(fn: PointFn, scenarios: Iterable[dict], *, kind: str, store: Store | Non
         res.computed += 1
 
     desc = description or f"{kind}: {len(todo)} points ({res.cached} cached)"
+    try:
+        first_error = _compute(fn, scenarios, todo, finish, executor, workers, desc)
+    except BaseException:
+        # Ctrl-C or a store error: the saved points are indexed too, but a failing fold must not
+        # hide the error (the journal stays, and the next read of the store folds it).
+        if store is not None and res.computed:
+            with contextlib.suppress(Exception):
+                store.fold_journal()
+        raise
+    if store is not None and res.computed:
+        store.fold_journal()   # the manifest.json of the store lists every point of the sweep
+    if first_error is not None:
+        raise first_error
+    for i, recs in enumerate(results):
+        res.records.extend(recs or [])
+    res.run_ids = [r for r in run_ids if r]
+    res.seconds = time.perf_counter() - started
+    return res
+
+
+def _compute(fn: PointFn, scenarios: list[dict], todo: list[int], finish, executor: str, workers: int | None,
+             desc: str) -> BaseException | None:
+    """Compute the points ``todo`` and ``finish`` each; the first point error (raised by the caller
+    once the others have ended), or None."""
     first_error: BaseException | None = None
     if executor == "serial" or not todo:
         for i in progress(iter(todo), total=len(todo), description=desc):
@@ -161,13 +189,7 @@ def run(fn: PointFn, scenarios: Iterable[dict], *, kind: str, store: Store | Non
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-    if first_error is not None:
-        raise first_error
-    for i, recs in enumerate(results):
-        res.records.extend(recs or [])
-    res.run_ids = [r for r in run_ids if r]
-    res.seconds = time.perf_counter() - started
-    return res
+    return first_error
 
 
 # --------------------------------------------------------------------------- module entry

@@ -1,4 +1,8 @@
-"""``longhaul results ls|show|export|rm|verify``: look into the results store."""
+"""``longhaul results ls|show|export|rm|verify``: look into the results store.
+
+Every action needs an existing store: a missing one (a mistyped ``--store``) is a one-line error,
+exit status 2, and nothing is created (``store_from_args`` opens it with ``must_exist``).
+"""
 
 from __future__ import annotations
 
@@ -59,13 +63,38 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_verify)
 
 
+def _no_match(store, args) -> str | None:
+    """When the store holds runs but the filters select none: a line saying so, naming for each
+    filter that matches no run the values the store does hold (kinds and labels are not a fixed
+    set: any model, tool or user names them). None when the store is empty."""
+    every = store.runs()
+    if not every:
+        return None
+    given = [(opt, key, value) for opt, key, value in (("--source", "source", args.source),
+                                                       ("--label", "label", args.label),
+                                                       ("--kind", "kind", args.kind)) if value]
+    hints = []
+    for opt, key, value in given:
+        held = sorted({str(e[key]) for e in every})
+        if value not in held:
+            shown = ", ".join(repr(h) for h in held[:12]) + (f", ... ({len(held)} in all)" if len(held) > 12 else "")
+            hints.append(f"{key}s in the store: {shown}")
+    filters = " ".join(f"{opt} {value}" for opt, _, value in given)
+    return (f"no run in store '{store.root}' matches {filters} ({len(every)} run(s) in the store"
+            + "".join(f"; {h}" for h in hints) + ")")
+
+
 def cmd_ls(args) -> int:
     store = store_from_args(args)
     entries = store.runs(source=args.source, label=args.label, kind=args.kind)
     rows = [{**e, "run_id": e["run_id"][:12]} for e in entries]
-    if args.format == "table" and not rows:
-        print(f"no runs in store '{store.root}'")
-        return 0
+    if not rows:
+        note = _no_match(store, args)
+        if args.format == "table":
+            print(note or f"no runs in store '{store.root}'")
+            return 0
+        if note:  # stdout stays the (empty) document a program asked for
+            print(f"note: {note}", file=sys.stderr)
     emit(rows, args.format, columns=LS_COLUMNS, title=f"runs in {store.root}")
     return 0
 
@@ -88,15 +117,30 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _no_filters_with_runs(args, action: str) -> None:
+    """Run ids and filters are two ways to select: the filters would be ignored, so refuse both."""
+    given = [opt for opt, value in (("--source", args.source), ("--label", args.label), ("--kind", args.kind))
+             if value]
+    if args.runs and given:
+        raise UserError(f"results {action}: give run ids or filters ({', '.join(given)}), not both "
+                        "(filters select runs in place of run ids)")
+
+
 def _select(store, args) -> list[str]:
     if args.runs:
         return [store.resolve(r) for r in args.runs]
-    return [e["run_id"] for e in store.runs(source=args.source, label=args.label, kind=args.kind)]
+    run_ids = [e["run_id"] for e in store.runs(source=args.source, label=args.label, kind=args.kind)]
+    if not run_ids and (args.source or args.label or args.kind):
+        note = _no_match(store, args)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+    return run_ids
 
 
 def cmd_export(args) -> int:
     if args.format == "parquet" and not args.out:
         raise UserError("export --format parquet: give --out FILE (Parquet is binary, not for a terminal)")
+    _no_filters_with_runs(args, "export")
     if args.out:  # like cp: an existing directory or a missing one is an error, before any work
         check_output_path(args.out, make_parents=False)
     store = store_from_args(args)
@@ -122,9 +166,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_rm(args) -> int:
-    store = store_from_args(args)
     if not args.runs and not args.all:
         raise UserError("results rm: name runs to remove, or give --all (with --source/--label/--kind to narrow)")
+    if args.runs and args.all:
+        raise UserError(f"results rm: give run ids or --all, not both (RUN ... removes those runs, "
+                        f"--all every run that passes --source/--label/--kind); got {len(args.runs)} run id(s) and --all")
+    _no_filters_with_runs(args, "rm")
+    store = store_from_args(args)
+    store.check_exists()   # a missing store is an error, and nothing is created
     if args.runs:
         run_ids = []
         for ref in args.runs:
@@ -144,7 +193,7 @@ def cmd_rm(args) -> int:
 
 def cmd_verify(args) -> int:
     store = store_from_args(args)
-    problems = store.verify()
+    problems = store.verify()   # a missing store is an error, not a store of 0 good files
     for line in problems:
         print(line, file=sys.stderr)
     if problems:
