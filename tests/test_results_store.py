@@ -158,7 +158,7 @@ def test_cli_ls_show_export_rm(filled, capsys, tmp_path):
     out_csv = tmp_path / "all.csv"
     assert main(["results", "export", "--store", str(root), "--out", str(out_csv)]) == 0
     lines = out_csv.read_text().splitlines()
-    assert lines[0].startswith("run_id,source,label,") and len(lines) == 1 + 3
+    assert lines[0].startswith("run_id,kind,source,label,") and len(lines) == 1 + 3
     out_pq = tmp_path / "all.parquet"
     assert main(["results", "export", "--store", str(root), "--format", "parquet", "--out", str(out_pq)]) == 0
     assert pq.read_table(out_pq).num_rows == 3

@@ -585,14 +585,16 @@ class Store:
 
     def records(self, run_ids: Iterable[str] | None = None, source: str | None = None,
                 label: str | None = None, kind: str | None = None) -> list[dict]:
-        """All records of the selected runs, each with ``run_id``, ``source`` and ``label`` added
-        (a record's own key of the same name wins)."""
+        """All records of the selected runs, each with ``run_id``, ``kind``, ``source`` and ``label``
+        added (a record's own key of the same name wins): what `results export` writes and
+        `analyse --input` selects by."""
         if run_ids is None:
             run_ids = [e["run_id"] for e in self.runs(source=source, label=label, kind=kind)]
         out = []
         for run_id in run_ids:
             meta, recs = self.read_run(run_id)
-            extra = {"run_id": run_id[:12], "source": meta.get("source", ""), "label": meta.get("label", "")}
+            entry = self._entry(meta, len(recs))
+            extra = {"run_id": run_id[:12], **{k: entry[k] for k in ("kind", "source", "label")}}
             for r in recs:
                 out.append({**extra, **r})
         return out

@@ -224,13 +224,12 @@ def _resolve_in_file(path: str, ref: str, run_ids: list[str]) -> str:
 def _select_input(path: str, runs: list[str], label: str | None, source: str | None,
                   kind: str | None) -> list[dict]:
     """The records of an exported file that pass --run, --label, --source and --kind, judged by
-    the columns `results export` writes (run_id, source, label), as the store judges its runs."""
+    the columns `results export` writes (run_id, kind, source, label), as the store judges its runs."""
     recs = _read_input(path)
 
     def column(option: str, col: str) -> None:
         if not any(col in r for r in recs):
-            hint = ("`results export` does not write one; export only that kind: `results export --kind K`"
-                    if col == "kind" else "not a file from `longhaul results export`?")
+            hint = "not a file from `longhaul results export`?"
             raise UserError(f"{option}: '{path}' has no {col} column ({hint})")
 
     def text(v) -> str:
@@ -281,10 +280,8 @@ def select(args, prefix: str = "") -> list[dict]:
         named = list(dict.fromkeys(store.resolve(r) for r in runs))
         entries = {e["run_id"]: e for e in store.runs(source=source, label=label, kind=kind)}
         ids = [i for i in named if i in entries] if runs else list(entries)
-        recs = []
-        for run_id in ids:
-            # Each record knows its run's kind, as it knows its run id, source and label: --by kind, --where kind=.
-            recs += [{"kind": entries[run_id]["kind"], **r} for r in store.records([run_id])]
+        # Each record knows its run's id, kind, source and label: --by kind, --where kind=.
+        recs = store.records(ids)
         where = f"in store '{store.root}'"
     recs = _where(recs, getattr(args, "where", []) or [])
     if not recs:
