@@ -65,7 +65,6 @@ META_KEY = b"longhaul"
 FORMAT = "longhaul-results/1"
 ENV_STORE = "LONGHAUL_STORE"
 DEFAULT_STORE = "results"
-RESERVED = ("run_id", "source", "label")  # columns added by Store.records()
 READ_ONLY_COMMANDS = ("results", "analyse")  # `longhaul COMMAND`s that only read a store: it must exist
 
 _thread_lock = threading.Lock()
