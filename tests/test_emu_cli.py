@@ -345,6 +345,7 @@ def test_scenario_tcp_settings_reach_the_hosts_and_options_override_the_file(tmp
     ('link = "10gige-lan"\n[tcp]\nmtu_bytes = 20000\n', "mtu_bytes:"),
     ('link = "fddi"\n', "link:"),
     ('[link]\ndelay_us = 2000\n', "invalid type"),  # the emulator's old format is not a scenario
+    ('[tcp]\nstreams = "a"\n', ': tcp.streams: invalid type: string "a"'),  # the file named once, not "scenario" twice
 ])
 def test_scenario_content_the_emulator_cannot_honour_is_one_line(tmp_path, text, words, leaves_nothing):
     f = tmp_path / "s.toml"
@@ -353,6 +354,7 @@ def test_scenario_content_the_emulator_cannot_honour_is_one_line(tmp_path, text,
         p = cli("emu", *verb)
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(lines) == 1 and words in lines[0] and str(f) in lines[0], p.stderr
+        assert "scenario: " not in lines[0].replace(f"scenario {f}: ", ""), p.stderr
 
 
 def test_bench_formats(leaves_nothing):

@@ -122,7 +122,8 @@ def load(path: str) -> dict:
         }
         build_link(link)  # every value in the emulator's ranges
     except UserError as e:  # an emulator range the file's value is outside: name its key
-        raise renamed(e, _LINK_KEY, f"scenario {path}: ") from None
+        # The core says "scenario: KEY: ..." of a file's bad type; the prefix names the file instead.
+        raise renamed(UserError(str(e).removeprefix("scenario: ")), _LINK_KEY, f"scenario {path}: ") from None
     _check_bench(bench, path)
     return {"link": link, "bench": bench}
 
