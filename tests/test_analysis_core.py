@@ -460,3 +460,16 @@ def test_cli_balance_csv_is_one_document_with_the_summary(tmp_path, capsys):
         assert r["metric"] == want["metric"] and int(r["size_bytes"]) == want["size_bytes"]
         assert float(r["ratio"]) == pytest.approx(want["ratio"])
         assert r["balanced_within_10pct"] == str(want.get("balanced_within_10pct", ""))
+
+
+def test_cli_by_left_out_splits_by_size_only_when_records_have_sizes(cli, tmp_path):
+    # NFS records have no message size: the default --by then splits nothing (it used to fail with
+    # "--by column 'size_bytes' is in no record").
+    store = str(tmp_path / "st")
+    grid = '{"transport": ["rdma"], "delay_us": [0, 1000], "simulated_bytes": 1048576}'
+    cli("sweep", "nfs", "--grid", grid, "--store", store, check=True)
+    rows = json.loads(cli("analyse", "profile", "--store", store, "--format", "json", check=True).stdout)
+    assert [r["delay_us"] for r in rows] == [0, 1000] and "size_bytes" not in rows[0]
+    by = json.loads(cli("analyse", "profile", "--store", store, "--by", "transport", "--format", "json",
+                        check=True).stdout)
+    assert {r["transport"] for r in by} == {"rdma"}

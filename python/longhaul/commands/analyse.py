@@ -31,7 +31,8 @@ def _common(p, value: str | None = "bw_MBps") -> None:
     _selection(p)
     if value:
         p.add_argument("--value", default=value, help=f"column to analyse (default {value})")
-        p.add_argument("--by", default="size_bytes", help="comma list of columns that split the series (default size_bytes)")
+        p.add_argument("--by", default=None, help="comma list of columns that split the series (default size_bytes "
+                                                  "when the records have sizes, else none: NFS runs have none)")
     p.add_argument("--where", action="append", default=[], metavar="COL=V1,V2",
                    help="keep records whose column equals one of the values (repeatable), e.g. test=bw")
     p.add_argument("--format", choices=FORMATS, default="table")
@@ -251,12 +252,12 @@ def _check_one_kind(args, recs: list[dict]) -> None:
     """Refuse to average (or fit) records of runs of different kinds: a verbs bandwidth and an NFS
     throughput at the same size and delay are different measurements. ``--by kind,...`` keeps
     them apart, so then it is fine."""
-    by = _by(args) if getattr(args, "by", None) is not None else ()
+    by = _by(args, recs) if hasattr(args, "by") else ()
     if "kind" in by:
         return
     kinds = sorted({str(r["kind"]) or "(none)" for r in recs if r.get("kind") is not None})
     if len(kinds) > 1:
-        has_by = getattr(args, "by", None) is not None
+        has_by = hasattr(args, "by")
         split = f", or keep them apart with --by {','.join(('kind',) + by)}" if has_by else ""
         raise UserError(f"analysis: the selection mixes runs of {len(kinds)} kinds ({', '.join(kinds)}), whose "
                         f"records are different measurements; choose one with --kind (e.g. --kind {kinds[0]}){split}")
@@ -295,8 +296,11 @@ def select(args, prefix: str = "") -> list[dict]:
     return recs
 
 
-def _by(args) -> tuple[str, ...]:
+def _by(args, recs: list[dict]) -> tuple[str, ...]:
+    """--by's columns; left out, size_bytes if the records have message sizes."""
     from longhaul.units import list_items
+    if args.by is None:
+        return ("size_bytes",) if any(r.get("size_bytes") is not None for r in recs) else ()
     return tuple(list_items(args.by, "--by", "a column name"))
 
 
@@ -324,8 +328,9 @@ def cmd_profile(args) -> int:
 
     if args.plot is not None:
         _plot_paths(args.plot)
-    by = _by(args)
-    rows = distance_profile(select(args), value=args.value, by=by)
+    recs = select(args)
+    by = _by(args, recs)
+    rows = distance_profile(recs, value=args.value, by=by)
     emit(rows, args.format, title=f"distance profile of {args.value}")
     if args.plot is not None:
         from longhaul.plots import bandwidth_vs_delay, close, save
@@ -344,7 +349,8 @@ def cmd_profile(args) -> int:
 def cmd_stability(args) -> int:
     from longhaul.analysis import stability_profile
 
-    emit(stability_profile(select(args), value=args.value, by=_by(args)), args.format,
+    recs = select(args)
+    emit(stability_profile(recs, value=args.value, by=_by(args, recs)), args.format,
          title=f"stability of {args.value} over repeated runs")
     return 0
 
@@ -352,9 +358,11 @@ def cmd_stability(args) -> int:
 def cmd_dpm(args) -> int:
     from longhaul.analysis import decrease_per_mile
 
-    rows = decrease_per_mile(select(args), value=args.value, by=_by(args), confidence=args.confidence,
+    recs = select(args)
+    by = _by(args, recs)
+    rows = decrease_per_mile(recs, value=args.value, by=by, confidence=args.confidence,
                              bound=args.bound, simultaneous=args.simultaneous)
-    cols = list(_by(args)) + ["estimate", "distance_miles", "D_MBps_per_mile", "D_lo_MBps_per_mile",
+    cols = list(by) + ["estimate", "distance_miles", "D_MBps_per_mile", "D_lo_MBps_per_mile",
                               "D_hi_MBps_per_mile", "n0", "n", "bound_MBps", "bound_from"]
     emit(rows, args.format, columns=cols if args.format == "table" else None,
          title=f"decrease per mile of {args.value}, Hoeffding {args.confidence:.0%} bound")
