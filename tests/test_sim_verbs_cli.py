@@ -259,3 +259,11 @@ def test_unreliable_transports_count_what_landed(cli, transport):
                    "--delay-us", "0,1000")
     assert [r["delivered_bytes"] for r in recs] == [5 * 2048, 5 * 2048]
     assert recs[1]["sim_time_us"] > 1000  # the last packet crossed the 1 ms path after the sender finished
+
+
+def test_a_ud_latency_probe_lost_says_why_the_run_is_incomplete(cli):
+    # UD has no retransmission: a lost ping-pong message leaves both sides waiting forever.
+    (r,) = records(cli, "--transport", "ud", "--op", "send", "--test", "lat", "--sizes", "64", "--loss", "0.5",
+                   "--seed", "3")
+    assert r["status"].startswith("incomplete: a lost message is never resent over UD (stopped after ")
+    assert r["lat_us"] is None and r["sim_time_us"] > 0

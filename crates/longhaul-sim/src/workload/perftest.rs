@@ -275,8 +275,15 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         "ok".to_string()
     } else if until.is_some() {
         "ok (time limit)".to_string()
+    } else if stop == Stop::Idle && r.transport != TransportName::Rc {
+        // Nothing left to happen: a lost message that UD/UC never resends left a side waiting.
+        format!(
+            "incomplete: a lost message is never resent over {} (stopped after {:.3} us simulated)",
+            lower(&r.transport).to_uppercase(),
+            to_us(q.now())
+        )
     } else {
-        format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+        format!("incomplete: stopped ({stop:?}) after {:.6} s simulated", to_s(q.now()))
     };
     let (mut bw, mut rate, mut lat, mut lat_min, mut lat_max, mut lat_avg) = (None, None, None, None, None, None);
     let delivered: u64 = w.ib.qps.iter().map(|qp| qp.rx_bytes).sum();
