@@ -244,6 +244,9 @@ def test_cli_balance_and_compare(tmp_path, capsys):
     (row,) = json.loads(capsys.readouterr().out)
     assert row["measured"] == 955.6 and row["measured_rel_err"] == pytest.approx((955.6 - 950) / 950)
     assert main(["analyse", "compare", "--store", str(store), "--point", "nope"]) == 2
+    # A run's peak set beside every published point (UD, IPoIB, MPI...) means nothing: --point is needed.
+    assert main(["analyse", "compare", "--store", str(store), "--measured-run", run[:8]]) == 2
+    assert "name the published point(s) these runs measure with --point ID" in capsys.readouterr().err
 
 
 def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_path):

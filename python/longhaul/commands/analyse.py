@@ -505,6 +505,10 @@ def cmd_compare(args) -> int:
             raise UserError(f"--point {sorted(unknown)[0]}: not a published point with one MB/s value "
                             f"(known: {', '.join(p['id'] for p in points)})")
         points = [p for p in points if p["id"] in args.point]
+    elif args.model_run or args.measured_run:
+        # One run's peak against every published point would set an RC write beside UD, IPoIB and MPI.
+        raise UserError("compare: name the published point(s) these runs measure with --point ID (known: "
+                        f"{', '.join(p['id'] for p in points)})")
 
     def peak(runs):
         if not runs:
