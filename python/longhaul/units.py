@@ -9,6 +9,7 @@ of two in every benchmark; bandwidths are reported in MB/s with MB = 10^6 bytes.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
@@ -75,17 +76,25 @@ def unique(values: list, option: str, show=None) -> list:
     """The values in their order, each once: a point given twice (``--delay-us 0,0``) would run twice
     and print two rows. What was dropped is said on stderr (each value through ``show``), as a note, since
     it may be a typo."""
-    def same(a, b) -> bool:
-        # ==, not hash: 0 and 0.0 are one point, and sweep values may be tables; but true is not 1
-        # (Python's True == 1), so a boolean in a grid reaches the check that refuses it.
-        return a == b and isinstance(a, bool) == isinstance(b, bool)
+    def key(v):
+        # Equal values are one point (0 and 0.0 hash alike), but true is not 1 (Python's True == 1),
+        # so a boolean in a grid reaches the check that refuses it. Sweep values may be tables
+        # (unhashable): those by their canonical JSON.
+        try:
+            hash(v)
+            return (isinstance(v, bool), v)
+        except TypeError:
+            return (False, json.dumps(v, sort_keys=True, default=str))
 
+    count: dict = {}
     kept: list = []
     for v in values:
-        if not any(same(v, k) for k in kept):
+        k = key(v)
+        count[k] = count.get(k, 0) + 1
+        if count[k] == 1:
             kept.append(v)
     if len(kept) < len(values):
-        repeated = [v for v in kept if sum(same(v, x) for x in values) > 1]
+        repeated = [v for v in kept if count[key(v)] > 1]
         sys.stderr.write(f"longhaul: note: {option}: {', '.join(map(show or _value_text, repeated))} given more than once; "
                          "each runs once\n")
     return kept
