@@ -284,7 +284,7 @@ READ_ONLY = {
     "rm": ["results", "rm", "abcd"],
     "rm-all": ["results", "rm", "--all"],
     "analyse-profile": ["analyse", "profile"],
-    "analyse-compare-run": ["analyse", "compare", "--measured-run", "abcd"],
+    "analyse-compare-run": ["analyse", "compare", "--point", "S3-rdma-bw-10km", "--measured-run", "abcd"],
 }
 
 

@@ -20,6 +20,11 @@ def _fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+def count(n: int, noun: str) -> str:
+    """'1 record', '3 records'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None, title: str | None = None,
          out=None) -> None:
     """Write records to stdout in the chosen format. ``columns`` picks and orders the table's

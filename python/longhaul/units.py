@@ -113,7 +113,7 @@ def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
             raise UserError(f"{option}: '{part}' is not {kind} (valid range [{range_text(lo)}, {range_text(hi)}])") from None
         if not (math.isfinite(v) and lo <= v <= hi):
             raise UserError(f"{option}: {part} is out of range [{range_text(lo)}, {range_text(hi)}]")
-        values.append(v)
+        values.append(v + 0 if v == 0 else v)  # -0 is 0: records would print -0.0 km
     if not values:
         raise UserError(f"{option}: empty list")
     return unique(values, option)

@@ -6,7 +6,7 @@ import sys
 
 from longhaul.errors import UserError
 from longhaul.ingest import TOOLS, ingest_file
-from longhaul.output import FORMATS, emit
+from longhaul.output import FORMATS, emit, count as _count
 from longhaul.results import add_store_option, store_from_args
 from longhaul.units import delays_from_options
 
@@ -47,9 +47,9 @@ def cmd_ingest(args) -> int:
     for f, scenario, records in parsed:  # every file parsed before anything is stored
         if store is not None:
             run_id = store.put(scenario, records, source=args.source, label=args.label)
-            print(f"{f}: {len(records)} records stored as run {run_id[:12]} in '{store.root}'", file=sys.stderr)
+            print(f"{f}: {_count(len(records), 'record')} stored as run {run_id[:12]} in '{store.root}'", file=sys.stderr)
         all_records.extend(records)
     cols = [c for c in SHOW if any(c in r for r in all_records)]
     emit(all_records, args.format, columns=cols if args.format == "table" else None,
-         title=f"{args.tool}: {len(all_records)} records")
+         title=f"{args.tool}: {_count(len(all_records), 'record')}")
     return 0

@@ -11,7 +11,7 @@ import json
 import sys
 
 from longhaul.errors import UserError
-from longhaul.output import FORMATS, emit
+from longhaul.output import FORMATS, emit, count as _count
 from longhaul.results import (SOURCES, add_store_option, atomic_write_bytes, atomic_write_text, check_output_path,
                               records_to_table, store_from_args)
 
@@ -113,7 +113,7 @@ def cmd_show(args) -> int:
             print(f"{key:<17} {meta.get(key)}")
         print(f"{'host':<17} {json.dumps(meta.get('host', {}), sort_keys=True)}")
         print(f"{'scenario':<17} {meta.get('scenario_json', json.dumps(meta.get('scenario')))}")
-    emit(records, args.format, title=f"{len(records)} records")
+    emit(records, args.format, title=_count(len(records), "record"))
     return 0
 
 
@@ -161,7 +161,7 @@ def cmd_export(args) -> int:
         else:
             sys.stdout.write(buf.getvalue())
     if args.out:
-        print(f"exported {len(records)} records of {len(run_ids)} runs to {args.out}", file=sys.stderr)
+        print(f"exported {_count(len(records), 'record')} of {_count(len(run_ids), 'run')} to {args.out}", file=sys.stderr)
     return 0
 
 
