@@ -267,3 +267,9 @@ def test_a_ud_latency_probe_lost_says_why_the_run_is_incomplete(cli):
                    "--seed", "3")
     assert r["status"].startswith("incomplete: a lost message is never resent over UD (stopped after ")
     assert r["lat_us"] is None and r["sim_time_us"] > 0
+
+
+def test_a_typed_minus_zero_is_zero(cli):
+    out = cli("sim", "verbs", "--distance-km", "-0", "--sizes", "64", "--iterations", "20", "--format", "json",
+              check=True).stdout
+    assert '"fibre_km": 0.0' in out and "-0.0" not in out
