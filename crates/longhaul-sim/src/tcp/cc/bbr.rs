@@ -372,6 +372,7 @@ impl CongestionControl for Bbr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::time::US;
     use proptest::prelude::*;
 
     /// Linux's TSO goal is about 1 ms of data at the pacing rate, 2 segments at least and one
@@ -395,24 +396,14 @@ mod tests {
     fn ack_aggregation_adds_the_excess_acked_once_the_pipe_is_full() {
         let mut b = Bbr::new(10.0, 0, 1448);
         b.bw_samples.add(0, 1e5); // 10 segments per 100 us
-        b.rt_prop = 1000 * crate::engine::time::US;
+        b.rt_prop = 1000 * US;
         let burst = |now: Time| AckInfo {
-            now,
             acked_segs: 40.0,
-            rtt: None,
-            min_rtt: 0,
-            srtt: 0,
-            in_flight_segs: 0.0,
-            rate_sample: Some(super::super::RateSample { delivered_segs: 40, interval: 100 * crate::engine::time::US }),
-            delivered: 0,
-            sample_prior_delivered: 0,
-            in_recovery: false,
-            snd_una: 0,
-            snd_nxt: 0,
-            cwnd_limited: true,
+            rate_sample: Some(super::super::RateSample { delivered_segs: 40, interval: 100 * US }),
+            ..AckInfo::empty_at(now)
         };
         for k in 1..=5 {
-            b.update_ack_aggregation(&burst(k * 100 * crate::engine::time::US), false, 1000.0);
+            b.update_ack_aggregation(&burst(k * 100 * US), false, 1000.0);
         }
         assert_eq!(b.ack_aggregation_cwnd(), 0.0, "not before the pipe is full");
         b.full_bw_rounds = 3;

@@ -137,19 +137,12 @@ mod tests {
     /// One RTT's worth of ACKs at `now`, as one aggregate: the whole window acknowledged.
     fn rtt_of_acks(now: Time, rtt: Time, w: &Window) -> AckInfo {
         AckInfo {
-            now,
             acked_segs: w.cwnd,
             rtt: Some(rtt),
             min_rtt: rtt,
             srtt: rtt,
             in_flight_segs: w.cwnd,
-            rate_sample: None,
-            delivered: 0,
-            sample_prior_delivered: 0,
-            in_recovery: false,
-            snd_una: 0,
-            snd_nxt: 0,
-            cwnd_limited: true,
+            ..AckInfo::empty_at(now)
         }
     }
 

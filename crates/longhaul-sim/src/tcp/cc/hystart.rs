@@ -168,19 +168,14 @@ mod tests {
 
     fn ack(now: Time, rtt: Time, snd_una: u64, snd_nxt: u64) -> AckInfo {
         AckInfo {
-            now,
             acked_segs: 1.0,
             rtt: Some(rtt),
             min_rtt: rtt,
             srtt: rtt,
-            in_flight_segs: 0.0,
-            rate_sample: None,
             delivered: snd_una,
-            sample_prior_delivered: 0,
-            in_recovery: false,
             snd_una,
             snd_nxt,
-            cwnd_limited: true,
+            ..AckInfo::empty_at(now)
         }
     }
 

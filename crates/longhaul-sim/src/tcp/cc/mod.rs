@@ -80,6 +80,28 @@ pub struct RateSample {
     pub interval: Time,
 }
 
+#[cfg(test)]
+impl AckInfo {
+    /// An ACK at `now` that carries nothing, for tests to fill in what they need.
+    pub fn empty_at(now: Time) -> Self {
+        AckInfo {
+            now,
+            acked_segs: 0.0,
+            rtt: None,
+            min_rtt: 0,
+            srtt: 0,
+            in_flight_segs: 0.0,
+            rate_sample: None,
+            delivered: 0,
+            sample_prior_delivered: 0,
+            in_recovery: false,
+            snd_una: 0,
+            snd_nxt: 0,
+            cwnd_limited: true,
+        }
+    }
+}
+
 impl AckInfo {
     /// The delivery rate in segments per second, if this ACK gives a sample.
     pub fn delivery_rate(&self) -> Option<f64> {
@@ -163,7 +185,6 @@ mod tests {
 
     fn ack(now: Time) -> AckInfo {
         AckInfo {
-            now,
             acked_segs: 1.0,
             rtt: Some(10 * MS),
             min_rtt: 10 * MS,
@@ -173,10 +194,9 @@ mod tests {
             rate_sample: Some(RateSample { delivered_segs: 1000, interval: 100 * MS }),
             delivered: now / MS,
             sample_prior_delivered: (now / MS).saturating_sub(100),
-            in_recovery: false,
             snd_una: now / MS,
             snd_nxt: now / MS + 100,
-            cwnd_limited: true,
+            ..AckInfo::empty_at(now)
         }
     }
 
