@@ -192,7 +192,8 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, values))
         _check_row(row, labels, unit, name, lineno)
-        # Not checked: BW average above BW peak (perftest's duration mode, -D, can print a peak of 0.00).
+        # Not checked: BW average above BW peak. perftest_parameters.c print_report_bw computes the peak as
+        # !(noPeak) * ..., so a run with -N (--noPeak) prints a peak of 0.00 next to a real average.
         if row.get("iterations") == 0 and any(v > 0 for k, v in row.items() if k.startswith(("bw_", "msg_rate"))):
             raise IngestError(TOOL, name, lineno, "0 iterations with a non-zero result: nothing was measured")
         rec = {k: v for k, v in ctx.items()}
