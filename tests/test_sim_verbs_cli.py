@@ -273,3 +273,13 @@ def test_a_typed_minus_zero_is_zero(cli):
     out = cli("sim", "verbs", "--distance-km", "-0", "--sizes", "64", "--iterations", "20", "--format", "json",
               check=True).stdout
     assert '"fibre_km": 0.0' in out and "-0.0" not in out
+
+
+def test_tables_keep_their_cells_whole_and_note_mb_only_where_used(cli):
+    lat = cli("sim", "verbs", "--test", "lat", "--sizes", "64", "--iterations", "20", check=True).stdout
+    assert "lat_us" in lat and "MB = 10^6 bytes" not in lat  # no MB column, no MB note
+    bw = cli("sim", "verbs", "--sizes", "64", "--iterations", "20", check=True).stdout
+    assert "MB = 10^6 bytes" in bw
+    # Written to a pipe, a table is as wide as its cells: ids are not folded over two lines.
+    compare = cli("analyse", "compare", check=True).stdout
+    assert "S1-ipoib-rc-64k-peak" in compare and "MB = 10^6 bytes" in compare

@@ -48,12 +48,18 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, caption="MB = 10^6 bytes")
+    rows = [[_fmt(r.get(c)) for c in cols] for r in records]
+    # The unit note where a column (or the title) is in MB; no note under a table of latencies.
+    in_mb = any("MB" in c for c in cols) or "MB" in (title or "")
+    table = Table(title=title, caption="MB = 10^6 bytes" if in_mb else None)
     for c in cols:
         table.add_column(c, justify="right", overflow="fold")  # fold long names, never cut them
-    for r in records:
-        table.add_row(*(_fmt(r.get(c)) for c in cols))
-    Console(file=out, width=max(80, 14 * len(cols))).print(table)
+    for row in rows:
+        table.add_row(*row)
+    # Wide enough for every header and cell (3 characters of border and padding each), so that a
+    # table written to a file or a pipe keeps its ids whole; 80 at least.
+    natural = sum(max([len(c)] + [len(row[i]) for row in rows]) + 3 for i, c in enumerate(cols)) + 1
+    Console(file=out, width=max(80, natural)).print(table)
 
 
 def progress(items: Iterable[T], total: int, description: str) -> Iterator[T]:
