@@ -8,14 +8,15 @@ class UserError(Exception):
     """
 
 
-def renamed(err: UserError, names: dict[str, str], prefix: str = "") -> UserError:
-    """``err`` with the option it starts with ('--streams: ...') replaced by its name in
-    ``names`` (e.g. a scenario file's key, when the file gave the value), after ``prefix``."""
-    text = str(err)
+def in_scenario_file(err: UserError, path: str, names: dict[str, str] | None = None) -> UserError:
+    """``err``, about a value the scenario file ``path`` gave, naming the file: ``scenario PATH:
+    KEY: ...``. The core's own ``scenario:`` prefix gives way to the file's name, and an option the
+    message starts with ('--streams: ...') to its key in ``names``."""
+    text = str(err).removeprefix("scenario: ")
     option = text.split(":", 1)[0]
-    if option in names:
+    if names and option in names:
         text = names[option] + text[len(option):]
-    return UserError(prefix + text)
+    return UserError(f"scenario {path}: {text}")
 
 
 class Terminated(Exception):

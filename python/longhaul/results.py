@@ -240,6 +240,20 @@ def table_to_records(table: pa.Table) -> list[dict]:
     return table.to_pylist()
 
 
+def resolve_run(ref: str, run_ids: Sequence[str], where: str, see: str) -> str:
+    """The one of ``run_ids`` that ``ref`` names: a unique prefix of at least 4 characters, or a full
+    id whose first 12 characters are one of them (`results export` writes 12)."""
+    ref = ref.strip().lower()
+    if len(ref) < 4:
+        raise UserError(f"run '{ref}': give at least 4 characters of a run id (see {see})")
+    matches = [i for i in run_ids if i.lower().startswith(ref) or (len(i) >= 12 and ref.startswith(i.lower()))]
+    if not matches:
+        raise UserError(f"run '{ref}': no such run in {where} (see {see})")
+    if len(matches) > 1:
+        raise UserError(f"run '{ref}': ambiguous, matches {len(matches)} runs in {where}; give more characters")
+    return matches[0]
+
+
 class Store:
     """A directory of runs. Thread-safe in one process; manifest updates take a file lock too.
 
@@ -431,15 +445,7 @@ class Store:
 
     def resolve(self, ref: str) -> str:
         """A run id from a unique prefix (at least 4 hex digits)."""
-        ref = ref.strip().lower()
-        if len(ref) < 4:
-            raise UserError(f"run '{ref}': give at least 4 characters of a run id (see `longhaul results ls`)")
-        matches = [r for r in self.manifest()["runs"] if r.startswith(ref)]
-        if not matches:
-            raise UserError(f"run '{ref}': no such run in store '{self.root}' (see `longhaul results ls`)")
-        if len(matches) > 1:
-            raise UserError(f"run '{ref}': ambiguous, matches {len(matches)} runs; give more characters")
-        return matches[0]
+        return resolve_run(ref, list(self.manifest()["runs"]), f"store '{self.root}'", "`longhaul results ls`")
 
     # ---------------------------------------------------------------- reading files
     def _bad_file(self, path: Path, why: str) -> UserError:

@@ -206,22 +206,6 @@ def _match_key(v):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
-def _resolve_in_file(path: str, ref: str, run_ids: list[str]) -> str:
-    """A run id of the file from a prefix, with the store's rules; a full id matches the 12
-    characters `results export` writes."""
-    from longhaul.analysis.profiles import column_list
-
-    ref = ref.strip().lower()
-    if len(ref) < 4:
-        raise UserError(f"run '{ref}': give at least 4 characters of a run id (see the run_id column of '{path}')")
-    matches = [i for i in run_ids if i.lower().startswith(ref) or (len(i) >= 12 and ref.startswith(i.lower()))]
-    if not matches:
-        raise UserError(f"run '{ref}': no such run in '{path}' (runs in it: {column_list(run_ids, 10)})")
-    if len(matches) > 1:
-        raise UserError(f"run '{ref}': ambiguous, matches {len(matches)} runs in '{path}'; give more characters")
-    return matches[0]
-
-
 def _select_input(path: str, runs: list[str], label: str | None, source: str | None,
                   kind: str | None) -> list[dict]:
     """The records of an exported file that pass --run, --label, --source and --kind, judged by
@@ -239,7 +223,11 @@ def _select_input(path: str, runs: list[str], label: str | None, source: str | N
     if runs:
         column("--run", "run_id")
         ids = list(dict.fromkeys(text(r.get("run_id")) for r in recs if r.get("run_id") is not None))
-        wanted = {_resolve_in_file(path, ref, ids) for ref in runs}
+        from longhaul.analysis.profiles import column_list
+        from longhaul.results import resolve_run
+
+        see = f"the run_id column: {column_list(ids, 10)}"
+        wanted = {resolve_run(ref, ids, f"'{path}'", see) for ref in runs}
         recs = [r for r in recs if text(r.get("run_id")) in wanted]
     for option, col, want in (("--label", "label", label), ("--source", "source", source), ("--kind", "kind", kind)):
         if want:   # as for the store: an empty value is no filter
@@ -289,7 +277,7 @@ def select(args, prefix: str = "") -> list[dict]:
         given = [f"--{prefix}run {r}" for r in runs] + [f"--{o} {v}" for o, v in
                  ((f"{prefix}label", label), ("source", source), ("kind", kind)) if v]
         by = f" by {' '.join(given)}" if given else ""
-        see = "its run_id, source and label columns" if where.startswith("in '") else "`longhaul results ls`"
+        see = "its run_id, kind, source and label columns" if where.startswith("in '") else "`longhaul results ls`"
         raise UserError(f"analysis: no records selected{by} {where} (see {see})")
     if not prefix:
         _check_one_kind(args, recs)

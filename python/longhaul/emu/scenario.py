@@ -36,7 +36,7 @@ from longhaul.emu.bench import check_duration_s, check_socket_buffer, check_stre
 from longhaul.emu.options import (MAX_JITTER_US, MAX_LOSS, QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue,
                                   parse_rates)
 from longhaul.emu.system import check_congestion_control
-from longhaul.errors import UserError, renamed
+from longhaul.errors import UserError, in_scenario_file
 from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_float_list, parse_size
 
 #: The link `longhaul sim tcp --scenario FILE` assumes when the file names none.
@@ -122,8 +122,7 @@ def load(path: str) -> dict:
         }
         build_link(link)  # every value in the emulator's ranges
     except UserError as e:  # an emulator range the file's value is outside: name its key
-        # The core says "scenario: KEY: ..." of a file's bad type; the prefix names the file instead.
-        raise renamed(UserError(str(e).removeprefix("scenario: ")), _LINK_KEY, f"scenario {path}: ") from None
+        raise in_scenario_file(e, path, _LINK_KEY) from None
     _check_bench(bench, path)
     return {"link": link, "bench": bench}
 

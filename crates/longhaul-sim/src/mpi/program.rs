@@ -12,6 +12,8 @@
 //! program through [`check`] must leave every rank with the expected checksums whatever the
 //! algorithm, which is how the algorithms are proved equivalent.
 
+use std::collections::{HashMap, VecDeque};
+
 use crate::engine::Time;
 
 /// One message of a round, seen from the rank that posts it.
@@ -157,7 +159,7 @@ fn apply(r: usize, x: &Xfer, m: (u64, Vec<u64>), buf: &mut [u64]) -> Result<(), 
     Ok(())
 }
 
-type Wires = std::collections::HashMap<(u32, u32), std::collections::VecDeque<(u64, Vec<u64>)>>;
+type Wires = HashMap<(u32, u32), VecDeque<(u64, Vec<u64>)>>;
 
 /// Match the detached receives of rank `r` that can be matched, in posting order per peer.
 fn match_detached(r: usize, pending: &mut Vec<Xfer>, wires: &mut Wires, buf: &mut [u64]) -> Result<bool, CheckError> {
@@ -179,6 +181,47 @@ fn match_detached(r: usize, pending: &mut Vec<Xfer>, wires: &mut Wires, buf: &mu
     Ok(any)
 }
 
+/// What has been posted, per (src, dst): the messages in flight (`wires`) and the count of sends
+/// and of receives, which pair the n-th send with the n-th receive for the rendezvous rule.
+#[derive(Default)]
+struct Posted {
+    wires: Wires,
+    sends: HashMap<(u32, u32), u64>,
+    recvs: HashMap<(u32, u32), u64>,
+}
+
+impl Posted {
+    /// Rank `r` posts `recvs`, then `sends` (their blocks read now); each rendezvous send goes to
+    /// `rndv` as (peer, its number on the pair).
+    fn post(
+        &mut self,
+        r: usize,
+        sends: &[Xfer],
+        recvs: &[Xfer],
+        buf: &[u64],
+        is_rndv: impl Fn(&Xfer) -> bool,
+        rndv: &mut Vec<(u32, u64)>,
+    ) {
+        for x in recvs {
+            *self.recvs.entry((x.peer, r as u32)).or_default() += 1;
+        }
+        for s in sends {
+            let seq = self.sends.entry((r as u32, s.peer)).or_default();
+            if is_rndv(s) {
+                rndv.push((s.peer, *seq));
+            }
+            *seq += 1;
+            let vals = s.blocks.iter().map(|&b| buf[b as usize]).collect();
+            self.wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
+        }
+    }
+
+    /// Each of rank `r`'s rendezvous sends `pending` has had its receive posted.
+    fn matched(&self, r: usize, pending: &[(u32, u64)]) -> bool {
+        pending.iter().all(|&(peer, seq)| self.recvs.get(&(r as u32, peer)).is_some_and(|&k| k > seq))
+    }
+}
+
 /// When a blocking send completes, as [`check`] plays it.
 pub enum Sends<'a> {
     /// On posting: the library buffers every send (eager), so a send never waits for its peer.
@@ -195,17 +238,12 @@ pub enum Sends<'a> {
 /// the peer's n-th receive from it.
 /// Returns an error if the programs deadlock or a pair's message sizes disagree.
 pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result<(), CheckError> {
-    use std::collections::HashMap;
     let n = progs.size();
     let mut pc = vec![0usize; n];
-    // Messages in flight per (src, dst): (bytes, block values).
-    let mut wires: Wires = HashMap::new();
+    let mut posted_msgs = Posted::default();
     let mut posted = vec![false; n];
     // Receives posted by `Post` and not yet matched, per rank, in posting order.
     let mut detached: Vec<Vec<Xfer>> = vec![Vec::new(); n];
-    // Per (src, dst): sends posted so far, and receives the destination has posted so far.
-    let mut sends_posted: HashMap<(u32, u32), u64> = HashMap::new();
-    let mut recvs_posted: HashMap<(u32, u32), u64> = HashMap::new();
     // Per rank, its rendezvous sends not yet known to be matched: (peer, sequence number on the
     // pair); those of the current round, and those of `Post`s since the last `WaitAll`.
     let mut round_rndv: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
@@ -221,30 +259,16 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result
         let mut progress = false;
         for r in 0..n {
             while pc[r] < len(r) {
-                progress |= match_detached(r, &mut detached[r], &mut wires, &mut buffers[r])?;
+                progress |= match_detached(r, &mut detached[r], &mut posted_msgs.wires, &mut buffers[r])?;
                 let a = &progs.ranks[r][pc[r] % progs.ranks[r].len()];
-                let matched = |pending: &[(u32, u64)], recvs_posted: &HashMap<(u32, u32), u64>| {
-                    pending.iter().all(|&(peer, seq)| recvs_posted.get(&(r as u32, peer)).is_some_and(|&k| k > seq))
-                };
                 match a {
                     Action::Compute(_) | Action::Mark(_) => {}
                     Action::Post { sends, recvs } => {
-                        for x in recvs {
-                            *recvs_posted.entry((x.peer, r as u32)).or_default() += 1;
-                        }
-                        for s in sends {
-                            let seq = sends_posted.entry((r as u32, s.peer)).or_default();
-                            if is_rndv(r, s) {
-                                posted_rndv[r].push((s.peer, *seq));
-                            }
-                            *seq += 1;
-                            let vals = s.blocks.iter().map(|&b| buffers[r][b as usize]).collect();
-                            wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
-                        }
+                        posted_msgs.post(r, sends, recvs, &buffers[r], |x| is_rndv(r, x), &mut posted_rndv[r]);
                         detached[r].extend(recvs.iter().cloned());
                     }
                     Action::WaitAll => {
-                        if !detached[r].is_empty() || !matched(&posted_rndv[r], &recvs_posted) {
+                        if !detached[r].is_empty() || !posted_msgs.matched(r, &posted_rndv[r]) {
                             break;
                         }
                         posted_rndv[r].clear();
@@ -257,30 +281,23 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result
                     }
                     Action::Round { sends, recvs } => {
                         if !posted[r] {
-                            for x in recvs {
-                                *recvs_posted.entry((x.peer, r as u32)).or_default() += 1;
-                            }
-                            for s in sends {
-                                let seq = sends_posted.entry((r as u32, s.peer)).or_default();
-                                if is_rndv(r, s) {
-                                    round_rndv[r].push((s.peer, *seq));
-                                }
-                                *seq += 1;
-                                let vals = s.blocks.iter().map(|&b| buffers[r][b as usize]).collect();
-                                wires.entry((r as u32, s.peer)).or_default().push_back((s.bytes, vals));
-                            }
+                            posted_msgs.post(r, sends, recvs, &buffers[r], |x| is_rndv(r, x), &mut round_rndv[r]);
                             posted[r] = true;
                             progress = true;
                         }
                         let ready = recvs.iter().all(|x| {
                             let need = recvs.iter().chain(&detached[r]).filter(|y| y.peer == x.peer).count();
-                            wires.get(&(x.peer, r as u32)).is_some_and(|q| q.len() >= need)
+                            posted_msgs.wires.get(&(x.peer, r as u32)).is_some_and(|q| q.len() >= need)
                         });
-                        if !ready || !matched(&round_rndv[r], &recvs_posted) {
+                        if !ready || !posted_msgs.matched(r, &round_rndv[r]) {
                             break;
                         }
                         for x in recvs {
-                            let m = wires.get_mut(&(x.peer, r as u32)).and_then(|q| q.pop_front()).expect("ready");
+                            let m = posted_msgs
+                                .wires
+                                .get_mut(&(x.peer, r as u32))
+                                .and_then(|q| q.pop_front())
+                                .expect("ready");
                             apply(r, x, m, &mut buffers[r])?;
                         }
                         round_rndv[r].clear();
@@ -305,7 +322,7 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result
             }));
         }
     }
-    if let Some(((s, d), q)) = wires.iter().find(|(_, q)| !q.is_empty()) {
+    if let Some(((s, d), q)) = posted_msgs.wires.iter().find(|(_, q)| !q.is_empty()) {
         return Err(CheckError(format!("{} message(s) from {s} to {d} are never received", q.len())));
     }
     Ok(())

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from longhaul import units
-from longhaul.errors import UserError
+from longhaul.errors import UserError, in_scenario_file
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import verbs
@@ -96,7 +96,7 @@ def naming_the_file(err: UserError, path: str | None, file_alone: Callable[[], o
             file_alone()
         except UserError as alone:
             if str(alone) == str(err):
-                return UserError(f"scenario {path}: {str(err).removeprefix('scenario: ')}")
+                return in_scenario_file(err, path)
     return err
 
 
