@@ -425,3 +425,35 @@ def test_a_removed_run_does_not_come_back_from_the_journal(tmp_path, monkeypatch
     assert store.remove([a]) == [a]
     assert [e["run_id"] for e in Store(tmp_path).runs()] == [b]
     assert list(json.loads((tmp_path / "manifest.json").read_text())["runs"]) == [b]
+
+
+def test_a_run_replaced_by_a_writer_killed_before_its_index_line_is_described_by_its_file(tmp_path, monkeypatch):
+    """Replacing a run and dying between its new file and its index line must not leave the old
+    run's facts (label, times, record count) describing the new file."""
+    store = Store(tmp_path)
+    run = store.put({"kind": "demo", "i": 1}, RECS, source="sim", label="old")
+    assert store.runs()[0]["label"] == "old"          # folded into manifest.json
+    real = Store._append_journal
+
+    def killed_after_the_file(self, entry):
+        if "label" in entry:                          # the new run's entry: the writer dies here
+            raise KeyboardInterrupt
+        return real(self, entry)
+
+    monkeypatch.setattr(Store, "_append_journal", killed_after_the_file)
+    with pytest.raises(KeyboardInterrupt):
+        store.put({"kind": "demo", "i": 1}, RECS[:1], source="sim", label="new")
+    monkeypatch.undo()
+    [entry] = Store(tmp_path).runs()
+    assert (entry["run_id"], entry["label"], entry["n_records"]) == (run, "new", 1)
+
+
+def test_renames_are_synced_to_their_directory(tmp_path, monkeypatch):
+    """A run file and a new journal survive a power loss only once their directory is synced."""
+    import longhaul.results as results
+
+    synced = []
+    real = results._fsync_dir
+    monkeypatch.setattr(results, "_fsync_dir", lambda d: (synced.append(Path(d)), real(d)))
+    Store(tmp_path).put({"kind": "demo"}, RECS, source="sim")
+    assert tmp_path / "runs" in synced and tmp_path in synced

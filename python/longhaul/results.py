@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 SOURCES = ("sim", "emu", "measured")
 MANIFEST = "manifest.json"
 JOURNAL = "manifest.journal"
+#: a journal line ``{"run_id": ID, "forget": true}`` drops the run's index entry (see ``Store.put``)
+FORGET = "forget"
 RUNS_DIR = "runs"
 META_KEY = b"longhaul"
 FORMAT = "longhaul-results/1"
@@ -187,6 +189,20 @@ def _create_temp(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary file name", str(path.parent))
 
 
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable: until the directory itself is synced, a power loss
+    can bring back the old name (fsync(2): syncing a file does not sync its directory entry).
+    File systems that cannot sync a directory (EINVAL) keep their own guarantees."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
+
+
 def atomic_write_bytes(path: Path, data: bytes, make_parents: bool = True) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
 
@@ -208,6 +224,7 @@ def atomic_write_bytes(path: Path, data: bytes, make_parents: bool = True) -> No
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -358,7 +375,10 @@ class Store:
         if manifest is None:
             manifest = {"format": FORMAT, "runs": {}}
         for entry in self._read_journal():
-            manifest["runs"][entry["run_id"]] = entry
+            if entry.get(FORGET):
+                manifest["runs"].pop(entry["run_id"], None)  # manifest() re-indexes it from its file
+            else:
+                manifest["runs"][entry["run_id"]] = entry
             changed = True
         return manifest, changed
 
@@ -392,6 +412,8 @@ class Store:
                 while view:
                     view = view[os.write(fd, view):]
                 os.fsync(fd)
+                if not size:  # a journal just created: its name must survive a power loss too
+                    _fsync_dir(self.root)
                 return os.fstat(fd).st_size
             finally:
                 os.close(fd)
@@ -501,7 +523,8 @@ class Store:
         journal removed) when it grows larger than manifest.json (so the rewrites double in
         size: amortised O(1) a point), by every read of the index (``manifest()``,
         ``runs()``, ...), and at the end of a sweep. An interrupt between the two steps leaves a
-        run file without an entry: ``manifest()`` indexes it from the file, as before.
+        run file without an entry: ``manifest()`` indexes it from the file, as before (a
+        replaced run's old entry is dropped by a ``forget`` line journalled before its file).
         """
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -537,6 +560,12 @@ class Store:
         table = records_to_table(records, meta)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
+        if self.run_path(run_id).exists():
+            # Replacing a run: its index entry (label, times, record count) is stale from the moment
+            # the new file lands, so say so first; an interrupt before the new entry's line then
+            # leaves the run re-indexed from its file instead of described by the old entry.
+            with self._locked():
+                self._append_journal({"run_id": run_id, FORGET: True})
         atomic_write_bytes(self.run_path(run_id), sink.getvalue().to_pybytes())
         with self._locked():
             journal_bytes = self._append_journal(self._entry(meta, len(records)))
