@@ -174,8 +174,8 @@ def test_cli_profile_dpm_stability_calibrate(measured_store, capsys, tmp_path):
     assert len(json.loads(capsys.readouterr().out)) == 5
     assert main(["analyse", "calibrate", *s, "--predict-delays-us", "500"]) == 0
     rows = json.loads(capsys.readouterr().out)   # one document: the parameters, then the predictions
-    assert [r["param"] for r in rows if r["kind"] == "param"] == ["link_MBps", "per_msg_us", "window_msgs"]
-    preds = [r for r in rows if r["kind"] == "prediction"]
+    assert [r["param"] for r in rows if r["row"] == "param"] == ["link_MBps", "per_msg_us", "window_msgs"]
+    preds = [r for r in rows if r["row"] == "prediction"]
     assert preds and all(r["delay_us"] == 500 and "bw_MBps_pred" in r and "bw_MBps_pred_stderr" in r for r in preds)
 
 
@@ -264,13 +264,13 @@ def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_pat
     proc = cli("analyse", "calibrate", "--model", "tcp-stack", "--input", str(tmp_path / "tcp.json"),
                "--predict-delays-us", "2000", "--format", "json", check=True)  # away from the knees (see README)
     rows = json.loads(proc.stdout)
-    by = {r["param"]: r for r in rows if r["kind"] == "param"}
+    by = {r["param"]: r for r in rows if r["row"] == "param"}
     assert by["stack_per_seg_us"]["value"] == pytest.approx(4.0, rel=0.1)
     assert by["stack_per_byte_ns"]["value"] == pytest.approx(1.0, rel=0.1)
     assert by["window_bytes"]["value"] == pytest.approx(1 << 20, rel=0.1)
     assert by["link_MBps"]["constrained"] is False and by["link_MBps"]["stderr"] is None
     assert "link_MBps: not constrained" in proc.stderr
-    preds = [r for r in rows if r["kind"] == "prediction"]
+    preds = [r for r in rows if r["row"] == "prediction"]
     one = next(r for r in preds if r["streams"] == 1 and r["mss_bytes"] == 65468)
     assert one["bw_MBps_pred"] == pytest.approx((1 << 20) / (2 * 2000 + 200), rel=0.15)   # window / RTT
     # One MSS only: the per-byte cost cannot be separated from the per-segment one, and it says so.
@@ -458,7 +458,7 @@ def test_cli_balance_csv_is_one_document_with_the_summary(tmp_path, capsys):
     import csv
     import io
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert [r["kind"] for r in rows] == ["per_size"] * len(doc["per_size"]) + ["summary"] * len(doc["summary"])
+    assert [r["row"] for r in rows] == ["per_size"] * len(doc["per_size"]) + ["summary"] * len(doc["summary"])
     for r, want in zip(rows, doc["per_size"] + doc["summary"]):
         assert r["metric"] == want["metric"] and int(r["size_bytes"]) == want["size_bytes"]
         assert float(r["ratio"]) == pytest.approx(want["ratio"])

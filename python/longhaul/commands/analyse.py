@@ -367,7 +367,7 @@ def cmd_balance(args) -> int:
         return 0
     if args.format == "csv":
         # One document for programs, as json: the per-size rows, then the summary, told apart by `kind`.
-        emit([{"kind": "per_size", **r} for r in rows] + [{"kind": "summary", **r} for r in summary], args.format)
+        emit([{"row": "per_size", **r} for r in rows] + [{"row": "summary", **r} for r in summary], args.format)
         return 0
     emit(rows, args.format, title="intra-node / inter-node per size")
     emit(summary, args.format, title="communication balance ratio (1.0 = balanced)")
@@ -471,7 +471,7 @@ def cmd_calibrate(args) -> int:
             emit(predictions, args.format, title="predictions (delta-method standard error)")
     else:
         # One document for programs: the parameters, then the predictions, told apart by `kind`.
-        emit([{"kind": "param", **row} for row in res.table()] + [{"kind": "prediction", **p} for p in predictions],
+        emit([{"row": "param", **row} for row in res.table()] + [{"row": "prediction", **p} for p in predictions],
              args.format)
         print(title, file=sys.stderr)
     for note in notes:
