@@ -38,6 +38,14 @@ def test_distance_and_stability_profiles():
         distance_profile(recs, value="lat_us")
 
 
+@settings(max_examples=60, deadline=None)
+@given(level=st.floats(1e-6, 1e6), repeats=st.integers(2, 9))
+def test_repeated_identical_values_are_perfectly_stable(level, repeats):
+    """The same value n times has a mean of that value and a spread of exactly 0 (not 1e-13)."""
+    [row] = stability_profile(recs_from(lambda s, d, k: level, delays=[10.0], repeats=repeats))
+    assert (row["bw_MBps_mean"], row["bw_MBps_std"], row["cv_pct"]) == (level, 0.0, 0.0)
+
+
 DELAY_LISTS = st.lists(st.integers(0, 10**8).map(lambda n: n / 1000), min_size=2, max_size=6, unique=True)
 
 

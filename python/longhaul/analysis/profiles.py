@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -97,7 +98,7 @@ def distance_profile(records: Sequence[dict], value: str = "bw_MBps", x: str = "
             if x == "delay_us":
                 row["distance_km"] = xv / FIBRE_DELAY_US_PER_KM
                 row["distance_miles"] = miles_from_delay_us(xv)
-            row[value] = sum(vals) / len(vals)
+            row[value] = statistics.mean(vals)
             row["n"] = len(vals)
             rows.append(row)
     return rows
@@ -112,8 +113,9 @@ def stability_profile(records: Sequence[dict], value: str = "bw_MBps", x: str = 
         for xv in sorted(groups[g]):
             vals = groups[g][xv]
             n = len(vals)
-            mean = sum(vals) / n
-            std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
+            # statistics sums exactly: identical values have a std of 0, not a rounding residue
+            mean = statistics.mean(vals)
+            std = statistics.stdev(vals) if n > 1 else 0.0
             row = dict(zip(by, g))
             row[x] = xv
             if x == "delay_us":
