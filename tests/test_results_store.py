@@ -345,14 +345,31 @@ def test_ls_with_a_filter_that_matches_nothing_says_so_and_names_what_is_there(f
     proc = cli("results", "ls", "--store", str(root), "--kind", "bogus", check=True)
     out = proc.stdout.strip()
     assert out.startswith(f"no run in store '{root}' matches --kind bogus"), out
-    assert "2 run(s) in the store" in out and "'demo'" in out and "'ingest-perftest'" in out
+    assert "2 runs in the store" in out and "'demo'" in out and "'ingest-perftest'" in out
     assert "no runs in store" not in out
     proc = cli("results", "ls", "--store", str(root), "--label", "nobody", "--format", "json", check=True)
     assert json.loads(proc.stdout) == []   # stdout stays the document; the note goes to stderr
     assert "matches --label nobody" in proc.stderr and "'one'" in proc.stderr and "'site-a'" in proc.stderr
     # filters that each match some run, but not together: no value list, just the fact
     proc = cli("results", "ls", "--store", str(root), "--kind", "demo", "--source", "measured", check=True)
-    assert "matches --source measured --kind demo (2 run(s) in the store)" in proc.stdout
+    assert "matches --source measured --kind demo (2 runs in the store)" in proc.stdout
+
+
+def test_an_empty_label_selects_the_runs_saved_without_one(filled, cli, tmp_path):
+    """`--label ""` is a filter like any other (it was read as "no filter" and selected every run)."""
+    root, a, b = filled
+    c = Store(root).put({"kind": "demo", "i": 3}, RECS, source="sim")
+    rows = json.loads(cli("results", "ls", "--store", str(root), "--label", "", "--format", "json", check=True).stdout)
+    assert [r["run_id"] for r in rows] == [c[:12]]
+    recs = json.loads(cli("analyse", "profile", "--store", str(root), "--label", "", "--by", "size_bytes",
+                          "--format", "json", check=True).stdout)
+    assert {r["n"] for r in recs} == {1}     # run c's two points only, not averaged with run a's
+    out = tmp_path / "all.csv"
+    cli("results", "export", "--store", str(root), "--out", str(out), check=True)
+    assert json.loads(cli("analyse", "profile", "--input", str(out), "--label", "", "--by", "size_bytes",
+                          "--format", "json", check=True).stdout) == recs
+    proc = cli("results", "ls", "--store", str(root), "--label", "", "--kind", "ingest-perftest", check=True)
+    assert "matches --label '' --kind ingest-perftest (3 runs in the store)" in proc.stdout
 
 
 def test_rm_refuses_run_ids_with_all_or_filters_and_removes_nothing(filled, cli):

@@ -455,14 +455,12 @@ class Store:
             return self._save(manifest, changed)
 
     def runs(self, source: str | None = None, label: str | None = None, kind: str | None = None) -> list[dict]:
-        """Manifest entries, oldest first, optionally filtered."""
+        """Manifest entries, oldest first, optionally filtered (None: no filter; a label of ""
+        selects the runs saved without one)."""
         entries = list(self.manifest()["runs"].values())
-        if source:
-            entries = [e for e in entries if e["source"] == source]
-        if label:
-            entries = [e for e in entries if e["label"] == label]
-        if kind:
-            entries = [e for e in entries if e["kind"] == kind]
+        for key, want in (("source", source), ("label", label), ("kind", kind)):
+            if want is not None:
+                entries = [e for e in entries if e[key] == want]
         return sorted(entries, key=lambda e: (e["started_utc"], e["run_id"]))
 
     def resolve(self, ref: str) -> str:

@@ -18,7 +18,8 @@ def _selection(p, prefix: str = "") -> None:
     dest = prefix.replace("-", "_")
     p.add_argument(f"--{prefix}run", dest=f"{dest}run", action="append", metavar="RUN",
                    help="run id or prefix (repeatable; default: every run that passes the filters)")
-    p.add_argument(f"--{prefix}label", dest=f"{dest}label", help="only runs with this label")
+    p.add_argument(f"--{prefix}label", dest=f"{dest}label",
+                   help='only runs with this label ("" for runs saved without one)')
     if not prefix:
         p.add_argument("--source", choices=SOURCES, help="only runs of this source")
         p.add_argument("--kind", help="only runs of this kind (e.g. verbs, ingest-perftest)")
@@ -230,7 +231,7 @@ def _select_input(path: str, runs: list[str], label: str | None, source: str | N
         wanted = {resolve_run(ref, ids, f"'{path}'", see) for ref in runs}
         recs = [r for r in recs if text(r.get("run_id")) in wanted]
     for option, col, want in (("--label", "label", label), ("--source", "source", source), ("--kind", "kind", kind)):
-        if want:   # as for the store: an empty value is no filter
+        if want is not None:   # as for the store: "" selects records without a label
             column(option, col)
             recs = [r for r in recs if text(r.get(col)) == want]
     return recs
@@ -259,7 +260,7 @@ def select(args, prefix: str = "") -> list[dict]:
     label = getattr(args, f"{dest}label")
     source = None if prefix else getattr(args, "source", None)
     kind = None if prefix else getattr(args, "kind", None)
-    if prefix and not runs and not label:
+    if prefix and not runs and label is None:
         raise UserError(f"balance: give --{prefix}run or --{prefix}label")
     if not prefix and getattr(args, "input", None):
         recs = _select_input(args.input, runs, label, source, kind)
@@ -274,8 +275,8 @@ def select(args, prefix: str = "") -> list[dict]:
         where = f"in store '{store.root}'"
     recs = _where(recs, getattr(args, "where", []) or [])
     if not recs:
-        given = [f"--{prefix}run {r}" for r in runs] + [f"--{o} {v}" for o, v in
-                 ((f"{prefix}label", label), ("source", source), ("kind", kind)) if v]
+        given = [f"--{prefix}run {r}" for r in runs] + [f"--{o} {v or repr(v)}" for o, v in
+                 ((f"{prefix}label", label), ("source", source), ("kind", kind)) if v is not None]
         by = f" by {' '.join(given)}" if given else ""
         see = "its run_id, kind, source and label columns" if where.startswith("in '") else "`longhaul results ls`"
         raise UserError(f"analysis: no records selected{by} {where} (see {see})")

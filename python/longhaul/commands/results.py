@@ -21,7 +21,7 @@ EXPORT_FORMATS = ("csv", "json", "parquet")
 
 def _filters(p) -> None:
     p.add_argument("--source", choices=SOURCES, help="only runs of this source")
-    p.add_argument("--label", help="only runs with this label")
+    p.add_argument("--label", help='only runs with this label ("" for runs saved without one)')
     p.add_argument("--kind", help="only runs of this kind (e.g. verbs, ingest-perftest)")
 
 
@@ -72,15 +72,15 @@ def _no_match(store, args) -> str | None:
         return None
     given = [(opt, key, value) for opt, key, value in (("--source", "source", args.source),
                                                        ("--label", "label", args.label),
-                                                       ("--kind", "kind", args.kind)) if value]
+                                                       ("--kind", "kind", args.kind)) if value is not None]
     hints = []
     for opt, key, value in given:
         held = sorted({str(e[key]) for e in every})
         if value not in held:
             shown = ", ".join(repr(h) for h in held[:12]) + (f", ... ({len(held)} in all)" if len(held) > 12 else "")
             hints.append(f"{key}s in the store: {shown}")
-    filters = " ".join(f"{opt} {value}" for opt, _, value in given)
-    return (f"no run in store '{store.root}' matches {filters} ({len(every)} run(s) in the store"
+    filters = " ".join(f"{opt} {value or repr(value)}" for opt, _, value in given)
+    return (f"no run in store '{store.root}' matches {filters} ({_count(len(every), 'run')} in the store"
             + "".join(f"; {h}" for h in hints) + ")")
 
 
@@ -120,7 +120,7 @@ def cmd_show(args) -> int:
 def _no_filters_with_runs(args, action: str) -> None:
     """Run ids and filters are two ways to select: the filters would be ignored, so refuse both."""
     given = [opt for opt, value in (("--source", args.source), ("--label", args.label), ("--kind", args.kind))
-             if value]
+             if value is not None]
     if args.runs and given:
         raise UserError(f"results {action}: give run ids or filters ({', '.join(given)}), not both "
                         "(filters select runs in place of run ids)")
@@ -130,7 +130,7 @@ def _select(store, args) -> list[str]:
     if args.runs:
         return [store.resolve(r) for r in args.runs]
     run_ids = [e["run_id"] for e in store.runs(source=args.source, label=args.label, kind=args.kind)]
-    if not run_ids and (args.source or args.label or args.kind):
+    if not run_ids and any(v is not None for v in (args.source, args.label, args.kind)):
         note = _no_match(store, args)
         if note:
             print(f"note: {note}", file=sys.stderr)
@@ -187,7 +187,7 @@ def cmd_rm(args) -> int:
     else:
         run_ids = _select(store, args)
     removed = store.remove(run_ids)
-    print(f"removed {len(removed)} run(s) from '{store.root}'")
+    print(f"removed {_count(len(removed), 'run')} from '{store.root}'")
     return 0
 
 
