@@ -160,8 +160,106 @@ def test_osu_real_layouts_still_ingest(cli, tmp_path):
     files = [str(f) for f in sorted(FIX.glob("osu_*.txt"))] + [str(three)]
     proc = cli("ingest", *files, "--tool", "osu", "--dry-run", "--format", "json", check=True)
     records = json.loads(proc.stdout)
-    assert len(records) == 3 + 3 + 9 + 9 + 9 + 4 + 9  # the fixtures in name order, then three_decimals.txt
+    # the fixtures in name order (allreduce, bcast_full, bibw, bw, latency, latency_validation, mbw_mr,
+    # mbw_mr_validation, mbw_mr_window_varied: 4 sizes x 8 windows), then three_decimals.txt
+    assert len(records) == 3 + 3 + 9 + 9 + 9 + 5 + 4 + 4 + 32 + 9
     assert records[-1]["lat_us"] == 1620.705 and any(r.get("iterations") == 1000 for r in records)
+
+
+def test_osu_validation_column_kept_per_row(cli):
+    # OMB 6.x/7.x -c prints a last "Validation" column (Pass/Fail, VALIDATION_STATUS in
+    # c/util/osu_util_mpi.h): a boolean per row. osu_mbw_mr (late 5.x on) prints its title twice
+    # (HEADER, then print_header), 6.x/7.x with an empty line after the second.
+    files = [str(FIX / "osu_latency_validation.txt"), str(FIX / "osu_mbw_mr_validation.txt")]
+    proc = cli("ingest", *files, "--tool", "osu", "--delay-us", "0", "--dry-run", "--format", "json", check=True)
+    lat, mbw = [r for r in json.loads(proc.stdout) if r["test"] == "latency"], \
+        [r for r in json.loads(proc.stdout) if r["test"] == "mbw_mr"]
+    assert [r["size_bytes"] for r in lat] == [1, 8, 1024, 65536, 1048576] and lat[2]["lat_us"] == 1005.9
+    assert all(r["validation_passed"] is True for r in lat + mbw)
+    assert len(mbw) == 4 and mbw[0]["pairs"] == 2 and mbw[0]["window"] == 64 and mbw[0]["osu_version"] == "7.3"
+    assert mbw[-1]["bw_MBps"] == 951.2 and mbw[-1]["msg_rate_Mps"] == pytest.approx(0.01451416)
+    # Collectives print it after -f's Iterations (print_stats_validate).
+    coll = "# OSU MPI Allreduce Latency Test v7.3\n" \
+           "# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations      Validation\n" \
+           "4                    2010.40           2001.20           2020.90        1000            Pass\n"
+    (rec,) = parse_text(coll, "osu", "coll.txt")
+    assert rec["iterations"] == 1000 and rec["lat_max_us"] == 2020.9 and rec["validation_passed"] is True
+
+
+LAT_V = "65536                  1060.80                Pass"
+
+
+@pytest.mark.parametrize("row,shown", [
+    ("65536                  1060.80                Maybe", "Validation 'Maybe' is not a validation result (valid: Pass, "),
+    ("65536                  1060.80                pass", "Validation 'pass' is not a validation result (valid: Pass, "),
+    ("65536                  1060.80                1", "Validation '1' is not a validation result (valid: Pass, Fail"),
+    ("65536                  1060.80", "row has 2 fields, the header on line 2 has 3"),        # cut before it
+    ("65536                  Pass                1060.80", "has a field that is not a number"),  # columns swapped
+    ("65536                  1060.8                 Pass", "Latency (us) '1060.8' does not have the 2 decimals"),
+    ("65536                  1060.80                Fail", "Validation 'Fail' at size 65536: the data OSU received"),
+])
+def test_osu_validation_value_refused(tmp_path, capsys, row, shown):
+    # Anything but Pass and Fail is not OSU's output; Fail is OSU's failed run (it stops at that size
+    # and exits 1): refused, one line naming the file and line, nothing stored.
+    err = _rejected(tmp_path, capsys, "osu", _fixture_with("osu_latency_validation.txt", 7, LAT_V, row), 7, shown)
+    if "Fail" in row:
+        assert "a failed run is not ingested (remove this row to keep the sizes that passed)" in err
+
+
+def test_osu_validation_header_alone_or_twice_refused(tmp_path, capsys):
+    _rejected(tmp_path, capsys, "osu", "# OSU MPI Latency Test v7.3\n# Size    Validation\n1    Pass\n", 2,
+              "column header names no value column")
+    _rejected(tmp_path, capsys, "osu", "# OSU MPI Latency Test v7.3\n# Size  Latency (us)  Validation  Validation\n"
+              "1  3.00  Pass  Pass\n", 2, "column header names 'Validation' twice")
+
+
+def test_osu_title_repeated_before_the_header_is_one_block(tmp_path, capsys):
+    # osu_mbw_mr (OMB sources from 2020 on) prints its title twice (5.x without the empty line
+    # 6.x/7.x add): the same title before any column header. Another title there, the same one
+    # after a table, or another benchmark's title twice (only mbw_mr does that) is still a second block.
+    lines = (FIX / "osu_mbw_mr.txt").read_text().splitlines()
+    twice = tmp_path / "twice.txt"
+    twice.write_text("\n".join([lines[0], *lines]) + "\n")
+    assert main(["ingest", str(twice), "--tool", "osu", "--delay-us", "0", "--dry-run", "--format", "json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert len(recs) == 4 and recs[0]["osu_version"] == "5.7.1" and recs[-1]["bw_MBps"] == 951.2
+    mbw = (FIX / "osu_mbw_mr_validation.txt").read_text()
+    _rejected(tmp_path, capsys, "osu", mbw.replace("Message Rate Test v7.3\n\n", "Message Rate Test v7.4\n\n", 1),
+              2, "a second '# OSU ... Test' block (the first starts on line 1)")
+    text = (FIX / "osu_latency.txt").read_text()
+    _rejected(tmp_path, capsys, "osu", text + text.splitlines()[0] + "\n", 12, "a second '# OSU ... Test' block")
+    _rejected(tmp_path, capsys, "osu", text.splitlines()[0] + "\n" + text, 2, "a second '# OSU ... Test' block")
+
+
+def test_osu_mbw_mr_window_varied_tables(cli):
+    # osu_mbw_mr -V prints no "# Size" header: a bandwidth table and a message-rate table, each
+    # headed by the window sizes; one record per size and window.
+    proc = cli("ingest", str(FIX / "osu_mbw_mr_window_varied.txt"), "--tool", "osu", "--delay-us", "1000",
+               "--dry-run", "--format", "json", check=True)
+    recs = json.loads(proc.stdout)
+    assert len(recs) == 4 * 8 and {r["window"] for r in recs} == {1, 2, 4, 8, 16, 32, 64, 128}
+    assert {r["size_bytes"] for r in recs} == {4096, 8192, 16384, 32768} and recs[0]["pairs"] == 1
+    r = next(r for r in recs if r["size_bytes"] == 16384 and r["window"] == 128)
+    assert r["bw_MBps"] == 950.0 and r["msg_rate_Mps"] == pytest.approx(0.0579834) and r["osu_version"] == "5.4.0"
+
+
+@pytest.mark.parametrize("line,old,new,shown", [
+    (6, "2.01        4.01", "2.01", "row has 8 fields, the header on line 5 has 9 (the size and 8 windows)"),
+    (6, "4.01", "4.0", "MB/s (window 2) '4.0' does not have the 2 decimals"),
+    (6, "4.01", "-4.01", "MB/s (window 2) -4.01 is not a possible value"),
+    (13, "490.72", "nan", "Messages/s (window 1) nan is not a possible value"),
+    (13, "4096 ", "2048 ", "size 2048 at window 1 under '# Message Rate Profile' (line 11) has no bandwidth above"),
+    (7, "8192 ", "4096 ", "size 4096 at window 1 again (first on line 6)"),
+    (14, "8192 ", "4096 ", "size 4096 at window 1 again in the Message Rate Profile"),
+    (5, "           2 ", "           1 ", "window sizes 1 1 4 8"),
+    (4, "Uni-directional Bandwidth (MB/sec)", "Bandwidth", "window sizes with no '# Uni-directional Bandwidth"),
+    (1, "Multiple Bandwidth / Message Rate Test", "Bandwidth Test",
+     "'window size: varied' under the title 'OSU MPI Bandwidth Test v5.4.0' on line 1: only osu_mbw_mr -V"),
+])
+def test_osu_mbw_mr_window_varied_bad_tables_refused(tmp_path, capsys, line, old, new, shown):
+    text = _fixture_with("osu_mbw_mr_window_varied.txt", line, old, new)
+    err_line = {1: 2, 4: 5}.get(line, line)  # a wrong title is named on the 'varied' line, a lost table title on its header
+    _rejected(tmp_path, capsys, "osu", text, err_line, shown)
 
 
 # --------------------------------------------------------------------------------------- iperf3

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import longhaul
+
 
 def records(cli, *args):
     proc = cli("sim", "mpi", *args, "--format", "json", check=True)
@@ -165,22 +167,34 @@ def test_point_to_point_pairs_and_the_long_haul_link(cli):
     assert pairs["crosses_wan"]  # mbw_mr's block placement: senders in A, receivers in B
 
 
-@pytest.mark.parametrize("bench,extra,values", [
+COLL = ("lat_us", "lat_min_us", "lat_max_us")
+
+
+@pytest.mark.parametrize("bench,extra,values", [  # every bench of `sim mpi osu`
     ("latency", (), ("lat_us",)),
     ("bw", (), ("bw_MBps",)),
+    ("bibw", (), ("bw_MBps",)),
     ("mbw_mr", ("--pairs", "2"), ("bw_MBps", "msg_rate_Mps")),
-    ("bcast", ("--nodes", "4"), ("lat_us", "lat_min_us", "lat_max_us")),
+    ("bcast", ("--nodes", "4"), COLL),
+    ("scatter", (), COLL),
+    ("alltoall", (), COLL),
+    ("allreduce", (), COLL),
 ])
 def test_osu_format_is_what_ingest_reads_back(cli, tmp_path, bench, extra, values):
     # The simulator's --format osu is OSU's own text: `longhaul ingest --tool osu` gives back the
-    # numbers of --format json, to OSU's two decimals.
+    # numbers of --format json, to OSU's two decimals. Where OSU's title has its version, it says
+    # what made it (not OMB), and ingest keeps that as the run's osu_version.
     args = ("osu", "--bench", bench, "--sizes", "8,64K", "--delay-us", "100", *extra)
     sim = records(cli, *args)
     text = tmp_path / "osu.txt"
     text.write_text(cli("sim", "mpi", *args, "--format", "osu", check=True).stdout)
+    title = text.read_text().splitlines()[0]
+    assert title.startswith("# OSU MPI ") and title.endswith(f" Test (longhaul {longhaul.__version__} model of OMB)"), \
+        title
     back = json.loads(cli("ingest", str(text), "--tool", "osu", "--delay-us", "100", "--dry-run", "--format", "json",
                           check=True).stdout)
     assert [r["size_bytes"] for r in back] == [8, 65536] and {r["test"] for r in back} == {bench}
+    assert {r["osu_version"] for r in back} == {f"longhaul {longhaul.__version__} model of OMB"}
     for s, b in zip(sim, back):
         for key in values:
             # messages/s printed with 2 decimals: msg_rate_Mps to 1e-8

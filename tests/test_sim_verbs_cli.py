@@ -145,14 +145,15 @@ def test_scenario_file_drives_the_run(cli, tmp_path):
 
 
 @pytest.mark.parametrize("model, content, file_error, option, option_error", [
-    ("verbs", "[verbs]\nqps = 0\n", "qps: 0 is out of range [1, 1024]", ["--qps", "2"], None),
-    ("verbs", '[verbs]\ntest = "lat"\n[path]\ndelay_us = -4\n', "delay_us: -4 is out of range [0, 200000]",
+    ("verbs", "[verbs]\nqps = 0\n", "verbs.qps: 0 is out of range [1, 1024]", ["--qps", "2"], None),
+    ("verbs", '[verbs]\ntest = "lat"\n[path]\ndelay_us = -4\n', "path.delay_us: -4 is out of range [0, 200000]",
      ["--delay-us", "5"], None),
-    ("tcp", "[tcp]\nstreams = 5000\n", "streams: 5000 is out of range [1, 1024]", ["--streams", "2"], None),
+    ("tcp", "[tcp]\nstreams = 5000\n", "tcp.streams: 5000 is out of range [1, 1024]", ["--streams", "2"], None),
+    ("tcp", "[cross]\ngbps = 50\n", "cross.gbps: 50 is out of range (0, 8.0000]", ["--cross-gbps", "1"], None),
     ("tcp", '[tcp]\nstreams = "a"\n', 'tcp.streams: invalid type: string "a"', ["--streams", "2"], None),
     # An option's value is named by the option, not the file.
     ("tcp", '[tcp]\nstreams = 2\n', None, ["--streams", "0"], "--streams: 0 is out of range [1, 1024]"),
-    ("nfs", "[nfs]\nthreads = 0\n", "threads: 0 is out of range", ["--threads", "2"], None),
+    ("nfs", "[nfs]\nthreads = 0\n", "nfs.threads: 0 is out of range", ["--threads", "2"], None),
 ])
 def test_a_bad_value_from_the_scenario_file_names_the_file(cli, tmp_path, model, content, file_error, option,
                                                           option_error):
@@ -171,7 +172,21 @@ def test_a_bad_value_from_the_scenario_file_names_the_file(cli, tmp_path, model,
         assert given.returncode == 0, given.stderr
     sweep = cli("sweep", model, "--base", str(f), "--grid", '{"seed": [1]}', "--store", str(tmp_path / "store"))
     if file_error:
-        assert sweep.returncode == 2 and sweep.stderr.startswith(f"longhaul: error: scenario {f}: "), sweep.stderr
+        assert sweep.returncode == 2 and sweep.stderr.startswith(f"longhaul: error: scenario {f}: {file_error}"), \
+            sweep.stderr
+
+
+def test_a_bad_value_from_an_mpi_base_file_names_the_file_and_its_key(cli, tmp_path):
+    """The grid gives an MPI sweep its workload; the file's own bad value is still the file's."""
+    f = tmp_path / "m.toml"
+    f.write_text("[cluster]\nnodes = 2\n[path]\nloss = 2\n")
+    osu = '"osu": {"bench": "bw", "size_bytes": 8}'
+    sweep = cli("sweep", "mpi", "--base", str(f), "--grid", f'{{{osu}, "delay_us": [0]}}', "--store", str(tmp_path))
+    assert sweep.returncode == 2 and sweep.stderr == \
+        f"longhaul: error: scenario {f}: path.loss: 2 is out of range [0, 0.5]\n", sweep.stderr
+    sweep = cli("sweep", "mpi", "--base", str(f), "--grid", f'{{{osu}, "loss": [0, 3]}}', "--store", str(tmp_path))
+    assert sweep.returncode == 2 and sweep.stderr == "longhaul: error: loss: 3 is out of range [0, 0.5]\n", \
+        sweep.stderr
 
 
 def test_help_lists_parameters_with_units(cli):
@@ -283,3 +298,15 @@ def test_tables_keep_their_cells_whole_and_note_mb_only_where_used(cli):
     # Written to a pipe, a table is as wide as its cells: ids are not folded over two lines.
     compare = cli("analyse", "compare", check=True).stdout
     assert "S1-ipoib-rc-64k-peak" in compare and "MB = 10^6 bytes" in compare
+
+
+def test_a_verbs_sweep_without_sizes_runs_the_sizes_sim_verbs_runs(cli, tmp_path):
+    """A grid that leaves the message size out means what `sim verbs` means by it (it was refused
+    with "scenario: verbs: missing field `size_bytes`", naming no option or key)."""
+    def sizes(*argv):
+        return [r["size_bytes"] for r in json.loads(cli(*argv, "--format", "json", check=True).stdout)]
+
+    store = ["--store", str(tmp_path)]
+    for grid, sim in (({"transport": ["ud"]}, ["--transport", "ud"]), ({"test": ["lat"]}, ["--test", "lat"])):
+        assert sizes("sweep", "verbs", "--grid", json.dumps(grid), *store) == sizes("sim", "verbs", *sim)
+    assert sizes("sweep", "verbs", "--grid", '{"delay_us": [0, 10]}', *store) == 2 * [2 << k for k in range(23)]

@@ -47,7 +47,7 @@ def test_options_left_out_are_the_sim_commands(cli, tmp_path):
     assert tcp["link"] == "ipoib-ud"  # sim tcp's default link
 
 
-@pytest.mark.parametrize("grid,needle", [('{"delay_us": [-1]}', "missing field `size_bytes`"), ("[1, 2]", "--grid"),
+@pytest.mark.parametrize("grid,needle", [('{"delay_us": [-1]}', "delay_us: -1 is out of range"), ("[1, 2]", "--grid"),
                                          ("{nope", "not JSON"),
                                          ('{"delay_us": [-1], "size_bytes": 8, "transport": "rc", "op": "write", '
                                           '"test": "bw"}', "delay_us"),

@@ -8,9 +8,16 @@ in 10 characters, each value right-aligned in 18 with 2 decimals (``%-10d%18.2f`
 adds messages per second, the collectives (with ``-f``) the fastest and slowest rank's latency
 and the iterations. Bandwidths are MB/s with MB = 10^6 bytes, as OSU's. Nothing here imports
 MPI: mpi4py initialises MPI on import.
+
+Where OSU's title ends in its version (``# OSU MPI Latency Test v7.3``: ``"# " BENCHMARK " v"
+PACKAGE_VERSION``), this text says what made it instead: ``(longhaul 0.1.0 model of OMB)`` from the
+simulator, ``(longhaul 0.1.0 mpi4py port of OMB)`` from the emulator's port. It is not OMB output, so
+it claims no OMB version; ``longhaul ingest --tool osu`` reads it as the title's version.
 """
 
 from __future__ import annotations
+
+from longhaul import __version__
 
 #: benchmark -> (title, point-to-point column header; None for the collectives' COLL_HEADER)
 TITLES = {
@@ -28,10 +35,17 @@ COLL_HEADER = "Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations"
 PORTED = ("allreduce", "alltoall", "bcast", "bibw", "bw", "latency", "mbw_mr")
 
 
-def header(bench: str, comments: list[str], pairs: int | None = None, window: int | None = None) -> list[str]:
-    """The title, ``comments`` (each made a '#' line), osu_mbw_mr's pairs and window, the column header."""
+def version(made_by: str = "model") -> str:
+    """What stands for OSU's ``vX.Y`` after the title: ``(longhaul <version> <made_by> of OMB)``."""
+    return f"(longhaul {__version__} {made_by} of OMB)"
+
+
+def header(bench: str, comments: list[str], pairs: int | None = None, window: int | None = None,
+           made_by: str = "model") -> list[str]:
+    """The title with :func:`version`, ``comments`` (each made a '#' line), osu_mbw_mr's pairs and
+    window, the column header. ``made_by``: ``model`` (the simulator) or ``mpi4py port`` (the emulator)."""
     title, columns = TITLES[bench]
-    lines = [f"# {title}", *(f"# {c}" for c in comments)]
+    lines = [f"# {title} {version(made_by)}", *(f"# {c}" for c in comments)]
     if bench == "mbw_mr":
         lines.append(f"# [ pairs: {pairs} ] [ window size: {window} ]")
     lines.append(f"# Size {columns or COLL_HEADER}")

@@ -61,6 +61,23 @@ def _cli_defaults(model: str, point: dict, base: dict | None) -> dict:
     return out
 
 
+def _verbs_sizes(points: list[dict], base: dict | None) -> list[dict]:
+    """A verbs grid whose points and base file give no message size runs the sizes `sim verbs`
+    would at each point (a sweep point is one size, so the point becomes one per size)."""
+    from longhaul.commands.simmodels.verbs import default_sizes, default_workload, table_of
+
+    from_file, path = table_of(base, "verbs"), table_of(base, "path")
+    if "size_bytes" in from_file or any("size_bytes" in pt for pt in points):
+        return points
+    out = []
+    for pt in points:
+        workload = default_workload(pt.get("transport") or from_file.get("transport"))
+        test = pt.get("test") or from_file.get("test") or workload["test"]
+        mtu = pt.get("mtu_bytes") or path.get("mtu_bytes") or 2048
+        out += [{**pt, "size_bytes": s} for s in default_sizes(test, workload["transport"], mtu)]
+    return out
+
+
 def _grid(text: str) -> list[dict]:
     try:
         spec = json.loads(text)
@@ -87,25 +104,32 @@ def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[
 
 
 def _run(args) -> int:
-    from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
+    from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file, table_of
 
     module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
     base = load_scenario_file(args.base, "--base") if args.base else None
     points = _grid(args.grid)
+    if args.model == "verbs":
+        points = _verbs_sizes(points, base)
     tables = ("osu", "app", "trace")
     scenarios = []
     for pt in points:
-        extra = {k: pt.pop(k) for k in tables if k in pt} if args.model in ("mpi", "mpi-tcp") else {}
+        workload = {k: pt.pop(k) for k in tables if k in pt} if args.model in ("mpi", "mpi-tcp") else {}
         try:
-            scenarios.append(module.scenario(base, **extra, **_cli_defaults(args.model, pt, base), **pt))
+            sc = module.scenario(base, **workload, **_cli_defaults(args.model, pt, base), **pt)
         except TypeError as err:
             raise UserError(f"--grid: {err}") from None
-    try:
-        for sc in scenarios:
+        try:
             module.validate(sc)
-    except UserError as err:
-        file_alone = lambda: module.validate(module.scenario(base, **_cli_defaults(args.model, {}, base)))  # noqa: E731
-        raise naming_the_file(err, args.base, file_alone) from None
+        except UserError as err:
+            # The file with the point's workload (an MPI file has none, a verbs file may have no
+            # size: the grid gives them) and the defaults, but none of the grid's other values.
+            if args.model == "verbs" and "size_bytes" not in table_of(base, "verbs"):
+                workload = {"size_bytes": pt["size_bytes"]}
+            file_alone = lambda: module.validate(  # noqa: E731
+                module.scenario(base, **workload, **_cli_defaults(args.model, {}, base)))
+            raise naming_the_file(err, args.base, file_alone, module.FILE_KEYS) from None
+        scenarios.append(sc)
     res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store), source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")

@@ -127,7 +127,8 @@ def main(argv=None) -> int:
         pairs = pairs[:1]
     if rank == 0:
         print("\n".join(header(a.bench, [f"longhaul mpi4py port ({MPI.Get_library_version().splitlines()[0].strip()}); "
-                                          f"ranks: {comm.Get_size()}, algo: {a.algo}"], len(pairs), a.window)),
+                                          f"ranks: {comm.Get_size()}, algo: {a.algo}"], len(pairs), a.window,
+                                 made_by="mpi4py port")),
               flush=True)
     mine = next(((p, q) for p, q in pairs if rank in (p, q)), None)
     for size in sizes:

@@ -14,6 +14,22 @@ a title ``# OSU MPI Bandwidth Test v7.3`` (also ``# OSU MPI-CUDA ...``), optiona
 then rows ``<size> <value> ...``. Lines before the title (MPI launcher noise) are skipped. A header
 that does not fit the title (``Bandwidth (MB/s)`` under a ``Latency Test`` title) is rejected, and so
 is a value without the two decimals OSU prints (a row cut short, ``1048576  12``).
+
+What real OMB versions print besides that (sources read, cited where the rule is):
+
+* ``-c`` (validation, OMB 6.x/7.x) adds a last ``Validation`` column of ``Pass``/``Fail``
+  (``VALIDATION_STATUS`` in c/util/osu_util_mpi.h); kept as ``validation_passed``. A ``Fail`` row
+  is refused: OMB stops the sweep at that size and exits 1 (``DATA VALIDATION ERROR``).
+* osu_mbw_mr prints its title twice in the 2020+ sources (``HEADER`` and then ``print_header``), the
+  second time followed by an empty line in 6.x/7.x; the identical mbw_mr title again before any
+  column header is that, not a second block.
+* osu_mbw_mr ``-V`` (window varied) prints no ``# Size`` header but one table per quantity,
+  ``# Uni-directional Bandwidth (MB/sec)`` and ``# Message Rate Profile``, each headed by the
+  window sizes (``#      ``, then ``  %10d`` per window) and rows ``%-7d`` + ``  %10.2f`` per window;
+  one record per size and window (``window``).
+* The title's version is ``vX.Y`` (``"# " BENCHMARK " v" PACKAGE_VERSION``; none when built without
+  PACKAGE_VERSION; ``v3.1.2`` from OMB_VERSION in 3.x) or, from ``longhaul.osu_text``,
+  ``(longhaul <version> model of OMB)``; either is kept as ``osu_version``.
 """
 
 from __future__ import annotations
@@ -24,12 +40,15 @@ from longhaul.ingest import BANDWIDTH, COUNT, LATENCY, MSG_RATE, SIZE, Bound, In
 
 TOOL = "osu"
 
-_TITLE = re.compile(r"^#\s*OSU\s+(?:MPI|OpenSHMEM|UPC\+?\+?|NCCL|RCCL)?(?:-\w+)?\s+(.*?)\s+Test(?:\s+v(\S+))?\s*$", re.I)
+# The version after "Test": OMB's "vX.Y" (``HEADER`` = "# " BENCHMARK " v" PACKAGE_VERSION), or the
+# "(longhaul <version> <what> of OMB)" of longhaul.osu_text's own OSU-style text.
+_TITLE = re.compile(r"^#\s*OSU\s+(?:MPI|OpenSHMEM|UPC\+?\+?|NCCL|RCCL)?(?:-\w+)?\s+(.*?)\s+Test"
+                    r"(?:\s+v(\S+)|\s+\((longhaul [^()]+ of OMB)\))?\s*$", re.I)
 _PAIRS = re.compile(r"pairs:\s*(\d+)")
 _WINDOW = re.compile(r"window size:\s*(\d+)")
 _COLUMN = re.compile(
     r"Bandwidth \(MB/s\)|Avg Latency ?\(us\)|Min Latency ?\(us\)|Max Latency ?\(us\)|Latency \(us\)"
-    r"|Messages/s|MB/s|Iterations|P50 Tail Lat\(us\)|P90 Tail Lat\(us\)|P99 Tail Lat\(us\)"
+    r"|Messages/s|MB/s|Iterations|P50 Tail Lat\(us\)|P90 Tail Lat\(us\)|P99 Tail Lat\(us\)|Validation"
 )
 _KEYS = {
     "Bandwidth (MB/s)": "bw_MBps", "MB/s": "bw_MBps", "Messages/s": "msg_rate_per_s",
@@ -37,7 +56,15 @@ _KEYS = {
     "Min Latency(us)": "lat_min_us", "Min Latency (us)": "lat_min_us",
     "Max Latency(us)": "lat_max_us", "Max Latency (us)": "lat_max_us", "Iterations": "iterations",
     "P50 Tail Lat(us)": "lat_p50_us", "P90 Tail Lat(us)": "lat_p90_us", "P99 Tail Lat(us)": "lat_p99_us",
+    "Validation": "validation_passed",
 }
+# OMB 6.x/7.x with -c: a "Validation" column after the numbers, ``%*s`` of VALIDATION_STATUS(errors),
+# defined in c/util/osu_util_mpi.h as (error > 0) ? "Fail" : "Pass" (yqin/osu-micro-benchmarks,
+# c/util/osu_util_mpi.h; printed by c/mpi/pt2pt/standard/osu_latency.c, osu_bw.c, osu_mbw_mr.c and
+# print_stats_validate in c/util/osu_util_mpi.c). After a Fail the benchmark stops ("if (0 != errors)
+# break;") and exits 1 with "DATA VALIDATION ERROR: ... on message size N.": a failed run.
+_VALIDATION = "validation_passed"
+_VALIDATION_VALUES = {"Pass": True, "Fail": False}
 _TESTS = [  # title (lower case) contains -> test name
     ("bi-directional bandwidth", "bibw"), ("multiple bandwidth", "mbw_mr"), ("bandwidth", "bw"),
     ("multi-threaded latency", "latency_mt"), ("multiple latency", "multi_lat"),
@@ -69,6 +96,14 @@ _BOUNDS: dict[str, tuple[Bound, float, str | None]] = {
 _OSU_DECIMALS = 2
 _PRINTED_VALUE = re.compile(rf"-?\d+\.\d{{{_OSU_DECIMALS},}}")
 _INTEGER_COLUMNS = ("size_bytes", "iterations")
+# osu_mbw_mr -V ("[ window size: varied ]"): no "# Size" header; a table per quantity, each after its
+# title line and headed by the window sizes ("#      " then "  %10d" per window), rows "%-7d" then
+# "  %10.*f" (bandwidth) or "  %10.2f" (rate) per window. Sources: yqin/osu-micro-benchmarks
+# c/mpi/pt2pt/standard/osu_mbw_mr.c (7.x) and c/mpi/pt2pt/osu_mbw_mr.c (6.x), qzan9/osu-micro-benchmarks
+# mpi/pt2pt/osu_mbw_mr.c (5.x), grondo/mvapich-cce osu_benchmarks/osu_mbw_mr.c (3.x, MVAPICH's copy).
+_VARIED = re.compile(r"window size:\s*varied")
+_MATRIX_TABLES = {"Uni-directional Bandwidth (MB/sec)": "bw_MBps", "Message Rate Profile": "msg_rate_per_s"}
+_WINDOW_HEADER = re.compile(r"\d+(?:\s+\d+)*")
 _COLLECTIVES = {"bcast", "allreduce", "reduce_scatter", "reduce", "allgatherv", "allgather", "gatherv", "gather",
                 "alltoallv", "alltoall", "scatterv", "scatter", "barrier"}
 
@@ -96,8 +131,10 @@ def _header_columns(body: str, name: str, lineno: int) -> tuple[list[str], list[
         pos = cm.end()
     if rest[pos:].strip():
         raise IngestError(TOOL, name, lineno, f"unknown column '{rest[pos:].strip()}' in the header")
-    if len(cols) < 2 and cols != ["lat_us"]:
+    if not [c for c in cols if c not in ("size_bytes", _VALIDATION)]:
         raise IngestError(TOOL, name, lineno, "column header names no value column")
+    if cols.count(_VALIDATION) > 1:
+        raise IngestError(TOOL, name, lineno, "column header names 'Validation' twice")
     return cols, labels
 
 
@@ -110,15 +147,99 @@ def _check_header_matches_title(title: tuple[int, str], cols: list[str], name: s
 
 
 def _check_row(row: dict, toks: list[str], labels: list[str], name: str, lineno: int) -> None:
-    for (col, value), label in zip(row.items(), labels):
+    numbers = [(col, tok, label) for col, tok, label in zip(row, toks, labels) if col != _VALIDATION]
+    for col, _tok, label in numbers:
         bound, per_unit, unit = _BOUNDS.get(col, (LATENCY, 1.0, None))  # the other columns are latencies
-        check_value(TOOL, name, lineno, label, value, bound, per_unit=per_unit, unit=unit)
+        check_value(TOOL, name, lineno, label, row[col], bound, per_unit=per_unit, unit=unit)
     # After the bounds, so that an impossible value (nan, -3) is named as that, not as its decimals.
-    for col, tok, label in zip(row, toks, labels):
+    for col, tok, label in numbers:
         if col not in _INTEGER_COLUMNS and not _PRINTED_VALUE.fullmatch(tok):
             raise IngestError(TOOL, name, lineno, f"{label} '{tok}' does not have the {_OSU_DECIMALS} decimals OSU "
                                                   f"prints every value with (like {float(tok):.{_OSU_DECIMALS}f}); "
                                                   "is the row cut short?")
+    if _VALIDATION in row:
+        _check_validation(row, name, lineno)
+
+
+def _check_validation(row: dict, name: str, lineno: int) -> None:
+    """``Pass`` -> True; anything but Pass or Fail is refused, and so is Fail (a failed run)."""
+    word = row[_VALIDATION]
+    if word not in _VALIDATION_VALUES:
+        shown = word if len(word) <= 40 else f"{word[:30]}... ({len(word)} characters)"
+        raise IngestError(TOOL, name, lineno, f"Validation '{shown}' is not a validation result "
+                                              "(valid: Pass, Fail, as OSU's -c prints them)")
+    if not _VALIDATION_VALUES[word]:
+        size = f" at size {row['size_bytes']}" if "size_bytes" in row else ""
+        raise IngestError(TOOL, name, lineno, f"Validation 'Fail'{size}: the data OSU received was corrupt, so the "
+                                              "run failed there (OSU stops and exits 1); a failed run is not "
+                                              "ingested (remove this row to keep the sizes that passed)")
+    row[_VALIDATION] = True
+
+
+class _Matrix:
+    """osu_mbw_mr -V: the windows of the table being read, its quantity, and the records by (size, window)."""
+
+    def __init__(self) -> None:
+        self.quantity: str | None = None  # set by the table's title line
+        self.title_line = 0
+        self.windows: list[int] = []
+        self.by_point: dict[tuple[int, int], tuple[dict, int]] = {}  # (size, window) -> (record, line)
+
+
+def _matrix_header(body: str, matrix: _Matrix, name: str, lineno: int) -> None:
+    if matrix.quantity is None:
+        raise IngestError(TOOL, name, lineno, "window sizes with no '# Uni-directional Bandwidth (MB/sec)' or "
+                                              "'# Message Rate Profile' line before them (osu_mbw_mr -V)")
+    windows = [int(w) for w in body.split()]
+    if 0 in windows or len(set(windows)) != len(windows):
+        raise IngestError(TOOL, name, lineno, f"window sizes {' '.join(map(str, windows))}: each osu_mbw_mr -V "
+                                              "window is a different number of messages, at least 1")
+    matrix.windows = windows
+
+
+def _matrix_row(s: str, matrix: _Matrix, ctx: dict, header_line: int, name: str, lineno: int) -> list[dict]:
+    """One row of an osu_mbw_mr -V table: new records (bandwidth table) or rates added to them."""
+    toks = s.split()
+    if len(toks) != 1 + len(matrix.windows):
+        raise IngestError(TOOL, name, lineno, f"row has {len(toks)} fields, the header on line {header_line} has "
+                                              f"{1 + len(matrix.windows)} (the size and {len(matrix.windows)} windows)")
+    try:
+        size, values = int(toks[0]), [float(t) for t in toks[1:]]
+    except ValueError:
+        raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
+    check_value(TOOL, name, lineno, "Size", size, SIZE)
+    rate = matrix.quantity == "msg_rate_per_s"
+    for w, value, tok in zip(matrix.windows, values, toks[1:]):
+        label = f"{'Messages/s' if rate else 'MB/s'} (window {w})"
+        if rate:
+            check_value(TOOL, name, lineno, label, value, MSG_RATE, per_unit=1e-6, unit="messages/s")
+        else:
+            check_value(TOOL, name, lineno, label, value, BANDWIDTH)
+        if not _PRINTED_VALUE.fullmatch(tok):
+            raise IngestError(TOOL, name, lineno, f"{label} '{tok}' does not have the {_OSU_DECIMALS} decimals OSU "
+                                                  f"prints every value with (like {value:.{_OSU_DECIMALS}f}); "
+                                                  "is the row cut short?")
+    new = []
+    for w, value in zip(matrix.windows, values):
+        point = matrix.by_point.get((size, w))
+        if not rate:
+            if point:
+                raise IngestError(TOOL, name, lineno, f"size {size} at window {w} again (first on line {point[1]}): "
+                                                      "OSU prints each size once per table")
+            rec = {**ctx, "size_bytes": size, "window": w, "bw_MBps": value,
+                   "unit_note": "OSU MB/s is 10^6 bytes/s (size / 1e6 * iterations / time); used as is"}
+            matrix.by_point[(size, w)] = (rec, lineno)
+            new.append(rec)
+        elif point is None:
+            raise IngestError(TOOL, name, lineno, f"size {size} at window {w} under '# Message Rate Profile' (line "
+                                                  f"{matrix.title_line}) has no bandwidth above it: OSU derives the "
+                                                  "rate from the Uni-directional Bandwidth table")
+        elif "msg_rate_Mps" in point[0]:
+            raise IngestError(TOOL, name, lineno, f"size {size} at window {w} again in the Message Rate Profile: "
+                                                  "OSU prints each size once per table")
+        else:
+            point[0]["msg_rate_Mps"] = value / 1e6
+    return new
 
 
 def parse(text: str, name: str = "<text>") -> list[dict]:
@@ -130,6 +251,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
     header_line = 0
     first_content = 0
     seen_sizes: dict = {}
+    matrix: _Matrix | None = None  # osu_mbw_mr -V, from its "[ window size: varied ]" line
     for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
@@ -138,6 +260,15 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         if s.startswith("#"):
             m = _TITLE.match(s)
             if m:
+                title = s.lstrip("#").strip()
+                if title_at[0] and title == title_at[1] and header_line == 0 and ctx["test"] == "mbw_mr":
+                    # osu_mbw_mr in the 2020+ sources (late 5.x, 6.x, 7.x) prints its title twice:
+                    # fprintf(HEADER), then print_header(), which for MBW_MR prints benchmark_header
+                    # again and no column header (yqin/osu-micro-benchmarks c/util/osu_util.c
+                    # print_header and c/mpi/pt2pt/standard/osu_mbw_mr.c; nicelhc13/osu-micro-benchmarks
+                    # util/osu_util.c and mpi/pt2pt/osu_mbw_mr.c). The 2016/2018 copies print it once,
+                    # and the other benchmarks print it once in every version.
+                    continue
                 if title_at[0]:
                     # One run is one benchmark at one delay: a second block (another benchmark, or
                     # `sim mpi osu --format osu` with several delays) would merge into it.
@@ -147,21 +278,35 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                 test = _test_of(m.group(1))
                 ctx.update(benchmark=f"OSU {m.group(1)}", test=test,
                            pattern="collective" if test in _COLLECTIVES else "pt2pt")
-                if m.group(2):
-                    ctx["osu_version"] = m.group(2)
-                cols, title_at = None, (lineno, s.lstrip("#").strip())
+                if m.group(2) or m.group(3):
+                    ctx["osu_version"] = m.group(2) or m.group(3)
+                cols, title_at = None, (lineno, title)
                 continue
             if (pm := _PAIRS.search(s)):
                 ctx["pairs"] = int(pm.group(1))
             if (wm := _WINDOW.search(s)):
                 ctx["window"] = int(wm.group(1))
             body = s.lstrip("#").strip()
-            if body.startswith("Size") or body.startswith("Avg Latency"):
+            if _VARIED.search(s) and "benchmark" in ctx:
+                if ctx["test"] != "mbw_mr":
+                    raise IngestError(TOOL, name, lineno, f"'window size: varied' under the title '{title_at[1]}' on "
+                                                          f"line {title_at[0]}: only osu_mbw_mr -V varies the window")
+                matrix, cols = _Matrix(), None
+            elif matrix is not None and body in _MATRIX_TABLES:
+                matrix.quantity, matrix.title_line, matrix.windows, cols = _MATRIX_TABLES[body], lineno, [], None
+            elif matrix is not None and _WINDOW_HEADER.fullmatch(body):
+                _matrix_header(body, matrix, name, lineno)
+                header_line = lineno
+            elif body.startswith("Size") or body.startswith("Avg Latency"):
                 if "benchmark" not in ctx:
                     raise IngestError(TOOL, name, lineno, "column header before any '# OSU ... Test' title line")
                 cols, labels = _header_columns(body, name, lineno)
                 _check_header_matches_title(title_at, cols, name, lineno)
-                header_line = lineno
+                header_line, matrix = lineno, None
+            continue
+        if matrix is not None and matrix.windows:
+            if _ROW_START.match(s):
+                records += _matrix_row(s, matrix, ctx, header_line, name, lineno)
             continue
         if cols is None:
             continue  # launcher noise before the table
@@ -172,7 +317,8 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno,
                               f"row has {len(toks)} fields, the header on line {header_line} has {len(cols)}")
         try:
-            vals = [int(t) if c in _INTEGER_COLUMNS else float(t) for c, t in zip(cols, toks)]
+            vals = [t if c == _VALIDATION else int(t) if c in _INTEGER_COLUMNS else float(t)
+                    for c, t in zip(cols, toks)]
         except ValueError:
             raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, vals))

@@ -29,6 +29,13 @@ def base_copy(base: dict | None, tables: tuple[str, ...]) -> dict:
     return sc
 
 
+def file_keys(tables: dict[str, Iterable[str]], renamed: dict[str, str] | None = None) -> dict[str, str]:
+    """How a scenario file spells each parameter the core's messages name by its bare key
+    (``streams`` -> ``tcp.streams``): ``tables`` maps a table to the keys it holds, ``renamed``
+    gives keys spelled otherwise (``cross_gbps`` -> ``cross.gbps``)."""
+    return {key: f"{table}.{key}" for table, keys in tables.items() for key in keys} | (renamed or {})
+
+
 def cancel_runs(on: bool) -> None:
     """Cancel (``True``) the simulations running in the core, and any started until cleared
     (``False``): a point runs with the GIL released and can take minutes, so Ctrl-C alone would

@@ -35,6 +35,9 @@ _MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credi
              "ud_retry_timeout_us", "ud_progress_timeout_us")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")
 _NODE_KEYS = ("copy_MBps", "mem_MBps", "shm_latency_ns", "core_mops")
+#: a parameter's key in a scenario file, for messages about the file's values
+FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "cluster": _CLUSTER_KEYS, "mpi": _MPI_KEYS,
+                            "node_params": _NODE_KEYS})
 
 
 def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None = None, trace: dict | None = None,

@@ -33,6 +33,8 @@ _TCP_KEYS = ("cc", "mtu_bytes", "window_bytes", "rmem_max_bytes", "wmem_max_byte
 _MPI_KEYS = ("eager_limit_bytes", "rndv_eager_limit_bytes", "max_send_size_bytes", "per_msg_us")
 _COLL_KEYS = ("ranks_per_cluster", "algo", "wan_chunk_bytes")
 _TOP_KEYS = ("seed", "stack")
+#: a parameter's key in a scenario file, for messages about the file's values
+FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "tcp": _TCP_KEYS, "mpi": _MPI_KEYS, "coll": _COLL_KEYS})
 
 
 def stack_costs(per_seg_us: float, per_byte_ns: float, ack_us: float | None = None, cores: int | None = None) -> dict:

@@ -19,6 +19,8 @@ TESTBEDS = ("s1", "s1-connectx")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender")
 _NFS_KEYS = ("threads", "record_bytes", "file_bytes", "simulated_bytes", "rsize_bytes", "slots", "server_rpc_ns",
              "client_rpc_ns")
+#: a parameter's key in a scenario file, for messages about the file's values
+FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "nfs": _NFS_KEYS})
 
 
 def scenario(base: dict | None = None, **params) -> dict:

@@ -36,6 +36,9 @@ _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wm
              "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
 _CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
                "cross_packet_bytes": "packet_bytes"}
+#: a parameter's key in a scenario file, for messages about the file's values
+FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "tcp": _TCP_KEYS},
+                           {k: f"cross.{v}" for k, v in _CROSS_KEYS.items()})
 
 
 def scenario(base: dict | None = None, **params) -> dict:

@@ -86,7 +86,8 @@ def run_nfs(args: argparse.Namespace) -> int:
     try:
         records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
     except UserError as err:
-        raise naming_the_file(err, args.scenario, lambda: nfs.validate(nfs.scenario(base, transport=default))) from None
+        raise naming_the_file(err, args.scenario, lambda: nfs.validate(nfs.scenario(base, transport=default)),
+                              nfs.FILE_KEYS) from None
     emit(records, args.format, COLUMNS, title=f"longhaul sim nfs ({records[0]['testbed'] if records else ''})")
     note_warm_up(records, "--simulated-bytes")
     return 0

@@ -156,7 +156,8 @@ def run_tcp(args: argparse.Namespace) -> int:
         records = tcp.run_many(scenarios, workers=args.workers, description=f"tcp {args.link or DEFAULT_LINK}")
     except UserError as err:
         file_link = None if base and "link" in base else DEFAULT_LINK
-        raise naming_the_file(err, args.scenario, lambda: tcp.validate(tcp.scenario(base, link=file_link))) from None
+        raise naming_the_file(err, args.scenario, lambda: tcp.validate(tcp.scenario(base, link=file_link)),
+                              tcp.FILE_KEYS) from None
     shown = records
     if args.format == "table":  # per-stream lists, rounded to stay readable
         shown = [{**r, "stream_bw_MBps": " ".join(f"{x:.4g}" for x in r["stream_bw_MBps"])} for r in records]

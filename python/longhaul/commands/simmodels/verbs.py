@@ -86,17 +86,19 @@ def load_scenario_file(path: str, option: str = "--scenario") -> dict:
     return sc
 
 
-def naming_the_file(err: UserError, path: str | None, file_alone: Callable[[], object]) -> UserError:
+def naming_the_file(err: UserError, path: str | None, file_alone: Callable[[], object],
+                    keys: dict[str, str]) -> UserError:
     """``err``, raised by scenarios made of the file at ``path`` and the options, naming the file
-    (``scenario PATH: tcp.streams: ...``) when ``file_alone`` (the file's scenario with the
-    defaults for what it leaves out) fails the same way: the value at fault is the file's. Else
-    ``err`` as it is, as an option's value or the two together are at fault."""
+    and the value's key in it (``scenario PATH: tcp.streams: ...``; ``keys``: the model's
+    ``FILE_KEYS``) when ``file_alone`` (the file's scenario with the defaults for what it leaves
+    out) fails the same way: the value at fault is the file's. Else ``err`` as it is, as an
+    option's value or the two together are at fault."""
     if path is not None:
         try:
             file_alone()
         except UserError as alone:
             if str(alone) == str(err):
-                return in_scenario_file(err, path)
+                return in_scenario_file(err, path, keys)
     return err
 
 
@@ -114,6 +116,15 @@ def default_workload(transport: str | None) -> dict:
     return {"transport": transport, "test": "bw", "op": "send" if transport == "ud" else "write"}
 
 
+def default_sizes(test: str, transport: str, mtu_bytes: int) -> list[int]:
+    """The message sizes `sim verbs` runs when neither --sizes nor the file gives one: perftest's
+    2 B for latency; every power of two up to 8 MiB for bandwidth, up to the MTU over UD (one
+    datagram carries one message)."""
+    if test == "lat":
+        return [2]
+    return units.parse_sizes(f"2:{mtu_bytes if transport == 'ud' else 8 << 20}", "--sizes")
+
+
 def run_verbs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     # An option given on the command line overrides the file; one left out keeps the file's value.
@@ -128,10 +139,8 @@ def run_verbs(args: argparse.Namespace) -> int:
         sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
     elif base_size is not None:
         sizes = [base_size]
-    elif test == "lat":
-        sizes = [2]
     else:
-        sizes = units.parse_sizes(f"2:{mtu if transport == 'ud' else 8 << 20}", "--sizes")
+        sizes = default_sizes(test, transport, mtu)
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
         points = [{}]  # the scenario file's path, or no added delay
     elif args.distance_km is None and args.distance_miles is None:
@@ -157,7 +166,8 @@ def run_verbs(args: argparse.Namespace) -> int:
     except UserError as err:
         left_out = {**default_workload(from_file.get("transport")), "size_bytes": sizes[0]}
         left_out_of_file = {k: v for k, v in left_out.items() if k not in from_file}
-        raise naming_the_file(err, args.scenario, lambda: verbs.validate(verbs.scenario(base, **left_out_of_file))) from None
+        raise naming_the_file(err, args.scenario, lambda: verbs.validate(verbs.scenario(base, **left_out_of_file)),
+                              verbs.FILE_KEYS) from None
     columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
     return 0
