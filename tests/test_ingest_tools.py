@@ -82,7 +82,7 @@ def test_osu_files(name, test, col, size, value):
 
 def test_osu_mbw_mr_pairs_window_and_rate():
     recs = parse("osu_mbw_mr.txt", "osu")
-    assert recs[0]["pairs"] == 4 and recs[0]["window"] == 64 and recs[0]["test"] == "mbw_mr"
+    assert recs[0]["pairs"] == 4 and recs[0]["window_msgs"] == 64 and recs[0]["test"] == "mbw_mr"
     assert recs[-1]["bw_MBps"] == 951.2 and recs[-1]["msg_rate_Mps"] == pytest.approx(0.0145142)
 
 
@@ -176,7 +176,7 @@ def test_osu_validation_column_kept_per_row(cli):
         [r for r in json.loads(proc.stdout) if r["test"] == "mbw_mr"]
     assert [r["size_bytes"] for r in lat] == [1, 8, 1024, 65536, 1048576] and lat[2]["lat_us"] == 1005.9
     assert all(r["validation_passed"] is True for r in lat + mbw)
-    assert len(mbw) == 4 and mbw[0]["pairs"] == 2 and mbw[0]["window"] == 64 and mbw[0]["osu_version"] == "7.3"
+    assert len(mbw) == 4 and mbw[0]["pairs"] == 2 and mbw[0]["window_msgs"] == 64 and mbw[0]["osu_version"] == "7.3"
     assert mbw[-1]["bw_MBps"] == 951.2 and mbw[-1]["msg_rate_Mps"] == pytest.approx(0.01451416)
     # Collectives print it after -f's Iterations (print_stats_validate).
     coll = "# OSU MPI Allreduce Latency Test v7.3\n" \
@@ -237,9 +237,9 @@ def test_osu_mbw_mr_window_varied_tables(cli):
     proc = cli("ingest", str(FIX / "osu_mbw_mr_window_varied.txt"), "--tool", "osu", "--delay-us", "1000",
                "--dry-run", "--format", "json", check=True)
     recs = json.loads(proc.stdout)
-    assert len(recs) == 4 * 8 and {r["window"] for r in recs} == {1, 2, 4, 8, 16, 32, 64, 128}
+    assert len(recs) == 4 * 8 and {r["window_msgs"] for r in recs} == {1, 2, 4, 8, 16, 32, 64, 128}
     assert {r["size_bytes"] for r in recs} == {4096, 8192, 16384, 32768} and recs[0]["pairs"] == 1
-    r = next(r for r in recs if r["size_bytes"] == 16384 and r["window"] == 128)
+    r = next(r for r in recs if r["size_bytes"] == 16384 and r["window_msgs"] == 128)
     assert r["bw_MBps"] == 950.0 and r["msg_rate_Mps"] == pytest.approx(0.0579834) and r["osu_version"] == "5.4.0"
 
 

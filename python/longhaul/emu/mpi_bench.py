@@ -64,7 +64,7 @@ def osu_once(emu, bench: str, sizes: Sequence[int], ranks_per_cluster: int, algo
         for rec in osu_parser.parse(r["stdout"], f"osu_mpi {bench}"):
             records.append({**rec, "delay_us": delay, "rate_gbps": emu.link.ab.rate_gbps, "mtu_bytes": emu.link.mtu,
                             "ranks": r["ranks"], "ranks_per_cluster": ranks_per_cluster, "placement": placement,
-                            "algo": algo, "mpi": r["mpi"], "iterations": it, "warmup": wu, "window": window,
+                            "algo": algo, "mpi": r["mpi"], "iterations": it, "warmup": wu, "window_msgs": window,
                             "mca": ",".join(f"{k}={v}" for k, v in sorted((mca or {}).items())),
                             "env": ",".join(f"{k}={v}" for k, v in sorted((env or {}).items())),
                             "wan_bytes_ab": r["wan_bytes_ab"], "wan_bytes_ba": r["wan_bytes_ba"],

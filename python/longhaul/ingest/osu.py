@@ -26,7 +26,7 @@ What real OMB versions print besides that (sources read, cited where the rule is
 * osu_mbw_mr ``-V`` (window varied) prints no ``# Size`` header but one table per quantity,
   ``# Uni-directional Bandwidth (MB/sec)`` and ``# Message Rate Profile``, each headed by the
   window sizes (``#      ``, then ``  %10d`` per window) and rows ``%-7d`` + ``  %10.2f`` per window;
-  one record per size and window (``window``).
+  one record per size and window (``window_msgs``).
 * The title's version is ``vX.Y`` (``"# " BENCHMARK " v" PACKAGE_VERSION``; none when built without
   PACKAGE_VERSION; ``v3.1.2`` from OMB_VERSION in 3.x) or, from ``longhaul.osu_text``,
   ``(longhaul <version> model of OMB)``; either is kept as ``osu_version``.
@@ -226,7 +226,7 @@ def _matrix_row(s: str, matrix: _Matrix, ctx: dict, header_line: int, name: str,
             if point:
                 raise IngestError(TOOL, name, lineno, f"size {size} at window {w} again (first on line {point[1]}): "
                                                       "OSU prints each size once per table")
-            rec = {**ctx, "size_bytes": size, "window": w, "bw_MBps": value,
+            rec = {**ctx, "size_bytes": size, "window_msgs": w, "bw_MBps": value,
                    "unit_note": "OSU MB/s is 10^6 bytes/s (size / 1e6 * iterations / time); used as is"}
             matrix.by_point[(size, w)] = (rec, lineno)
             new.append(rec)
@@ -285,7 +285,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             if (pm := _PAIRS.search(s)):
                 ctx["pairs"] = int(pm.group(1))
             if (wm := _WINDOW.search(s)):
-                ctx["window"] = int(wm.group(1))
+                ctx["window_msgs"] = int(wm.group(1))
             body = s.lstrip("#").strip()
             if _VARIED.search(s) and "benchmark" in ctx:
                 if ctx["test"] != "mbw_mr":
