@@ -118,6 +118,21 @@ def test_osu_row_cut_short_is_refused(cli, tmp_path, fixture, line, value, cut, 
     assert proc.stderr.count("\n") == 1 and "2 decimals" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_osu_text_printed_by_longhaul_is_stored_as_what_made_it(cli, tmp_path):
+    """The simulator's `--format osu` text is not a measurement: stored as sim, never as measured."""
+    f = tmp_path / "sim.txt"
+    f.write_text(cli("sim", "mpi", "osu", "--bench", "latency", "--sizes", "8", "--format", "osu", check=True).stdout)
+    store = ["--store", str(tmp_path / "st")]
+    cli("ingest", str(f), "--tool", "osu", "--delay-us", "0", *store, check=True)
+    cli("ingest", str(FIX / "osu_latency.txt"), "--tool", "osu", "--delay-us", "0", *store, check=True)
+    runs = json.loads(cli("results", "ls", *store, "--format", "json", check=True).stdout)
+    assert sorted(r["source"] for r in runs) == ["measured", "sim"]
+    proc = cli("ingest", str(f), "--tool", "osu", "--source", "measured", *store)
+    assert proc.returncode == 2 and proc.stderr == (
+        f"longhaul: error: ingest: '{f}' was printed by longhaul's simulator (its title says so), so --source "
+        "measured would mislabel it; leave --source out (it is stored as sim)\n"), proc.stderr
+
+
 def test_osu_file_is_one_run_at_one_delay(cli, tmp_path):
     # `sim mpi osu --format osu` prints one block per delay; merged, each size would appear twice
     # under one delay. A size repeated within a block is refused too.

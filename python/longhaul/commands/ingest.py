@@ -26,12 +26,31 @@ def register(subparsers) -> None:
     where.add_argument("--distance-km", help="or: the fibre distance in km (5 us per km)")
     where.add_argument("--distance-miles", help="or: the fibre distance in miles")
     p.add_argument("--label", default="", help="free text naming the site/setup, e.g. site-a")
-    p.add_argument("--source", choices=("measured", "emu"), default="measured",
-                   help="measured on real links (default) or through the link emulator")
+    p.add_argument("--source", choices=("measured", "emu"),
+                   help="measured on real links (default) or through the link emulator; OSU text that longhaul "
+                        "printed says which it is (sim for the model's, emu for the emulator's port)")
     add_store_option(p)
     p.add_argument("--dry-run", action="store_true", help="parse and print, store nothing")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=cmd_ingest)
+
+
+#: the title `longhaul.osu_text` gives OSU-style text (see ``longhaul.ingest.osu``): who made it
+_MADE_BY = {"model of OMB": "sim", "port of OMB": "emu"}
+
+
+def _source(path: str, records: list[dict], given: str | None) -> str:
+    """A run's source: what longhaul's own OSU text says made it (the simulator's numbers must not
+    be stored as measured), else --source, else measured."""
+    made = {src for r in records for mark, src in _MADE_BY.items() if mark in str(r.get("osu_version", ""))}
+    if not made:
+        return given or "measured"
+    (source,) = made
+    if given is not None and given != source:
+        raise UserError(f"ingest: '{path}' was printed by longhaul's {'simulator' if source == 'sim' else 'emulator'} "
+                        f"(its title says so), so --source {given} would mislabel it; leave --source out "
+                        f"(it is stored as {source})")
+    return source
 
 
 def cmd_ingest(args) -> int:
@@ -44,9 +63,10 @@ def cmd_ingest(args) -> int:
     store = None if args.dry_run else store_from_args(args)
     parsed = [(f, *ingest_file(f, args.tool, delay_us=delay, label=args.label)) for f in args.files]
     all_records = []
-    for f, scenario, records in parsed:  # every file parsed before anything is stored
+    sources = [_source(f, records, args.source) for f, _, records in parsed]
+    for (f, scenario, records), source in zip(parsed, sources):  # every file checked before anything is stored
         if store is not None:
-            run_id = store.put(scenario, records, source=args.source, label=args.label)
+            run_id = store.put(scenario, records, source=source, label=args.label)
             print(f"{f}: {_count(len(records), 'record')} stored as run {run_id[:12]} in '{store.root}'", file=sys.stderr)
         all_records.extend(records)
     cols = [c for c in SHOW if any(c in r for r in all_records)]
