@@ -175,6 +175,15 @@ def test_pluggable_parts_skip_fail_and_order(tmp_path, monkeypatch, capsys):
     assert "needs-root" in capsys.readouterr().out
 
 
+def test_an_empty_parts_list_is_refused_not_read_as_every_part(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(study_mod, "PARTS", [StudyPart("fake", "Fake", lambda ctx: ran.append(1) or PartResult())])
+    for parts in ("", " "):
+        assert main(["study", "--parts", parts, "--out", str(tmp_path / "o"), "--store", str(tmp_path / "r")]) == 2
+        assert capsys.readouterr().err == "longhaul: error: --parts: empty list (give part names: fake)\n"
+    assert ran == [] and not (tmp_path / "o").exists() and not (tmp_path / "r").exists()
+
+
 def test_register_part(monkeypatch):
     monkeypatch.setattr(study_mod, "PARTS", list(study_mod.PARTS))
     study_mod.register_part(StudyPart("ipoib", "IPoIB", lambda ctx: PartResult()), before="validation")
@@ -250,3 +259,18 @@ def test_interrupted_study_resumes(tmp_path, monkeypatch, fake_validation, capsy
     n = len(study_mod.s1_matrix(quick=True))
     assert main(argv) == 0
     assert f"{n - 3} computed, 3 cached" in capsys.readouterr().out
+
+
+def test_an_unwritable_out_dir_is_refused_before_the_study_runs(tmp_path, monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(study_mod, "PARTS", [StudyPart("fake", "Fake", lambda ctx: ran.append(1) or PartResult())])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = blocker / "report"   # under a file: no directory can be made there
+    assert main(["study", "--out", str(out), "--store", str(tmp_path / "r"), "--no-summary"]) == 2
+    assert capsys.readouterr().err == f"longhaul: error: --out: cannot write the report to '{out}' (Not a directory)\n"
+    assert ran == [] and not (tmp_path / "r").exists()
+    # The check leaves no trace: a missing --out is made when the report is written.
+    fresh = tmp_path / "new" / "deep"
+    assert main(["study", "--out", str(fresh), "--store", str(tmp_path / "r"), "--no-summary"]) == 0
+    assert ran == [1] and (fresh / "report.html").exists()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
 from pathlib import Path
 
 from longhaul import units
@@ -31,6 +33,28 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_study)
 
 
+def _check_out_dir(out_dir: Path) -> None:
+    """A one-line error when the report cannot be written to ``out_dir``; the directories this
+    check creates are removed again (the report's are made when it is written)."""
+    from longhaul.errors import UserError
+
+    created = []
+    d = out_dir
+    while not d.exists() and d != d.parent:
+        created.append(d)
+        d = d.parent
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as err:
+        raise UserError(f"--out: cannot write the report to '{out_dir}' ({err.strerror or err})") from None
+    finally:
+        for made in created:  # deepest first
+            with contextlib.suppress(OSError):
+                made.rmdir()
+
+
 def cmd_study(args) -> int:
     from longhaul.errors import UserError
     from longhaul.study import PARTS, StudyContext, default_out_dir, run_study, write_outputs
@@ -39,6 +63,13 @@ def cmd_study(args) -> int:
         for p in PARTS:
             print(f"{p.name:<12} {p.title}")
         return 0
+    # An empty --parts is a list that lost its names (a variable that expanded to nothing), not "all":
+    # refused, before the minutes a full study takes.
+    only = None
+    if args.parts is not None:
+        only = units.list_items(args.parts, "--parts", "a part name")
+        if not only:
+            raise UserError(f"--parts: empty list (give part names: {', '.join(p.name for p in PARTS)})")
     out_dir = Path(args.out) if args.out else default_out_dir()
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out '{out_dir}' is a file; give a directory")
@@ -47,13 +78,15 @@ def cmd_study(args) -> int:
         argv.append("--quick")
     if args.store:
         argv += ["--store", args.store]
-    if args.parts:
+    if only:
         argv += ["--parts", args.parts]
     if args.executor == "serial" and args.workers is not None:
         raise UserError("--workers: not used with --executor serial (one point at a time)")
-    ctx = StudyContext(quick=args.quick, store=store_from_args(args), out_dir=out_dir, executor=args.executor,
+    # Where the results and the report go is checked before the minutes of the study, not after them.
+    _check_out_dir(out_dir)
+    store = store_from_args(args).check_writable()
+    ctx = StudyContext(quick=args.quick, store=store, out_dir=out_dir, executor=args.executor,
                        workers=args.workers, use_cache=not args.no_cache, argv=argv)
-    only = units.list_items(args.parts, "--parts", "a part name") if args.parts else None
     study = run_study(ctx, only=only)
     paths = write_outputs(study, out_dir)
     if not args.no_summary:
