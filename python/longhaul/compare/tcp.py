@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from longhaul import units
+from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 
@@ -85,7 +86,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args) -> int:
     delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
     streams = units.parse_int_list(args.streams, "--streams", 1, 128)
-    ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
+    # An empty list would start the emulator and measure nothing; an empty item is a name lost in editing.
+    ccs = units.unique(units.list_items(args.cc, "--cc", "a congestion control name"), "--cc")
+    if not ccs:
+        raise UserError("--cc: empty list (give names like reno,cubic)")
     records = compare_tcp(delays, args.rate_gbps, ccs, streams, args.duration_s, args.mtu)
     if args.format == "json":
         emit(records, "json")
