@@ -146,3 +146,16 @@ def test_ns3_recovery_rules_time_out_where_linux_recovers(cli):
               "--cwnd-growth", "cumulative")
     assert (linux["timeouts"], ns3["timeouts"]) == (0, 1)
     assert ns3["bw_MBps"] < 0.8 * linux["bw_MBps"]
+
+
+def test_a_negative_zero_loss_is_zero_in_the_records(cli):
+    (rec,) = json.loads(cli("sim", "tcp", "--duration-s", "0.01", "--loss", "-0", "--format", "json", check=True).stdout)
+    assert json.dumps(rec["loss"]) == "0.0"  # not -0.0
+
+
+def test_cross_traffic_on_and_off_for_equal_times(cli):
+    # ON,OFF is a pair, not a list of points: 10,10 is a 50% duty cycle, not "10 given twice".
+    proc = cli("sim", "tcp", "--link", "10gige-lan", "--cross-gbps", "5", "--cross-on-off-ms", "10,10",
+               "--duration-s", "0.2", "--format", "json", check=True)
+    (rec,) = json.loads(proc.stdout)
+    assert proc.stderr == "" and rec["cross_bw_MBps"] == pytest.approx(5e9 / 8 / 1e6 / 2, rel=0.05)

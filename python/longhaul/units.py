@@ -186,7 +186,7 @@ def real(lo: float, hi: float):
             raise argparse.ArgumentTypeError(f"'{text}' is not a number (valid range {span})") from None
         if not (math.isfinite(value) and lo <= value <= hi):
             raise argparse.ArgumentTypeError(f"{text} is out of range {span}")
-        return value
+        return value + 0 if value == 0 else value  # -0 is 0: records would print -0.0 (--loss -0)
     convert.__name__ = "number"
     return convert
 

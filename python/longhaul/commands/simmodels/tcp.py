@@ -135,9 +135,11 @@ def run_tcp(args: argparse.Namespace) -> int:
             raise UserError(f"--cross-gbps: {args.cross_gbps} is out of range (0, line rate]")
         cross["cross_gbps"] = args.cross_gbps
     if args.cross_on_off_ms is not None:
-        on_off = units.parse_float_list(args.cross_on_off_ms, "--cross-on-off-ms", 0.001, 3.6e6)
-        if len(on_off) != 2:
+        # A pair, not a list of points: each half parsed alone, so that ON = OFF is not "given twice".
+        halves = units.list_items(args.cross_on_off_ms, "--cross-on-off-ms", "a time in ms in [0.001, 3600000]")
+        if len(halves) != 2:
             raise UserError("--cross-on-off-ms: give two numbers, ON,OFF in ms")
+        on_off = [units.parse_float_list(h, "--cross-on-off-ms", 0.001, 3.6e6)[0] for h in halves]
         cross.update(cross_on_ms=on_off[0], cross_off_ms=on_off[1])
     common = dict(
         link=args.link or (None if base and "link" in base else DEFAULT_LINK),
