@@ -81,3 +81,19 @@ def test_every_model_sweeps(cli, tmp_path, model, grid, key):
                           check=True).stdout)
     assert [r["delay_us"] for r in recs] == [0.0, 1000.0]
     assert recs[0][key] > recs[1][key] > 0          # farther is slower for a window-limited exchange
+
+
+def test_a_negative_zero_in_the_grid_is_the_point_zero_cached_once(cli, tmp_path):
+    store = str(tmp_path / "st")
+    cli("sweep", "nfs", "--grid", '{"delay_us": [0.0]}', "--store", store, check=True)
+    proc = cli("sweep", "nfs", "--grid", '{"delay_us": [-0.0]}', "--store", store, "--format", "json", check=True)
+    assert "0 computed, 1 cached" in proc.stderr
+    assert '"delay_us": -0.0' not in proc.stdout
+
+
+def test_an_empty_store_path_is_refused_and_nothing_is_written(cli, tmp_path):
+    # Path("") is the current directory: the runs would be saved wherever the command was started.
+    proc = cli("sweep", "nfs", "--grid", '{"delay_us": [0]}', "--store", "", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == ("longhaul: error: --store: empty path (give a results directory; "
+                                                    "it is created when missing)\n"), proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -281,6 +281,8 @@ class Store:
 
     def __init__(self, root: str | os.PathLike | None = None, *, must_exist: bool = False):
         root = root if root is not None else os.environ.get(ENV_STORE) or DEFAULT_STORE
+        if not str(root).strip():  # Path("") is ".": the runs would land in the current directory
+            raise UserError("--store: empty path (give a results directory; it is created when missing)")
         self.root = Path(root)
         self.must_exist = must_exist
         if self.root.exists() and not self.root.is_dir():
