@@ -26,6 +26,9 @@ def test_scenario_hash_is_canonical():
     assert canonical_json(a) == '{"a":{"x":"é","y":1},"b":[1,2]}'
     assert scenario_hash(a) == scenario_hash(b)
     assert scenario_hash(a) != scenario_hash({**a, "seed": 2})
+    # numbers by value: a whole float is its int, whatever its sign of zero; other values stay apart
+    assert scenario_hash({"d": [1000.0, -0.0]}) == scenario_hash({"d": [1000, 0]})
+    assert len({scenario_hash({"d": v}) for v in (0.5, 1, True, "1", 1e300)}) == 5
     assert len(scenario_hash(a)) == 64
 
 

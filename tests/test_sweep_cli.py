@@ -83,12 +83,17 @@ def test_every_model_sweeps(cli, tmp_path, model, grid, key):
     assert recs[0][key] > recs[1][key] > 0          # farther is slower for a window-limited exchange
 
 
-def test_a_negative_zero_in_the_grid_is_the_point_zero_cached_once(cli, tmp_path):
+def test_a_point_is_cached_by_its_values_not_their_spelling(cli, tmp_path):
+    """0, 0.0 and -0.0 are one delay: one stored run (two runs of one point would be averaged as
+    repeats by `analyse`)."""
     store = str(tmp_path / "st")
     cli("sweep", "nfs", "--grid", '{"delay_us": [0.0]}', "--store", store, check=True)
-    proc = cli("sweep", "nfs", "--grid", '{"delay_us": [-0.0]}', "--store", store, "--format", "json", check=True)
-    assert "0 computed, 1 cached" in proc.stderr
-    assert '"delay_us": -0.0' not in proc.stdout
+    for spelling in ("-0.0", "0"):
+        proc = cli("sweep", "nfs", "--grid", f'{{"delay_us": [{spelling}]}}', "--store", store, "--format", "json",
+                   check=True)
+        assert "0 computed, 1 cached" in proc.stderr, spelling
+        assert '"delay_us": -0.0' not in proc.stdout
+    assert len(json.loads(cli("results", "ls", "--store", store, "--format", "json", check=True).stdout)) == 1
 
 
 def test_an_empty_store_path_is_refused_and_nothing_is_written(cli, tmp_path):

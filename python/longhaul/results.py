@@ -88,9 +88,23 @@ def _jsonable(obj: Any) -> Any:
     raise TypeError(f"scenario value {obj!r} of type {type(obj).__name__} is not JSON")
 
 
+def _by_value(obj: Any) -> Any:
+    """Numbers as their value, not their spelling: a whole float as an int (1000.0 -> 1000, -0.0 ->
+    0), so `sim` (which reads 1000 from --delay-us as 1000.0) and a sweep grid's 1000 are one
+    scenario. Every parameter the models take reads 1000 and 1000.0 alike."""
+    if isinstance(obj, dict):
+        return {k: _by_value(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_by_value(v) for v in obj]
+    if isinstance(obj, float) and obj.is_integer() and abs(obj) < 2**53:
+        return int(obj)
+    return obj
+
+
 def canonical_json(scenario: dict) -> str:
-    """The one text form of a scenario: sorted keys, no whitespace, non-ASCII kept as UTF-8."""
-    return json.dumps(_jsonable(scenario), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The one text form of a scenario: sorted keys, no whitespace, non-ASCII kept as UTF-8,
+    numbers by value (see ``_by_value``)."""
+    return json.dumps(_by_value(_jsonable(scenario)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def scenario_hash(scenario: dict) -> str:
