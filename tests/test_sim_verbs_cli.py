@@ -189,6 +189,14 @@ def test_a_bad_value_from_an_mpi_base_file_names_the_file_and_its_key(cli, tmp_p
         sweep.stderr
 
 
+def test_a_size_is_read_exactly(cli):
+    """Sizes are whole numbers of bytes: read as typed, not through a float (which made
+    99999999999999999999 into 100000000000000000000 in the error)."""
+    proc = cli("sim", "tcp", "--window", "99999999999999999999")
+    assert proc.returncode == 2 and "tcp.window_bytes: 99999999999999999999 is out of range" in proc.stderr, \
+        proc.stderr
+
+
 def test_help_lists_parameters_with_units(cli):
     out = cli("sim", "verbs", "--help", check=True).stdout
     for text in ("--delay-us", "--distance-km", "--distance-miles", "--sizes", "--tx-depth", "--qps", "MB = 10^6",
@@ -244,7 +252,14 @@ def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
 @pytest.mark.parametrize("content,needle", [("verbs = 3\n", "'verbs' must be a table"), ("[path\n", "not valid TOML"),
                                             ('[verbs]\nbogus = 1\n', "unknown field"),
                                             ('[path]\nwan_framing = "atm"\n', "path.wan_framing: unknown variant `atm`, expected one of `ib`"),
-                                            ("[path]\nloss = nan\n", "path.loss: not a finite number")])
+                                            ("[path]\nloss = nan\n", "path.loss: not a finite number"),
+                                            # a whole number no 64-bit field holds, or one past its field's
+                                            # type: called what it is, with the range (not "a float", not "< 0")
+                                            ("[verbs]\nqps = 99999999999999999999\n",
+                                             "verbs.qps: 99999999999999999999 is out of range (no parameter takes "
+                                             "a whole number outside [-9223372036854775808, 18446744073709551615]"),
+                                            ("[verbs]\nqps = 1099511627776\n", "verbs.qps: invalid value: integer "
+                                             "`1099511627776`, expected a whole number in [0, 4294967295]")])
 def test_malformed_scenario_file(cli, tmp_path, content, needle):
     f = tmp_path / "bad.toml"
     f.write_text(content)

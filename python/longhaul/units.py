@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sys
+from fractions import Fraction
 
 from longhaul.errors import UserError
 
@@ -28,8 +29,8 @@ def parse_size(text: str, option: str = "size") -> int:
     m = _SIZE_RE.match(str(text))
     if not m:
         raise UserError(f"{option}: '{text}' is not a size (use bytes like 65536 or 64K, 8M, 1G, 1T)")
-    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
-    if value != int(value):
+    value = Fraction(m.group(1)) * _SUFFIX[m.group(2).lower()]  # exact: 2^53 + 1 bytes stay what was typed
+    if value.denominator != 1:
         raise UserError(f"{option}: '{text}' is not a whole number of bytes")
     return int(value)
 

@@ -46,16 +46,17 @@ fn mtu_list(max: u32) -> String {
 }
 
 /// serde names the Rust type a value must have ("expected u32"); a scenario's author needs the
-/// kind of value (the key's own range is checked, and named, once the value parses).
+/// kind of value and the range that type holds (the key's own, narrower, range is checked, and
+/// named, once the value parses; a whole number beyond the type's range never gets that far).
 fn plain_types(msg: &str) -> String {
     const TYPES: [(&str, &str); 8] = [
-        ("expected u8", "expected a whole number >= 0"),
-        ("expected u16", "expected a whole number >= 0"),
-        ("expected u32", "expected a whole number >= 0"),
-        ("expected u64", "expected a whole number >= 0"),
-        ("expected usize", "expected a whole number >= 0"),
-        ("expected i32", "expected a whole number"),
-        ("expected i64", "expected a whole number"),
+        ("expected u8", "expected a whole number in [0, 255]"),
+        ("expected u16", "expected a whole number in [0, 65535]"),
+        ("expected u32", "expected a whole number in [0, 4294967295]"),
+        ("expected u64", "expected a whole number in [0, 18446744073709551615]"),
+        ("expected usize", "expected a whole number in [0, 18446744073709551615]"),
+        ("expected i32", "expected a whole number in [-2147483648, 2147483647]"),
+        ("expected i64", "expected a whole number in [-9223372036854775808, 9223372036854775807]"),
         ("expected f64", "expected a number"),
     ];
     TYPES.iter().fold(msg.to_string(), |out, (rust, words)| out.replace(rust, words))
@@ -419,8 +420,14 @@ mod tests {
     #[test]
     fn type_errors_say_what_kind_of_value_goes_there() {
         let e = Scenario::from_json(r#"{"verbs": {"size_bytes": -1}}"#).unwrap_err().0;
-        assert_eq!(e, "scenario: verbs.size_bytes: invalid value: integer `-1`, expected a whole number >= 0");
+        assert_eq!(e, "scenario: verbs.size_bytes: invalid value: integer `-1`, expected a whole number in [0, 18446744073709551615]");
         let e = Scenario::from_json(r#"{"path": {"delay_us": "x"}}"#).unwrap_err().0;
         assert_eq!(e, "scenario: path.delay_us: invalid type: string \"x\", expected a number");
+        // A whole number its type cannot hold is not called negative.
+        let e = Scenario::from_json(r#"{"verbs": {"qps": 1099511627776}}"#).unwrap_err().0;
+        assert_eq!(
+            e,
+            "scenario: verbs.qps: invalid value: integer `1099511627776`, expected a whole number in [0, 4294967295]"
+        );
     }
 }

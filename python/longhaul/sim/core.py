@@ -65,14 +65,23 @@ def cancel_on_interrupt() -> Iterator[None]:
         raise
 
 
-def _non_finite(value, path: str = "") -> str | None:
-    """The key path of the first NaN or infinite number in a scenario (JSON has no such numbers,
-    so the core could not name the parameter), or None."""
+#: the widest whole numbers any parameter of the core takes (u64, i64)
+_WHOLE_RANGE = (-(2**63), 2**64 - 1)
+
+
+def _unrepresentable(value, path: str = "") -> str | None:
+    """What is wrong with the first number in a scenario that the core cannot be handed, with its
+    key path, or None: NaN or infinity (JSON has no such numbers, so the core could not name the
+    parameter), or a whole number beyond 64 bits (JSON would carry it, but the core would read it
+    as a float and call it one)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return path
+        return f"{path}: not a finite number (give a value in its range; --help lists them)"
+    if isinstance(value, int) and not isinstance(value, bool) and not _WHOLE_RANGE[0] <= value <= _WHOLE_RANGE[1]:
+        return (f"{path}: {value} is out of range (no parameter takes a whole number outside "
+                f"[{_WHOLE_RANGE[0]}, {_WHOLE_RANGE[1]}]; --help lists each one's range)")
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
-        found = _non_finite(item, f"{path}.{key}" if path else str(key))
+        found = _unrepresentable(item, f"{path}.{key}" if path else str(key))
         if found is not None:
             return found
     return None
@@ -82,9 +91,9 @@ def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
     """``entry(json(sc), ...)`` decoded; a ValueError from the core is bad input. From the main
     thread the core runs in a worker, so that Ctrl-C reaches the main thread at once and cancels
     the run (the core then raises KeyboardInterrupt in the worker)."""
-    bad = _non_finite(sc)
+    bad = _unrepresentable(sc)
     if bad is not None:
-        raise UserError(f"scenario: {bad}: not a finite number (give a value in its range; --help lists them)")
+        raise UserError(f"scenario: {bad}")
     text = json.dumps(sc)
     try:
         if on_main_thread():
