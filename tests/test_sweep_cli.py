@@ -52,7 +52,11 @@ def test_options_left_out_are_the_sim_commands(cli, tmp_path):
                                          ('{"delay_us": [-1], "size_bytes": 8, "transport": "rc", "op": "write", '
                                           '"test": "bw"}', "delay_us"),
                                          # true is not the seed 1 it equals in Python: refused, not merged
-                                         ('{"seed": [1, true], "size_bytes": [64]}', "seed: invalid type: boolean")])
+                                         ('{"seed": [1, true], "size_bytes": [64]}', "seed: invalid type: boolean"),
+                                         # a typo: the name meant, and every valid one
+                                         ('{"delai_us": [1]}', "unknown scenario parameter 'delai_us' (did you mean "
+                                                               "'delay_us'? valid: delay_us, extender, "),
+                                         ('{"zz": [1]}', "unknown scenario parameter 'zz' (valid: delay_us, ")])
 def test_bad_grid_is_one_line(cli, tmp_path, grid, needle):
     proc = cli("sweep", "verbs", "--grid", grid, "--store", str(tmp_path / "st"))
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

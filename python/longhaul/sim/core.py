@@ -36,6 +36,17 @@ def file_keys(tables: dict[str, Iterable[str]], renamed: dict[str, str] | None =
     return {key: f"{table}.{key}" for table, keys in tables.items() for key in keys} | (renamed or {})
 
 
+def unknown_parameter(model: str, key: str, valid: Iterable[str]) -> UserError:
+    """The error for a parameter ``model``'s scenarios do not have: the closest valid name, if one
+    is close (a typo), and every valid name."""
+    import difflib
+
+    names = sorted(set(valid))
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return UserError(f"unknown {model}scenario parameter '{key}' ({hint}valid: {', '.join(names)})")
+
+
 def cancel_runs(on: bool) -> None:
     """Cancel (``True``) the simulations running in the core, and any started until cleared
     (``False``): a point runs with the GIL released and can take minutes, so Ctrl-C alone would

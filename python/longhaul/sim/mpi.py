@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from longhaul import _core
 from longhaul.sim import core
-from longhaul.errors import UserError
 
 BENCHES = ("latency", "bw", "bibw", "mbw_mr", "bcast", "scatter", "alltoall", "allreduce")
 ALGOS = ("default", "hierarchical", "auto", "binomial", "scatter-ring", "scatter-rd", "recursive-doubling",
@@ -61,7 +60,7 @@ def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None
         elif key in _NODE_KEYS:
             sc["node_params"][key] = value
         else:
-            raise UserError(f"unknown MPI scenario parameter '{key}'")
+            raise core.unknown_parameter("MPI ", key, [*FILE_KEYS, *_TOP_KEYS])
     return sc
 
 

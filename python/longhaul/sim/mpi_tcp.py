@@ -58,7 +58,7 @@ def scenario(base: dict | None = None, osu: dict | None = None, **params) -> dic
         table = ("path" if key in _PATH_KEYS else "tcp" if key in _TCP_KEYS else "mpi" if key in _MPI_KEYS
                  else "coll" if key in _COLL_KEYS else None if key in _TOP_KEYS else "?")
         if table == "?":
-            raise UserError(f"unknown MPI-over-TCP scenario parameter '{key}'")
+            raise core.unknown_parameter("MPI-over-TCP ", key, [*FILE_KEYS, *_TOP_KEYS])
         (sc[table] if table else sc)[key] = value
     return sc
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from longhaul import _core
-from longhaul.errors import UserError
 from longhaul.sim import core
 
 TRANSPORTS = ("rdma", "ipoib-rc", "ipoib-ud")
@@ -36,7 +35,7 @@ def scenario(base: dict | None = None, **params) -> dict:
         elif key in ("seed", "testbed", "transport"):
             sc[key] = value
         else:
-            raise UserError(f"unknown scenario parameter '{key}'")
+            raise core.unknown_parameter("", key, [*FILE_KEYS, "seed", "testbed", "transport"])
     sc.setdefault("transport", "rdma")
     return sc
 

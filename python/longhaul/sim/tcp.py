@@ -69,7 +69,7 @@ def scenario(base: dict | None = None, **params) -> dict:
         elif key in ("seed", "testbed", "stack", "link"):
             sc[key] = value
         else:
-            raise UserError(f"unknown scenario parameter '{key}'")
+            raise core.unknown_parameter("", key, [*FILE_KEYS, "seed", "testbed", "stack", "link"])
     if "cross" in sc and "gbps" not in sc["cross"]:
         raise UserError("cross_gbps: the cross-traffic rate is required when other cross options are given")
     sc.setdefault("link", "10gige-lan")

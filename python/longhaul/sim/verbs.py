@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from longhaul import _core
 from longhaul.sim import core
-from longhaul.errors import UserError
 
 TRANSPORTS = ("rc", "uc", "ud")
 OPS = ("send", "write", "read")
@@ -43,7 +42,7 @@ def scenario(base: dict | None = None, **params) -> dict:
         elif key in ("seed", "testbed", "hca"):
             sc[key] = value
         else:
-            raise UserError(f"unknown scenario parameter '{key}'")
+            raise core.unknown_parameter("", key, [*FILE_KEYS, "seed", "testbed", "hca"])
     return sc
 
 
