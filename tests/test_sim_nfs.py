@@ -58,6 +58,18 @@ def test_a_run_too_short_to_leave_slow_start_is_flagged(cli):
     assert warm["bw_MBps"] > 2 * rec["bw_MBps"]
 
 
+def test_an_rsize_above_the_record_sends_no_padding_over_ipoib(cli):
+    """READs are never longer than a record: an rsize of 1 MiB reading 256 KiB records sends what
+    256 KiB READs send (each reply was cut into 1 MiB's segment size, padding the last: -14%)."""
+    def run(rsize):
+        return json.loads(cli("sim", "nfs", "--transport", "ipoib-rc,ipoib-ud", "--rsize", rsize, "--record-bytes",
+                              "256K", "--simulated-bytes", "16M", "--format", "json", check=True).stdout)
+
+    at_record, above = run("256K"), run("1M")
+    for a, b in zip(at_record, above):
+        assert (b["bw_MBps"], b["data_packets"], b["rpcs"]) == (a["bw_MBps"], a["data_packets"], a["rpcs"]), b["transport"]
+
+
 def test_help_lists_units_defaults_and_ranges(cli):
     out = cli("sim", "nfs", "--help", check=True).stdout
     for text in ("--transport", "--delay-us", "--distance-km", "--distance-miles", "--threads", "--rsize",

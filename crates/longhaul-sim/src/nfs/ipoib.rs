@@ -3,11 +3,14 @@
 //! small datagrams (160 bytes each, at most one slot table of them in flight, so TCP's window
 //! never holds them back; on the credit flow-controlled IB path nothing is lost).
 //!
-//! Each reply (rsize data plus its header) goes as k = ceil(reply / MSS) segments of equal size:
-//! a TCP_NODELAY socket (Linux's RPC sockets) sends one reply as k - 1 full segments and a partial
-//! one; equal sizes give the same packet count and bytes while keeping the TCP model's sequence
-//! space in whole segments (with connected mode's 64 KiB MSS a 32 KiB reply is one segment of its
-//! own size). The server lets TCP send a reply's segments once it has processed the call
+//! Each reply (its READ's data plus the header) goes as k = ceil(reply / MSS) segments of equal
+//! size: a TCP_NODELAY socket (Linux's RPC sockets) sends one reply as k - 1 full segments and a
+//! partial one; equal sizes give the same packet count and bytes while keeping the TCP model's
+//! sequence space in whole segments (with connected mode's 64 KiB MSS a 32 KiB reply is one
+//! segment of its own size). The segment size follows the largest READ the client sends, rsize or
+//! a whole record when that is smaller (a 1 MiB rsize reading 256 KiB records sends 256 KiB
+//! READs); a shorter READ (a record's tail) rounds up to whole segments, at most one segment's
+//! worth of padding. The server lets TCP send a reply's segments once it has processed the call
 //! (`Sender::app_limit`); a reply is complete at the client when TCP has delivered it in order
 //! and the client's core has processed it (the copy to the page cache: NFS/RDMA places the data
 //! directly and saves it).
@@ -176,7 +179,8 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
     let p = path::build(t, &mut fabric, 1);
     let (client_node, server_node) = (p.hosts_a[0], p.hosts_b[0]);
     let link = t.framing();
-    let reply_bytes = r.params.rsize_bytes + r.params.reply_header_bytes;
+    let largest_read = r.params.rsize_bytes.min(r.record_bytes.min(u32::MAX as u64) as u32);
+    let reply_bytes = largest_read + r.params.reply_header_bytes;
     let reply_segs = reply_bytes.div_ceil(link.mss());
     let framing = Framing { mtu: reply_bytes.div_ceil(reply_segs) + TCP_IP_HEADER_BYTES, ..link };
     let mut tcp = TcpHosts::new(fabric.nodes.len(), framing, &t.stack);
