@@ -106,3 +106,17 @@ def test_an_empty_store_path_is_refused_and_nothing_is_written(cli, tmp_path):
     assert proc.returncode == 2 and proc.stderr == ("longhaul: error: --store: empty path (give a results directory; "
                                                     "it is created when missing)\n"), proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_prints_what_sim_prints(cli, tmp_path):
+    """Per-stream lists read as numbers in the table (not a Python list), and the csv follows the
+    rule `sim` does: its columns, then every single-valued field (no time series in a cell)."""
+    args = ("--delay-us", "100", "--duration-s", "0.2", "--streams", "2")
+    grid = '{"delay_us": [100], "duration_s": 0.2, "streams": [2]}'
+    sweep = ("sweep", "tcp", "--grid", grid, "--store", str(tmp_path))
+    table = cli(*sweep, check=True).stdout
+    assert "[" not in table and "168 163.7" in table
+    assert "168 163.7" in cli("sim", "tcp", *args, check=True).stdout
+    sim_csv = cli("sim", "tcp", *args, "--format", "csv", check=True).stdout.splitlines()
+    sweep_csv = cli(*sweep, "--format", "csv", check=True).stdout.splitlines()
+    assert set(sweep_csv[0].split(",")) == set(sim_csv[0].split(",")) and "series_t_s" not in sweep_csv[0]

@@ -17,6 +17,8 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         # Four significant digits, but never an exponent for a value of 1000 or more (10000 us, not 1e+04).
         return f"{v:.4g}" if abs(v) < 1e3 else f"{v:.0f}"
+    if isinstance(v, (list, tuple)):  # a per-stream list: its values, each as a cell's would be
+        return " ".join(_fmt(x) for x in v)
     return "" if v is None else str(v)
 
 

@@ -92,8 +92,8 @@ def _grid(text: str) -> list[dict]:
 
 def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[str]:
     """The table `longhaul sim MODEL` prints (its columns that hold a value here), then the swept
-    parameters it leaves out: every field would make a table some 300 characters wide (csv and
-    json still carry them all)."""
+    parameters it leaves out: every field would make a table some 300 characters wide (csv then
+    carries every other single-valued field, as `sim`'s does; json every field)."""
     from longhaul.commands.simmodels import mpi, nfs, tcp, verbs
 
     shown = {"verbs": verbs.BW_COLUMNS + verbs.LAT_COLUMNS, "tcp": tcp.COLUMNS, "nfs": nfs.COLUMNS,
@@ -133,8 +133,7 @@ def _run(args) -> int:
     res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store), source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")
-    emit(res.records, args.format, _table_columns(args.model, res.records, points) if args.format == "table" else None,
-         title=f"longhaul sweep {args.model}")
+    emit(res.records, args.format, _table_columns(args.model, res.records, points), title=f"longhaul sweep {args.model}")
     if args.model == "nfs":
         from longhaul.commands.simmodels.nfs import note_warm_up
         note_warm_up(res.records, "simulated_bytes in the grid")

@@ -160,8 +160,5 @@ def run_tcp(args: argparse.Namespace) -> int:
         file_link = None if base and "link" in base else DEFAULT_LINK
         raise naming_the_file(err, args.scenario, lambda: tcp.validate(tcp.scenario(base, link=file_link)),
                               tcp.FILE_KEYS) from None
-    shown = records
-    if args.format == "table":  # per-stream lists, rounded to stay readable
-        shown = [{**r, "stream_bw_MBps": " ".join(f"{x:.4g}" for x in r["stream_bw_MBps"])} for r in records]
-    emit(shown, args.format, COLUMNS, title=f"longhaul sim tcp ({records[0]['testbed'] if records else ''})")
+    emit(records, args.format, COLUMNS, title=f"longhaul sim tcp ({records[0]['testbed'] if records else ''})")
     return 0
