@@ -87,6 +87,9 @@ def test_help_lists_units_defaults_and_ranges(cli):
     (["--link", "10gige-lan", "--mtu", "100"], "mtu_bytes: 100 is out of range"),
     (["--loss", "-0.1"], "--loss: -0.1 is out of range [0, 0.5]"),
     (["--link", "10gige-lan", "--cross-gbps", "12"], "cross_gbps: 12 is out of range (0, 10.0000]"),
+    # 0 is no rate: the same open range whatever the bad value (it said [0, 400] for nan)
+    (["--cross-gbps", "0"], "--cross-gbps: 0 is out of range (0, 400]"),
+    (["--cross-gbps", "nan"], "--cross-gbps: nan is out of range (0, 400]"),
     (["--streams", "0"], "--streams: 0 is out of range [1, 1024]"),
     (["--window", "lots"], "--window"),
     (["--window", "64K,,1M"], "--window: empty item in '64K,,1M'"),

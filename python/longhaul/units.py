@@ -176,16 +176,17 @@ def whole(lo: int, hi: int):
     return convert
 
 
-def real(lo: float, hi: float):
-    """An argparse ``type``: a finite number in [lo, hi] (refused while parsing, with the range)."""
-    span = f"[{range_text(lo)}, {range_text(hi)}]"
+def real(lo: float, hi: float, above_lo: bool = False):
+    """An argparse ``type``: a finite number in [lo, hi], or (lo, hi] ``above_lo`` (refused while
+    parsing, with the range)."""
+    span = f"{'(' if above_lo else '['}{range_text(lo)}, {range_text(hi)}]"
 
     def convert(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"'{text}' is not a number (valid range {span})") from None
-        if not (math.isfinite(value) and lo <= value <= hi):
+        if not (math.isfinite(value) and lo <= value <= hi) or (above_lo and value == lo):
             raise argparse.ArgumentTypeError(f"{text} is out of range {span}")
         return value + 0 if value == 0 else value  # -0 is 0: records would print -0.0 (--loss -0)
     convert.__name__ = "number"

@@ -46,7 +46,7 @@ def register(models: argparse._SubParsersAction) -> None:
                         "auto-tuning; mss..4G; default: the scenario file's, else auto)")
     p.add_argument("--cc", choices=tcp.CCS, default=None, help="congestion control (default cubic)")
     p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN, each direction (0..0.5; default 0)")
-    p.add_argument("--cross-gbps", type=units.real(0, 400), default=None, metavar="G",
+    p.add_argument("--cross-gbps", type=units.real(0, 400, above_lo=True), default=None, metavar="G",
                    help="constant-rate UDP cross traffic on the WAN from a second host pair, IP-level Gb/s "
                         "(0 < G <= the WAN line rate; default none)")
     p.add_argument("--cross-on-off-ms", default=None, metavar="ON,OFF", help="cross traffic in bursts: on ms, off ms (default: always on)")
@@ -131,8 +131,6 @@ def run_tcp(args: argparse.Namespace) -> int:
         raise UserError(f"--loss: {args.loss} is out of range [0, 0.5]")
     cross = {}
     if args.cross_gbps is not None:
-        if not args.cross_gbps > 0:
-            raise UserError(f"--cross-gbps: {args.cross_gbps} is out of range (0, line rate]")
         cross["cross_gbps"] = args.cross_gbps
     if args.cross_on_off_ms is not None:
         # A pair, not a list of points: each half parsed alone, so that ON = OFF is not "given twice".
