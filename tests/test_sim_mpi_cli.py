@@ -255,11 +255,40 @@ def test_same_seed_same_bits(cli):
     (("app", "--app", "is", "--iterations", "1e6"), "--iterations: 1e6 is out of range [1, 100000]"),
     (("tune", "--size", "8K", "--ppn", "2"), "--ppn: tune sizes the job itself"),
     (("app", "--app", "is", "--transport", "tcp"), "only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP"),
+    # tune places and sizes its jobs itself: cyclic placement kept its mbw_mr pairs inside one
+    # cluster and it advised 16 pairs for 24504 MB/s "at 1000 us"; a threshold or an algorithm
+    # given to it changed nothing.
+    (("tune", "--size", "64K", "--delay-us", "1000", "--placement", "cyclic"), "--placement: tune sizes the job itself"),
+    (("tune", "--size", "64K", "--rndv-threshold", "64K"), "--rndv-threshold: tune searches the eager threshold itself"),
+    (("tune", "--size", "64K", "--algo", "hierarchical"), "--algo: tune runs point-to-point benchmarks"),
+    # --window is osu_bw/bibw/mbw_mr's; osu_latency and the collectives ignored it.
+    (("osu", "--bench", "latency", "--window", "5"), "--window: only for --bench bw, bibw, mbw_mr"),
+    (("osu", "--bench", "bcast", "--window", "5"), "--window: only for --bench bw, bibw, mbw_mr"),
+    (("osu", "--bench", "latency", "--transport", "tcp", "--window", "5"), "--window: only for --bench bw, bibw, mbw_mr"),
+    # One link rate per run: '1,2' ran 1 Gb/s alone.
+    (("osu", "--bench", "bw", "--transport", "tcp", "--rate-gbps", "1,2"), "--rate-gbps: one rate, not a list"),
+    # Pairs beyond the nodes a cluster has were reported as a --nodes error the user never typed.
+    (("osu", "--bench", "mbw_mr", "--pairs", "65536"), "--pairs: 65536 pairs at 1 process(es) per node need 65536 nodes"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)
     assert proc.returncode == 2
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
+
+
+def test_cyclic_mbw_mr_off_the_wan_is_told_to_use_block_placement(cli):
+    proc = cli("sim", "mpi", "osu", "--bench", "mbw_mr", "--pairs", "2", "--placement", "cyclic", "--sizes", "1K",
+               "--delay-us", "100", "--format", "json", check=True)
+    assert json.loads(proc.stdout)[0]["crosses_wan"] is False
+    # The hint was "--placement cyclic", the placement already in use.
+    assert "--placement block puts every sender in cluster A and its receiver in B" in proc.stderr, proc.stderr
+
+
+def test_unreceived_messages_are_named_the_same_way_every_run(cli, tmp_path):
+    trace = tmp_path / "open.trace"
+    trace.write_text("ranks 4\n3 send 0 4\n2 send 3 4\n1 send 2 4\n0 send 1 4\n")
+    errors = {cli("sim", "mpi", "replay", str(trace)).stderr for _ in range(6)}  # a hash map's order varied
+    assert errors == {f"longhaul: error: {trace}: 1 message(s) from 0 to 1 are never received\n"}, errors
 
 
 def test_malformed_trace_reports_file_and_line(cli, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 
 import pytest
 
@@ -236,6 +237,10 @@ BAD = [
     (["--sizes", "1K,"], "--sizes: empty item in '1K,'"),
     (["--delay-us", "0,,10"], "--delay-us: empty item in '0,,10' (each item is a number in [0, 200000])"),
     (["--qps", "1,2,"], "--qps: empty item in '1,2,' (each item is a whole number in [1, 1024])"),
+    # More reads in flight than the adapter's max_qp_rd_atom: the run used the adapter's 4 while
+    # the record said 64.
+    (["--op", "read", "--outstanding-reads", "64"], "outstanding_reads: 64 is above the infinihost3 adapter's limit (valid: 1..4)"),
+    (["--op", "read", "--outstanding-reads", "17", "--profile", "ndr"], "outstanding_reads: 17 is above the connectx7 adapter's limit (valid: 1..16)"),
 ]
 
 
@@ -269,6 +274,33 @@ def test_malformed_scenario_file(cli, tmp_path, content, needle):
         assert "column" not in proc.stderr
     missing = cli("sim", "verbs", "--scenario", str(tmp_path / "nope.toml"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+@pytest.mark.parametrize("content,needle", [
+    # An empty name is a bad value, not "left out" (it ran rc write bw).
+    ('[verbs]\ntransport = ""\n', "verbs.transport: unknown variant ``, expected one of `rc`, `uc`, `ud`"),
+    ('[verbs]\nop = ""\n', "verbs.op: unknown variant ``, expected one of `send`, `write`, `read`"),
+    ('[verbs]\ntest = ""\n', "verbs.test: unknown variant ``, expected one of `bw`, `lat`, `bibw`, `rate`"),
+    # The file's MTU, not --sizes (which was not given), is at fault for UD's default sizes.
+    ('[path]\nmtu_bytes = 0\n[verbs]\ntransport = "ud"\n', "path.mtu_bytes: 0 is not an IB MTU"),
+])
+def test_an_empty_or_bad_workload_value_in_the_file_is_refused_naming_it(cli, tmp_path, content, needle):
+    f = tmp_path / "s.toml"
+    f.write_text(content)
+    proc = cli("sim", "verbs", "--scenario", str(f), "--iterations", "5")
+    assert proc.returncode == 2 and proc.stderr.startswith(f"longhaul: error: scenario {f}: {needle}") \
+        and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_negative_zero_in_a_scenario_file_is_zero_in_the_records(cli, tmp_path):
+    f = tmp_path / "z.toml"
+    f.write_text("[path]\ndelay_us = -0.0\nfibre_km = -0.0\n[verbs]\nsize_bytes = 64\n")
+    out = cli("sim", "verbs", "--scenario", str(f), "--iterations", "5", "--format", "csv", check=True).stdout
+    (row,) = csv.DictReader(io.StringIO(out))
+    keys = ("delay_us", "fibre_km", "one_way_delay_us", "distance_km")
+    assert [row[k] for k in keys] == ["0.0"] * 4, row  # was delay_us -0.0 (and -0 in the table)
+    (r,) = records(cli, "--scenario", str(f), "--iterations", "5")
+    assert [math.copysign(1.0, r[k]) for k in keys] == [1.0] * 4, r
 
 
 @pytest.mark.parametrize("name,content,needle", [("bin.toml", b"\xff\xfe\x00", "not a text file"),

@@ -195,9 +195,17 @@ def _stack(text: str):
     return mpi_tcp.stack_costs(seg, byte)
 
 
+def _window_only_for_streams(args: argparse.Namespace) -> None:
+    """--window is the message window of osu_bw, osu_bibw and osu_mbw_mr; osu_latency (ping-pong)
+    and the collectives have none, so there it would change nothing and is refused."""
+    if args.window is not None and args.bench not in ("bw", "bibw", "mbw_mr"):
+        raise UserError(f"--window: only for --bench bw, bibw, mbw_mr (osu_{args.bench} sends no window of messages)")
+
+
 def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
     if args.bench not in mpi_tcp.BENCHES:
         raise UserError(f"--bench: '{args.bench}' does not run over --transport tcp (valid: {', '.join(mpi_tcp.BENCHES)})")
+    _window_only_for_streams(args)
     bcast = args.bench == "bcast"
     for attr, opt in _IB_ONLY:
         if getattr(args, attr, None) is not None and not (bcast and attr in ("nodes", "algo")):
@@ -208,7 +216,12 @@ def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
         raise UserError(f"--nodes: {args.nodes} is out of range [1, 16] with --transport tcp (ranks per cluster, one per host)")
     eager = _size_in(args.eager_limit, "--eager-limit", 1024, 1 << 30)
     buf = _size_in(args.socket_buffer_max, "--socket-buffer-max", 65536, 1 << 32)
-    rate = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 400)[0] if args.rate_gbps is not None else None
+    rate = None
+    if args.rate_gbps is not None:
+        rates = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 400)
+        if len(rates) > 1:  # one link per run: a list would run its first value alone
+            raise UserError(f"--rate-gbps: one rate, not a list ('{args.rate_gbps}'; valid range [0.001, 400])")
+        rate = rates[0]
     recs = mpi_tcp.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers,
                              iterations=args.iterations, window=args.window, seed=args.seed, loss=args.loss,
                              stack=_stack(args.stack) if args.stack is not None else None, rate_gbps=rate,
@@ -274,12 +287,19 @@ def run_osu(args: argparse.Namespace) -> int:
         if getattr(args, attr, None) is not None:
             raise UserError(f"{opt}: only with --transport tcp")
     coll = args.bench in ("bcast", "scatter", "alltoall", "allreduce")
+    _window_only_for_streams(args)
     # Options that would change nothing here are refused rather than ignored (1 pair and the
     # default algorithm are what a point-to-point benchmark runs anyway).
     if args.pairs not in (None, 1) and args.bench != "mbw_mr":
         raise UserError(f"--pairs: only for --bench mbw_mr (osu_{args.bench} runs one pair)")
     if args.algo not in (None, "default") and not coll:
         raise UserError(f"--algo: only for the collectives (bcast, scatter, alltoall, allreduce), not {args.bench}")
+    if args.bench == "mbw_mr" and args.pairs is not None and args.nodes is None:
+        # The job gets the nodes the pairs need (a sender per slot in A, a receiver per slot in B).
+        need = -(-args.pairs // (args.ppn or 1))
+        if need > 4096:
+            raise UserError(f"--pairs: {args.pairs} pairs at {args.ppn or 1} process(es) per node need {need} nodes per "
+                            "cluster, above 4096 (raise --ppn, up to 256)")
     default = "1:1M" if coll or args.bench == "latency" else "1:4M"
     sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
@@ -293,9 +313,13 @@ def run_osu(args: argparse.Namespace) -> int:
     emit(recs, args.format, cols, title=f"longhaul sim mpi osu --bench {args.bench} ({recs[0]['testbed']})")
     if any(not r["crosses_wan"] and r["one_way_delay_us"] > 0 for r in recs):
         r = recs[0]
+        # Block placement keeps a point-to-point pair in cluster A once it has two slots there; cyclic
+        # placement keeps osu_mbw_mr's pairs (rank i with i + pairs) in one cluster when pairs is even.
+        fix = ("--placement block puts every sender in cluster A and its receiver in B" if args.placement == "cyclic"
+               else "--placement cyclic or --nodes 1 --ppn 1 puts them in different clusters")
         sys.stderr.write(f"longhaul: note: the measured ranks do not cross the long-haul link ({args.placement or 'block'} "
                          f"placement on {r['nodes']} node(s) x {r['ppn']} per cluster), so the delay is not on their path; "
-                         "--placement cyclic or --nodes 1 --ppn 1 puts them in different clusters\n")
+                         f"{fix}\n")
     return 0
 
 
@@ -323,10 +347,15 @@ def run_tune(args: argparse.Namespace) -> int:
     size = units.parse_size(args.size, "--size")
     if not 1 <= size <= 1 << 30:
         raise UserError(f"--size: {size} bytes is out of range [1, 1073741824]")
-    for value, option in ((args.nodes, "--nodes"), (args.ppn, "--ppn")):
+    for value, option in ((args.nodes, "--nodes"), (args.ppn, "--ppn"), (args.placement, "--placement")):
         if value is not None:
             raise UserError(f"{option}: tune sizes the job itself (one pair for the threshold, 1..{max(mpi.TUNE_PAIRS)} "
-                            "pairs for the pair count, a node per process)")
+                            "pairs for the pair count, a node per process, each pair across the long-haul link)")
+    if args.rndv_threshold is not None:
+        raise UserError(f"--rndv-threshold: tune searches the eager threshold itself ({mpi.TUNE_THRESHOLDS[0]}.."
+                        f"{mpi.TUNE_THRESHOLDS[-1]} bytes, against the library's default)")
+    if args.algo is not None:
+        raise UserError("--algo: tune runs point-to-point benchmarks (osu_bw, osu_mbw_mr), which use no collective")
     params = {k: v for k, v in _params(args).items() if k not in ("eager_threshold_bytes", "nodes", "ppn")}
     rows = []
     for w in _points(args):

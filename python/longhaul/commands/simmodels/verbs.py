@@ -50,7 +50,7 @@ def register(models: argparse._SubParsersAction) -> None:
                         "depth (1..16384; default perftest's 128, 1 for lat; the S1 profiles use the windows of S1's "
                         "runs: 16 for s1, calibrated on S1 Fig 2, and 64 for s1-connectx, assumed)")
     p.add_argument("--rx-depth", type=units.whole(1, 16384), default=None, metavar="N", help="receive work requests posted (1..16384; default 512; recorded only: receives never run out in the model)")
-    p.add_argument("--outstanding-reads", type=units.whole(1, 256), default=None, metavar="N", help="RDMA reads in flight per QP (1..256; default: the adapter's limit)")
+    p.add_argument("--outstanding-reads", type=units.whole(1, 256), default=None, metavar="N", help="RDMA reads in flight per QP (1 up to the adapter's limit, its max_qp_rd_atom: 4 on infinihost3, 16 from connectx; default: that limit)")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096, at most the adapter's (2048 on infinihost3; default 2048)")
     p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
     p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
@@ -112,8 +112,14 @@ def table_of(sc: dict | None, name: str) -> dict:
 def default_workload(transport: str | None) -> dict:
     """What `sim verbs` runs for the options left out: perftest's ib_write_bw over RC, and
     ib_send_bw over UD (which has no RDMA)."""
-    transport = transport or "rc"
+    transport = "rc" if transport is None else transport
     return {"transport": transport, "test": "bw", "op": "send" if transport == "ud" else "write"}
+
+
+def given(*values):
+    """The first value given (not None): an option's, else the file's. An empty or wrong value
+    is passed on, for the core to refuse with its range, never replaced by a default."""
+    return next((v for v in values if v is not None), None)
 
 
 def default_sizes(test: str, transport: str, mtu_bytes: int) -> list[int]:
@@ -129,11 +135,13 @@ def run_verbs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario else None
     # An option given on the command line overrides the file; one left out keeps the file's value.
     from_file = table_of(base, "verbs")
-    left_out = default_workload(args.transport or from_file.get("transport"))
+    left_out = default_workload(given(args.transport, from_file.get("transport")))
     transport = left_out["transport"]
-    test = args.test or from_file.get("test") or left_out["test"]
-    op = args.op or from_file.get("op") or left_out["op"]
-    mtu = args.mtu or table_of(base, "path").get("mtu_bytes", 2048)
+    test = given(args.test, from_file.get("test"), left_out["test"])
+    op = given(args.op, from_file.get("op"), left_out["op"])
+    mtu = given(args.mtu, table_of(base, "path").get("mtu_bytes"), 2048)
+    if mtu not in verbs.MTUS:
+        mtu = 2048  # only for the default sizes: the core refuses the file's value, naming it
     base_size = from_file.get("size_bytes")
     if args.sizes is not None:
         sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
