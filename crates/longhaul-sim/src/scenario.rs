@@ -244,7 +244,8 @@ pub(crate) fn in_range_f(name: &str, v: f64, lo: f64, hi: f64) -> Result<f64, Sc
     if !v.is_finite() || v < lo || v > hi {
         return err(format!("{name}: {v} is out of range [{lo}, {hi}]"));
     }
-    Ok(v)
+    // -0.0 is 0: a scenario file's `delay_us = -0.0` would be echoed into the records as -0.
+    Ok(v + 0.0)
 }
 
 pub(crate) fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ScenarioError> {
@@ -392,12 +393,19 @@ impl Scenario {
             )? as u32,
             rx_depth: in_range_u("rx_depth", v.rx_depth.unwrap_or(512) as u64, 1, 16384)? as u32,
             qps: in_range_u("qps", v.qps.unwrap_or(1) as u64, 1, 1024)? as u32,
-            outstanding_reads: in_range_u(
-                "outstanding_reads",
-                v.outstanding_reads.unwrap_or(hca.max_rd_atomic) as u64,
-                1,
-                256,
-            )? as u32,
+            // Above the adapter's max_qp_rd_atom the queue pair could not be set up (the run used the
+            // adapter's limit while the record carried the value asked for).
+            outstanding_reads: {
+                let n = v.outstanding_reads.unwrap_or(hca.max_rd_atomic);
+                let n = in_range_u("outstanding_reads", n as u64, 1, 256)? as u32;
+                if n > hca.max_rd_atomic {
+                    return err(format!(
+                        "outstanding_reads: {n} is above the {} adapter's limit (valid: 1..{})",
+                        hca.name, hca.max_rd_atomic
+                    ));
+                }
+                n
+            },
             timeout_exp: in_range_u("timeout_exp", v.timeout_exp.unwrap_or(14) as u64, 0, 31)? as u32,
             retry_count: in_range_u("retry_count", v.retry_count.unwrap_or(7) as u64, 0, 7)? as u32,
         })
