@@ -70,6 +70,19 @@ def test_an_rsize_above_the_record_sends_no_padding_over_ipoib(cli):
         assert (b["bw_MBps"], b["data_packets"], b["rpcs"]) == (a["bw_MBps"], a["data_packets"], a["rpcs"]), b["transport"]
 
 
+def test_each_ipoib_reply_goes_as_full_segments_and_one_short_one(cli):
+    """A reply is one write on a TCP_NODELAY socket: ceil((READ + 120 B header) / MSS) segments, the
+    last one short (64K READs of 96K records over connected mode: 2 + 1 per record, as Linux sends;
+    one segment size per connection made that 2 + 2)."""
+    mss = {"ipoib-rc": 65480, "ipoib-ud": 1992}
+    recs = json.loads(cli("sim", "nfs", "--transport", "ipoib-rc,ipoib-ud", "--rsize", "64K", "--record-bytes", "96K",
+                          "--simulated-bytes", "8M", "--format", "json", check=True).stdout)
+    reads = 85 * [65536, 32768] + [8 * 2**20 - 85 * 96 * 1024]   # whole records, then the last one's part
+    for r in recs:
+        assert r["rpcs"] == len(reads)
+        assert r["data_packets"] == sum(-(-(n + 120) // mss[r["transport"]]) for n in reads), r["transport"]
+
+
 def test_help_lists_units_defaults_and_ranges(cli):
     out = cli("sim", "nfs", "--help", check=True).stdout
     for text in ("--transport", "--delay-us", "--distance-km", "--distance-miles", "--threads", "--rsize",

@@ -3,15 +3,9 @@
 //! small datagrams (160 bytes each, at most one slot table of them in flight, so TCP's window
 //! never holds them back; on the credit flow-controlled IB path nothing is lost).
 //!
-//! Each reply (its READ's data plus the header) goes as k = ceil(reply / MSS) segments of equal
-//! size: a TCP_NODELAY socket (Linux's RPC sockets) sends one reply as k - 1 full segments and a
-//! partial one; equal sizes give the same packet count and bytes while keeping the TCP model's
-//! sequence space in whole segments (with connected mode's 64 KiB MSS a 32 KiB reply is one
-//! segment of its own size). The segment size follows the largest READ the client sends, rsize or
-//! a whole record when that is smaller (a 1 MiB rsize reading 256 KiB records sends 256 KiB
-//! READs); a shorter READ (a record's tail) rounds up to whole segments, at most one segment's
-//! worth of padding. The server lets TCP send a reply's segments once it has processed the call
-//! (`Sender::app_limit`); a reply is complete at the client when TCP has delivered it in order
+//! Each reply (its READ's data plus the header) goes as a TCP_NODELAY socket (Linux's RPC sockets)
+//! sends one write: ceil(reply / MSS) segments, all full but the last (`ShortSegments`). The
+//! server lets TCP send a reply's segments once it has processed the call (`Sender::app_limit`); a reply is complete at the client when TCP has delivered it in order
 //! and the client's core has processed it (the copy to the page cache: NFS/RDMA places the data
 //! directly and saves it).
 
@@ -25,7 +19,7 @@ use crate::engine::time::from_ns;
 use crate::engine::{run, EventQueue, Model, Stop, Time};
 use crate::net::{Endpoints, Fabric, NetEvent, NodeId, Pull};
 use crate::tcp::hosts::TcpHosts;
-use crate::tcp::link::{Framing, TCP_IP_HEADER_BYTES};
+use crate::tcp::link::TCP_IP_HEADER_BYTES;
 use crate::tcp::{path, Kind, TcpPacket, TcpResolved};
 
 /// Connection index that marks a packet as an RPC call datagram (never a TCP connection).
@@ -100,8 +94,6 @@ struct World {
     processing: VecDeque<Rpc>,
     /// Replies TCP may send: the call and the segment just past its last one.
     written: VecDeque<(Rpc, u64)>,
-    /// Payload bytes per segment (see the module docs).
-    seg_bytes: u32,
     client_cpu: Time,
     server_cpu: Time,
     client_rpc: Time,
@@ -148,9 +140,16 @@ impl World {
     /// The server wrote its oldest processed reply: TCP may send its segments.
     fn on_written(&mut self, now: Time, q: &mut EventQueue<NfsEv>) {
         let rpc = self.processing.pop_front().expect("a reply being processed");
-        let tx = &mut self.hosts.tcp.conns[self.conn as usize].tx;
-        tx.app_limit += (rpc.bytes + self.params.reply_header_bytes).div_ceil(self.seg_bytes) as u64;
-        self.written.push_back((rpc, tx.app_limit));
+        let reply = rpc.bytes + self.params.reply_header_bytes;
+        let mss = self.hosts.tcp.framing.mss();
+        let c = self.conn as usize;
+        let tx = &mut self.hosts.tcp.conns[c].tx;
+        tx.app_limit += reply.div_ceil(mss) as u64;
+        let end = tx.app_limit;
+        if !reply.is_multiple_of(mss) {
+            self.hosts.tcp.short[c].set(end - 1, reply % mss);
+        }
+        self.written.push_back((rpc, end));
         self.fabric.kick(now, self.nodes.1, q, &mut self.hosts);
     }
 }
@@ -178,11 +177,7 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
     let mut fabric: Fabric<TcpPacket> = Fabric::new(r.seed);
     let p = path::build(t, &mut fabric, 1);
     let (client_node, server_node) = (p.hosts_a[0], p.hosts_b[0]);
-    let link = t.framing();
-    let largest_read = r.params.rsize_bytes.min(r.record_bytes.min(u32::MAX as u64) as u32);
-    let reply_bytes = largest_read + r.params.reply_header_bytes;
-    let reply_segs = reply_bytes.div_ceil(link.mss());
-    let framing = Framing { mtu: reply_bytes.div_ceil(reply_segs) + TCP_IP_HEADER_BYTES, ..link };
+    let framing = t.framing();
     let mut tcp = TcpHosts::new(fabric.nodes.len(), framing, &t.stack);
     let conn = tcp.connect(server_node, client_node, &t.params, t.cc);
     tcp.conns[conn as usize].tx.app_limit = 0;
@@ -195,7 +190,6 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
         call_wire: framing.fragment_bytes(params.call_bytes + TCP_IP_HEADER_BYTES, 0),
         params,
         conn,
-        seg_bytes: framing.mss(),
         nodes: (client_node, server_node),
         calls: VecDeque::new(),
         processing: VecDeque::new(),

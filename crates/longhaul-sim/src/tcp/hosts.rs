@@ -7,12 +7,12 @@
 //! a segment over before its core is free; a receiver's ACK leaves only once its core has processed
 //! the segment, so a slow receiver adds delay and, through the window, slows the sender.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::cc::CcName;
 use super::cross::CrossSource;
 use super::flow::Flow;
-use super::link::Framing;
+use super::link::{Framing, TCP_IP_HEADER_BYTES};
 use super::params::{HostStack, TcpParams};
 use super::receiver::AckNow;
 use super::segment::{Kind, TcpPacket};
@@ -70,6 +70,29 @@ impl Readable {
     }
 }
 
+/// The segments of a connection that carry less than one MSS, by sequence number: the last
+/// segment of an application write that a TCP_NODELAY socket sends at once (an RPC reply). Every
+/// other segment carries one MSS (a bulk sender's). Forgotten once acknowledged.
+#[derive(Default)]
+pub struct ShortSegments(BTreeMap<u64, u32>);
+
+impl ShortSegments {
+    /// Segment `seg` carries `payload` bytes (less than the MSS).
+    pub fn set(&mut self, seg: u64, payload: u32) {
+        self.0.insert(seg, payload);
+    }
+
+    fn payload(&self, seg: u64, mss: u32) -> u32 {
+        self.0.get(&seg).copied().unwrap_or(mss)
+    }
+
+    fn forget_below(&mut self, seg: u64) {
+        while self.0.first_key_value().is_some_and(|(&s, _)| s < seg) {
+            self.0.pop_first();
+        }
+    }
+}
+
 #[derive(Default)]
 struct Host {
     /// ACKs to send, each with the time its segment's processing finishes.
@@ -85,6 +108,8 @@ pub struct TcpHosts {
     pub conns: Vec<Conn>,
     /// Per connection, what its receiving application can have read.
     pub readable: Vec<Readable>,
+    /// Per connection, its segments shorter than one MSS.
+    pub short: Vec<ShortSegments>,
     hosts: Vec<Host>,
     pub cross: Vec<CrossSource>,
     pub framing: Framing,
@@ -100,6 +125,7 @@ impl TcpHosts {
         TcpHosts {
             conns: Vec::new(),
             readable: Vec::new(),
+            short: Vec::new(),
             hosts: (0..node_count).map(|_| Host { cores_free: vec![0; cores], ..Host::default() }).collect(),
             cross: Vec::new(),
             framing,
@@ -121,6 +147,7 @@ impl TcpHosts {
         let core = id as usize % self.cores;
         self.conns.push(Flow::open(src, dst, p, cc, self.framing.mss(), id, core, false, Reassembly::default()));
         self.readable.push(Readable::default());
+        self.short.push(ShortSegments::default());
         self.hosts[src as usize].conns.push(id);
         id
     }
@@ -159,10 +186,10 @@ impl TcpHosts {
     /// A whole data segment reached its receiver: charge the stack, then acknowledge.
     fn on_segment(&mut self, now: Time, c: u32, seg: u64) {
         let costs = &self.costs;
-        let mss = self.framing.mss() as u64;
+        let payload = self.short[c as usize].payload(seg, self.framing.mss()) as u64;
         let conn = &mut self.conns[c as usize];
         let core = &mut self.hosts[conn.dst as usize].cores_free[conn.core];
-        *core = (*core).max(now) + costs.rx_pkt + costs.rx_byte * mss;
+        *core = (*core).max(now) + costs.rx_pkt + costs.rx_byte * payload;
         let done = *core;
         let rtt = conn.tx.rtt.srtt();
         let ack = conn.rx.on_data(now, seg, rtt);
@@ -198,10 +225,11 @@ impl TcpHosts {
                 let f = self.framing;
                 let conn = &self.conns[c as usize];
                 let (dst, core) = (conn.dst, conn.core);
-                let ip = f.data_ip_bytes();
+                let payload = self.short[c as usize].payload(seg, f.mss());
+                let ip = payload + TCP_IP_HEADER_BYTES;
                 let frags = f.fragments(ip);
                 let host = &mut self.hosts[node as usize];
-                host.cores_free[core] = now + self.costs.tx_pkt + self.costs.tx_byte * f.mss() as u64;
+                host.cores_free[core] = now + self.costs.tx_pkt + self.costs.tx_byte * payload as u64;
                 let mut first = TcpPacket::data(dst, c, seg, f.fragment_bytes(ip, 0));
                 first.frags = frags as u16;
                 for i in 1..frags {
@@ -260,6 +288,8 @@ impl Endpoints<TcpPacket> for TcpHosts {
                 *core = (*core).max(now) + ack_cost;
                 let (sack, n) = pkt.sack_blocks();
                 conn.tx.on_ack(now, pkt.seg, &sack[..n], pkt.rwnd_segs());
+                let acked = conn.tx.acked();
+                self.short[pkt.conn as usize].forget_below(acked);
                 self.arm(pkt.conn);
             }
             Kind::Cross => {

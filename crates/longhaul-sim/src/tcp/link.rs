@@ -128,11 +128,6 @@ impl Framing {
         IB_BASE + padded(len)
     }
 
-    /// IP bytes of a full data segment.
-    pub fn data_ip_bytes(&self) -> u32 {
-        self.mtu
-    }
-
     /// Wire bytes of an ACK carrying `sack_blocks` SACK blocks (always one link packet).
     pub fn ack_bytes(&self, sack_blocks: usize) -> u32 {
         let opts = if sack_blocks > 0 { SACK_OPTION_BYTES + SACK_BLOCK_BYTES * sack_blocks as u32 } else { 0 };
