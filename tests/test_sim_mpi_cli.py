@@ -233,6 +233,9 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bcast", "--algo", "bruck"), "not a bcast algorithm"),
     (("osu", "--bench", "mbw_mr", "--pairs", "4", "--nodes", "1"), "slots"),
     (("app", "--app", "cg", "--nodes", "3"), "power-of-two"),
+    # 2 M ranks was killed for memory (exit 137) after minutes; refused at once, with the limit
+    (("app", "--app", "lu", "--class", "C", "--nodes", "4096", "--ppn", "256"),
+     "ranks: 2097152 (4096 nodes x 256 per node in each of 2 clusters) is out of range [2, 4096]"),
     (("app", "--app", "xx"), "--app"),
     (("osu", "--bench", "bw", "--delay-us", "-5"), "--delay-us"),
     (("osu", "--bench", "bw", "--transport", "ud", "--loss", "0.6"), "loss"),
