@@ -411,7 +411,7 @@ mod tests {
             MpiScenario::from_json(&text).and_then(|s| s.resolve())
         };
         assert!(app(2048, 1).is_ok());
-        let e = app(4096, 256).err().expect("2 M ranks").0;
+        let e = app(4096, 256).expect_err("2 M ranks").0;
         assert!(
             e.starts_with("ranks: 2097152 (4096 nodes x 256 per node in each of 2 clusters) is out of range [2, 4096]"),
             "{e}"
