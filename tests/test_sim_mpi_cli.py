@@ -291,7 +291,18 @@ def test_unreceived_messages_are_named_the_same_way_every_run(cli, tmp_path):
     trace = tmp_path / "open.trace"
     trace.write_text("ranks 4\n3 send 0 4\n2 send 3 4\n1 send 2 4\n0 send 1 4\n")
     errors = {cli("sim", "mpi", "replay", str(trace)).stderr for _ in range(6)}  # a hash map's order varied
-    assert errors == {f"longhaul: error: {trace}: 1 message(s) from 0 to 1 are never received\n"}, errors
+    # the first by line, with its line (it named a rank pair, and no line)
+    assert errors == {f"longhaul: error: {trace}:2: rank 3's send of 4 bytes to rank 0 is never received (rank 0 "
+                      "posts 0 receive(s) from rank 3, this is message 1)\n"}, errors
+
+
+def test_a_receive_that_does_not_match_its_send_is_named_by_both_lines(cli, tmp_path):
+    trace = tmp_path / "sizes.trace"
+    trace.write_text("ranks 2\n0 send 1 8\n0 send 1 8\n1 recv 0 8\n1 recv 0 16\n")
+    proc = cli("sim", "mpi", "replay", str(trace))
+    assert proc.returncode == 2 and proc.stderr == (
+        f"longhaul: error: {trace}:5: rank 1 receives 16 bytes from rank 0, but the send it matches (line 3, "
+        "message 2 from 0 to 1) sends 8\n"), proc.stderr
 
 
 def test_malformed_trace_reports_file_and_line(cli, tmp_path):
@@ -305,7 +316,7 @@ def test_malformed_trace_reports_file_and_line(cli, tmp_path):
     deadlock = tmp_path / "dead.trace"
     deadlock.write_text("ranks 2\n0 recv 1 8\n1 recv 0 8\n")
     proc = cli("sim", "mpi", "replay", str(deadlock))
-    assert proc.returncode == 2 and "deadlock" in proc.stderr
+    assert proc.returncode == 2 and f"{deadlock}:2: rank 0's receive from rank 1 is never matched" in proc.stderr
     # Both send first: fine while the sends are eager (buffered), a deadlock once they are rendezvous.
     for size, rc in ((64, 0), (1 << 20, 2)):
         both = tmp_path / f"both{size}.trace"

@@ -129,6 +129,7 @@ pub fn validate_mpi_json(text: &str) -> Result<MpiParams, ScenarioError> {
 fn trace_programs(r: &MpiResolved, t: &TraceSpec) -> Result<(Programs, Layout), ScenarioError> {
     let in_file = |e: String| ScenarioError(format!("{}: {e}", t.name));
     let parsed = trace::parse(&t.name, &t.text).map_err(ScenarioError)?;
+    trace::check_pairs(&parsed, &t.name).map_err(ScenarioError)?;
     let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map_err(in_file)?;
     let p = trace::programs(&parsed, &layout, algo_choice(r));
     let params = job_params(r, layout.ranks());

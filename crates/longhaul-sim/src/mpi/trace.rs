@@ -17,8 +17,12 @@
 //! * barrier                    # barrier
 //! ```
 //!
-//! Each rank's events run in file order; messages between two ranks match in order. A rank's
-//! `isend`/`irecv` must be followed by its `waitall` before the end of the trace.
+//! Each rank's events run in file order; messages between two ranks match in order (MPI's
+//! non-overtaking rule), so the n-th send from a rank to a peer is the peer's n-th receive from
+//! it, with the same size (`check_pairs` names the line of the first that is not). A rank's
+//! `isend`/`irecv` complete at its next `waitall`; one the trace leaves open completes at its end.
+
+use std::collections::BTreeMap;
 
 use super::collectives::{self, AlgoChoice, Collective};
 use super::placement::Layout;
@@ -186,6 +190,54 @@ pub fn programs(t: &Parsed, layout: &Layout, choice: AlgoChoice) -> Programs {
     p
 }
 
+/// Every point-to-point message matched: rank s's n-th send to d is d's n-th receive from s, of
+/// the same size. The first message that is not, by line, named as "NAME:LINE: problem".
+pub fn check_pairs(t: &Parsed, name: &str) -> Result<(), String> {
+    type Msgs = BTreeMap<(u32, u32), Vec<(usize, u64)>>;
+    let (mut sends, mut recvs): (Msgs, Msgs) = Default::default();
+    for (ln, who, ev) in &t.lines {
+        match (*who, ev) {
+            (Some(r), Event::Send(peer, bytes, _)) => sends.entry((r, *peer)).or_default().push((*ln, *bytes)),
+            (Some(r), Event::Recv(peer, bytes, _)) => recvs.entry((*peer, r)).or_default().push((*ln, *bytes)),
+            _ => {}
+        }
+    }
+    let mut problems: Vec<(usize, String)> = Vec::new();
+    for (&(s, d), sent) in &sends {
+        let received = recvs.get(&(s, d)).map_or(&[][..], Vec::as_slice);
+        for (k, &(ln, bytes)) in sent.iter().enumerate() {
+            match received.get(k) {
+                None => problems.push((
+                    ln,
+                    format!(
+                        "rank {s}'s send of {bytes} bytes to rank {d} is never received (rank {d} posts {} receive(s) \
+                         from rank {s}, this is message {})",
+                        received.len(),
+                        k + 1
+                    ),
+                )),
+                Some(&(rl, rb)) if rb != bytes => problems.push((
+                    rl,
+                    format!(
+                        "rank {d} receives {rb} bytes from rank {s}, but the send it matches (line {ln}, message {} \
+                         from {s} to {d}) sends {bytes}",
+                        k + 1
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    for (&(s, d), received) in &recvs {
+        let n_sent = sends.get(&(s, d)).map_or(0, Vec::len);
+        for &(ln, _) in received.iter().skip(n_sent) {
+            let why = format!("rank {s} sends it {n_sent} message(s)");
+            problems.push((ln, format!("rank {d}'s receive from rank {s} is never matched ({why})")));
+        }
+    }
+    problems.into_iter().min_by_key(|(ln, _)| *ln).map_or(Ok(()), |(ln, m)| Err(format!("{name}:{ln}: {m}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +257,25 @@ mod tests {
         assert!(bad("ranks 2\n0 compute -1\n").contains("must be >= 0"));
         assert!(bad("ranks 2\n0 compute 1e15\n").contains("compute: time 1000000000000000 us is out of range [0, 1e8]"));
         assert!(bad("ranks 2\n0 bcast 0 8\n").contains("write '* bcast"));
+    }
+
+    #[test]
+    fn unmatched_and_mismatched_messages_are_named_by_line() {
+        let check = |s: &str| check_pairs(&parse("t.trace", s).unwrap(), "t.trace");
+        assert_eq!(check("ranks 2\n0 isend 1 8\n1 irecv 0 8\n0 send 1 4\n1 recv 0 4\n"), Ok(()));
+        assert_eq!(
+            check("ranks 2\n0 send 1 8\n1 recv 0 16\n").unwrap_err(),
+            "t.trace:3: rank 1 receives 16 bytes from rank 0, but the send it matches (line 2, message 1 from 0 to 1) \
+             sends 8"
+        );
+        assert_eq!(
+            check("ranks 3\n0 send 1 8\n0 send 1 8\n1 recv 0 8\n").unwrap_err(),
+            "t.trace:3: rank 0's send of 8 bytes to rank 1 is never received (rank 1 posts 1 receive(s) from rank 0, \
+             this is message 2)"
+        );
+        assert_eq!(
+            check("ranks 3\n2 recv 0 8\n").unwrap_err(),
+            "t.trace:2: rank 2's receive from rank 0 is never matched (rank 0 sends it 0 message(s))"
+        );
     }
 }
