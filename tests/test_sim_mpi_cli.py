@@ -227,7 +227,12 @@ def test_same_seed_same_bits(cli):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (("osu", "--bench", "bw", "--rndv-threshold", "-1"), "--rndv-threshold"),
+    (("osu", "--bench", "bw", "--rndv-threshold", "-1"), "--rndv-threshold: -1 is out of range [0, 1G] bytes"),
+    # named by the option typed, not as the core's eager_threshold_bytes
+    (("osu", "--bench", "bw", "--rndv-threshold", "2G"), "--rndv-threshold: 2G is out of range [0, 1G] bytes"),
+    # over rc the adapter retransmits: the library's timeout would change nothing
+    (("osu", "--bench", "bw", "--ud-retry-timeout-us", "2000"), "--ud-retry-timeout-us: only for --transport ud or uc"),
+    (("app", "--app", "is", "--nodes", "3"), "ranks: NAS IS needs a power-of-two number of ranks"),
     (("osu", "--bench", "nope"), "invalid choice"),
     (("osu", "--bench", "bcast", "--algo", "fastest"), "invalid choice"),
     (("osu", "--bench", "bcast", "--algo", "bruck"), "not a bcast algorithm"),
@@ -303,6 +308,16 @@ def test_a_receive_that_does_not_match_its_send_is_named_by_both_lines(cli, tmp_
     assert proc.returncode == 2 and proc.stderr == (
         f"longhaul: error: {trace}:5: rank 1 receives 16 bytes from rank 0, but the send it matches (line 3, "
         "message 2 from 0 to 1) sends 8\n"), proc.stderr
+
+
+def test_a_byte_order_mark_is_not_part_of_a_trace_or_scenario_file(cli, tmp_path):
+    """Windows editors start a UTF-8 file with one; it made a trace "must start with 'ranks N'"."""
+    trace = tmp_path / "bom.trace"
+    trace.write_bytes(b"\xef\xbb\xbf" + b"ranks 2\n0 send 1 8\n1 recv 0 8\n")
+    assert records(cli, "replay", str(trace))[0]["ranks"] == 2
+    scenario = tmp_path / "bom.toml"
+    scenario.write_bytes(b"\xef\xbb\xbf" + b"[verbs]\nsize_bytes = 4096\n")
+    cli("sim", "verbs", "--scenario", str(scenario), check=True)
 
 
 def test_malformed_trace_reports_file_and_line(cli, tmp_path):

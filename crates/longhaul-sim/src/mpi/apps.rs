@@ -102,7 +102,8 @@ fn size(app: AppName, class: NasClass) -> (u64, f64, [u64; 3]) {
 /// Check that the skeleton can run on `ranks` ranks (NPB's own constraints).
 pub fn check_ranks(app: AppName, ranks: u32) -> Result<(), String> {
     if !ranks.is_power_of_two() || ranks < 2 {
-        return Err(format!("ranks: NAS {app:?} needs a power-of-two number of ranks of at least 2, got {ranks} (set nodes x ppn per cluster accordingly)"));
+        let app = format!("{app:?}").to_uppercase();
+        return Err(format!("ranks: NAS {app} needs a power-of-two number of ranks of at least 2, got {ranks} (set nodes x ppn per cluster accordingly)"));
     }
     Ok(())
 }

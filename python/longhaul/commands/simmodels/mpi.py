@@ -149,12 +149,15 @@ def _points(args) -> list[dict]:
 def _params(args) -> dict:
     if args.transport == "tcp":
         raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP")
+    if args.ud_retry_timeout_us is not None and args.transport not in ("ud", "uc"):
+        raise UserError("--ud-retry-timeout-us: only for --transport ud or uc (over rc the adapter retransmits, "
+                        "not the library)")
     thr = None
     if args.rndv_threshold is not None:
         text = str(args.rndv_threshold).strip()
-        if text.startswith("-"):
-            raise UserError(f"--rndv-threshold: {text} is below zero (valid: 0 .. 1G bytes)")
-        thr = units.parse_size(text, "--rndv-threshold")
+        thr = None if text.startswith("-") else units.parse_size(text, "--rndv-threshold")
+        if thr is None or thr > 1 << 30:
+            raise UserError(f"--rndv-threshold: {text} is out of range [0, 1G] bytes")
     return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
                 placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns,
                 copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
@@ -334,7 +337,7 @@ def run_app(args: argparse.Namespace) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     path = Path(args.trace)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not the trace's
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"{args.trace}: cannot read the trace ({getattr(err, 'strerror', None) or err})") from None
     recs = mpi.replay(text, str(path), where=_points(args), workers=args.workers, **_params(args))

@@ -72,7 +72,7 @@ def register(models: argparse._SubParsersAction) -> None:
 def load_scenario_file(path: str, option: str = "--scenario") -> dict:
     """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not TOML
     except OSError as err:
         raise UserError(f"{option}: cannot read '{path}': {err.strerror}") from None
     except UnicodeDecodeError:
