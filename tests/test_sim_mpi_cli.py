@@ -284,6 +284,16 @@ def test_bad_input_is_one_line_exit_2(cli, args, needle):
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
 
 
+def test_records_carry_the_window_they_ran_with(cli):
+    """window_msgs, as emulated and ingested OSU records name it, so sim and measured runs line up."""
+    def window(*args):
+        return [r["window_msgs"] for r in records(cli, "osu", "--sizes", "1K", *args)]
+
+    assert window("--bench", "bw") == [64] and window("--bench", "mbw_mr", "--window", "8") == [8]
+    assert window("--bench", "bw", "--transport", "tcp", "--window", "4") == [4]
+    assert window("--bench", "latency") == [None]
+
+
 def test_cyclic_mbw_mr_off_the_wan_is_told_to_use_block_placement(cli):
     proc = cli("sim", "mpi", "osu", "--bench", "mbw_mr", "--pairs", "2", "--placement", "cyclic", "--sizes", "1K",
                "--delay-us", "100", "--format", "json", check=True)

@@ -62,6 +62,8 @@ pub struct MpiRecord {
     /// osu_latency pair on two nodes of cluster A once there are two nodes per cluster.
     pub crosses_wan: bool,
     pub pairs: Option<u32>,
+    /// bw, bibw, mbw_mr: messages in flight per window (OSU's window size).
+    pub window_msgs: Option<u32>,
     pub delay_us: f64,
     pub fibre_km: f64,
     pub one_way_delay_us: f64,
@@ -245,7 +247,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     };
     let (mut lat, mut lat_min, mut lat_max, mut bw, mut rate) = (None, None, None, None, None);
     let mut run_time = None;
-    let (mut bench, mut app, mut class, mut size, mut pairs) = (None, None, None, None, None);
+    let (mut bench, mut app, mut class, mut size, mut pairs, mut window) = (None, None, None, None, None, None);
     let end = m.ranks.iter().map(|x| x.cpu_free).max().unwrap_or(0).max(q.now());
     match &r.workload {
         Workload::Osu(o) => {
@@ -253,6 +255,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
             bench = Some(o.bench.name().to_string());
             size = Some(o.size_bytes);
             pairs = (o.bench == osu::OsuBench::MbwMr).then(|| o.pairs.unwrap_or(1));
+            window = o.bench.has_window().then(|| o.window.unwrap_or(osu::WINDOW));
         }
         Workload::App(a) => {
             run_time = Some(to_s(end) * full_iters as f64 / simulated as f64);
@@ -282,6 +285,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         ppn: r.ppn,
         crosses_wan,
         pairs,
+        window_msgs: window,
         delay_us: r.base.delay_us,
         fibre_km: r.base.fibre_km,
         one_way_delay_us: choice.one_way_delay_us,

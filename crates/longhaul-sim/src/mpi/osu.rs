@@ -65,6 +65,11 @@ impl OsuBench {
         }
     }
 
+    /// The benchmark keeps a window of messages in flight (osu_bw, osu_bibw, osu_mbw_mr).
+    pub fn has_window(self) -> bool {
+        matches!(self, OsuBench::Bw | OsuBench::Bibw | OsuBench::MbwMr)
+    }
+
     /// The long-haul link is on the measured path: each point-to-point pair (rank i with rank
     /// i + ranks/2, as OSU pairs them) has a rank in each cluster; a collective's ranks run in both.
     pub fn crosses_wan(self, layout: &Layout) -> bool {

@@ -198,6 +198,7 @@ fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiR
         ppn: 1,
         crosses_wan: true, // one rank (or ranks_per_cluster) on each side of the TCP path
         pairs: None,
+        window_msgs: r.osu.bench.has_window().then(|| r.osu.window.unwrap_or(osu::WINDOW)),
         delay_us: t.delay_us,
         fibre_km: t.fibre_km,
         one_way_delay_us: one_way,
