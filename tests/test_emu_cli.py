@@ -49,6 +49,19 @@ pytestmark = [pytest.mark.root, needs_root]
     # Cross traffic above the line rate only fills the queue (the simulator refuses it too).
     (["bench", "tcp", "--rate-gbps", "1", "--cross-gbps", "5"], "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s"),
     (["bench", "ping", "--rate-gbps", "0,1", "--cross-gbps", "2"], "--cross-gbps: 2 is above the A->B line rate of 1"),
+    # Options of one value refuse a list (they ran the first item) and an empty value (they ran the default).
+    (["bench", "ping", "--count", "5,6"], "--count: give one value here, not a list"),
+    (["bench", "ping", "--size", "64,128"], "--size: give one value here, not a list"),
+    (["bench", "ping", "--interval-us", "100,200"], "--interval-us: give one value here, not a list"),
+    (["bench", "ping", "--cross-gbps", "0.1,0.2"], "--cross-gbps: give one value here, not a list"),
+    (["bench", "tcp", "--duration-s", "0.1,0.2"], "--duration-s: give one value here, not a list"),
+    (["bench", "tcp", "--omit-s", "0,1"], "--omit-s: give one value here, not a list"),
+    (["bench", "tcp", "--omit-s", ""], "--omit-s: empty list"),
+    (["bench", "tcp", "--cross-gbps", ""], "--cross-gbps: empty list"),
+    (["bench", "tcp", "--cc", ""], "--cc: empty list"),
+    (["bench", "tcp", "--socket-buffer", ""], "--socket-buffer: '' is not a size"),
+    (["bench", "ping", "--scenario", ""], "--scenario: empty file name"),
+    (["run", "--scenario", " ", "--", "A:", "true"], "--scenario: empty file name"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_left(args, words, leaves_nothing):
     p = cli("emu", *args)
@@ -208,6 +221,16 @@ def test_ping_with_no_reply_reports_no_rtt(leaves_nothing):
     (rec,) = json.loads(p.stdout)
     assert p.returncode == 0 and rec["received"] == 0 and rec["rtt_p50_us"] is None, rec
     assert "none of the 3 probes came back" in p.stderr
+
+
+def test_ping_on_a_lossy_link_counts_every_reply(leaves_nothing):
+    # Each lost probe or reply costs the client its 1 s reply timeout; the server quit after
+    # count x interval + 30 s, so the probes after that all came back "lost" (28 of 100, not ~48).
+    rec = cli_json("emu", "bench", "ping", "--loss", "0.3", "--count", "100", "--interval-us", "100", "--no-store",
+                   timeout=300)[0]
+    reached_b = rec["packets_ab"] - rec["drops_loss"]  # probes the server got (A->B loss is deterministic)
+    assert 0.55 * rec["count"] <= reached_b <= 0.85 * rec["count"], rec
+    assert rec["received"] >= 0.7 * reached_b - 3 * (0.21 * reached_b) ** 0.5, rec  # replies lost at 30%, 3 sigma
 
 
 @pytest.mark.parametrize("verb, text, message", [

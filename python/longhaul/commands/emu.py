@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 
 LINK_HELP = """link options (units in the names; lists only for bench):
@@ -54,7 +55,9 @@ def _link_values(args) -> dict:
 
 def _scenario_file(args) -> dict:
     from longhaul.emu import scenario
-    return scenario.load(args.scenario) if args.scenario else {"link": {}, "bench": {}}
+    if args.scenario is not None and not args.scenario.strip():
+        raise UserError("--scenario: empty file name (give the path of a TOML or JSON scenario file)")
+    return scenario.load(args.scenario) if args.scenario is not None else {"link": {}, "bench": {}}
 
 
 def _link(args):
@@ -192,6 +195,22 @@ def _floats(text, option, lo, hi):
     return parse_float_list(text, option, lo, hi)
 
 
+def _one(values: list, option: str):
+    """The one value of an option that takes no list (a list is refused, not cut to its first item)."""
+    if len(values) != 1:
+        raise UserError(f"{option}: give one value here, not a list")
+    return values[0]
+
+
+def _one_float(text, option, lo, hi) -> float:
+    return _one(_floats(text, option, lo, hi), option)
+
+
+def _one_int(text, option, lo, hi) -> int:
+    from longhaul.units import parse_int_list
+    return _one(parse_int_list(text, option, lo, hi), option)
+
+
 def _bench_link(args) -> tuple:
     """The link (scenario file, then options), the grid's delays and rates, and the file's
     workload values."""
@@ -251,30 +270,38 @@ def _cross(args, file: dict) -> tuple[float, str]:
     """Cross traffic in Gb/s, from --cross-gbps or else the scenario file (whose load checked it),
     and what messages call it: bench checks it against the link's rates, which either may set."""
     from longhaul.emu import bench, scenario
-    if args.cross_gbps:
-        return _floats(args.cross_gbps, "--cross-gbps", 0, bench.MAX_CROSS_GBPS)[0], "--cross-gbps"
-    if args.scenario:
+    if args.cross_gbps is not None:
+        return _one_float(args.cross_gbps, "--cross-gbps", 0, bench.MAX_CROSS_GBPS), "--cross-gbps"
+    if args.scenario is not None:
         return file.get("cross_gbps", 0.0), scenario.key_name(args.scenario, "cross.gbps")
     return 0.0, "--cross-gbps"
 
 
+def _cc_list(text: str) -> list[str]:
+    from longhaul.units import list_items
+    valid = "a congestion control this machine has, like cubic or bbr"
+    names = list_items(text, "--cc", valid)
+    if not names:
+        raise UserError(f"--cc: empty list (each item is {valid})")
+    return names
+
+
 def _bench_tcp(args) -> int:
     from longhaul.emu import bench
-    from longhaul.units import list_items, parse_int_list, parse_size
+    from longhaul.units import parse_int_list, parse_size
     from longhaul.results import now_utc
     started = now_utc()
     _check_store(args)
     link, delays, rates, file = _bench_link(args)
     cross, cross_name = _cross(args, file)
-    buffer = parse_size(args.socket_buffer, "--socket-buffer") if args.socket_buffer else file.get("socket_buffer_bytes")
+    buffer = parse_size(args.socket_buffer, "--socket-buffer") if args.socket_buffer is not None else file.get("socket_buffer_bytes")
     records = bench.tcp(link=link, delay_us=delays, rate_gbps=rates,
                         streams=parse_int_list(str(_given(args.streams, file.get("streams"), 1)), "--streams", 1,
                                                bench.MAX_STREAMS),
-                        cc=list_items(args.cc, "--cc", "a congestion control this machine has, like cubic or bbr") if args.cc
-                        else file.get("cc"),
-                        duration_s=_floats(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
-                                           bench.MIN_DURATION_S, bench.MAX_DURATION_S)[0],
-                        omit_s=_floats(args.omit_s, "--omit-s", 0, 60)[0] if args.omit_s else None,
+                        cc=_cc_list(args.cc) if args.cc is not None else file.get("cc"),
+                        duration_s=_one_float(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
+                                              bench.MIN_DURATION_S, bench.MAX_DURATION_S),
+                        omit_s=_one_float(args.omit_s, "--omit-s", 0, 60) if args.omit_s is not None else None,
                         tool=args.tool, cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"),
                         socket_buffer_bytes=buffer, name=args.name, cross_name=cross_name)
     _save(args, "emu-bench-tcp", records, started)
@@ -284,16 +311,15 @@ def _bench_tcp(args) -> int:
 
 def _bench_ping(args) -> int:
     from longhaul.emu import bench
-    from longhaul.units import parse_int_list
     from longhaul.results import now_utc
     started = now_utc()
     _check_store(args)
     link, delays, rates, file = _bench_link(args)
     cross, cross_name = _cross(args, file)
     records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
-                         count=parse_int_list(args.count, "--count", 1, 1_000_000)[0],
-                         interval_us=_floats(args.interval_us, "--interval-us", 10, 1e7)[0],
-                         size_bytes=parse_int_list(args.size, "--size", 24, 65000)[0],
+                         count=_one_int(args.count, "--count", 1, 1_000_000),
+                         interval_us=_one_float(args.interval_us, "--interval-us", 10, 1e7),
+                         size_bytes=_one_int(args.size, "--size", 24, 65000),
                          cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name,
                          cross_name=cross_name)
     for r in records:

@@ -308,6 +308,11 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
 
 #: Longest ping run per point (count x interval): a day.
 MAX_PING_SECONDS = 86_400
+#: How long the ping client waits for a probe's reply (its --reply-timeout-s) and then for the
+#: server's follow-up (FOLLOW_UP_WAIT in crates/longhaul-wan/src/loadgen_udp.rs): a probe or reply
+#: the link loses costs the client that long, so the server must stay up that much longer.
+PING_REPLY_TIMEOUT_S = 1.0
+PING_FOLLOW_UP_WAIT_S = 0.005
 
 
 def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64,
@@ -319,18 +324,20 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
     port = next(_port)
     rtt_cfg = emu.link.ab.delay_us + emu.link.ba.delay_us
     seconds = count * (interval_us + rtt_cfg) * 1e-6
+    # The client's longest run: every probe waits out its reply (lost on a lossy link) and follow-up.
+    longest = count * (interval_us * 1e-6 + PING_REPLY_TIMEOUT_S + PING_FOLLOW_UP_WAIT_S)
     before = emu.stats()
     cpus = emu.dataplane_cpus or (-1, -1)
     server = _Tool(emu, "b", [wan, "ping-server", "--bind", f"{emu.address('b')}:{port}", "--cpu", str(cpus[1]),
-                              "--timeout-s", str(seconds + 30)]).ready()
+                              "--timeout-s", str(longest + 30)]).ready()
     cross = _cross_traffic(emu, cross_gbps, seconds + 1.5, cross_size_bytes)
     try:
         if cross:
             time.sleep(0.5)  # the ping should see the loaded link, not its start
         client = _Tool(emu, "a", [wan, "ping-client", "--connect", f"{emu.address('b')}:{port}", "--count", str(count),
                                   "--interval-us", str(int(interval_us)), "--size", str(size_bytes),
-                                  "--cpu", str(cpus[0])])
-        r = client.result(seconds + count * 1.0 + 30)
+                                  "--reply-timeout-s", str(PING_REPLY_TIMEOUT_S), "--cpu", str(cpus[0])])
+        r = client.result(longest + 30)
         cross_rec = _cross_record(cross, seconds + 40)
     finally:
         server.stop()
