@@ -37,6 +37,18 @@ from test_emu_helpers import cli
     (["compare", "mpi", "--bench", "latency", "--algo", "hierarchical"], "--algo: only for the collectives"),
     (["compare", "mpi", "--bench", "latency", "--ranks-per-cluster", "3"], "latency runs one rank pair"),
     (["compare", "tcp", "--mtu", "60000"], "--mtu: 60000 is out of range [576, 9000]"),
+    # An empty value is refused, not taken as the default; a list where one value goes is not cut to its first item.
+    (["emu", "mpi", "osu", "--bench", "bw", "--iterations", ""], "--iterations: empty list"),
+    (["emu", "mpi", "osu", "--bench", "bw", "--warmup", ""], "--warmup: empty list"),
+    (["emu", "mpi", "osu", "--bench", "bw", "--window-msgs", ""], "--window-msgs: empty list"),
+    (["emu", "mpi", "osu", "--bench", "mbw_mr", "--pairs", ""], "--pairs: empty list"),
+    (["emu", "mpi", "osu", "--bench", "bw", "--ranks-per-cluster", ""], "--ranks-per-cluster: empty list"),
+    (["compare", "mpi", "--eager-limit", ""], "--eager-limit: empty list"),
+    (["compare", "mpi", "--stack", ""], "--stack: '' is not 'per-segment us,per-byte ns,per-message us'"),
+    (["compare", "mpi", "--rate-gbps", ""], "--rate-gbps: empty list"),
+    (["compare", "mpi", "--rate-gbps", "1,2"], "--rate-gbps: give one rate in [0.001, 100] Gb/s"),
+    (["compare", "mpi", "--iterations", ""], "--iterations: empty list"),
+    (["compare", "mpi", "--repeats", ""], "--repeats: empty list"),
 ])
 def test_bad_input_is_one_line_exit_2(args, words):
     p = cli(*args)

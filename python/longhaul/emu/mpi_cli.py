@@ -130,18 +130,18 @@ def _osu(args) -> int:
         raise UserError("--rate-gbps: give one rate for emu mpi osu")
     link = base.at(delays[0], rates[0])
     ranks = (_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
-             if args.ranks_per_cluster else None)
-    if args.window_msgs and args.bench not in mpi_bench.STREAMING:
+             if args.ranks_per_cluster is not None else None)
+    if args.window_msgs is not None and args.bench not in mpi_bench.STREAMING:
         *first, last = mpi_bench.STREAMING
         raise UserError(f"--window-msgs: only for {', '.join(first)} and {last}, not {args.bench}")
     _warn_mpich(args.mpi, ranks or (1 if args.bench in mpi_bench.PT2PT else 2))
     records = mpi_bench.osu(
         args.bench, parse_sizes(args.sizes, "--sizes", 1, 64 << 20), delays, ranks_per_cluster=ranks,
         link=link, name=args.name, algo=args.algo,
-        iterations=_int(args.iterations, "--iterations", 1, 100000) if args.iterations else None,
-        warmup=_int(args.warmup, "--warmup", 0, 10000) if args.warmup else None,
-        window=_int(args.window_msgs, "--window-msgs", 1, 4096) if args.window_msgs else mpi_bench.WINDOW,
-        pairs=_int(args.pairs, "--pairs", 1, mpi.MAX_RANKS_PER_CLUSTER) if args.pairs else 0,
+        iterations=_int(args.iterations, "--iterations", 1, 100000) if args.iterations is not None else None,
+        warmup=_int(args.warmup, "--warmup", 0, 10000) if args.warmup is not None else None,
+        window=_int(args.window_msgs, "--window-msgs", 1, 4096) if args.window_msgs is not None else mpi_bench.WINDOW,
+        pairs=_int(args.pairs, "--pairs", 1, mpi.MAX_RANKS_PER_CLUSTER) if args.pairs is not None else 0,
         placement=args.placement, library=args.mpi, mca=_pairs(args.mca), env=_env(args.env),
         timeout_s=float(_int(args.timeout_s, "--timeout-s", 1, 86400)))
     _save(args, "emu-mpi-osu", records, started)
