@@ -258,6 +258,7 @@ def test_ping_on_a_lossy_link_counts_every_reply(leaves_nothing):
     # A link value outside the emulator's range.
     (["tcp"], "[path]\nrate_gbps = 200\n", "scenario {f}: the path's WAN rate (path.rate_gbps): '200.0' is not a "
                                             "rate: give 0 (unlimited) or [0.001, 100] Gb/s"),
+    (["tcp"], "[path]\nqueue_packets = 3\n", "scenario {f}: path.queue_packets: 3 packets is out of range [8, 1000000]"),
 ])
 def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, verb, text, message, leaves_nothing):
     f = tmp_path / "s.toml"

@@ -78,8 +78,8 @@ def _queue(path: dict, r: dict) -> Queue:
     if r["eth"] is None:
         return Queue(bytes=QUEUE_BYTES_RANGE[1])  # lossless IPoIB: never full
     if "queue_packets" in path:
-        return Queue.parse(f"{path['queue_packets']}p", "queue_packets")
-    return Queue.parse(str(r["eth"]["queue_limit_bytes"]), "queue_bytes")
+        return Queue.parse(f"{path['queue_packets']}p", "path.queue_packets")
+    return Queue.parse(str(r["eth"]["queue_limit_bytes"]), "path.queue_bytes")
 
 
 def load(path: str) -> dict:
