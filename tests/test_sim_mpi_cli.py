@@ -230,6 +230,10 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--rndv-threshold", "-1"), "--rndv-threshold: -1 is out of range [0, 1G] bytes"),
     # named by the option typed, not as the core's eager_threshold_bytes
     (("osu", "--bench", "bw", "--rndv-threshold", "2G"), "--rndv-threshold: 2G is out of range [0, 1G] bytes"),
+    # named by the option (a 309-digit number, or "scenario: stack.per_seg_us" with no scenario file)
+    (("osu", "--bench", "bw", "--transport", "tcp", "--stack", "1e308,0.3"),
+     "--stack: per-segment cost 1e+308 us is out of range [0, 10000] us"),
+    (("osu", "--bench", "bw", "--transport", "tcp", "--stack", "1,nan"), "--stack: per-byte cost nan ns is out of range"),
     # over rc the adapter retransmits: the library's timeout would change nothing
     (("osu", "--bench", "bw", "--ud-retry-timeout-us", "2000"), "--ud-retry-timeout-us: only for --transport ud or uc"),
     (("app", "--app", "is", "--nodes", "3"), "ranks: NAS IS needs a power-of-two number of ranks"),

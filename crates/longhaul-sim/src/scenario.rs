@@ -59,6 +59,10 @@ fn plain_types(msg: &str) -> String {
         ("expected i64", "expected a whole number in [-9223372036854775808, 9223372036854775807]"),
         ("expected f64", "expected a number"),
     ];
+    if msg == "expected value" {
+        // serde_json's words for a number or boolean where a name goes (an enum such as a transport)
+        return "expected a name in quotes (see --help for the valid ones)".to_string();
+    }
     TYPES.iter().fold(msg.to_string(), |out, (rust, words)| out.replace(rust, words))
 }
 
@@ -431,6 +435,9 @@ mod tests {
         assert_eq!(e, "scenario: verbs.size_bytes: invalid value: integer `-1`, expected a whole number in [0, 18446744073709551615]");
         let e = Scenario::from_json(r#"{"path": {"delay_us": "x"}}"#).unwrap_err().0;
         assert_eq!(e, "scenario: path.delay_us: invalid type: string \"x\", expected a number");
+        // A number where a name goes.
+        let e = Scenario::from_json(r#"{"verbs": {"transport": 5}}"#).unwrap_err().0;
+        assert_eq!(e, "scenario: verbs.transport: expected a name in quotes (see --help for the valid ones)");
         // A whole number its type cannot hold is not called negative.
         let e = Scenario::from_json(r#"{"verbs": {"qps": 1099511627776}}"#).unwrap_err().0;
         assert_eq!(

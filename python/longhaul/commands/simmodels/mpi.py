@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -195,6 +196,11 @@ def _stack(text: str):
     except ValueError:
         raise UserError(f"--stack: '{text}' is neither a profile ({', '.join(mpi_tcp.STACK_PROFILES)}) nor "
                         "'per-segment us,per-byte ns' (e.g. 2.5,0.3)") from None
+    # The core's ranges (tcp/scenario.rs), checked here to name the option, not the scenario's key.
+    for value, what, hi in ((seg, "per-segment cost", 10_000), (byte, "per-byte cost", 1_000)):
+        if not (math.isfinite(value) and 0 <= value <= hi):
+            unit = "us" if what == "per-segment cost" else "ns"
+            raise UserError(f"--stack: {what} {value:g} {unit} is out of range [0, {hi}] {unit}")
     return mpi_tcp.stack_costs(seg, byte)
 
 
