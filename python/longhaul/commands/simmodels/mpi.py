@@ -257,7 +257,7 @@ def _algos(recs: list[dict]) -> str:
             runs.append([algo, r["size_bytes"], r["size_bytes"]])
     if len(runs) == 1:
         return f"algo {runs[0][0]}"
-    return "algo " + ", ".join(f"{a} {lo}-{hi} B" for a, lo, hi in runs)
+    return "algo " + ", ".join(f"{a} {lo} B" if lo == hi else f"{a} {lo}-{hi} B" for a, lo, hi in runs)
 
 
 def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
