@@ -4,11 +4,15 @@ is one line, exit 2, nothing left behind; a killed controller leaves no MPI proc
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -134,6 +138,36 @@ def test_killed_controller_leaves_no_mpi_process_or_namespace(leaves_nothing):
         time.sleep(0.1)
     assert not any(Path(f"/run/netns/{ns}").exists() for ns in namespaces)
     assert not any(_alive(p) for p in pids), "MPI processes survived the teardown"
+    for _ in range(50):  # the reaper removes the session directories right after the namespaces
+        if not _session_dirs(name):
+            break
+        time.sleep(0.1)
+    assert not _session_dirs(name), "Open MPI session directories left in /tmp"
+
+
+def _session_dirs(name: str) -> list[str]:
+    """Open MPI's session directories of a run's hosts (ompi.NAME-a0.UID, ...)."""
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"ompi.{name}-*"))
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_job_stopped_by_a_signal_leaves_no_session_directory(sig, status, leaves_nothing):
+    # Ctrl-C or SIGTERM mid-job: the orted daemons die with their namespaces, and the session
+    # directories they made in /tmp (ompi.NAME-a0.0, ...) go with the run.
+    name = f"lhsig{status}"
+    ctl = subprocess.Popen([sys.executable, "-m", "longhaul.cli", "emu", "mpi", "run", "--name", name, "--",
+                            "/bin/sleep", "60"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for _ in range(200):  # until both hosts' daemons made theirs (bounded: 20 s)
+        if len(_session_dirs(name)) == 2:
+            break
+        time.sleep(0.1)
+    started = len(_session_dirs(name)) == 2
+    ctl.send_signal(sig)
+    _, err = ctl.communicate(timeout=60)
+    assert started, "the MPI job did not start"
+    assert ctl.returncode == status, err
+    assert not _session_dirs(name), "Open MPI session directories left in /tmp"
 
 
 def _alive(pid: int) -> bool:

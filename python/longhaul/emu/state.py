@@ -10,12 +10,14 @@ recorded there whose controller is gone.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
 import secrets
 import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -128,8 +130,19 @@ def teardown(st: RunState) -> dict:
                 break
             except system.CommandFailed:
                 time.sleep(0.02)
+    _remove_session_dirs(st.name)
     shutil.rmtree(st.dir, ignore_errors=True)
     return {"name": st.name, "namespaces_removed": len(namespaces), "processes_killed": killed}
+
+
+def _remove_session_dirs(name: str) -> None:
+    """Open MPI's session directories of the run's hosts, ``$TMPDIR/ompi.NAME-a0.UID`` ...: an
+    orted killed with its namespace (Ctrl-C, SIGTERM, kill -9 of the controller) leaves them.
+    The host names carry the run's name, which no other run has, so only this run's go."""
+    if not NAME_RE.match(name):
+        return
+    for d in glob.glob(os.path.join(tempfile.gettempdir(), f"ompi.{name}-*")):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def clean() -> list[dict]:
