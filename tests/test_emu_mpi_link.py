@@ -175,3 +175,11 @@ def _alive(pid: int) -> bool:
         return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
+
+
+def test_compare_mpi_with_stack_says_the_costs_were_given_not_calibrated(leaves_nothing):
+    # --stack skips the calibration; the table's note said "calibrated at 0 delay" all the same.
+    p = cli("compare", "mpi", "--bench", "latency", "--sizes", "8", "--delay-us", "0", "--iterations", "10",
+            "--stack", "3,0.4,10")
+    assert p.returncode == 0, p.stderr
+    assert "host stack given by --stack: 3.00 us/segment" in p.stdout and "calibrated" not in p.stdout, p.stdout

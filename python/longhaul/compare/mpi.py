@@ -33,7 +33,7 @@ from longhaul.output import FORMATS, emit
 PROFILE_WAN_GBPS = {"s1": 8.0, "s1-connectx": 8.0, "s3": 8.0}  # 4x SDR data rate (8b/10b) of their WAN links
 LIMIT = ("the simulator runs allreduce, alltoall and mbw_mr over InfiniBand verbs (profile {profile}), not TCP; "
          "the emulated link runs at the profile's WAN rate ({rate:g} Gb/s) with real Open MPI over TCP")
-TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack calibrated at 0 delay: "
+TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack {source}: "
             "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us per MPI "
             "protocol frame")
 #: Benchmarks the MPI-over-TCP model runs (bcast with any ranks per cluster); the others use the verbs model.
@@ -390,6 +390,7 @@ def _run(args) -> int:
     rate_used = rate if rate is not None else PROFILE_WAN_GBPS[args.profile]
     sim_tcp = next((r for r in records if r.get("transport") == "tcp"), None)
     note = (TCP_NOTE.format(rate=rate_used, cc=sim_tcp["cc"], per_seg_us=stack["per_seg_us"],
+                            source="given by --stack" if args.stack is not None else "calibrated at 0 delay",
                             per_byte_ns=stack["per_byte_ns"], per_msg_us=stack["per_msg_us"])
             if sim_tcp else LIMIT.format(profile=args.profile, rate=rate_used))
     metric = METRIC[args.bench]
