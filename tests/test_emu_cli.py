@@ -170,6 +170,22 @@ def test_kill_9_of_controller_and_reaper_then_clean_leaves_nothing(leaves_nothin
     assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).returncode == 1
 
 
+def test_clean_takes_a_killed_controller_not_yet_reaped_for_dead(leaves_nothing):
+    # The controller's parent has not waited for it yet (a zombie): its run is still clean's to remove.
+    ctl = _start_controller("lhzomb")
+    _wait_for_namespace("lhzomb-b1")
+    os.kill(_state("lhzomb")["reaper_pid"], signal.SIGKILL)
+    ctl.kill()
+    try:
+        time.sleep(0.3)
+        recs = cli_json("emu", "clean")
+        assert any(r["name"] == "lhzomb" and r["status"] == "removed" for r in recs), recs
+        assert "lhzomb" not in netns_and_links()[0]
+    finally:
+        ctl.wait()
+        cli("emu", "clean")
+
+
 def test_kill_9_of_controller_alone_is_cleaned_up_by_the_reaper(leaves_nothing):
     ctl = _start_controller("lhreap")
     _wait_for_namespace("lhreap-b1")

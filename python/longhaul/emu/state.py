@@ -39,12 +39,15 @@ def check_name(name: str) -> str:
 
 
 def start_time(pid: int) -> int | None:
-    """Kernel start time of `pid` (clock ticks since boot), None if no such process."""
+    """Kernel start time of `pid` (clock ticks since boot), None if no such process. A process
+    that has exited and waits for its parent to reap it (a zombie) is no process: a controller
+    killed by a parent that has not waited for it yet is dead, and its run is ``clean``'s."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def alive(pid: int | None, started: int | None) -> bool:
