@@ -66,3 +66,15 @@ def test_python_api_raises_keyboard_interrupt_and_runs_again():
     assert proc.returncode == 0, err
     assert took < 5, f"took {took:.1f} s to stop"
     assert "interrupted" in out and "next run ok" in out, (out, err)
+
+
+def test_ctrl_c_while_the_commands_load_is_an_interrupt_not_a_traceback(monkeypatch, capsys):
+    """The first ~0.2 s of every command import and parse; Ctrl-C there printed a traceback."""
+    import longhaul.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["sweep", "verbs"]) == 130
+    assert capsys.readouterr().err == "longhaul: interrupted\n"

@@ -40,16 +40,17 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = None
     try:
+        # Inside the try: Ctrl-C while the commands are imported and parsed is an interrupt too.
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except UserError as err:
         sys.stderr.write(f"longhaul: error: {err}\n")
         return 2
     except KeyboardInterrupt:
         # Only sweeps and studies cache their points in the store, so only they resume.
-        resumes = args.command in ("sweep", "study")
+        resumes = args is not None and args.command in ("sweep", "study")
         sys.stderr.write("longhaul: interrupted" + (" (completed points are kept; re-run to resume)" if resumes else "")
                          + "\n")
         return 130
