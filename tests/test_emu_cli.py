@@ -252,6 +252,8 @@ def test_ping_on_a_lossy_link_counts_every_reply(leaves_nothing):
 @pytest.mark.parametrize("verb, text, message", [
     # A scenario file's workload value outside bench tcp's range: named by its key in the file.
     (["tcp"], "[tcp]\nstreams = 1000\n", "scenario {f}: tcp.streams: 1000 is out of range [1, 128]"),
+    # ... and so is a value the simulator's scenario check refuses (it said 'loss', not 'path.loss')
+    (["tcp"], "[path]\nloss = 0.6\n", "scenario {f}: path.loss: 0.6 is out of range [0, 0.5]"),
     (["tcp"], "[tcp]\nduration_s = 0.01\n", "scenario {f}: tcp.duration_s: 0.01 is out of range [0.1, 3600]"),
     (["tcp"], "[tcp]\nwindow_bytes = 2000000000\n",
      "scenario {f}: tcp.window_bytes: 2000000000 bytes is out of range [4096, 1073741824] (4K .. 1G)"),

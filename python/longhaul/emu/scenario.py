@@ -121,8 +121,8 @@ def load(path: str) -> dict:
             "cross_size_bytes": cross["ip_bytes"] - UDP_IP_HEADER_BYTES if cross else None,
         }
         build_link(link)  # every value in the emulator's ranges
-    except UserError as e:  # an emulator range the file's value is outside: name its key
-        raise in_scenario_file(e, path, _LINK_KEY) from None
+    except UserError as e:  # a value out of the simulator's or the emulator's range: name its key in the file
+        raise in_scenario_file(e, path, {**tcp.FILE_KEYS, **_LINK_KEY}) from None
     _check_bench(bench, path)
     return {"link": link, "bench": bench}
 
