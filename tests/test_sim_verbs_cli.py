@@ -190,6 +190,16 @@ def test_a_bad_value_from_an_mpi_base_file_names_the_file_and_its_key(cli, tmp_p
         sweep.stderr
 
 
+@pytest.mark.parametrize("argv", [["sim", "verbs"], ["sim", "tcp"], ["sim", "nfs"],
+                                  ["sweep", "nfs", "--grid", '{"delay_us": [0]}', "--base"]])
+def test_an_empty_scenario_file_name_is_refused(cli, argv):
+    """'' was no file at all: the run went ahead on the defaults (sim), or read '' as a directory."""
+    option = "--base" if argv[0] == "sweep" else "--scenario"
+    proc = cli(*argv, *([] if option == "--base" else [option]), "")
+    assert proc.returncode == 2 and proc.stderr == (
+        f"longhaul: error: {option}: empty file name (give the path of a TOML or JSON scenario file)\n"), proc.stderr
+
+
 def test_a_size_is_read_exactly(cli):
     """Sizes are whole numbers of bytes: read as typed, not through a float (which made
     99999999999999999999 into 100000000000000000000 in the error)."""

@@ -33,7 +33,7 @@ def _link_args(p: argparse.ArgumentParser, lists: bool = False) -> None:
     many = " (comma list for a grid)" if lists else ""
     g.add_argument("--delay-us", help=f"one-way delay, us, 0..200000 (default 0){many}")
     g.add_argument("--distance-km", help=f"fibre length in km instead of --delay-us (5 us/km){many}")
-    g.add_argument("--distance-miles", help="fibre length in miles instead of --delay-us")
+    g.add_argument("--distance-miles", help=f"fibre length in miles instead of --delay-us{many}")
     g.add_argument("--rate-gbps", help=f"link rate, Gb/s; 0 = unlimited (default){many}")
     g.add_argument("--loss", help="loss probability per wire packet, 0..0.5 (default 0)")
     g.add_argument("--jitter-us", help="jitter amplitude, us, 0..100000 (default 0)")
@@ -55,8 +55,6 @@ def _link_values(args) -> dict:
 
 def _scenario_file(args) -> dict:
     from longhaul.emu import scenario
-    if args.scenario is not None and not args.scenario.strip():
-        raise UserError("--scenario: empty file name (give the path of a TOML or JSON scenario file)")
     return scenario.load(args.scenario) if args.scenario is not None else {"link": {}, "bench": {}}
 
 

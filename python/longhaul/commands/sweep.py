@@ -107,7 +107,7 @@ def _run(args) -> int:
     from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file, table_of
 
     module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
-    base = load_scenario_file(args.base, "--base") if args.base else None
+    base = load_scenario_file(args.base, "--base") if args.base is not None else None
     points = _grid(args.grid)
     if args.model == "verbs":
         points = _verbs_sizes(points, base)

@@ -30,7 +30,7 @@ def _job_options(p, ranks_default: str | None) -> None:
 
 def register(emu_subparsers, link_args) -> None:
     """Add ``mpi`` to ``longhaul emu``; ``link_args(parser, lists)`` adds the link options."""
-    p = emu_subparsers.add_parser("mpi", help="real MPI programs (Open MPI) with ranks in both emulated clusters")
+    p = emu_subparsers.add_parser("mpi", help="real MPI programs (Open MPI or MPICH) with ranks in both emulated clusters")
     sub = p.add_subparsers(dest="mpi_command", metavar="VERB", parser_class=type(p))
     sub.required = True
 

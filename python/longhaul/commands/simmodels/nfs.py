@@ -67,7 +67,7 @@ def _size(text: str | None, option: str) -> int | None:
 
 
 def run_nfs(args: argparse.Namespace) -> int:
-    base = load_scenario_file(args.scenario) if args.scenario else None
+    base = load_scenario_file(args.scenario) if args.scenario is not None else None
     default = (base or {}).get("transport", "rdma")
     transports = units.parse_name_list(str(default) if args.transport is None else args.transport, "--transport",
                                        nfs.TRANSPORTS)

@@ -115,7 +115,7 @@ def _queue(text: str | None) -> dict:
 
 
 def run_tcp(args: argparse.Namespace) -> int:
-    base = load_scenario_file(args.scenario) if args.scenario else None
+    base = load_scenario_file(args.scenario) if args.scenario is not None else None
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
         points = [{}]
     elif args.distance_km is None and args.distance_miles is None:

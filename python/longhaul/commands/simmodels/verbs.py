@@ -71,6 +71,8 @@ def register(models: argparse._SubParsersAction) -> None:
 
 def load_scenario_file(path: str, option: str = "--scenario") -> dict:
     """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``."""
+    if not str(path).strip():  # Path("") is the current directory: "Is a directory" would mislead
+        raise UserError(f"{option}: empty file name (give the path of a TOML or JSON scenario file)")
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not TOML
     except OSError as err:
@@ -132,7 +134,7 @@ def default_sizes(test: str, transport: str, mtu_bytes: int) -> list[int]:
 
 
 def run_verbs(args: argparse.Namespace) -> int:
-    base = load_scenario_file(args.scenario) if args.scenario else None
+    base = load_scenario_file(args.scenario) if args.scenario is not None else None
     # An option given on the command line overrides the file; one left out keeps the file's value.
     from_file = table_of(base, "verbs")
     left_out = default_workload(given(args.transport, from_file.get("transport")))
