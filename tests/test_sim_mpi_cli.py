@@ -263,7 +263,7 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--seed", "-1"), "--seed: -1 is out of range [0, 18446744073709551615]"),
     (("osu", "--bench", "bw", "--iterations", "-1"), "--iterations: -1 is out of range [1, 1e6]"),
     (("osu", "--bench", "bw", "--iterations", "2.5"), "--iterations: '2.5' is not a whole number"),
-    (("osu", "--bench", "mbw_mr", "--pairs", "65537"), "--pairs: 65537 is out of range [1, 65536]"),
+    (("osu", "--bench", "mbw_mr", "--pairs", "65537"), "--pairs: 65537 is out of range [1, 2048]"),
     (("app", "--app", "is", "--iterations", "1e6"), "--iterations: 1e6 is out of range [1, 100000]"),
     (("tune", "--size", "8K", "--ppn", "2"), "--ppn: tune sizes the job itself"),
     (("app", "--app", "is", "--transport", "tcp"), "only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP"),
@@ -279,8 +279,9 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "latency", "--transport", "tcp", "--window", "5"), "--window: only for --bench bw, bibw, mbw_mr"),
     # One link rate per run: '1,2' ran 1 Gb/s alone.
     (("osu", "--bench", "bw", "--transport", "tcp", "--rate-gbps", "1,2"), "--rate-gbps: one rate, not a list"),
-    # Pairs beyond the nodes a cluster has were reported as a --nodes error the user never typed.
-    (("osu", "--bench", "mbw_mr", "--pairs", "65536"), "--pairs: 65536 pairs at 1 process(es) per node need 65536 nodes"),
+    # Pairs beyond what a job may have were reported as a --nodes error the user never typed, then
+    # advised a --ppn that the rank limit refused anyway: 2048 pairs are 4096 ranks.
+    (("osu", "--bench", "mbw_mr", "--pairs", "2049", "--ppn", "16"), "--pairs: 2049 is out of range [1, 2048]"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

@@ -91,7 +91,8 @@ def _jsonable(obj: Any) -> Any:
 def _by_value(obj: Any) -> Any:
     """Numbers as their value, not their spelling: a whole float as an int (1000.0 -> 1000, -0.0 ->
     0), so `sim` (which reads 1000 from --delay-us as 1000.0) and a sweep grid's 1000 are one
-    scenario. Every parameter the models take reads 1000 and 1000.0 alike."""
+    scenario. A parameter the models take as a number reads 1000 and 1000.0 alike; one they take
+    as a whole number refuses 2.0, which the CLI checks (validates) before it looks in the cache."""
     if isinstance(obj, dict):
         return {k: _by_value(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -206,12 +207,19 @@ def _create_temp(path: Path) -> tuple[int, str]:
 def _fsync_dir(directory: Path) -> None:
     """Make a rename in ``directory`` durable: until the directory itself is synced, a power loss
     can bring back the old name (fsync(2): syncing a file does not sync its directory entry).
-    File systems that cannot sync a directory (EINVAL) keep their own guarantees."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    Best effort: the file is written by then, so a directory that cannot be opened (writable but
+    not readable) or a file system that cannot sync one keeps its own guarantees; an I/O error
+    still fails the write."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno in (errno.EACCES, errno.EPERM):
+            return
+        raise
     try:
         os.fsync(fd)
     except OSError as err:
-        if err.errno != errno.EINVAL:
+        if err.errno not in (errno.EINVAL, errno.EROFS, errno.ENOTSUP):
             raise
     finally:
         os.close(fd)
@@ -574,14 +582,14 @@ class Store:
         table = records_to_table(records, meta)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
-        if self.run_path(run_id).exists():
-            # Replacing a run: its index entry (label, times, record count) is stale from the moment
-            # the new file lands, so say so first; an interrupt before the new entry's line then
-            # leaves the run re-indexed from its file instead of described by the old entry.
-            with self._locked():
-                self._append_journal({"run_id": run_id, FORGET: True})
-        atomic_write_bytes(self.run_path(run_id), sink.getvalue().to_pybytes())
         with self._locked():
+            if self.run_path(run_id).exists():
+                # Replacing a run: its index entry (label, times, record count) is stale from the
+                # moment the new file lands, so say so first (under the lock with the write, so that
+                # no reader re-indexes the old file in between); an interrupt before the new entry's
+                # line then leaves the run re-indexed from its file, not described by the old entry.
+                self._append_journal({"run_id": run_id, FORGET: True})
+            atomic_write_bytes(self.run_path(run_id), sink.getvalue().to_pybytes())
             journal_bytes = self._append_journal(self._entry(meta, len(records)))
             try:
                 manifest_bytes = (self.root / MANIFEST).stat().st_size

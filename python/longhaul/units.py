@@ -20,7 +20,7 @@ from longhaul.errors import UserError
 FIBRE_DELAY_US_PER_KM = 5.0  # light in glass: ~2e8 m/s -> 5 us per km (published-points [constants])
 KM_PER_MILE = 1.609344
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)(i?[bB])?\s*$")
+_SIZE_RE = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([kmgtKMGT]?)(i?[bB])?\s*$")  # 30 digits: no size is longer
 _SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 

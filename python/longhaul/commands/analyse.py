@@ -367,7 +367,7 @@ def cmd_balance(args) -> int:
         sys.stdout.write("\n")
         return 0
     if args.format == "csv":
-        # One document for programs, as json: the per-size rows, then the summary, told apart by `kind`.
+        # One document for programs, as json: the per-size rows, then the summary, told apart by `row`.
         emit([{"row": "per_size", **r} for r in rows] + [{"row": "summary", **r} for r in summary], args.format)
         return 0
     emit(rows, args.format, title="intra-node / inter-node per size")
@@ -471,7 +471,7 @@ def cmd_calibrate(args) -> int:
         if predictions:
             emit(predictions, args.format, title="predictions (delta-method standard error)")
     else:
-        # One document for programs: the parameters, then the predictions, told apart by `kind`.
+        # One document for programs: the parameters, then the predictions, told apart by `row`.
         emit([{"row": "param", **row} for row in res.table()] + [{"row": "prediction", **p} for p in predictions],
              args.format)
         print(title, file=sys.stderr)

@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use super::collectives::{self, AlgoChoice, Collective};
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
+use super::scenario::MAX_RANKS;
 use super::MAX_COMPUTE_US;
 use crate::engine::time::from_us;
 
@@ -61,8 +62,8 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
             let n: u32 = f
                 .get(1)
                 .and_then(|s| s.parse().ok())
-                .filter(|&n| (1..=65536).contains(&n))
-                .ok_or_else(|| e("'ranks N' needs N in 1..65536".into()))?;
+                .filter(|&n| (1..=MAX_RANKS).contains(&n))
+                .ok_or_else(|| e(format!("'ranks N' needs N in 1..{MAX_RANKS}")))?;
             if ranks.is_some() || !lines.is_empty() {
                 return Err(e("'ranks' must be the first statement, once".into()));
             }
