@@ -343,10 +343,15 @@ impl MpiScenario {
             (None, Some(p)) => return err(format!("placement: unknown '{p}' (valid: block, cyclic, or a rank_map)")),
         };
         let ranks = self.ranks_needed(nodes * ppn);
-        if ranks > MAX_RANKS {
+        // A trace's own `ranks N` is held to MAX_RANKS where it is parsed; its layout has no more.
+        if ranks > MAX_RANKS && !matches!(workload, Workload::Trace(_)) {
+            let what = match &workload {
+                Workload::Osu(o) if o.bench == OsuBench::MbwMr => format!("{} pairs", o.pairs.unwrap_or(1)),
+                _ => format!("{nodes} nodes x {ppn} per node in each of 2 clusters"),
+            };
             return err(format!(
-                "ranks: {ranks} ({nodes} nodes x {ppn} per node in each of 2 clusters) is out of range [2, {MAX_RANKS}]: \
-                 a collective's state grows with the square of the ranks (~0.8 GB at {MAX_RANKS})"
+                "ranks: {ranks} ({what}) is out of range [2, {MAX_RANKS}]: the simulator's state for a job grows with \
+                 the square of its ranks (~0.8 GB at {MAX_RANKS})"
             ));
         }
         Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
@@ -419,6 +424,9 @@ mod tests {
         // A point-to-point benchmark uses two ranks, however many slots the clusters have.
         let bw = r#", "cluster": {"nodes": 4096, "ppn": 256}"#;
         assert!(MpiScenario::from_json(&osu(bw)).unwrap().resolve().is_ok());
+        // A trace uses the ranks it names, however many slots the clusters have.
+        let trace = r#"{"trace": {"name": "t", "text": "ranks 4\n* barrier\n"}, "cluster": {"nodes": 4096}}"#;
+        assert!(MpiScenario::from_json(trace).unwrap().resolve().is_ok());
     }
 
     #[test]
