@@ -71,7 +71,7 @@ def test_same_command_same_records(cli):
      "with scatter_allgather, which the TCP model does not run"),
     (("--bench", "bw", "--transport", "tcp", "--eager-limit", "10"), "--eager-limit: 10 bytes is out of range"),
     (("--bench", "bw", "--transport", "tcp", "--stack", "fast"), "--stack: 'fast' is neither a profile"),
-    (("--bench", "bw", "--transport", "tcp", "--stack", "1,-1"), "stack.per_byte_ns: -1 is out of range"),
+    (("--bench", "bw", "--transport", "tcp", "--stack", "1,-1"), "--stack: per-byte cost -1 ns is out of range [0, 1000] ns"),
     (("--bench", "bw", "--transport", "tcp", "--rate-gbps", "0"), "--rate-gbps"),
     (("--bench", "bw", "--transport", "tcp", "--per-msg-us", "-3"), "--per-msg-us: -3 is out of range"),
     (("--bench", "bw", "--transport", "tcp", "--nodes", "2"), "--nodes: not used with --transport tcp"),
