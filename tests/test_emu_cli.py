@@ -231,19 +231,27 @@ def test_a_client_stopped_at_the_timeout_fails_the_run(leaves_nothing):
 
 
 def test_ping_with_no_reply_reports_no_rtt(leaves_nothing):
-    # A 65000-byte probe at 1 Mb/s takes 0.5 s per direction: none of 3 returns in the run.
-    p = cli("emu", "bench", "ping", "--count", "3", "--rate-gbps", "0.001", "--size", "65000", "--no-store",
+    # A 65000-byte probe is 45 packets at the 1500-byte MTU, each lost with p = 0.5: none of 3 returns.
+    p = cli("emu", "bench", "ping", "--count", "3", "--loss", "0.5", "--size", "65000", "--no-store",
             "--format", "json")
     (rec,) = json.loads(p.stdout)
     assert p.returncode == 0 and rec["received"] == 0 and rec["rtt_p50_us"] is None, rec
     assert "none of the 3 probes came back" in p.stderr
 
 
-def test_ping_on_a_lossy_link_counts_every_reply(leaves_nothing):
-    # Each lost probe or reply costs the client its 1 s reply timeout; the server quit after
-    # count x interval + 30 s, so the probes after that all came back "lost" (28 of 100, not ~48).
-    rec = cli_json("emu", "bench", "ping", "--loss", "0.3", "--count", "100", "--interval-us", "100", "--no-store",
-                   timeout=300)[0]
+def test_a_slow_reply_is_waited_for_and_a_lost_one_costs_what_the_link_allows(leaves_nothing):
+    """The client waits for a reply as long as the link can take (delay, jitter, a full queue at the
+    rate, both ways), not a fixed 1 s: a 65000-byte probe at 1 Mb/s (1.04 s there and back) came back
+    "lost", and every lost probe cost 1 s (2000 probes at 10% loss: 6.5 minutes)."""
+    slow = cli_json("emu", "bench", "ping", "--count", "2", "--rate-gbps", "0.001", "--size", "65000", "--no-store")[0]
+    assert slow["received"] == 2 and 1.04e6 <= slow["rtt_p50_us"] <= 1.3e6, slow
+    t = time.monotonic()
+    lossy = cli_json("emu", "bench", "ping", "--loss", "0.3", "--count", "100", "--interval-us", "100", "--no-store",
+                     timeout=300)[0]
+    assert time.monotonic() - t < 30, "each of ~50 lost probes cost a second"
+    # Every reply counted: the server stays up as long as the client can wait (it quit after
+    # count x interval + 30 s, so the probes after that all came back "lost": 28 of 100, not ~48).
+    rec = lossy
     reached_b = rec["packets_ab"] - rec["drops_loss"]  # probes the server got (A->B loss is deterministic)
     assert 0.55 * rec["count"] <= reached_b <= 0.85 * rec["count"], rec
     assert rec["received"] >= 0.7 * reached_b - 3 * (0.21 * reached_b) ** 0.5, rec  # replies lost at 30%, 3 sigma

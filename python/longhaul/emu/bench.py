@@ -308,11 +308,29 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
 
 #: Longest ping run per point (count x interval): a day.
 MAX_PING_SECONDS = 86_400
-#: How long the ping client waits for a probe's reply (its --reply-timeout-s) and then for the
-#: server's follow-up (FOLLOW_UP_WAIT in crates/longhaul-wan/src/loadgen_udp.rs): a probe or reply
-#: the link loses costs the client that long, so the server must stay up that much longer.
-PING_REPLY_TIMEOUT_S = 1.0
+#: How long the ping client waits for the server's follow-up after a reply (FOLLOW_UP_WAIT in
+#: crates/longhaul-wan/src/loadgen_udp.rs).
 PING_FOLLOW_UP_WAIT_S = 0.005
+#: Time for the hosts on top of the link's own in a reply's longest trip (scheduling of the
+#: client, server and data plane on a loaded machine).
+PING_HOST_MARGIN_S = 0.05
+
+
+def ping_reply_timeout_s(link: LinkOptions, size_bytes: int) -> float:
+    """How long the ping client waits for a probe's reply before counting it lost (its
+    --reply-timeout-s): the longest trip the link allows, in each direction its delay and jitter
+    and a full bottleneck queue drained at its rate ahead of the probe, plus PING_HOST_MARGIN_S.
+    A reply later than that was lost; every lost probe or reply costs the client this long (it
+    was a fixed 1 s: 2000 probes at 10% loss took 6.5 minutes at any distance)."""
+    total = PING_HOST_MARGIN_S
+    for d in (link.ab, link.ba):
+        wait = (d.delay_us + d.jitter_us) * 1e-6
+        if d.rate_gbps:
+            q = d.effective_queue()
+            queued = q.bytes if q.bytes is not None else q.packets * link.mtu
+            wait += (queued + size_bytes) * 8 / (d.rate_gbps * 1e9)
+        total += wait
+    return total
 
 
 def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, size_bytes: int = 64,
@@ -324,8 +342,9 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
     port = next(_port)
     rtt_cfg = emu.link.ab.delay_us + emu.link.ba.delay_us
     seconds = count * (interval_us + rtt_cfg) * 1e-6
+    reply_timeout_s = ping_reply_timeout_s(emu.link, size_bytes)
     # The client's longest run: every probe waits out its reply (lost on a lossy link) and follow-up.
-    longest = count * (interval_us * 1e-6 + PING_REPLY_TIMEOUT_S + PING_FOLLOW_UP_WAIT_S)
+    longest = count * (interval_us * 1e-6 + reply_timeout_s + PING_FOLLOW_UP_WAIT_S)
     before = emu.stats()
     cpus = emu.dataplane_cpus or (-1, -1)
     server = _Tool(emu, "b", [wan, "ping-server", "--bind", f"{emu.address('b')}:{port}", "--cpu", str(cpus[1]),
@@ -336,7 +355,7 @@ def ping_once(emu: Emulator, count: int = 1000, interval_us: float = 1000.0, siz
             time.sleep(0.5)  # the ping should see the loaded link, not its start
         client = _Tool(emu, "a", [wan, "ping-client", "--connect", f"{emu.address('b')}:{port}", "--count", str(count),
                                   "--interval-us", str(int(interval_us)), "--size", str(size_bytes),
-                                  "--reply-timeout-s", str(PING_REPLY_TIMEOUT_S), "--cpu", str(cpus[0])])
+                                  "--reply-timeout-s", str(reply_timeout_s), "--cpu", str(cpus[0])])
         r = client.result(longest + 30)
         cross_rec = _cross_record(cross, seconds + 40)
     finally:
