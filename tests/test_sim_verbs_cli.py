@@ -366,7 +366,8 @@ def test_a_verbs_sweep_without_sizes_runs_the_sizes_sim_verbs_runs(cli, tmp_path
     store = ["--store", str(tmp_path)]
     for grid, sim in (({"transport": ["ud"]}, ["--transport", "ud"]), ({"test": ["lat"]}, ["--test", "lat"])):
         assert sizes("sweep", "verbs", "--grid", json.dumps(grid), *store) == sizes("sim", "verbs", *sim)
-    assert sizes("sweep", "verbs", "--grid", '{"delay_us": [0, 10]}', *store) == 2 * [2 << k for k in range(23)]
+    # 10 iterations a point: the sizes are the point here, not the bandwidth
+    assert sizes("sweep", "verbs", "--grid", '{"delay_us": [0], "iterations": [10]}', *store) == [2 << k for k in range(23)]
 
 
 def test_read_bibw_is_twice_read_bw_when_the_link_binds(cli):
