@@ -141,6 +141,23 @@ def parse_int_list(text: str, option: str, lo: int = 1, hi: int = 1 << 31) -> li
     return _parse_list(text, option, int, "a whole number", lo, hi)
 
 
+def _only(values: list, option: str):
+    """The one value of an option that takes no list (a list is refused, not cut to its first item)."""
+    if len(values) != 1:
+        raise UserError(f"{option}: give one value here, not a list")
+    return values[0]
+
+
+def parse_one_float(text, option: str, lo: float = 0.0, hi: float = math.inf) -> float:
+    """One number in [lo, hi] ('' is an empty list, '1,2' a list: both refused)."""
+    return _only(parse_float_list(str(text), option, lo, hi), option)
+
+
+def parse_one_int(text, option: str, lo: int = 1, hi: int = 1 << 31) -> int:
+    """One whole number in [lo, hi] ('' is an empty list, '1,2' a list: both refused)."""
+    return _only(parse_int_list(str(text), option, lo, hi), option)
+
+
 SEED_MAX = (1 << 64) - 1  # the core's seeds are u64
 
 

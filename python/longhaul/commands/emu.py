@@ -12,6 +12,7 @@ import sys
 
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
+from longhaul.units import parse_one_float, parse_one_int
 
 LINK_HELP = """link options (units in the names; lists only for bench):
   --delay-us US        one-way delay in microseconds, 0..200000 (default 0); or
@@ -188,27 +189,6 @@ def _clean(args) -> int:
     return 0
 
 
-def _floats(text, option, lo, hi):
-    from longhaul.units import parse_float_list
-    return parse_float_list(text, option, lo, hi)
-
-
-def _one(values: list, option: str):
-    """The one value of an option that takes no list (a list is refused, not cut to its first item)."""
-    if len(values) != 1:
-        raise UserError(f"{option}: give one value here, not a list")
-    return values[0]
-
-
-def _one_float(text, option, lo, hi) -> float:
-    return _one(_floats(text, option, lo, hi), option)
-
-
-def _one_int(text, option, lo, hi) -> int:
-    from longhaul.units import parse_int_list
-    return _one(parse_int_list(text, option, lo, hi), option)
-
-
 def _bench_link(args) -> tuple:
     """The link (scenario file, then options), the grid's delays and rates, and the file's
     workload values."""
@@ -269,7 +249,7 @@ def _cross(args, file: dict) -> tuple[float, str]:
     and what messages call it: bench checks it against the link's rates, which either may set."""
     from longhaul.emu import bench, scenario
     if args.cross_gbps is not None:
-        return _one_float(args.cross_gbps, "--cross-gbps", 0, bench.MAX_CROSS_GBPS), "--cross-gbps"
+        return parse_one_float(args.cross_gbps, "--cross-gbps", 0, bench.MAX_CROSS_GBPS), "--cross-gbps"
     if args.scenario is not None:
         return file.get("cross_gbps", 0.0), scenario.key_name(args.scenario, "cross.gbps")
     return 0.0, "--cross-gbps"
@@ -297,9 +277,9 @@ def _bench_tcp(args) -> int:
                         streams=parse_int_list(str(_given(args.streams, file.get("streams"), 1)), "--streams", 1,
                                                bench.MAX_STREAMS),
                         cc=_cc_list(args.cc) if args.cc is not None else file.get("cc"),
-                        duration_s=_one_float(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
+                        duration_s=parse_one_float(str(_given(args.duration_s, file.get("duration_s"), 5)), "--duration-s",
                                               bench.MIN_DURATION_S, bench.MAX_DURATION_S),
-                        omit_s=_one_float(args.omit_s, "--omit-s", 0, 60) if args.omit_s is not None else None,
+                        omit_s=parse_one_float(args.omit_s, "--omit-s", 0, 60) if args.omit_s is not None else None,
                         tool=args.tool, cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"),
                         socket_buffer_bytes=buffer, name=args.name, cross_name=cross_name)
     _save(args, "emu-bench-tcp", records, started)
@@ -315,9 +295,9 @@ def _bench_ping(args) -> int:
     link, delays, rates, file = _bench_link(args)
     cross, cross_name = _cross(args, file)
     records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
-                         count=_one_int(args.count, "--count", 1, 1_000_000),
-                         interval_us=_one_float(args.interval_us, "--interval-us", 10, 1e7),
-                         size_bytes=_one_int(args.size, "--size", 24, 65000),
+                         count=parse_one_int(args.count, "--count", 1, 1_000_000),
+                         interval_us=parse_one_float(args.interval_us, "--interval-us", 10, 1e7),
+                         size_bytes=parse_one_int(args.size, "--size", 24, 65000),
                          cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"), name=args.name,
                          cross_name=cross_name)
     for r in records:

@@ -323,20 +323,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _one_int(text, option, lo, hi):
-    v = units.parse_int_list(str(text), option, lo, hi)
-    if len(v) != 1:
-        raise UserError(f"{option}: give one whole number in [{lo}, {hi}]")
-    return v[0]
-
-
-def _one_rate(text) -> float:
-    v = units.parse_float_list(str(text), "--rate-gbps", 0.001, 100)
-    if len(v) != 1:
-        raise UserError("--rate-gbps: give one rate in [0.001, 100] Gb/s (the emulated link's), not a list")
-    return v[0]
-
-
 def _stack_option(text: str) -> dict:
     try:
         seg, byte, msg = (float(x) for x in text.split(","))
@@ -355,16 +341,16 @@ def _run(args) -> int:
         raise UserError(f"--bench: '{args.bench}' is not one of {', '.join(METRIC)}")
     algos = units.parse_name_list(args.algo, "--algo", mpi_bench.ALGOS)
     eager = units.parse_sizes(args.eager_limit, "--eager-limit", 1024, 64 << 20) if args.eager_limit is not None else [None]
-    rate = _one_rate(args.rate_gbps) if args.rate_gbps is not None else None
+    rate = units.parse_one_float(args.rate_gbps, "--rate-gbps", 0.001, 100) if args.rate_gbps is not None else None
     if args.profile not in PROFILE_WAN_GBPS:
         raise UserError(f"--profile: '{args.profile}' has no known WAN rate here; choose one of {', '.join(PROFILE_WAN_GBPS)}")
-    rpc = _one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, 16) if args.ranks_per_cluster is not None else None
+    rpc = units.parse_one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, 16) if args.ranks_per_cluster is not None else None
     sizes = units.parse_sizes(args.sizes, "--sizes", 1, 64 << 20)
     delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
-    iterations = _one_int(args.iterations, "--iterations", 1, 100000) if args.iterations is not None else None
-    warmup = _one_int(args.warmup, "--warmup", 0, 10000) if args.warmup is not None else None
+    iterations = units.parse_one_int(args.iterations, "--iterations", 1, 100000) if args.iterations is not None else None
+    warmup = units.parse_one_int(args.warmup, "--warmup", 0, 10000) if args.warmup is not None else None
     stack = _stack_option(args.stack) if args.stack is not None else None
-    repeats = _one_int(args.repeats, "--repeats", 1, 20) if args.repeats is not None else 1
+    repeats = units.parse_one_int(args.repeats, "--repeats", 1, 20) if args.repeats is not None else 1
     tcp_model = over_tcp(args.bench, rpc)
     if stack is not None and not tcp_model:
         raise UserError(f"--stack: only where the model is MPI over TCP (latency, bw, bibw with one rank per cluster, "

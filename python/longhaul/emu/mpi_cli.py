@@ -7,6 +7,7 @@ import sys
 
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
+from longhaul.units import parse_one_int
 
 OSU_COLUMNS = ["test", "algo", "delay_us", "size_bytes", "lat_us", "lat_min_us", "lat_max_us", "bw_MBps",
                "msg_rate_Mps", "ranks", "iterations", "wan_bytes_ab", "wan_bytes_ba"]
@@ -77,14 +78,6 @@ def _env(items: list[str]) -> dict[str, str]:
     return _pairs(items, "--env", "UCX_RNDV_THRESH=1M")
 
 
-def _int(text, option: str, lo: int, hi: int) -> int:
-    from longhaul.units import parse_int_list
-    values = parse_int_list(str(text), option, lo, hi)
-    if len(values) != 1:
-        raise UserError(f"{option}: give one whole number in [{lo}, {hi}]")
-    return values[0]
-
-
 def _warn_mpich(library: str, ranks_per_cluster: int) -> None:
     if library == "mpich" and ranks_per_cluster > 1:
         sys.stderr.write("longhaul emu mpi: warning: MPICH 4.0 over UCX/TCP sometimes hangs in MPI_Finalize with more "
@@ -95,14 +88,14 @@ def _warn_mpich(library: str, ranks_per_cluster: int) -> None:
 def _run(args) -> int:
     from longhaul.commands.emu import _link
     from longhaul.emu import mpi
-    ranks = _int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
+    ranks = parse_one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
     if args.hosts is None:
         args.hosts = ranks
     link = _link(args)
     argv = args.command[1:] if args.command[:1] == ["--"] else args.command
     job = mpi.MpiJob(argv=argv, ranks_per_cluster=ranks, placement=args.placement, library=args.mpi,
                      mca=_pairs(args.mca), env=_env(args.env),
-                     timeout_s=float(_int(args.timeout_s, "--timeout-s", 1, 86400))).validated(link.hosts)
+                     timeout_s=float(parse_one_int(args.timeout_s, "--timeout-s", 1, 86400))).validated(link.hosts)
     mpi.launcher(job.library)
     _warn_mpich(job.library, job.ranks_per_cluster)
     mpi.resolve_program(job.argv)
@@ -129,7 +122,7 @@ def _osu(args) -> int:
     if len(rates) != 1:
         raise UserError("--rate-gbps: give one rate for emu mpi osu")
     link = base.at(delays[0], rates[0])
-    ranks = (_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
+    ranks = (parse_one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
              if args.ranks_per_cluster is not None else None)
     if args.window_msgs is not None and args.bench not in mpi_bench.STREAMING:
         *first, last = mpi_bench.STREAMING
@@ -138,12 +131,12 @@ def _osu(args) -> int:
     records = mpi_bench.osu(
         args.bench, parse_sizes(args.sizes, "--sizes", 1, 64 << 20), delays, ranks_per_cluster=ranks,
         link=link, name=args.name, algo=args.algo,
-        iterations=_int(args.iterations, "--iterations", 1, 100000) if args.iterations is not None else None,
-        warmup=_int(args.warmup, "--warmup", 0, 10000) if args.warmup is not None else None,
-        window=_int(args.window_msgs, "--window-msgs", 1, 4096) if args.window_msgs is not None else mpi_bench.WINDOW,
-        pairs=_int(args.pairs, "--pairs", 1, mpi.MAX_RANKS_PER_CLUSTER) if args.pairs is not None else 0,
+        iterations=parse_one_int(args.iterations, "--iterations", 1, 100000) if args.iterations is not None else None,
+        warmup=parse_one_int(args.warmup, "--warmup", 0, 10000) if args.warmup is not None else None,
+        window=parse_one_int(args.window_msgs, "--window-msgs", 1, 4096) if args.window_msgs is not None else mpi_bench.WINDOW,
+        pairs=parse_one_int(args.pairs, "--pairs", 1, mpi.MAX_RANKS_PER_CLUSTER) if args.pairs is not None else 0,
         placement=args.placement, library=args.mpi, mca=_pairs(args.mca), env=_env(args.env),
-        timeout_s=float(_int(args.timeout_s, "--timeout-s", 1, 86400)))
+        timeout_s=float(parse_one_int(args.timeout_s, "--timeout-s", 1, 86400)))
     _save(args, "emu-mpi-osu", records, started)
     cols = [c for c in OSU_COLUMNS if any(c in r for r in records)]
     emit(records, args.format, columns=cols if args.format == "table" else None, title=f"longhaul emu mpi osu {args.bench}")

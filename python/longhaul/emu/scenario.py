@@ -37,7 +37,7 @@ from longhaul.emu.options import (MAX_JITTER_US, MAX_LOSS, QUEUE_BYTES_RANGE, Di
                                   parse_rates)
 from longhaul.emu.system import check_congestion_control
 from longhaul.errors import UserError, in_scenario_file
-from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_float_list, parse_size
+from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_one_float, parse_size
 
 #: The link `longhaul sim tcp --scenario FILE` assumes when the file names none.
 DEFAULT_LINK = "ipoib-ud"
@@ -148,13 +148,6 @@ _LINK_KEY = {"--delay-us": "path.delay_us + 5 us x path.fibre_km", "--rate-gbps"
              "wmem_max_bytes": "tcp.wmem_max_bytes", "--seed": "seed", "--queue": "path.queue_bytes / queue_packets"}
 
 
-def _one_float(value, option: str, lo: float = 0.0, hi: float = float("inf")) -> float:
-    values = parse_float_list(str(value), option, lo, hi)
-    if len(values) != 1:
-        raise UserError(f"{option}: give one value here, not a list")
-    return values[0]
-
-
 def _int(value, option: str) -> int:
     try:
         return int(str(value))
@@ -177,7 +170,7 @@ def _direction(values: dict) -> Direction:
         kw["rate_gbps"] = rates[0]
     for key, option, hi in (("loss", "--loss", MAX_LOSS), ("jitter_us", "--jitter-us", MAX_JITTER_US)):
         if values.get(key) is not None:
-            kw[key] = _one_float(values[key], option, 0.0, hi)
+            kw[key] = parse_one_float(values[key], option, 0.0, hi)
     if values.get("queue") is not None:
         q = values["queue"]
         kw["queue"] = q if isinstance(q, Queue) else Queue.parse(q)
