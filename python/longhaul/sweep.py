@@ -59,7 +59,7 @@ def grid(params: Mapping[str, object]) -> list[dict]:
     keys = list(params)
     lists = []
     for k in keys:
-        v = _plain_zeros(params[k])
+        v = params[k]
         if isinstance(v, (list, tuple)):
             if not v:
                 raise UserError(f"sweep parameter '{k}': empty list (give at least one value)")
@@ -67,18 +67,6 @@ def grid(params: Mapping[str, object]) -> list[dict]:
         else:
             lists.append([v])
     return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
-
-
-def _plain_zeros(v):
-    """``v`` with every -0.0 as 0.0: the same point, which would otherwise be stored under a second
-    scenario hash (a cache miss) and print -0 in its records."""
-    if isinstance(v, float) and v == 0:
-        return 0.0
-    if isinstance(v, (list, tuple)):
-        return type(v)(_plain_zeros(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _plain_zeros(x) for k, x in v.items()}
-    return v
 
 
 @dataclass

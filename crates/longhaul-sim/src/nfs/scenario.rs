@@ -189,6 +189,11 @@ impl NfsScenario {
                 NfsPath::Tcp(Box::new(tcp.resolve()?))
             }
         };
+        // The path as the verbs or TCP scenario resolved it (checked, -0 as 0), not as given.
+        let (delay_us, fibre_km) = match &path {
+            NfsPath::Rdma(r) => (r.delay_us, r.fibre_km),
+            NfsPath::Tcp(t) => (t.delay_us, t.fibre_km),
+        };
         Ok(NfsResolved {
             seed: self.seed,
             testbed,
