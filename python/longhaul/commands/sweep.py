@@ -64,20 +64,12 @@ def _cli_defaults(model: str, point: dict, base: dict | None) -> dict:
 def _verbs_sizes(points: list[dict], base: dict | None) -> list[dict]:
     """A verbs grid whose points and base file give no message size runs the sizes `sim verbs`
     would at each point (a sweep point is one size, so the point becomes one per size)."""
-    from longhaul.commands.simmodels.verbs import default_sizes, default_workload, table_of
-    from longhaul.sim.verbs import MTUS
+    from longhaul.commands.simmodels.verbs import default_sizes, table_of
 
-    from_file, path = table_of(base, "verbs"), table_of(base, "path")
-    if "size_bytes" in from_file or any("size_bytes" in pt for pt in points):
+    if "size_bytes" in table_of(base, "verbs") or any("size_bytes" in pt for pt in points):
         return points
-    out = []
-    for pt in points:
-        workload = default_workload(pt.get("transport") or from_file.get("transport"))
-        test = pt.get("test") or from_file.get("test") or workload["test"]
-        mtu = pt.get("mtu_bytes") or path.get("mtu_bytes")
-        mtu = mtu if mtu in MTUS else 2048  # a bad MTU is the core's to name, with its key
-        out += [{**pt, "size_bytes": s} for s in default_sizes(test, workload["transport"], mtu)]
-    return out
+    return [{**pt, "size_bytes": s} for pt in points
+            for s in default_sizes(base, pt.get("transport"), pt.get("test"), pt.get("mtu_bytes"))]
 
 
 def _grid(text: str) -> list[dict]:

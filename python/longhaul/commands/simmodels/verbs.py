@@ -124,13 +124,19 @@ def given(*values):
     return next((v for v in values if v is not None), None)
 
 
-def default_sizes(test: str, transport: str, mtu_bytes: int) -> list[int]:
-    """The message sizes `sim verbs` runs when neither --sizes nor the file gives one: perftest's
-    2 B for latency; every power of two up to 8 MiB for bandwidth, up to the MTU over UD (one
-    datagram carries one message)."""
-    if test == "lat":
+def default_sizes(base: dict | None, transport=None, test=None, mtu_bytes=None) -> list[int]:
+    """The message sizes `sim verbs` runs when neither --sizes nor the scenario file ``base`` gives
+    one, for the workload given (None: left out, the file's, else the default): perftest's 2 B for
+    latency; every power of two up to 8 MiB for bandwidth, up to the MTU over UD (one datagram
+    carries one message). `sim verbs` and a verbs sweep without sizes both call this."""
+    from_file = table_of(base, "verbs")
+    workload = default_workload(given(transport, from_file.get("transport")))
+    if given(test, from_file.get("test"), workload["test"]) == "lat":
         return [2]
-    return units.parse_sizes(f"2:{mtu_bytes if transport == 'ud' else 8 << 20}", "--sizes")
+    mtu = given(mtu_bytes, table_of(base, "path").get("mtu_bytes"), 2048)
+    if mtu not in verbs.MTUS:
+        mtu = 2048  # only for the default sizes: the core refuses the bad value, naming it
+    return units.parse_sizes(f"2:{mtu if workload['transport'] == 'ud' else 8 << 20}", "--sizes")
 
 
 def run_verbs(args: argparse.Namespace) -> int:
@@ -141,16 +147,13 @@ def run_verbs(args: argparse.Namespace) -> int:
     transport = left_out["transport"]
     test = given(args.test, from_file.get("test"), left_out["test"])
     op = given(args.op, from_file.get("op"), left_out["op"])
-    mtu = given(args.mtu, table_of(base, "path").get("mtu_bytes"), 2048)
-    if mtu not in verbs.MTUS:
-        mtu = 2048  # only for the default sizes: the core refuses the file's value, naming it
     base_size = from_file.get("size_bytes")
     if args.sizes is not None:
         sizes = units.parse_sizes(args.sizes, "--sizes", 1, 1 << 30)
     elif base_size is not None:
         sizes = [base_size]
     else:
-        sizes = default_sizes(test, transport, mtu)
+        sizes = default_sizes(base, args.transport, args.test, args.mtu)
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
         points = [{}]  # the scenario file's path, or no added delay
     elif args.distance_km is None and args.distance_miles is None:
