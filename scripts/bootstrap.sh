@@ -27,18 +27,18 @@ if ! command -v cargo >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc >/dev/null
 fi
 
-# 3. Python venv with the pinned packages (re-installed only when pyproject.toml changes).
+# 3. Python venv with the pinned packages (re-installed only when pyproject.toml or this file changes).
 py=python3
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "longhaul needs Python >= 3.11; found $("$py" --version)" >&2; exit 2
 fi
 [[ -x .venv/bin/python ]] || { log "creating .venv"; "$py" -m venv .venv; }
 stamp=.venv/.longhaul-deps
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   log "installing pinned Python packages into .venv"
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q "maturin==1.16.0" "pytest==9.2.0" "hypothesis==6.170.15" \
+  .venv/bin/pip install -q "maturin==1.16.0" "pytest==9.2.0" "pytest-xdist==3.8.0" "hypothesis==6.170.15" \
     $(.venv/bin/python - <<'PY'
 import tomllib
 print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))

@@ -15,10 +15,23 @@ rc=$?
 set -e
 grep -E '^test result|FAILED|panicked' .venv/cargo-test.log || true
 if [[ $rc -ne 0 ]]; then cat .venv/cargo-test.log; echo "cargo test failed"; exit 1; fi
-echo "== pytest =="
-set +e
-python -m pytest -q "$@"
-rc=$?
-set -e
-[[ $rc -eq 5 ]] && { echo "pytest collected no tests"; exit 1; }
-exit $rc
+# The simulator, CLI, store and analysis tests on parallel workers; then the emulator's tests alone,
+# one at a time, since they time real traffic (pyproject.toml's `emu` marker, tests/conftest.py).
+status=0
+ran=0
+for phase in "not emu" "emu"; do
+  if [[ "$phase" == "emu" ]]; then
+    echo "== pytest: the emulator (alone, one test at a time) =="
+    workers=()
+  else
+    echo "== pytest: simulator, CLI, store, analysis (parallel workers) =="
+    workers=(-n auto --maxprocesses 4)
+  fi
+  set +e
+  python -m pytest -q -m "$phase" "${workers[@]}" "$@"
+  rc=$?
+  set -e
+  if [[ $rc -eq 0 ]]; then ran=1; elif [[ $rc -ne 5 ]]; then status=$rc; fi
+done
+[[ $status -eq 0 && $ran -eq 0 ]] && { echo "pytest collected no tests"; exit 1; }
+exit $status

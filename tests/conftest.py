@@ -27,6 +27,16 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(items):
+    """Every test of the emulator's modules is an `emu` test: scripts/test.sh runs them on their own,
+    one at a time, after the rest (which run on parallel workers), because they time real traffic
+    and a busy CPU moves what they measure."""
+    for item in items:
+        name = item.path.name
+        if name.startswith("test_emu_") or name == "test_compare_tcp.py":
+            item.add_marker(pytest.mark.emu)
+
+
 def longhaul_exe() -> list[str]:
     exe = shutil.which("longhaul") or str(Path(sys.executable).with_name("longhaul"))
     return [exe]

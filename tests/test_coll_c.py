@@ -49,6 +49,7 @@ def test_lh_collectives_match_mpi_builtins(check_prog, ranks, seed, chunk):
     assert f"OK 28 cases on {ranks} ranks" in proc.stdout
 
 
+@pytest.mark.emu
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"), reason="the emulator needs root and /dev/net/tun")
 def test_lh_bcast_crosses_the_emulated_link_once(check_prog):
     # Cyclic placement (a, b, a, b): the b ranks get the 1 MiB from their leader, not from rank 0's cluster.
