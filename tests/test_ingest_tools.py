@@ -175,9 +175,10 @@ def test_osu_real_layouts_still_ingest(cli, tmp_path):
     files = [str(f) for f in sorted(FIX.glob("osu_*.txt"))] + [str(three)]
     proc = cli("ingest", *files, "--tool", "osu", "--dry-run", "--format", "json", check=True)
     records = json.loads(proc.stdout)
-    # the fixtures in name order (allreduce, bcast_full, bibw, bw, latency, latency_validation, mbw_mr,
-    # mbw_mr_validation, mbw_mr_window_varied: 4 sizes x 8 windows), then three_decimals.txt
-    assert len(records) == 3 + 3 + 9 + 9 + 9 + 5 + 4 + 4 + 32 + 9
+    # the fixtures in name order (allreduce, bcast_ddt_type_all: 3 datatypes x 3 sizes, bcast_full, bibw, bw,
+    # bw_ddt_vect, bw_type_all: 6 + 5 + 5 sizes, latency, latency_validation, mbw_mr, mbw_mr_validation,
+    # mbw_mr_window_varied: 4 sizes x 8 windows), then three_decimals.txt
+    assert len(records) == 3 + 9 + 3 + 9 + 9 + 7 + 16 + 9 + 5 + 4 + 4 + 32 + 9
     assert records[-1]["lat_us"] == 1620.705 and any(r.get("iterations") == 1000 for r in records)
 
 
@@ -275,6 +276,73 @@ def test_osu_mbw_mr_window_varied_bad_tables_refused(tmp_path, capsys, line, old
     text = _fixture_with("osu_mbw_mr_window_varied.txt", line, old, new)
     err_line = {1: 2, 4: 5}.get(line, line)  # a wrong title is named on the 'varied' line, a lost table title on its header
     _rejected(tmp_path, capsys, "osu", text, err_line, shown)
+
+
+# OMB 7.x -T (one table per MPI datatype) and -D (derived datatypes: a "Transmit Size" column). The
+# *_omb7_handwritten.txt fixtures are written by hand in the layout the OMB 7.x sources print (see
+# fixtures/ingest/README.md and the comment at _DATATYPE in longhaul/ingest/osu.py).
+TYPE_ALL = "osu_bw_type_all_omb7_handwritten.txt"
+DDT_BW = "osu_bw_ddt_vect_omb7_handwritten.txt"
+DDT_BCAST = "osu_bcast_ddt_type_all_omb7_handwritten.txt"
+
+
+def _ingest_json(cli, name, *extra):
+    proc = cli("ingest", str(FIX / name), "--tool", "osu", "--delay-us", "1000", *extra, "--format", "json", check=True)
+    return json.loads(proc.stdout)
+
+
+def test_osu_type_all_one_table_per_datatype(cli, tmp_path):
+    # osu_bw -T all: MPI_CHAR, MPI_INT, MPI_FLOAT tables, each after "# Datatype: X."; sizes stay bytes and
+    # start at one element (4 for MPI_INT); OMB 7.0-7.3 heads the later tables "Avg Latency(us)" although
+    # their rows are bandwidths (print_only_header), so they stay bw_MBps.
+    store = tmp_path / "res"
+    recs = _ingest_json(cli, TYPE_ALL, "--store", str(store))
+    by = {(r["datatype"], r["size_bytes"]): r for r in recs}
+    assert len(recs) == len(by) == 16
+    assert [r["size_bytes"] for r in recs if r["datatype"] == "MPI_CHAR"] == [2, 4, 8, 16, 32, 64]
+    assert [r["size_bytes"] for r in recs if r["datatype"] == "MPI_INT"] == [4, 8, 16, 32, 64]
+    assert [r["size_bytes"] for r in recs if r["datatype"] == "MPI_FLOAT"] == [4, 8, 16, 32, 64]
+    assert by[("MPI_CHAR", 4)]["bw_MBps"] == 0.13 and by[("MPI_INT", 4)]["bw_MBps"] == 0.12
+    assert by[("MPI_FLOAT", 64)]["bw_MBps"] == 2.02 and by[("MPI_INT", 32)]["bw_MBps"] == 1.01
+    assert all("lat_us" not in r and r["test"] == "bw" and r["osu_version"] == "7.3" for r in recs)
+    (run,) = Store(store).runs()
+    assert run["n_records"] == 16 and run["kind"] == "ingest-osu"
+
+
+def test_osu_ddt_transmit_size_kept_in_bytes(cli):
+    # osu_bw -D vect:2:1: every other byte moves; "Transmit Size" is those bytes, and OSU's MB/s counts them.
+    bw = _ingest_json(cli, DDT_BW, "--dry-run")
+    assert [r["size_bytes"] for r in bw] == [65536 << k for k in range(7)]
+    assert all(r["ddt_transmit_size_bytes"] == r["size_bytes"] // 2 and r["datatype"] == "MPI_CHAR" for r in bw)
+    assert bw[0]["bw_MBps"] == 480.1 and bw[-1]["bw_MBps"] == 944.9
+    assert "ddt_transmit_size_bytes / 1e6" in bw[0]["unit_note"]
+    # osu_bcast -f -D cont -T all: a collective prints the header after every "# Datatype:" line, and the
+    # transmit size after -f's Iterations (omb_ddt_append_stats).
+    bc = _ingest_json(cli, DDT_BCAST, "--dry-run")
+    by = {(r["datatype"], r["size_bytes"]): r for r in bc}
+    assert len(bc) == len(by) == 9 and {d for d, _ in by} == {"MPI_CHAR", "MPI_INT", "MPI_FLOAT"}
+    r = by[("MPI_INT", 8)]
+    assert (r["lat_us"], r["lat_min_us"], r["lat_max_us"], r["iterations"]) == (2012.05, 2004.71, 2020.4, 1000)
+    assert r["ddt_transmit_size_bytes"] == 8 and r["pattern"] == "collective"
+
+
+@pytest.mark.parametrize("name,line,old,new,err_line,shown", [
+    (TYPE_ALL, 10, "MPI_INT.", ".", 10, "'# Datatype: ' names no MPI datatype"),
+    (TYPE_ALL, 10, "MPI_INT.", "int, 4 bytes.", 10, "'# Datatype: int, 4 bytes' names no MPI datatype"),
+    (TYPE_ALL, 14, "16 ", "8  ", 14, "size 8 again in the MPI_INT table (first on line 13): OSU prints each size"),
+    (TYPE_ALL, 3, "# Datatype: MPI_CHAR.", "", 10, "'# Datatype:' line after result rows that had none"),
+    (TYPE_ALL, 11, "Avg Latency(us)", "Latency (us)          Validation", 11,
+     "column header (Size, Latency (us), Validation) is not the one of the first datatype's table on line 2"),
+    (DDT_BW, 5, "32768", "32768.00", 5, "Transmit Size '32768.00' is not a whole number of bytes"),
+    (DDT_BW, 5, "32768", "-32768", 5, "Transmit Size -32768 is not a possible value"),
+    (DDT_BW, 5, "               32768", "", 5, "row has 2 fields, the header on line 3 has 3"),
+    (DDT_BW, 3, "Bandwidth (MB/s)", "Bandwidth (MB/s)  Validation", 3,
+     "both 'Validation' (-c) and 'Transmit Size' (-D): OSU refuses -c with -D"),
+    (DDT_BCAST, 9, "       Transmit Size", "", 9, "is not the one of the first datatype's table on line 4"),
+])
+def test_osu_type_and_ddt_malformed_refused(tmp_path, capsys, name, line, old, new, err_line, shown):
+    # One line naming the file and line, exit status 2, nothing stored (after a good file in the same call).
+    _rejected(tmp_path, capsys, "osu", _fixture_with(name, line, old, new), err_line, shown)
 
 
 # --------------------------------------------------------------------------------------- iperf3

@@ -27,6 +27,10 @@ What real OMB versions print besides that (sources read, cited where the rule is
   ``# Uni-directional Bandwidth (MB/sec)`` and ``# Message Rate Profile``, each headed by the
   window sizes (``#      ``, then ``  %10d`` per window) and rows ``%-7d`` + ``  %10.2f`` per window;
   one record per size and window (``window_msgs``).
+* ``-T``/``--type`` (OMB 7.x; ``all`` = MPI_CHAR, MPI_INT, MPI_FLOAT) runs the sweep once per datatype,
+  each table after ``# Datatype: <name>.``; kept per record as ``datatype``. See _DATATYPE below.
+* ``-D``/``--ddt`` (derived datatypes, OMB 7.x) adds a last ``Transmit Size`` column, kept as
+  ``ddt_transmit_size_bytes``; see _TRANSMIT below.
 * The title's version is ``vX.Y`` (``"# " BENCHMARK " v" PACKAGE_VERSION``; none when built without
   PACKAGE_VERSION; ``v3.1.2`` from OMB_VERSION in 3.x) or, from ``longhaul.osu_text``,
   ``(longhaul <version> model of OMB)``; either is kept as ``osu_version``.
@@ -49,6 +53,7 @@ _WINDOW = re.compile(r"window size:\s*(\d+)")
 _COLUMN = re.compile(
     r"Bandwidth \(MB/s\)|Avg Latency ?\(us\)|Min Latency ?\(us\)|Max Latency ?\(us\)|Latency \(us\)"
     r"|Messages/s|MB/s|Iterations|P50 Tail Lat\(us\)|P90 Tail Lat\(us\)|P99 Tail Lat\(us\)|Validation"
+    r"|Transmit Size"
 )
 _KEYS = {
     "Bandwidth (MB/s)": "bw_MBps", "MB/s": "bw_MBps", "Messages/s": "msg_rate_per_s",
@@ -56,7 +61,7 @@ _KEYS = {
     "Min Latency(us)": "lat_min_us", "Min Latency (us)": "lat_min_us",
     "Max Latency(us)": "lat_max_us", "Max Latency (us)": "lat_max_us", "Iterations": "iterations",
     "P50 Tail Lat(us)": "lat_p50_us", "P90 Tail Lat(us)": "lat_p90_us", "P99 Tail Lat(us)": "lat_p99_us",
-    "Validation": "validation_passed",
+    "Validation": "validation_passed", "Transmit Size": "ddt_transmit_size_bytes",
 }
 # OMB 6.x/7.x with -c: a "Validation" column after the numbers, ``%*s`` of VALIDATION_STATUS(errors),
 # defined in c/util/osu_util_mpi.h as (error > 0) ? "Fail" : "Pass" (yqin/osu-micro-benchmarks,
@@ -65,6 +70,31 @@ _KEYS = {
 # break;") and exits 1 with "DATA VALIDATION ERROR: ... on message size N.": a failed run.
 _VALIDATION = "validation_passed"
 _VALIDATION_VALUES = {"Pass": True, "Fail": False}
+# OMB 7.x -T/--type and -D/--ddt. Sources read (layout only, nothing copied): yqin/osu-micro-benchmarks at
+# commit b7fc8c5 (OMB 7.x sources, copyright 2002-2023): c/mpi/pt2pt/standard/osu_bw.c, osu_latency.c,
+# osu_mbw_mr.c, c/mpi/collective/blocking/osu_bcast.c, osu_allreduce.c, c/util/osu_util.c (print_header,
+# process_options) and c/util/osu_util_mpi.c (print_only_header, print_preamble, print_stats,
+# omb_ddt_append_stats, omb_ddt_assign); johnpzh/osu-micro-benchmarks-7.4-ext at commit 6a641d0 (OMB 7.4)
+# c/util/osu_util.c and c/util/osu_util_mpi.c for what 7.4 changed.
+# * -T: the benchmark loops over the datatypes; each table starts with "# Datatype: %s." (the name from
+#   MPI_Type_get_name: MPI_CHAR, MPI_INT, MPI_FLOAT). pt2pt benchmarks print the "# Size" header once
+#   before the first "# Datatype:" line and call print_only_header after the later ones; collectives call
+#   print_only_header after every one. Sizes stay in bytes, and a size smaller than one element of the
+#   datatype is skipped (num_elements == 0), so MPI_INT's table starts at 4. In the b7fc8c5 sources
+#   print_only_header heads every later table "# Size  Avg Latency(us)" (+ Validation, + Transmit Size),
+#   even osu_bw's and osu_mbw_mr's bandwidth tables, whose rows stay those of the first header; the 7.4
+#   sources print the benchmark's own columns there. So a later table's header must name the first
+#   table's columns, or be that mislabel.
+_DATATYPE = re.compile(r"^#\s*Datatype:\s*(.*?)\.?\s*$")
+_MPI_TYPE_NAME = re.compile(r"MPI_[A-Z0-9_]+")
+# * -D cont|vect:STRIDE:BLOCK|indx:FILE: the message is one derived datatype built over size/type_size
+#   elements; a last column "Transmit Size" (header "%*s", rows "%*zu", an integer) holds the bytes it
+#   actually moves: omb_ddt_assign's element count x the type size (cont: all of them; vect:
+#   (count / stride) x block_length, so it can be 0; indx: the block lengths in the file, whatever the
+#   size). osu_bw then computes MB/s from it (transmit / 1e6 * iterations * window / time) and
+#   osu_mbw_mr its rate (1e6 * MB/s / transmit), not from "Size"; latencies are time and unchanged. OMB
+#   refuses -c with -D ("Derived data type does not support validation"), so no header has both.
+_TRANSMIT = "ddt_transmit_size_bytes"
 _TESTS = [  # title (lower case) contains -> test name
     ("bi-directional bandwidth", "bibw"), ("multiple bandwidth", "mbw_mr"), ("bandwidth", "bw"),
     ("multi-threaded latency", "latency_mt"), ("multiple latency", "multi_lat"),
@@ -83,7 +113,7 @@ _HEADER_OF = {
 # record key -> (bound, how many of the bound's unit one printed unit is, printed unit)
 _BOUNDS: dict[str, tuple[Bound, float, str | None]] = {
     "size_bytes": (SIZE, 1.0, None), "iterations": (COUNT, 1.0, None), "bw_MBps": (BANDWIDTH, 1.0, None),
-    "msg_rate_per_s": (MSG_RATE, 1e-6, "messages/s"),
+    "msg_rate_per_s": (MSG_RATE, 1e-6, "messages/s"), _TRANSMIT: (SIZE, 1.0, None),
 }
 # OSU prints the size and the collectives' Iterations as integers (``%-*d``, ``%*d``/``%*lu``) and every
 # other value with ``%*.*f`` and FLOAT_PRECISION decimals. OMB 7.x: c/util/osu_util.h has ``#ifndef
@@ -95,7 +125,7 @@ _BOUNDS: dict[str, tuple[Bound, float, str | None]] = {
 # build-time default, so a build with -DFLOAT_PRECISION=3 prints 3.
 _OSU_DECIMALS = 2
 _PRINTED_VALUE = re.compile(rf"-?\d+\.\d{{{_OSU_DECIMALS},}}")
-_INTEGER_COLUMNS = ("size_bytes", "iterations")
+_INTEGER_COLUMNS = ("size_bytes", "iterations", _TRANSMIT)
 # osu_mbw_mr -V ("[ window size: varied ]"): no "# Size" header; a table per quantity, each after its
 # title line and headed by the window sizes ("#      " then "  %10d" per window), rows "%-7d" then
 # "  %10.*f" (bandwidth) or "  %10.2f" (rate) per window. Sources: yqin/osu-micro-benchmarks
@@ -133,9 +163,29 @@ def _header_columns(body: str, name: str, lineno: int) -> tuple[list[str], list[
         raise IngestError(TOOL, name, lineno, f"unknown column '{rest[pos:].strip()}' in the header")
     if not [c for c in cols if c not in ("size_bytes", _VALIDATION)]:
         raise IngestError(TOOL, name, lineno, "column header names no value column")
-    if cols.count(_VALIDATION) > 1:
-        raise IngestError(TOOL, name, lineno, "column header names 'Validation' twice")
+    for col, label in ((_VALIDATION, "Validation"), (_TRANSMIT, "Transmit Size")):
+        if cols.count(col) > 1:
+            raise IngestError(TOOL, name, lineno, f"column header names '{label}' twice")
+    if _VALIDATION in cols and _TRANSMIT in cols:
+        raise IngestError(TOOL, name, lineno, "column header names both 'Validation' (-c) and 'Transmit Size' (-D): "
+                                              "OSU refuses -c with -D (derived datatypes are not validated)")
     return cols, labels
+
+
+def _later_table_columns(first: tuple[int, list[str], list[str]], cols: list[str], labels: list[str],
+                         pattern: str, name: str, lineno: int) -> tuple[list[str], list[str]]:
+    """The columns of a later datatype's table (-T), headed by OMB's print_only_header: the first
+    table's columns, or (pt2pt, OMB 7.x before 7.4) 'Avg Latency(us)' in place of a bandwidth test's values."""
+    first_line, first_cols, first_labels = first
+    if cols == first_cols:
+        return cols, labels
+    values = ("bw_MBps", "msg_rate_per_s")
+    if pattern == "pt2pt" and "bw_MBps" in first_cols and "lat_us" in cols \
+            and [c for c in cols if c != "lat_us"] == [c for c in first_cols if c not in values]:
+        return first_cols, first_labels  # the rows are printed as under the first header
+    raise IngestError(TOOL, name, lineno, f"column header ({', '.join(labels)}) is not the one of the first "
+                                          f"datatype's table on line {first_line} ({', '.join(first_labels)}): "
+                                          "one OSU run prints every datatype's table with the same columns")
 
 
 def _check_header_matches_title(title: tuple[int, str], cols: list[str], name: str, lineno: int) -> None:
@@ -159,6 +209,18 @@ def _check_row(row: dict, toks: list[str], labels: list[str], name: str, lineno:
                                                   "is the row cut short?")
     if _VALIDATION in row:
         _check_validation(row, name, lineno)
+
+
+def _row_values(s: str, toks: list[str], cols: list[str], labels: list[str], name: str, lineno: int) -> list:
+    try:
+        return [t if c == _VALIDATION else int(t) if c in _INTEGER_COLUMNS else float(t) for c, t in zip(cols, toks)]
+    except ValueError:
+        pass
+    for col, tok, label in zip(cols, toks, labels):
+        if col == _TRANSMIT and re.fullmatch(r"-?\d+\.\d*|-?\.\d+", tok):
+            raise IngestError(TOOL, name, lineno, f"Transmit Size '{tok}' is not a whole number of bytes "
+                                                  "(OSU prints it as an integer, %zu)")
+    raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number")
 
 
 def _check_validation(row: dict, name: str, lineno: int) -> None:
@@ -242,6 +304,23 @@ def _matrix_row(s: str, matrix: _Matrix, ctx: dict, header_line: int, name: str,
     return new
 
 
+def _datatype(shown: str, ctx: dict, records: list[dict], matrix: _Matrix | None, name: str, lineno: int) -> None:
+    """A '# Datatype: X.' line (-T): the rows after it are measured with datatype X."""
+    if "benchmark" not in ctx:
+        raise IngestError(TOOL, name, lineno, "'# Datatype:' line before any '# OSU ... Test' title line")
+    if not _MPI_TYPE_NAME.fullmatch(shown):
+        shown = shown if len(shown) <= 40 else f"{shown[:30]}... ({len(shown)} characters)"
+        raise IngestError(TOOL, name, lineno, f"'# Datatype: {shown}' names no MPI datatype (OSU prints the "
+                                              "name MPI gives it, such as MPI_CHAR, MPI_INT or MPI_FLOAT)")
+    if records and "datatype" not in records[0]:
+        raise IngestError(TOOL, name, lineno, "'# Datatype:' line after result rows that had none: OSU prints it "
+                                              "before each datatype's rows")
+    if matrix is not None and "datatype" in ctx:
+        raise IngestError(TOOL, name, lineno, "osu_mbw_mr -V with several datatypes (-T) is not ingested: "
+                                              "run one datatype per file")
+    ctx["datatype"] = shown
+
+
 def parse(text: str, name: str = "<text>") -> list[dict]:
     ctx: dict = {"tool": TOOL}
     records: list[dict] = []
@@ -252,6 +331,8 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
     first_content = 0
     seen_sizes: dict = {}
     matrix: _Matrix | None = None  # osu_mbw_mr -V, from its "[ window size: varied ]" line
+    first_header: tuple[int, list[str], list[str]] | None = None  # (line, keys, labels) of the first table's
+    datatype_line = 0  # the last "# Datatype: X." line (-T prints one per table)
     for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
@@ -282,6 +363,10 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                     ctx["osu_version"] = m.group(2) or m.group(3)
                 cols, title_at = None, (lineno, title)
                 continue
+            if (dm := _DATATYPE.match(s)):
+                _datatype(dm.group(1), ctx, records, matrix, name, lineno)
+                datatype_line = lineno
+                continue
             if (pm := _PAIRS.search(s)):
                 ctx["pairs"] = int(pm.group(1))
             if (wm := _WINDOW.search(s)):
@@ -301,7 +386,12 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                 if "benchmark" not in ctx:
                     raise IngestError(TOOL, name, lineno, "column header before any '# OSU ... Test' title line")
                 cols, labels = _header_columns(body, name, lineno)
-                _check_header_matches_title(title_at, cols, name, lineno)
+                if first_header is not None and datatype_line > header_line:
+                    # -T: the header OMB prints again for a later datatype's table
+                    cols, labels = _later_table_columns(first_header, cols, labels, ctx["pattern"], name, lineno)
+                else:
+                    _check_header_matches_title(title_at, cols, name, lineno)
+                    first_header = first_header or (lineno, cols, labels)
                 header_line, matrix = lineno, None
             continue
         if matrix is not None and matrix.windows:
@@ -316,14 +406,14 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         if len(toks) != len(cols):
             raise IngestError(TOOL, name, lineno,
                               f"row has {len(toks)} fields, the header on line {header_line} has {len(cols)}")
-        try:
-            vals = [t if c == _VALIDATION else int(t) if c in _INTEGER_COLUMNS else float(t)
-                    for c, t in zip(cols, toks)]
-        except ValueError:
-            raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
+        vals = _row_values(s, toks, cols, labels, name, lineno)
         row = dict(zip(cols, vals))
         _check_row(row, toks, labels, name, lineno)
-        if (first := seen_sizes.setdefault(row.get("size_bytes"), lineno)) != lineno:
+        dtype = ctx.get("datatype")
+        if (first := seen_sizes.setdefault((dtype, row.get("size_bytes")), lineno)) != lineno:
+            if dtype:
+                raise IngestError(TOOL, name, lineno, f"size {row['size_bytes']} again in the {dtype} table (first on "
+                                                      f"line {first}): OSU prints each size once per datatype")
             raise IngestError(TOOL, name, lineno, f"size {row['size_bytes']} again (first on line {first}): "
                                                   "OSU prints each size once per run")
         rec = {**ctx, **row}
@@ -331,6 +421,10 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             rec["msg_rate_Mps"] = rec.pop("msg_rate_per_s") / 1e6
         if "bw_MBps" in rec:
             rec["unit_note"] = "OSU MB/s is 10^6 bytes/s (size / 1e6 * iterations / time); used as is"
+            if _TRANSMIT in rec:  # -D: OSU's MB/s and Messages/s count the bytes the derived datatype moved
+                rec["unit_note"] = ("OSU MB/s is 10^6 bytes/s; with -D it is ddt_transmit_size_bytes / 1e6 * "
+                                    "iterations / time (the bytes the derived datatype moved, not size_bytes); "
+                                    "used as is")
             if rec.get("test") == "bibw":
                 rec["unit_note"] += "; bibw is the sum of both directions"
         records.append(rec)
