@@ -277,3 +277,35 @@ def test_an_unwritable_out_dir_is_refused_before_the_study_runs(tmp_path, monkey
     fresh = tmp_path / "new" / "deep"
     assert main(["study", "--out", str(fresh), "--store", str(tmp_path / "r"), "--no-summary"]) == 0
     assert ran == [1] and (fresh / "report.html").exists()
+
+
+def test_the_commands_to_reproduce_are_ones_the_cli_accepts(tmp_path, monkeypatch, capsys):
+    """The report's Reproduce block is for pasting into a shell: every `longhaul ...` line must parse
+    (the MPI part printed `sim mpi tune --sizes` for `--size` and `--algo default,hierarchical`)."""
+    import html as html_mod
+    import shlex
+
+    import longhaul.study_models as models
+    from longhaul.cli import build_parser
+    from longhaul.sim import mpi
+
+    # A small MPI matrix (the study's takes ~10 s); the commands do not depend on it.
+    monkeypatch.setattr(models, "mpi_scenarios", lambda quick: {
+        "tuning": [mpi.scenario(osu={"bench": "bw", "size_bytes": 8192}, delay_us=1000.0, eager_threshold_bytes=t)
+                   for t in models.THRESHOLDS_BYTES],
+        "bcast": [mpi.scenario(osu={"bench": "bcast", "size_bytes": 131072}, delay_us=d, nodes=2, ppn=1, algo=a)
+                  for a in ("default", "hierarchical") for d in models.BCAST_DELAYS_US],
+        "nas": [mpi.scenario(app={"name": "is", "class": "A"}, delay_us=d, nodes=2, ppn=1) for d in (0.0, 1000.0)],
+    })
+    out = tmp_path / "o"
+    assert main(["study", "--quick", "--parts", "mpi,nfs", "--out", str(out), "--store", str(tmp_path / "r"),
+                 "--no-summary"]) == 0
+    pre = html_mod.unescape((out / "report.html").read_text().rsplit("<pre>", 1)[1].split("</pre>", 1)[0])
+    cmds = [line for line in pre.splitlines() if line.startswith("longhaul ")]
+    assert any(c.startswith("longhaul sim mpi tune ") for c in cmds) and any(" sim nfs " in c for c in cmds)
+    capsys.readouterr()
+    for cmd in cmds:
+        try:
+            build_parser().parse_args(shlex.split(cmd)[1:])
+        except SystemExit:
+            pytest.fail(f"the report's command does not parse: {cmd}\n{capsys.readouterr().err}")

@@ -104,9 +104,9 @@ def run_mpi(ctx: StudyContext) -> PartResult:
                               plots.normalised_time_vs_delay(nas, value="run_time_s", series="benchmark")))
     out.tables.append(Table("NAS class B skeletons: run time vs delay (model)",
                             [{k: r[k] for k in ("benchmark", "delay_us", "run_time_s")} for r in nas]))
-    out.commands += ["longhaul sim mpi tune --sizes 8K --delay-us 1000",
-                     "longhaul sim mpi osu --bench bcast --sizes 128K --delay-us 10,100,1000 --nodes 32 --ppn 2 "
-                     "--algo default,hierarchical",
+    out.commands += ["longhaul sim mpi tune --size 8K --delay-us 1000",
+                     *(f"longhaul sim mpi osu --bench bcast --sizes 128K --delay-us 10,100,1000 --nodes 32 --ppn 2 "
+                       f"--algo {a}" for a in ("default", "hierarchical")),
                      "longhaul sim mpi app --app is,ft,cg --class B --delay-us 0,10,100,1000,10000 --nodes 16 --ppn 2"]
     return out
 
