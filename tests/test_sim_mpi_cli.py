@@ -363,3 +363,11 @@ def test_malformed_trace_reports_file_and_line(cli, tmp_path):
     long.write_text("ranks 2\n0 compute 1e15\n0 send 1 100\n1 recv 0 100\n")
     proc = cli("sim", "mpi", "replay", str(long))
     assert proc.returncode == 2 and f"{long}:2: compute: time" in proc.stderr and "[0, 1e8]" in proc.stderr
+
+
+def test_help_states_the_ranges_the_options_enforce(cli):
+    """--help gives each option's range as the refusal states it (--rndv-threshold said only '>= 0')."""
+    text = " ".join(cli("sim", "mpi", "osu", "--help", check=True).stdout.split())
+    assert "(K/M suffixes; 0..1G; default 8K, MVAPICH2's)" in text
+    assert "messages per window for bw/bibw/mbw_mr (1..65536; default 64)" in text
+    assert "65537 is out of range [1, 65536]" in cli("sim", "mpi", "osu", "--bench", "bw", "--window", "65537").stderr

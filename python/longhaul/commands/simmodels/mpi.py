@@ -47,7 +47,7 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
                         "binomial|scatter-ring|scatter-rd, allreduce recursive-doubling|rabenseifner, alltoall "
                         "pairwise|scattered|bruck, scatter binomial|linear (apps and traces: where it fits)")
     p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
-                   help="eager/rendezvous threshold in bytes (K/M suffixes; >= 0; default 8K, MVAPICH2's)")
+                   help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default 8K, MVAPICH2's)")
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
     p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
                    help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
@@ -99,7 +99,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="process pairs for mbw_mr (1..2048: a job has at most 4096 ranks; default 1)")
     o.add_argument("--iterations", type=units.whole(1, 10**6), default=None, metavar="N",
                    help="measured iterations (1..1e6; default 10)")
-    o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (64)")
+    o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (1..65536; default 64)")
     _common(o, formats=(*FORMATS, "osu"))
     t = o.add_argument_group("MPI over TCP (--transport tcp)")
     t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
