@@ -477,3 +477,13 @@ def test_renames_are_synced_to_their_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "_fsync_dir", lambda d: (synced.append(Path(d)), real(d)))
     Store(tmp_path).put({"kind": "demo"}, RECS, source="sim")
     assert tmp_path / "runs" in synced and tmp_path in synced
+
+
+def test_sim_saves_no_run_so_the_missing_store_message_does_not_say_it_does(cli, tmp_path, monkeypatch):
+    store = tmp_path / "st"
+    monkeypatch.setenv("LONGHAUL_STORE", str(store))
+    cli("sim", "verbs", "--sizes", "64K", "--iterations", "10", "--format", "csv", check=True)
+    assert not store.exists()                       # `longhaul sim` prints its records and stores nothing
+    proc = cli("results", "ls")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "give --store DIR of a store that a sweep, study, emu or ingest saved runs to" in proc.stderr, proc.stderr
