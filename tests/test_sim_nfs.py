@@ -86,8 +86,10 @@ def test_each_ipoib_reply_goes_as_full_segments_and_one_short_one(cli):
 def test_help_lists_units_defaults_and_ranges(cli):
     out = cli("sim", "nfs", "--help", check=True).stdout
     for text in ("--transport", "--delay-us", "--distance-km", "--distance-miles", "--threads", "--rsize",
-                 "--record-bytes", "--file-bytes", "--slots", "--format", "ipoib-rc", "4K..1M", "1..1024"):
+                 "--record-bytes", "--file-bytes", "--slots", "--format", "ipoib-rc", "4K..1M", "1..1024",
+                 "(record..1T; default 512M)"):
         assert text in out, text
+    assert "out of range [262144, 1099511627776]" in cli("sim", "nfs", "--file-bytes", "2T").stderr
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -41,7 +41,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--rsize", default=None, metavar="BYTES",
                    help="bytes per NFS READ, the mount's rsize (4K..1M; default 32K, the early Linux NFS/RDMA client's maximum)")
     p.add_argument("--record-bytes", default=None, metavar="BYTES", help="IOzone record size (4K..1G; default 256K)")
-    p.add_argument("--file-bytes", default=None, metavar="BYTES", help="IOzone file size (>= record; default 512M)")
+    p.add_argument("--file-bytes", default=None, metavar="BYTES", help="IOzone file size (record..1T; default 512M)")
     p.add_argument("--simulated-bytes", default=None, metavar="BYTES",
                    help="bytes of the file actually simulated (record..file; default 32M or the file)")
     p.add_argument("--slots", type=units.whole(1, 65536), default=None, metavar="N",
