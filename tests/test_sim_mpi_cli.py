@@ -371,3 +371,18 @@ def test_help_states_the_ranges_the_options_enforce(cli):
     assert "(K/M suffixes; 0..1G; default 8K, MVAPICH2's)" in text
     assert "messages per window for bw/bibw/mbw_mr (1..65536; default 64)" in text
     assert "65537 is out of range [1, 65536]" in cli("sim", "mpi", "osu", "--bench", "bw", "--window", "65537").stderr
+
+
+def test_help_gives_each_verb_its_own_default_node_count(cli, tmp_path):
+    """app and replay said 'what the benchmark needs ... 4 for collectives', osu's rule, not theirs."""
+    def nodes_help(verb):
+        text = " ".join(cli("sim", "mpi", verb, "--help", check=True).stdout.split())
+        return text.split("--nodes N ", 1)[1].split(" --ppn P ", 1)[0]
+
+    assert nodes_help("osu").endswith("4 for collectives)")
+    assert nodes_help("app") == "nodes per cluster (1..4096; default: 1)"
+    assert records(cli, "app", "--app", "is", "--class", "A")[0]["nodes"] == 1
+    assert nodes_help("replay") == "nodes per cluster (1..4096; default: enough for the trace's ranks, half in each cluster, --ppn per node)"
+    trace = tmp_path / "six.trace"
+    trace.write_text("ranks 6\n0 send 1 8\n1 recv 0 8\n")
+    assert [(r["nodes"], r["ranks"]) for r in records(cli, "replay", str(trace), "--ppn", "2")] == [(2, 6)]

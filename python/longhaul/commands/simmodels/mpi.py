@@ -23,7 +23,11 @@ TUNE_COLUMNS = ["size_bytes", "delay_us", "default_threshold_bytes", "default_bw
 TUNE_UD_COLUMNS = ["ud_retry_timeout_us", "best_ud_retry_timeout_us", "ud_retry_gain_pct"]
 
 
-def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, ...] = FORMATS) -> None:
+OSU_NODES = "what the benchmark needs: one rank pair for point-to-point, --pairs for mbw_mr, 4 for collectives"
+
+
+def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, ...] = FORMATS,
+            nodes_default: str = OSU_NODES) -> None:
     if where:
         g = p.add_mutually_exclusive_group()
         g.add_argument("--delay-us", default=None, metavar="LIST",
@@ -31,8 +35,7 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
         g.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km)")
         g.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
     p.add_argument("--nodes", type=units.whole(1, 4096), default=None, metavar="N",
-                   help="nodes per cluster (1..4096; default: what the benchmark needs: one rank pair for "
-                        "point-to-point, --pairs for mbw_mr, 4 for collectives)")
+                   help=f"nodes per cluster (1..4096; default: {nodes_default})")
     p.add_argument("--ppn", type=units.whole(1, 256), default=None, metavar="P", help="processes per node (1..256; default 1)")
     p.add_argument("--placement", choices=mpi.PLACEMENTS, default=None,
                    help="rank placement: block (ranks 0..NP-1 in cluster A) or cyclic (default block)")
@@ -124,13 +127,13 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="compute time per iteration (us, 0..1e8; default from NAS operation counts and the node)")
     a.add_argument("--iterations", type=units.whole(1, 100000), default=None, metavar="N",
                    help="iterations to simulate and report (default: the class's, at most 10 simulated)")
-    _common(a)
+    _common(a, nodes_default="1")
     a.set_defaults(func=run_app)
 
     r = sub.add_parser("replay", help="replay a text trace", formatter_class=fmt,
                        description="Replay a trace (format: README, MPI across clusters, trace format; 'ranks N' then 'RANK EVENT ...' lines).")
     r.add_argument("trace", metavar="TRACE", help="trace file")
-    _common(r)
+    _common(r, nodes_default="enough for the trace's ranks, half in each cluster, --ppn per node")
     r.set_defaults(func=run_replay)
 
     t = sub.add_parser("tune", help="eager threshold and process pairs that maximise bandwidth", formatter_class=fmt,
