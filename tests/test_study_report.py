@@ -198,8 +198,9 @@ def test_measured_part_uses_ingested_runs(tmp_path, fake_sim, fake_validation, c
     fix = Path(__file__).parent / "fixtures" / "ingest"
     store = tmp_path / "res"
     for d in ("0", "1000"):
-        assert main(["ingest", str(fix / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", d,
-                     "--store", str(store), "--label", "site-a", "--format", "csv"]) == 0
+        for f in ("perftest_write_bw_mb.txt", "perftest_read_bw_gbits.txt"):
+            assert main(["ingest", str(fix / f), "--tool", "perftest", "--delay-us", d,
+                         "--store", str(store), "--label", "site-a", "--format", "csv"]) == 0
     capsys.readouterr()
     assert main(["study", "--quick", "--parts", "s1-verbs,measured", "--out", str(tmp_path / "o"),
                  "--store", str(store)]) == 0
@@ -211,6 +212,11 @@ def test_measured_part_uses_ingested_runs(tmp_path, fake_sim, fake_validation, c
     assert "Measured perftest bandwidth" in html and "Decrease per mile" in html
     # the comparison table carries the measured peak (916.86 MiB/s printed -> 961.4 MB/s)
     assert "961.4" in html
+    # A write and a read bandwidth (another adapter, 2 QPs) at one size are two series, never one
+    # averaged one: 65536 B has a row of each, and the command to redo it splits the same way.
+    dpm = html[html.index("Decrease per mile"):]
+    assert "mthca0" in dpm and "mlx4_0" in dpm and ">write<" in dpm and ">read<" in dpm, dpm[:3000]
+    assert "--by kind,device,op,qps,size_bytes" in html
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -358,11 +358,16 @@ def run_measured(ctx: StudyContext) -> PartResult:
         out.figures.append(Figure(f"measured_{tool}_bw_vs_size", f"Measured {tool} bandwidth vs message size per delay",
                                   plots.bandwidth_vs_size(sel, title=f"Measured ({tool}): bandwidth vs size")))
     delays = {float(r["delay_us"]) for r in bw}
+    from longhaul.analysis.profiles import varying_configuration
+
+    # One series per tool and per configuration that varies (test, source, streams, ...): never
+    # averages an ib_write_bw with an ib_read_bw, or an emulated run with a measured one.
+    varying = tuple(c for c in varying_configuration(bw, "bw_MBps") if c != "tool")
     if len(delays) >= 2:
         from longhaul.analysis import decrease_per_mile
 
         try:
-            rows = decrease_per_mile(bw, by=("tool", "size_bytes"))
+            rows = decrease_per_mile(bw, by=("tool", *varying, "size_bytes"))
             out.tables.append(Table("Decrease per mile of measured bandwidth (Hoeffding 95% bound, B = observed max)",
                                     [r for r in rows if r["estimate"] == "mean D"]))
         except UserError as err:
@@ -370,7 +375,8 @@ def run_measured(ctx: StudyContext) -> PartResult:
     else:
         out.notes.append("decrease per mile needs measurements at two or more delays")
     out.commands.append("longhaul results ls --source measured")
-    out.commands.append("longhaul analyse dpm --source measured --by kind,size_bytes --bound-MBps 1000")
+    out.commands.append(f"longhaul analyse dpm --source measured --by {','.join(('kind', *varying, 'size_bytes'))} "
+                        "--bound-MBps 1000")
     return out
 
 

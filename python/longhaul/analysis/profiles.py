@@ -62,6 +62,53 @@ def _check_by(records: Sequence[dict], by: Sequence[str]) -> None:
                             f"(columns present: {column_list(present_columns(records))})")
 
 
+#: Columns that say what was measured and how, not what came out. Records that differ in one of them
+#: are different measurements (an RC and a UD bandwidth, a sim and a measured one, 1 and 4 streams),
+#: never repeats of one: a series averages or fits only records that agree on all of them. Counters,
+#: timings, iteration counts, seeds and labels are not here: repeats may differ in those.
+CONFIGURATION_COLUMNS = (
+    "source", "tool", "device", "transport", "op", "test", "bench", "workload", "app", "class", "algo", "datatype",
+    "cc", "stack", "streams", "qps", "pairs", "ranks", "nodes", "ppn", "ranks_per_cluster", "placement", "mpi",
+    "tx_depth", "rx_depth", "outstanding_reads", "window_msgs", "window_bytes", "mtu_bytes", "rmem_max_bytes",
+    "eager_threshold_bytes", "rndv_protocol", "testbed", "hca", "node", "link", "rate_gbps", "wan_gbps", "loss",
+    "cross_gbps", "threads", "rsize_bytes", "record_bytes",
+)
+
+
+def _valued(records: Sequence[dict], value: str, x: str) -> list[dict]:
+    """The records a profile of ``value`` over ``x`` uses (both numeric)."""
+    return [r for r in records if _num(r.get(value)) is not None and _num(r.get(x)) is not None]
+
+
+def varying_configuration(records: Sequence[dict], value: str, x: str = "delay_us") -> list[str]:
+    """The configuration columns whose value differs between the records with a ``value``."""
+    used = _valued(records, value, x)
+    return [c for c in CONFIGURATION_COLUMNS if len({_text(r.get(c)) for r in used if r.get(c) is not None}) > 1]
+
+
+def mixed_configuration(records: Sequence[dict], value: str, x: str, by: Sequence[str]) -> tuple[dict, str, list]:
+    """The first ``by`` group whose records differ in a configuration column outside ``by``, as
+    (group, column, its values); ``({}, "", [])`` when every group is one configuration."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in _valued(records, value, x):
+        groups[tuple(r.get(b) for b in by)].append(r)
+    for g in sorted(groups, key=_sort_key):
+        for c in CONFIGURATION_COLUMNS:
+            if c in by:
+                continue
+            vals = sorted({_text(r.get(c)) for r in groups[g] if r.get(c) is not None})
+            if len(vals) > 1:
+                return dict(zip(by, g)), c, vals
+    return {}, "", []
+
+
+def _text(v) -> str:
+    """A configuration value as text; whole floats as ints, so 1 and 1.0 are one value."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
 def group_values(records: Sequence[dict], value: str, x: str, by: Sequence[str]) -> dict[tuple, dict[float, list[float]]]:
     """{group key tuple: {x value: [values...]}} with non-numeric rows skipped."""
     _check_columns(records, [value, x])

@@ -32,8 +32,9 @@ def _common(p, value: str | None = "bw_MBps") -> None:
     _selection(p)
     if value:
         p.add_argument("--value", default=value, help=f"column to analyse (default {value})")
-        p.add_argument("--by", default=None, help="comma list of columns that split the series (default size_bytes "
-                                                  "when the records have sizes, else none: NFS runs have none)")
+        p.add_argument("--by", default=None, help="comma list of columns that split the series (default: every "
+                                                  "configuration column that varies, e.g. transport or streams, "
+                                                  "then size_bytes when the records have sizes)")
     p.add_argument("--where", action="append", default=[], metavar="COL=V1,V2",
                    help="keep records whose column equals one of the values (repeatable), e.g. test=bw")
     p.add_argument("--format", choices=FORMATS, default="table")
@@ -241,7 +242,7 @@ def _check_one_kind(args, recs: list[dict]) -> None:
     """Refuse to average (or fit) records of runs of different kinds: a verbs bandwidth and an NFS
     throughput at the same size and delay are different measurements. ``--by kind,...`` keeps
     them apart, so then it is fine."""
-    by = _by(args, recs) if hasattr(args, "by") else ()
+    by = _by_columns(args, recs) if hasattr(args, "by") else ()
     if "kind" in by:
         return
     kinds = sorted({str(r["kind"]) or "(none)" for r in recs if r.get("kind") is not None})
@@ -285,12 +286,31 @@ def select(args, prefix: str = "") -> list[dict]:
     return recs
 
 
-def _by(args, recs: list[dict]) -> tuple[str, ...]:
-    """--by's columns; left out, size_bytes if the records have message sizes."""
+def _by_columns(args, recs: list[dict]) -> tuple[str, ...]:
+    """--by's columns; left out, the configuration columns that vary in the selection (one series
+    per configuration: transport, streams, source, ...), then size_bytes if the records have sizes."""
+    from longhaul.analysis.profiles import varying_configuration
     from longhaul.units import list_items
     if args.by is None:
-        return ("size_bytes",) if any(r.get("size_bytes") is not None for r in recs) else ()
+        sizes = ("size_bytes",) if any(r.get("size_bytes") is not None for r in recs) else ()
+        return tuple(varying_configuration(recs, args.value)) + sizes
     return tuple(list_items(args.by, "--by", "a column name"))
+
+
+def _by(args, recs: list[dict]) -> tuple[str, ...]:
+    """--by's columns, refused when a series would average different measurements: records that
+    differ in a configuration column --by leaves out are not repeats of one measurement."""
+    from longhaul.analysis.profiles import mixed_configuration
+
+    by = _by_columns(args, recs)
+    group, col, vals = mixed_configuration(recs, args.value, "delay_us", by)
+    if col:
+        series = f" in the series {', '.join(f'{k}={v}' for k, v in group.items())}" if group else ""
+        raise UserError(f"analysis: records with different {col} ({', '.join(vals)}) would be averaged together"
+                        f"{series}; they are different measurements, not repeats: add it to --by "
+                        f"(--by {','.join((col,) + by)}), choose one with --where {col}={vals[0]}, or leave --by "
+                        "out (it then splits by every such column)")
+    return by
 
 
 # --------------------------------------------------------------------------- verbs
