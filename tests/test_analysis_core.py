@@ -490,19 +490,25 @@ def test_cli_records_of_different_configurations_are_never_averaged_as_repeats(c
     # An RC and a UD bandwidth at one size and delay are two measurements: the profile averaged them
     # (n = 2) and `stability` called their difference a 30-120% spread over repeated runs.
     store = str(tmp_path / "st")
-    grid = '{"transport": ["rc", "ud"], "size_bytes": [2048], "delay_us": [0, 100], "iterations": [20]}'
+    grid = '{"transport": ["rc", "ud"], "size_bytes": [1024, 2048], "delay_us": [0, 100], "iterations": [20]}'
     cli("sweep", "verbs", "--grid", grid, "--store", store, check=True)
     runs = json.loads(cli("analyse", "profile", "--store", store, "--format", "json", check=True).stdout)
-    assert sorted((r["transport"], r["delay_us"], r["n"]) for r in runs) == [
-        ("rc", 0, 1), ("rc", 100, 1), ("ud", 0, 1), ("ud", 100, 1)]
+    assert sorted((r["transport"], r["size_bytes"], r["delay_us"], r["n"]) for r in runs) == [
+        (t, s, d, 1) for t in ("rc", "ud") for s in (1024, 2048) for d in (0, 100)]
     for cmd in ("profile", "stability", "dpm"):
         p = cli("analyse", cmd, "--store", store, "--by", "size_bytes")
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
-        assert "different transport (rc, ud) would be averaged together in the series size_bytes=2048" in p.stderr
+        assert "different transport (rc, ud) would be averaged together in the series size_bytes=1024" in p.stderr
         assert "--by transport,size_bytes" in p.stderr and "--where transport=rc" in p.stderr, p.stderr
     split = json.loads(cli("analyse", "stability", "--store", store, "--by", "transport,size_bytes",
                            "--format", "json", check=True).stdout)
     assert all(r["n"] == 1 and r["bw_MBps_std"] == 0 for r in split)
     one = json.loads(cli("analyse", "stability", "--store", store, "--by", "size_bytes", "--where", "transport=ud",
                          "--format", "json", check=True).stdout)
-    assert [r["n"] for r in one] == [1, 1]
+    assert [r["n"] for r in one] == [1, 1, 1, 1]
+    # One fit is one configuration too: the window model does not take the transport as a variable.
+    p = cli("analyse", "calibrate", "--store", store)
+    assert p.returncode == 2 and p.stderr == ("longhaul: error: calibrate: the records mix transport rc, ud, different "
+                                              "measurements the window model does not take as a variable; fit one at a "
+                                              "time (--where transport=rc)\n"), p.stderr
+    cli("analyse", "calibrate", "--store", store, "--where", "transport=rc", check=True)

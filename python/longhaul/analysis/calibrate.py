@@ -245,6 +245,9 @@ class CalibrationModel:
     aliases: dict = field(default_factory=dict)
     #: data-driven starting point(s) tried besides params0; the fit with the least RSS wins
     start: Callable | None = None
+    #: configuration columns that may vary within one fit because they only move a column above
+    #: (the MTU sets the MSS); any other varying one (transport, cc, ...) makes the fit refused
+    varies_through_columns: tuple[str, ...] = ()
 
 
 MODELS = {
@@ -263,5 +266,6 @@ MODELS = {
         column_defaults={"streams": 1.0, "mss_bytes": 1448.0},
         needs_spread={"stack_per_byte_ns": "mss_bytes"},
         aliases={"mss_bytes": "tcp_mss_bytes"},   # iperf3 -J's name (longhaul ingest)
-        start=tcp_stack_start),
+        start=tcp_stack_start,
+        varies_through_columns=("mtu_bytes",)),
 }

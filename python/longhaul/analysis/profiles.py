@@ -86,15 +86,17 @@ def varying_configuration(records: Sequence[dict], value: str, x: str = "delay_u
     return [c for c in CONFIGURATION_COLUMNS if len({_text(r.get(c)) for r in used if r.get(c) is not None}) > 1]
 
 
-def mixed_configuration(records: Sequence[dict], value: str, x: str, by: Sequence[str]) -> tuple[dict, str, list]:
-    """The first ``by`` group whose records differ in a configuration column outside ``by``, as
-    (group, column, its values); ``({}, "", [])`` when every group is one configuration."""
+def mixed_configuration(records: Sequence[dict], value: str, x: str, by: Sequence[str],
+                        free: Sequence[str] = ()) -> tuple[dict, str, list]:
+    """The first ``by`` group whose records differ in a configuration column outside ``by`` and
+    ``free`` (the columns a fit takes as variables), as (group, column, its values);
+    ``({}, "", [])`` when every group is one configuration."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in _valued(records, value, x):
         groups[tuple(r.get(b) for b in by)].append(r)
     for g in sorted(groups, key=_sort_key):
         for c in CONFIGURATION_COLUMNS:
-            if c in by:
+            if c in by or c in free:
                 continue
             vals = sorted({_text(r.get(c)) for r in groups[g] if r.get(c) is not None})
             if len(vals) > 1:

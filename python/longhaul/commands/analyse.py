@@ -447,6 +447,14 @@ def cmd_calibrate(args) -> int:
         v = get(r, c)
         return _calibration_number(i, c, m.column_defaults[c] if v is None else v, _CALIBRATION_MIN[c])
 
+    from longhaul.analysis.profiles import mixed_configuration
+
+    # One fit is one configuration: its model's columns vary, nothing else that says what was measured.
+    free = (*m.columns, *m.aliases.values(), *m.varies_through_columns)
+    _, col, vals = mixed_configuration(recs, args.value, "delay_us", (), free=free)
+    if col:
+        raise UserError(f"calibrate: the records mix {col} {', '.join(vals)}, different measurements the {args.model} "
+                        f"model does not take as a variable; fit one at a time (--where {col}={vals[0]})")
     x = np.array([[column(i, r, c) for c in m.columns] for i, r in enumerate(recs)])
     y = np.array([_calibration_number(i, args.value, r[args.value], None) for i, r in enumerate(recs)])
     p0 = dict(m.params0)
