@@ -414,7 +414,8 @@ def test_cli_a_selection_mixing_kinds_is_refused_unless_split_by_kind(two_kinds_
 
 def test_cli_where_names_an_empty_value_an_unknown_column_and_a_value_no_record_has(measured_store, capsys):
     s = ["analyse", "profile", "--store", str(measured_store)]
-    for where, words in [("size_bytes=", "--where 'size_bytes=': no value; use COLUMN=VALUE[,VALUE...]"),
+    for where, words in [("size_bytes=", "--where 'size_bytes=': no value; use COLUMN=VALUE[,VALUE...], e.g. size_bytes=2"),
+                         ("delay_us=", "--where 'delay_us=': no value; use COLUMN=VALUE[,VALUE...], e.g. delay_us=0"),
                          ("size_bytes=65536,", "--where 'size_bytes=65536,': empty item"),
                          ("nope=1", "--where 'nope=1': column 'nope' is in no selected record (columns present: "),
                          ("size_bytes=99", "--where 'size_bytes=99': no selected record has size_bytes = 99 "

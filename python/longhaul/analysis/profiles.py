@@ -83,7 +83,7 @@ def _valued(records: Sequence[dict], value: str, x: str) -> list[dict]:
 def varying_configuration(records: Sequence[dict], value: str, x: str = "delay_us") -> list[str]:
     """The configuration columns whose value differs between the records with a ``value``."""
     used = _valued(records, value, x)
-    return [c for c in CONFIGURATION_COLUMNS if len({_text(r.get(c)) for r in used if r.get(c) is not None}) > 1]
+    return [c for c in CONFIGURATION_COLUMNS if len({value_text(r.get(c)) for r in used if r.get(c) is not None}) > 1]
 
 
 def mixed_configuration(records: Sequence[dict], value: str, x: str, by: Sequence[str],
@@ -98,14 +98,14 @@ def mixed_configuration(records: Sequence[dict], value: str, x: str, by: Sequenc
         for c in CONFIGURATION_COLUMNS:
             if c in by or c in free:
                 continue
-            vals = sorted({_text(r.get(c)) for r in groups[g] if r.get(c) is not None})
+            vals = sorted({value_text(r.get(c)) for r in groups[g] if r.get(c) is not None})
             if len(vals) > 1:
                 return dict(zip(by, g)), c, vals
     return {}, "", []
 
 
-def _text(v) -> str:
-    """A configuration value as text; whole floats as ints, so 1 and 1.0 are one value."""
+def value_text(v) -> str:
+    """A value as text; whole floats as ints, so 1 and 1.0 are one value."""
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)

@@ -161,14 +161,8 @@ def _auto(v: str):
     return v
 
 
-def _value_text(v) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def _where(records: list[dict], clauses: list[str]) -> list[dict]:
-    from longhaul.analysis.profiles import LIST_LIMIT, column_list, present_columns
+    from longhaul.analysis.profiles import LIST_LIMIT, column_list, present_columns, value_text
     from longhaul.units import list_items
 
     if not clauses:
@@ -181,7 +175,9 @@ def _where(records: list[dict], clauses: list[str]) -> list[dict]:
             raise UserError(f"--where '{c}': use COLUMN=VALUE[,VALUE...], e.g. test=bw")
         items = list_items(vals, f"--where '{c}'", "a value")
         if not items:
-            raise UserError(f"--where '{c}': no value; use COLUMN=VALUE[,VALUE...], e.g. {col}=65536")
+            have = sorted({r[col] for r in records if r.get(col) is not None}, key=_value_sort)
+            example = value_text(have[0]) if have else "65536"   # a value the records hold, where they hold one
+            raise UserError(f"--where '{c}': no value; use COLUMN=VALUE[,VALUE...], e.g. {col}={example}")
         if col not in present:
             raise UserError(f"--where '{c}': column '{col}' is in no selected record "
                             f"(columns present: {column_list(present)})")
@@ -190,7 +186,7 @@ def _where(records: list[dict], clauses: list[str]) -> list[dict]:
         kept = [r for r in records if r.get(col) is not None and _match_key(r[col]) in allowed]
         if not kept and records:
             have = sorted({r[col] for r in records if r.get(col) is not None}, key=_value_sort)
-            shown = ", ".join(_value_text(v) for v in have[:LIST_LIMIT])
+            shown = ", ".join(value_text(v) for v in have[:LIST_LIMIT])
             more = f" and {len(have) - LIST_LIMIT} more" if len(have) > LIST_LIMIT else ""
             raise UserError(f"--where '{c}': no selected record has {col} = {' or '.join(items)} "
                             f"(values present: {shown}{more})")
