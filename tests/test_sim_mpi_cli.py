@@ -386,3 +386,15 @@ def test_help_gives_each_verb_its_own_default_node_count(cli, tmp_path):
     trace = tmp_path / "six.trace"
     trace.write_text("ranks 6\n0 send 1 8\n1 recv 0 8\n")
     assert [(r["nodes"], r["ranks"]) for r in records(cli, "replay", str(trace), "--ppn", "2")] == [(2, 6)]
+
+
+def test_tune_help_offers_only_the_options_tune_takes(cli):
+    # tune refuses --nodes, --ppn, --placement, --rndv-threshold and --algo (it sizes the job and
+    # searches the threshold itself); its help listed them all the same.
+    tune = cli("sim", "mpi", "tune", "--help", check=True).stdout
+    osu = cli("sim", "mpi", "osu", "--help", check=True).stdout
+    for option in ("--nodes N", "--ppn P", "--placement", "--rndv-threshold SIZE", "--algo"):
+        assert option in osu and option not in tune, option
+    assert "--rndv-protocol" in tune and "--send-wqes N" in tune
+    p = cli("sim", "mpi", "tune", "--size", "8K", "--rndv-threshold", "16K")
+    assert p.returncode == 2 and p.stderr.startswith("longhaul: error: --rndv-threshold: tune searches"), p.stderr

@@ -141,6 +141,11 @@ def register(models: argparse._SubParsersAction) -> None:
                                    "message size and print the best with the predicted gain.")
     t.add_argument("--size", required=True, metavar="SIZE", help="message size (bytes, K/M suffixes)")
     _common(t)
+    # tune sizes the job and searches the threshold itself: these are still parsed, to be refused with
+    # the reason (run_tune), but its help does not offer them.
+    for action in t._actions:
+        if set(action.option_strings) & set(TUNE_REFUSES):
+            action.help = argparse.SUPPRESS
     t.set_defaults(func=run_tune)
 
 
@@ -348,6 +353,10 @@ def run_replay(args: argparse.Namespace) -> int:
     emit(recs, args.format, ["ranks", "delay_us", "distance_km", "run_time_s", "messages", "status"],
          title=f"longhaul sim mpi replay {path.name}")
     return 0
+
+
+#: Options of the other verbs that tune refuses (run_tune says why).
+TUNE_REFUSES = ("--nodes", "--ppn", "--placement", "--rndv-threshold", "--algo")
 
 
 def run_tune(args: argparse.Namespace) -> int:
