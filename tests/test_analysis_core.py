@@ -513,3 +513,20 @@ def test_cli_records_of_different_configurations_are_never_averaged_as_repeats(c
                                               "measurements the window model does not take as a variable; fit one at a "
                                               "time (--where transport=rc)\n"), p.stderr
     cli("analyse", "calibrate", "--store", store, "--where", "transport=rc", check=True)
+
+
+def test_cli_balance_of_the_simulators_own_mpi_runs(cli, tmp_path):
+    # The simulator's MPI records name the benchmark `bench` (OSU output: `test`): balance found
+    # "no (test, size_bytes)" in a store of `sweep mpi` runs.
+    store = str(tmp_path / "st")
+    for label, layout in (("intra", ', "nodes": [1], "ppn": [2]'), ("inter", "")):
+        for bench, size in (("bw", 4194304), ("latency", 4)):
+            grid = f'{{"osu": {{"bench": "{bench}", "size_bytes": {size}}}, "delay_us": [0]{layout}}}'
+            cli("sweep", "mpi", "--grid", grid, "--store", store, "--label", label, check=True)
+    out = json.loads(cli("analyse", "balance", "--store", store, "--intra-label", "intra", "--inter-label", "inter",
+                         "--format", "json", check=True).stdout)
+    ratio = {r["metric"]: r["ratio"] for r in out["summary"]}
+    # s1: two ranks copying through one node's memory (1500 MB/s) against 4x SDR's ~987 MB/s; a
+    # shared-memory hop against the adapters and switch for latency.
+    assert set(ratio) == {"bandwidth", "latency"}
+    assert 1.3 < ratio["bandwidth"] < 1.7 and ratio["latency"] < 1, ratio

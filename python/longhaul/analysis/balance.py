@@ -27,7 +27,8 @@ METRICS = {  # test name in records -> (metric label, value column)
 def _index(records: Sequence[dict]) -> dict[tuple[str, int], float]:
     out: dict[tuple[str, int], list[float]] = {}
     for r in records:
-        test = str(r.get("test", ""))
+        # OSU output (ingested or emulated) names the benchmark `test`; the simulator's MPI records `bench`.
+        test = str(r.get("test") or r.get("bench") or "")
         if test not in METRICS:
             continue
         col = METRICS[test][1]
