@@ -20,19 +20,38 @@ def register(subparsers) -> None:
         description="Parse a benchmark's printed output and save it as a 'measured' run. Bandwidths are "
                     "converted to MB/s with MB = 10^6 bytes (perftest's MB/sec and MiB/sec are 2^20 bytes/s).")
     p.add_argument("files", nargs="+", metavar="FILE", help="output file(s) of the tool")
-    p.add_argument("--tool", required=True, choices=TOOLS, help="which tool printed the file")
+    add_measurement_options(p, "printed the file")
+    p.add_argument("--source", choices=("measured", "emu"),
+                   help="measured on real links (default) or through the link emulator; OSU text that longhaul "
+                        "printed says which it is (sim for the model's, emu for the emulator's port)")
+    add_output_options(p)
+    p.set_defaults(func=cmd_ingest)
+
+
+def add_measurement_options(p, tool_did: str) -> None:
+    """--tool, the delay or distance, --label: the facts of a measurement (``ingest`` and ``measure``)."""
+    p.add_argument("--tool", required=True, choices=TOOLS, help=f"which tool {tool_did}")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--delay-us", help="one-way WAN delay of the measurement in microseconds")
     where.add_argument("--distance-km", help="or: the fibre distance in km (5 us per km)")
     where.add_argument("--distance-miles", help="or: the fibre distance in miles")
     p.add_argument("--label", default="", help="free text naming the site/setup, e.g. site-a")
-    p.add_argument("--source", choices=("measured", "emu"),
-                   help="measured on real links (default) or through the link emulator; OSU text that longhaul "
-                        "printed says which it is (sim for the model's, emu for the emulator's port)")
+
+
+def add_output_options(p, dry_run: str = "parse and print, store nothing") -> None:
     add_store_option(p)
-    p.add_argument("--dry-run", action="store_true", help="parse and print, store nothing")
+    p.add_argument("--dry-run", action="store_true", help=dry_run)
     p.add_argument("--format", choices=FORMATS, default="table")
-    p.set_defaults(func=cmd_ingest)
+
+
+def one_delay(args, verb: str, what: str) -> float | None:
+    """The one delay (us) --delay-us / --distance-km / --distance-miles gives, None when none is given."""
+    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
+        return None
+    delays = delays_from_options(args.delay_us, args.distance_km, args.distance_miles)
+    if len(delays) != 1:
+        raise UserError(f"{verb}: give one delay or distance {what}")
+    return delays[0]
 
 
 #: the title `longhaul.osu_text` gives OSU-style text (see ``longhaul.ingest.osu``): who made it
@@ -54,20 +73,23 @@ def _source(path: str, records: list[dict], given: str | None) -> str:
 
 
 def cmd_ingest(args) -> int:
-    delay = None
-    if args.delay_us is not None or args.distance_km is not None or args.distance_miles is not None:
-        delays = delays_from_options(args.delay_us, args.distance_km, args.distance_miles)
-        if len(delays) != 1:
-            raise UserError("ingest: give one delay or distance per file (the one it was measured at)")
-        delay = delays[0]
+    delay = one_delay(args, "ingest", "per file (the one it was measured at)")
     store = None if args.dry_run else store_from_args(args)
     parsed = [(f, *ingest_file(f, args.tool, delay_us=delay, label=args.label)) for f in args.files]
+    return store_and_print(args, store, parsed)
+
+
+def store_and_print(args, store, parsed: list[tuple[str, dict, list[dict]]], times: dict | None = None) -> int:
+    """Store each parsed output ``(name, scenario, records)`` as one run (none when ``store`` is None:
+    --dry-run), after checking them all, and print their records as ``--format`` says. ``times``:
+    the run's started_utc and finished_utc (those of the measurement; default: now)."""
     all_records = []
-    sources = [_source(f, records, args.source) for f, _, records in parsed]
-    for (f, scenario, records), source in zip(parsed, sources):  # every file checked before anything is stored
+    sources = [_source(name, records, getattr(args, "source", None)) for name, _, records in parsed]
+    for (name, scenario, records), source in zip(parsed, sources):  # every file checked before anything is stored
         if store is not None:
-            run_id = store.put(scenario, records, source=source, label=args.label)
-            print(f"{f}: {_count(len(records), 'record')} stored as run {run_id[:12]} in '{store.root}'", file=sys.stderr)
+            run_id = store.put(scenario, records, source=source, label=args.label, **(times or {}))
+            print(f"{name}: {_count(len(records), 'record')} stored as run {run_id[:12]} in '{store.root}'",
+                  file=sys.stderr)
         all_records.extend(records)
     cols = [c for c in SHOW if any(c in r for r in all_records)]
     emit(all_records, args.format, columns=cols if args.format == "table" else None,

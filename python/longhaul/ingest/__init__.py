@@ -91,37 +91,51 @@ def parse_text(text: str, tool: str, name: str = "<text>") -> list[dict]:
     return parse(text, name)
 
 
-def read_text(path: str | os.PathLike, tool: str) -> tuple[str, bytes]:
+def decode_output(data: bytes, tool: str, name: str) -> str:
+    """A tool's printed output as text; bytes that are not UTF-8 are an IngestError at their line."""
+    try:
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the output.
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise IngestError(tool, name, line, "not text (binary data); expected the tool's printed output") from None
+
+
+def read_bytes(path: str | os.PathLike, tool: str) -> bytes:
+    """A file's bytes; a missing, unreadable file or a directory is a one-line UserError."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        return p.read_bytes()
     except FileNotFoundError:
         raise UserError(f"ingest: file '{p}' does not exist") from None
     except IsADirectoryError:
         raise UserError(f"ingest: '{p}' is a directory; give a file of {tool} output") from None
     except OSError as err:
         raise UserError(f"ingest: cannot read '{p}' ({err.strerror})") from None
-    try:
-        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the output.
-        return data.decode("utf-8-sig"), data
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise IngestError(tool, p.name, line, "not text (binary data); expected the tool's printed output") from None
+
+
+def ingest_output(data: bytes, tool: str, name: str, delay_us: float | None = None, label: str = "",
+                  command: str | None = None) -> tuple[dict, list[dict]]:
+    """Parse one tool's printed output -> (scenario, records); ``name`` names it in errors. The
+    scenario is the run's cache key: (tool, file name, SHA-256 of the bytes, delay, label) for a file,
+    (tool, command, SHA-256 of what it printed, delay, label) for the output of ``command``
+    (``longhaul measure``, whose records carry the command too). The same output with the same
+    facts twice is one run: replaced, never duplicated."""
+    records = parse_text(decode_output(data, tool, name), tool, name)
+    common = {"delay_us": delay_us, "distance_km": km_from_delay_us(delay_us) if delay_us is not None else None}
+    digest = hashlib.sha256(data).hexdigest()
+    if command is None:
+        origin = {"file_name": name, "file_sha256": digest}
+    else:
+        common["command"] = command
+        origin = {"command": command, "output_sha256": digest}
+    out = [{**r, **{k: v for k, v in common.items() if k not in r}} for r in records]
+    # The same kind for a file and a command's output: one measurement, however it reached the store.
+    scenario = {"kind": f"ingest-{tool}", "tool": tool, **origin, "delay_us": delay_us, "label": label}
+    return scenario, out
 
 
 def ingest_file(path: str | os.PathLike, tool: str, delay_us: float | None = None, label: str = "") -> tuple[dict, list[dict]]:
     """Parse a file -> (scenario, records). The scenario (tool, file hash, delay, label) is the run's
     cache key, so ingesting the same file with the same facts twice replaces, never duplicates."""
-    text, data = read_text(path, tool)
-    records = parse_text(text, tool, Path(path).name)
-    common = {"delay_us": delay_us, "distance_km": km_from_delay_us(delay_us) if delay_us is not None else None}
-    out = [{**r, **{k: v for k, v in common.items() if k not in r}} for r in records]
-    scenario = {
-        "kind": f"ingest-{tool}",
-        "tool": tool,
-        "file_name": Path(path).name,
-        "file_sha256": hashlib.sha256(data).hexdigest(),
-        "delay_us": delay_us,
-        "label": label,
-    }
-    return scenario, out
+    return ingest_output(read_bytes(path, tool), tool, Path(path).name, delay_us=delay_us, label=label)

@@ -1,0 +1,178 @@
+"""Run a benchmark (perftest, OSU, iperf3) on a real link and ingest what it prints.
+
+``run(argv, timeout_s)`` starts the command without a shell, in its own session (so its own
+process group: Ctrl-C in the terminal reaches longhaul only, which stops the whole group), echoes
+its stdout and stderr to longhaul's stderr as they arrive (longhaul's stdout carries the records),
+and returns what it printed on stdout once it has exited 0. Everything else (not found, not
+executable, a non-zero status, killed by a signal, over the timeout) is a one-line ``UserError``;
+an interrupt stops the group and propagates. ``measure`` then parses the captured output with
+``longhaul.ingest.ingest_output``, exactly as ``longhaul ingest`` parses a file of that tool.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+from longhaul.errors import UserError
+from longhaul.ingest import ingest_output
+from longhaul.results import now_utc
+
+#: seconds a stopped command gets to exit after SIGTERM before the group gets SIGKILL
+STOP_GRACE_S = 2.0
+#: seconds to wait for the pipes to close after the command exited (a process it left behind may hold them)
+DRAIN_S = 2.0
+#: bytes of the command's stderr kept for the error message (its last line)
+STDERR_TAIL = 64 * 1024
+
+
+@dataclass
+class Captured:
+    stdout: bytes
+    started_utc: str
+    finished_utc: str
+
+
+def command_text(argv: list[str]) -> str:
+    """The command line as a shell would take it back (``shlex.join``)."""
+    return shlex.join(argv)
+
+
+def named(argv: list[str]) -> str:
+    """The command as messages name it, in backquotes: shlex.join quotes its arguments with ' already."""
+    return f"`{command_text(argv)}`"
+
+
+def _echo(chunk: bytes) -> None:
+    out = getattr(sys.stderr, "buffer", None)
+    if out is not None:
+        sys.stderr.flush()
+        out.write(chunk)
+        out.flush()
+    else:  # a text-only stderr (an embedding application)
+        sys.stderr.write(chunk.decode("utf-8", "replace"))
+        sys.stderr.flush()
+
+
+def _pump(fd: int, keep: bytearray, tail: int | None) -> None:
+    """Copy the pipe ``fd`` to longhaul's stderr as it comes, keeping everything (or the last ``tail`` bytes)."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        keep += chunk
+        if tail is not None and len(keep) > 2 * tail:
+            del keep[:-tail]
+        try:
+            _echo(chunk)
+        except (OSError, ValueError):  # stderr closed: keep capturing
+            pass
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the command's whole process group: SIGTERM, then SIGKILL after STOP_GRACE_S."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)  # also what the command left running in its group
+    proc.wait()
+
+
+def _drain(proc: subprocess.Popen, readers: list[threading.Thread]) -> None:
+    """Wait (DRAIN_S) for the readers to see the pipes close; a process the command left behind that still
+    holds them is killed with the rest of its group. The pipes are then closed."""
+    started = [t for t in readers if t.ident is not None]
+    for t in started:
+        t.join(DRAIN_S)
+    if any(t.is_alive() for t in started):
+        _signal_group(proc.pid, signal.SIGKILL)
+        for t in started:
+            t.join(DRAIN_S)
+    if not any(t.is_alive() for t in started):
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def _last_line(data: bytes) -> str | None:
+    lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if not lines:
+        return None
+    line = lines[-1]
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def run(argv: list[str], timeout_s: float | None = None) -> Captured:
+    """Run ``argv`` (no shell) to completion; its stdout when it exited 0, else a one-line UserError."""
+    shown = named(argv)
+    started = now_utc()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except FileNotFoundError:
+        where = "no such file" if os.sep in argv[0] else "not on PATH"
+        raise UserError(f"measure: command '{argv[0]}' not found ({where}); nothing run, nothing stored") from None
+    except PermissionError:
+        raise UserError(f"measure: '{argv[0]}' is not executable (permission denied); nothing run, "
+                        "nothing stored") from None
+    except OSError as err:
+        raise UserError(f"measure: cannot run '{argv[0]}' ({err.strerror or err}); nothing stored") from None
+    out, err = bytearray(), bytearray()
+    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr.fileno(), err, STDERR_TAIL), daemon=True)]
+    timed_out = False
+    try:
+        for t in readers:
+            t.start()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop(proc)
+        # What it printed last, even from a process it left behind, before deciding; then the rest of its group goes.
+        _drain(proc, readers)
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) from the start on: the measurement stops with longhaul
+        _stop(proc)
+        _drain(proc, readers)
+        raise
+    finished = now_utc()
+    status = proc.returncode
+    if timed_out:
+        raise UserError(f"measure: {shown} was still running after --timeout-s {timeout_s:g} and was stopped "
+                        "(its process group killed); nothing stored")
+    if status < 0:
+        name = signal.Signals(-status).name if -status in signal.valid_signals() else f"signal {-status}"
+        raise UserError(f"measure: {shown} was killed by {name}; nothing stored")
+    if status != 0:
+        last = _last_line(bytes(err))
+        said = f"its last line on stderr: {last}" if last else "it printed nothing on stderr"
+        raise UserError(f"measure: {shown} exited with status {status} ({said}); nothing stored")
+    return Captured(bytes(out), started, finished)
+
+
+def measure(argv: list[str], tool: str, delay_us: float | None = None, label: str = "",
+            timeout_s: float | None = None) -> tuple[dict, list[dict], Captured]:
+    """Run the command, then parse its stdout as ``longhaul ingest`` parses a file of ``tool``:
+    (scenario, records, captured). The records and the scenario carry the command line."""
+    if not argv:
+        raise UserError("measure: no command to run (give it after --, e.g. -- iperf3 -c HOST -J)")
+    captured = run(argv, timeout_s)
+    scenario, records = ingest_output(captured.stdout, tool, named(argv), delay_us=delay_us, label=label,
+                                      command=command_text(argv))
+    return scenario, records, captured
