@@ -598,6 +598,15 @@ def _free_port() -> int:
 
 
 @pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (Debian package iperf3)")
+def _served(server: subprocess.Popen) -> None:
+    """The one-shot iperf3 server's end: it exits after its client; if no client came, it is killed."""
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def test_real_iperf3_on_loopback(tmp_path):
     """A real iperf3 run on 127.0.0.1 (1 s, bounded) parses in both JSON and text form."""
     port = str(_free_port())
@@ -608,7 +617,7 @@ def test_real_iperf3_on_loopback(tmp_path):
         out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-J"], capture_output=True,
                              text=True, timeout=30)
     finally:
-        server.wait(timeout=30)
+        _served(server)
     assert out.returncode == 0, out.stderr
     recs = parse_text(out.stdout, "iperf3", "live.json")
     assert {r["direction"] for r in recs} == {"sender", "receiver"} and all(r["bw_MBps"] > 0 for r in recs)
@@ -619,7 +628,7 @@ def test_real_iperf3_on_loopback(tmp_path):
         txt = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-P", "2"], capture_output=True,
                              text=True, timeout=30)
     finally:
-        server.wait(timeout=30)
+        _served(server)
     recs = parse_text(txt.stdout, "iperf3", "live.txt")
     assert len(recs) == 2 and all(r["streams"] == 2 for r in recs)
     f = tmp_path / "live.txt"

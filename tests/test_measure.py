@@ -221,7 +221,13 @@ def test_bad_option_refused_before_the_command_runs(cli, tmp_path, option, shown
     assert not ran.exists()
 
 
-def test_ctrl_c_stops_the_command_stores_nothing(tmp_path):
+@pytest.mark.parametrize("sig, status, said", [
+    (signal.SIGINT, 130, "longhaul: interrupted"),
+    # A batch system's kill or a closed terminal: the command, in its own session, would not get it.
+    (signal.SIGTERM, 143, "longhaul: stopped by SIGTERM (the measured command `{tool}` was stopped; nothing stored)"),
+    (signal.SIGHUP, 129, "longhaul: stopped by SIGHUP (the measured command `{tool}` was stopped; nothing stored)"),
+])
+def test_ctrl_c_or_a_kill_stops_the_command_stores_nothing(tmp_path, sig, status, said):
     store = tmp_path / "res"
     pid = tmp_path / "pid"
     tool = _tool(tmp_path, "osu_bw", f"echo $$ > {pid}; echo started; sleep 30")
@@ -229,12 +235,12 @@ def test_ctrl_c_stops_the_command_stores_nothing(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr.readline() == "started\n"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
-    assert err.splitlines() == ["longhaul: interrupted"] and out == ""
+    assert proc.returncode == status, err
+    assert err.splitlines() == [said.format(tool=tool)] and out == ""
     assert not _alive(int(pid.read_text()))
     assert _runs(store) == []

@@ -486,4 +486,4 @@ def test_sim_saves_no_run_so_the_missing_store_message_does_not_say_it_does(cli,
     assert not store.exists()                       # `longhaul sim` prints its records and stores nothing
     proc = cli("results", "ls")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "give --store DIR of a store that a sweep, study, emu or ingest saved runs to" in proc.stderr, proc.stderr
+    assert "give --store DIR of a store that a sweep, study, emu, ingest or measure saved runs to" in proc.stderr, proc.stderr

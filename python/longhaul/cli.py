@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                          + "\n")
         return 130
     except Terminated as sig:
-        sys.stderr.write(f"longhaul: stopped by {sig} (the emulated run was torn down)\n")
+        sys.stderr.write(f"longhaul: stopped by {sig} ({sig.what})\n")
         return 128 + sig.signum
     except BrokenPipeError:
         return 0

@@ -1,4 +1,7 @@
-"""The one error type the CLI turns into a single line and exit status 2."""
+"""The one error type the CLI turns into a single line and exit status 2, and the signal that
+stops a run that must be torn down."""
+
+import contextlib
 
 
 class UserError(Exception):
@@ -20,11 +23,35 @@ def in_scenario_file(err: UserError, path: str, names: dict[str, str] | None = N
 
 
 class Terminated(Exception):
-    """SIGTERM or SIGHUP arrived while an emulated run was up: raised from the signal handler so
-    the run unwinds through its teardown; the CLI then exits 128 + the signal's number."""
+    """SIGTERM or SIGHUP arrived while something outside longhaul was running for it (an emulated
+    run, a measured command): raised from the signal handler so that work unwinds through its
+    teardown; the CLI then says ``what`` was done and exits 128 + the signal's number."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int, what: str):
         import signal
 
         self.signum = signum
+        self.what = what
         super().__init__(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def terminated_on_signals(what: str):
+    """Within the block, SIGTERM and SIGHUP raise ``Terminated(signum, what)`` (in the main thread,
+    where Python runs signal handlers; elsewhere nothing changes). The old handlers come back after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated(signum, what)
+
+    old = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from longhaul.errors import UserError
+from longhaul.errors import UserError, terminated_on_signals
 from longhaul.ingest import ingest_output
 from longhaul.results import now_utc
 
@@ -137,20 +137,24 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
     readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None), daemon=True),
                threading.Thread(target=_pump, args=(proc.stderr.fileno(), err, STDERR_TAIL), daemon=True)]
     timed_out = False
-    try:
-        for t in readers:
-            t.start()
+    # SIGTERM/SIGHUP (a batch system's kill, a closed terminal) stop the command as Ctrl-C does: in its
+    # own session it would not get them, and a left-over ib_write_bw would keep the adapter busy.
+    with terminated_on_signals(f"the measured command {shown} was stopped; nothing stored"):
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            for t in readers:
+                t.start()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop(proc)
+            # What it printed last, even from a process it left behind, before deciding; then the rest of its
+            # group goes.
+            _drain(proc, readers)
+        except BaseException:  # Ctrl-C or SIGTERM/SIGHUP from the start on: the measurement stops with longhaul
             _stop(proc)
-        # What it printed last, even from a process it left behind, before deciding; then the rest of its group goes.
-        _drain(proc, readers)
-    except BaseException:  # Ctrl-C (KeyboardInterrupt) from the start on: the measurement stops with longhaul
-        _stop(proc)
-        _drain(proc, readers)
-        raise
+            _drain(proc, readers)
+            raise
     finished = now_utc()
     status = proc.returncode
     if timed_out:

@@ -320,8 +320,8 @@ class Store:
         if self.must_exist and not self.exists():
             why = ("no such directory" if not self.root.exists()
                    else f"the directory holds no {MANIFEST} and no {RUNS_DIR}/")
-            raise UserError(f"no store at '{self.root}' ({why}; give --store DIR of a store that a sweep, study, emu "
-                            f"or ingest saved runs to, or set ${ENV_STORE})")
+            raise UserError(f"no store at '{self.root}' ({why}; give --store DIR of a store that a sweep, study, emu, "
+                            f"ingest or measure saved runs to, or set ${ENV_STORE})")
         return self
 
     def check_writable(self) -> "Store":

@@ -19,6 +19,7 @@ SIGHUP; a reaper process does it if the controller is killed with SIGKILL.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from longhaul.emu import state, system
 from longhaul.emu.options import LinkOptions
-from longhaul.errors import Terminated, UserError
+from longhaul.errors import UserError, terminated_on_signals
 
 SUBNET = {"a": "10.77.1", "b": "10.77.2"}
 TUN_NAME = "wan0"
@@ -39,10 +40,6 @@ MGMT_NAME = "mgmt0"
 MGMT_SUBNET = "10.77.250"
 MGMT_HOST_OFFSET = {"a": 1, "b": 101}  # A hosts .1.., B hosts .101..; the launcher's namespace is .254
 READY_TIMEOUT_S = 10.0
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated(signum)  # unwinds through __exit__, so the run is torn down
 
 
 class Emulator:
@@ -63,7 +60,7 @@ class Emulator:
         self.dataplane: subprocess.Popen | None = None
         self.reaper: subprocess.Popen | None = None
         self.run_state: state.RunState | None = None
-        self._old_handlers: dict = {}
+        self._signals = contextlib.ExitStack()  # SIGTERM/SIGHUP handling while the run is up
 
     # -- addresses -------------------------------------------------------------------
     def address(self, side: str, index: int = 0) -> str:
@@ -88,8 +85,8 @@ class Emulator:
         binary = system.dataplane_binary()
         extra = [self.management] if self.management else []
         self.run_state = state.claim(self.name, self.hosts["a"] + self.hosts["b"] + self.switches + extra)
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            self._old_handlers[sig] = signal.signal(sig, _raise_terminated)
+        # SIGTERM/SIGHUP raise Terminated, which unwinds through __exit__: the run is torn down.
+        self._signals.enter_context(terminated_on_signals("the emulated run was torn down"))
         try:
             self._start_reaper()
             self._create_namespaces()
@@ -123,9 +120,7 @@ class Emulator:
                 self.reaper.wait()
         finally:
             signal.signal(signal.SIGINT, old_int)
-            for sig, handler in self._old_handlers.items():
-                signal.signal(sig, handler)
-            self._old_handlers.clear()
+            self._signals.close()
 
     def _start_reaper(self) -> None:
         env = dict(os.environ)
