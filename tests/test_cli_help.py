@@ -1,4 +1,5 @@
-"""Every command's --help: exit 0, and each option's default told at most once (never "None")."""
+"""Every command's --help: exit 0, and each option's default told at most once (never "None"); every
+parser's errors: one line with one prefix."""
 
 from __future__ import annotations
 
@@ -35,3 +36,16 @@ def test_help_tells_each_default_once(path, parser):
         entry = re.sub(r"\s+", " ", entry)
         before, appended, _ = entry.partition("(default:")
         assert not (appended and "default" in before.lower()), f"longhaul {' '.join(path)}: {entry}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["sim", "mpi", "osu", "--bench", "foo"], "argument --bench: invalid choice: 'foo'"),
+    (["sim", "verbs", "--bogus"], "unrecognized arguments: --bogus"),
+    (["analyse", "profile", "--format"], "argument --format: expected one argument"),
+    (["sim", "verbs", "--sizes", "abc"], "--sizes: 'abc' is not a size"),
+])
+def test_every_error_has_one_prefix_whichever_parser_finds_it(cli, args, message):
+    # argparse's own errors said `longhaul sim mpi osu: error:`, longhaul's `longhaul: error:`.
+    p = cli(*args)
+    assert p.returncode == 2 and p.stderr.startswith(f"longhaul: error: {message}") and p.stderr.count("\n") == 1, \
+        p.stderr

@@ -17,10 +17,11 @@ from longhaul.errors import Terminated, UserError
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (name of the problem and the valid range) and exit 2."""
+    """argparse with a one-line error (name of the problem and the valid range) and exit 2, with
+    the prefix every other error has (``longhaul: error:``), whichever subcommand's parser found it."""
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"longhaul: error: {message}\n")
         raise SystemExit(2)
 
 
