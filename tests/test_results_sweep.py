@@ -177,3 +177,11 @@ def test_mpi_sweep_across_three_ranks(tmp_path):
     assert len(Store(tmp_path).runs()) == 8                      # rank 0 stored every point
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "0 computed, 8 cached" in again.stderr
+
+
+def test_the_module_sweep_errors_in_one_line_as_the_command_does():
+    # `python -m longhaul.sweep` printed argparse's usage and `python -m longhaul.sweep: error:`.
+    p = subprocess.run([sys.executable, "-m", "longhaul.sweep", "--fn", "longhaul.sweep:demo_point"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr == "longhaul: error: the following arguments are required: --grid, --kind\n", \
+        p.stderr

@@ -25,7 +25,6 @@ As a module (for MPI jobs)::
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as cf
 import contextlib
 import importlib
@@ -214,9 +213,10 @@ def load_fn(spec: str) -> PointFn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from longhaul.cli import Parser   # one-line errors, as the longhaul command's
     from longhaul.output import FORMATS, emit
 
-    p = argparse.ArgumentParser(prog="python -m longhaul.sweep",
+    p = Parser(prog="python -m longhaul.sweep",
                                 description="Run a parameter grid through a point function (MPI-ready).")
     p.add_argument("--fn", required=True, help="MODULE:FUNCTION taking a scenario dict, returning records")
     p.add_argument("--grid", required=True, help='JSON object of parameter lists, e.g. \'{"x": [1, 2]}\'')
