@@ -530,3 +530,36 @@ def test_cli_balance_of_the_simulators_own_mpi_runs(cli, tmp_path):
     # shared-memory hop against the adapters and switch for latency.
     assert set(ratio) == {"bandwidth", "latency"}
     assert 1.3 < ratio["bandwidth"] < 1.7 and ratio["latency"] < 1, ratio
+
+
+def test_cli_ingested_iperf3_repeats_are_averaged_per_direction_not_split_by_their_measured_rate(cli, tmp_path):
+    # iperf3's records carry rate_gbps = the rate it measured: as a configuration column it made every
+    # record its own series (n = 1 everywhere) and refused any --by. Its sender and receiver counts of
+    # one transfer are not two repeats either.
+    store = str(tmp_path / "st")
+    for label, fixture in (("a", "iperf3_single.txt"), ("b", "iperf3_tcp.json")):
+        for delay in ("0", "1000"):
+            cli("ingest", str(FIX / fixture), "--tool", "iperf3", "--delay-us", delay, "--label", label,
+                "--store", store, check=True)
+    rows = json.loads(cli("analyse", "stability", "--store", store, "--format", "json", check=True).stdout)
+    assert sorted((r["direction"], r["delay_us"], r["n"]) for r in rows) == [
+        (d, x, 2) for d in ("receiver", "sender") for x in (0, 1000)]
+    by = json.loads(cli("analyse", "profile", "--store", store, "--by", "direction", "--format", "json",
+                        check=True).stdout)
+    assert [r["n"] for r in by] == [2, 2, 2, 2]
+    p = cli("analyse", "profile", "--store", store, "--by", "label")
+    assert p.returncode == 2 and "different direction (receiver, sender) would be averaged" in p.stderr, p.stderr
+
+
+def test_cli_a_configuration_that_changes_only_with_the_delay_stays_one_series(cli, tmp_path):
+    # --algo auto picks binomial near and hierarchical far: the records' algo changes with the delay.
+    # That is one measurement over distance, not two averaged together: it was split into two half
+    # series (and refused with --by size_bytes, "would be averaged together").
+    store = str(tmp_path / "st")
+    cli("sweep", "mpi", "--grid", '{"osu": {"bench": "bcast", "size_bytes": 1024}, "algo": ["auto"], '
+                                  '"delay_us": [0, 10, 1000, 10000]}', "--store", store, check=True)
+    for by in ([], ["--by", "size_bytes"]):
+        rows = json.loads(cli("analyse", "profile", "--store", store, "--value", "lat_us", *by, "--format", "json",
+                              check=True).stdout)
+        assert [(r["size_bytes"], r["delay_us"]) for r in rows] == [(1024, d) for d in (0, 10, 1000, 10000)], rows
+        assert "algo" not in rows[0]

@@ -71,8 +71,23 @@ CONFIGURATION_COLUMNS = (
     "cc", "stack", "streams", "qps", "pairs", "ranks", "nodes", "ppn", "ranks_per_cluster", "placement", "mpi",
     "tx_depth", "rx_depth", "outstanding_reads", "window_msgs", "window_bytes", "mtu_bytes", "rmem_max_bytes",
     "eager_threshold_bytes", "rndv_protocol", "testbed", "hca", "node", "link", "rate_gbps", "wan_gbps", "loss",
-    "cross_gbps", "threads", "rsize_bytes", "record_bytes",
+    "jitter_us", "cross_gbps", "threads", "rsize_bytes", "record_bytes", "mca", "env",
+    # iperf3's: the sender's and the receiver's count of one transfer are one measurement seen from two
+    # ends, not two repeats; -R, -w and -l are options of the measurement
+    "direction", "reverse", "sock_bufsize_bytes", "blksize_bytes",
 )
+
+#: Configuration columns that are a result in the records of some kinds (kind -> columns): iperf3's
+#: ``rate_gbps`` is the rate it measured (bits_per_second / 10^9), not a link rate longhaul set.
+RESULT_IN_KIND = {"ingest-iperf3": ("rate_gbps",)}
+
+
+def _configuration(r: dict, column: str):
+    """``r``'s value of the configuration column ``column``; None where it is unset or, in ``r``'s
+    kind, a result (RESULT_IN_KIND)."""
+    if column in RESULT_IN_KIND.get(str(r.get("kind")), ()):
+        return None
+    return r.get(column)
 
 
 def _valued(records: Sequence[dict], value: str, x: str) -> list[dict]:
@@ -80,27 +95,41 @@ def _valued(records: Sequence[dict], value: str, x: str) -> list[dict]:
     return [r for r in records if _num(r.get(value)) is not None and _num(r.get(x)) is not None]
 
 
-def varying_configuration(records: Sequence[dict], value: str, x: str = "delay_us") -> list[str]:
-    """The configuration columns whose value differs between the records with a ``value``."""
-    used = _valued(records, value, x)
-    return [c for c in CONFIGURATION_COLUMNS if len({value_text(r.get(c)) for r in used if r.get(c) is not None}) > 1]
+def _mixed_in(records: Sequence[dict], column: str) -> list[str]:
+    """The values of the configuration column ``column`` the records hold, when they hold more than one."""
+    vals = sorted({value_text(v) for v in (_configuration(r, column) for r in records) if v is not None})
+    return vals if len(vals) > 1 else []
 
 
-def mixed_configuration(records: Sequence[dict], value: str, x: str, by: Sequence[str],
-                        free: Sequence[str] = ()) -> tuple[dict, str, list]:
-    """The first ``by`` group whose records differ in a configuration column outside ``by`` and
-    ``free`` (the columns a fit takes as variables), as (group, column, its values);
-    ``({}, "", [])`` when every group is one configuration."""
-    groups: dict[tuple, list[dict]] = defaultdict(list)
+def varying_configuration(records: Sequence[dict], value: str, x: str = "delay_us",
+                          within: Sequence[str] = ("size_bytes",)) -> list[str]:
+    """The configuration columns whose value differs between records with a ``value`` at one ``x``
+    (and one value of each ``within`` column): those would be averaged as repeats. A column that
+    changes only with ``x`` (the emulator's default window, 4 x the bandwidth-delay product; the
+    algorithm ``--algo auto`` picks per delay) is part of the series, not a second measurement."""
+    cells: dict[tuple, list[dict]] = defaultdict(list)
     for r in _valued(records, value, x):
-        groups[tuple(r.get(b) for b in by)].append(r)
-    for g in sorted(groups, key=_sort_key):
+        cells[(_num(r.get(x)), *(r.get(w) for w in within))].append(r)
+    return [c for c in CONFIGURATION_COLUMNS if any(_mixed_in(cell, c) for cell in cells.values())]
+
+
+def mixed_configuration(records: Sequence[dict], value: str, x: str | None, by: Sequence[str],
+                        free: Sequence[str] = ()) -> tuple[dict, str, list]:
+    """The first ``by`` group whose records at one ``x`` (averaged together as repeats) differ in a
+    configuration column outside ``by`` and ``free`` (the columns a fit takes as variables), as
+    (group, column, its values); ``({}, "", [])`` when no group mixes. ``x`` None: across the whole
+    group (a fit, which takes all its records as one configuration)."""
+    cells: dict[tuple, dict[float | None, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in _valued(records, value, x or value):
+        cells[tuple(r.get(b) for b in by)][_num(r.get(x)) if x else None].append(r)
+    for g in sorted(cells, key=_sort_key):
         for c in CONFIGURATION_COLUMNS:
             if c in by or c in free:
                 continue
-            vals = sorted({value_text(r.get(c)) for r in groups[g] if r.get(c) is not None})
-            if len(vals) > 1:
-                return dict(zip(by, g)), c, vals
+            for at in cells[g].values():
+                vals = _mixed_in(at, c)
+                if vals:
+                    return dict(zip(by, g)), c, vals
     return {}, "", []
 
 

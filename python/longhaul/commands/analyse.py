@@ -447,7 +447,7 @@ def cmd_calibrate(args) -> int:
 
     # One fit is one configuration: its model's columns vary, nothing else that says what was measured.
     free = (*m.columns, *m.aliases.values(), *m.varies_through_columns)
-    _, col, vals = mixed_configuration(recs, args.value, "delay_us", (), free=free)
+    _, col, vals = mixed_configuration(recs, args.value, None, (), free=free)
     if col:
         raise UserError(f"calibrate: the records mix {col} {', '.join(vals)}, different measurements the {args.model} "
                         f"model does not take as a variable; fit one at a time (--where {col}={vals[0]})")
