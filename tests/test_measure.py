@@ -6,6 +6,7 @@ a fixture of tests/fixtures/ingest/); every failure ends with one line, exit sta
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import signal
@@ -243,4 +244,31 @@ def test_ctrl_c_or_a_kill_stops_the_command_stores_nothing(tmp_path, sig, status
     assert proc.returncode == status, err
     assert err.splitlines() == [said.format(tool=tool)] and out == ""
     assert not _alive(int(pid.read_text()))
+    assert _runs(store) == []
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_interrupt_still_kills_a_command_that_ignores_sigterm(tmp_path, second):
+    # Ctrl-C twice (or Ctrl-C, then a batch system's SIGTERM) within the 2 s grace: the second one
+    # cut the stop short before its SIGKILL, and a tool that ignores SIGTERM kept running.
+    store = tmp_path / "res"
+    pid = tmp_path / "pid"
+    tool = _tool(tmp_path, "osu_bw", f"trap '' TERM; echo $$ > {pid}; echo started; sleep 30")
+    proc = subprocess.Popen([*longhaul_exe(), "measure", "--tool", "osu", "--store", str(store), "--", tool],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr.readline() == "started\n"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)                                  # within STOP_GRACE_S: the command still runs
+        proc.send_signal(second)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    alive = _alive(int(pid.read_text()))
+    if alive:
+        os.killpg(int(pid.read_text()), signal.SIGKILL)  # not left behind by the test either
+    assert not alive
+    assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[second], err
+    assert out == "" and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert _runs(store) == []

@@ -85,14 +85,17 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """Stop the command's whole process group: SIGTERM, then SIGKILL after STOP_GRACE_S."""
-    _signal_group(proc.pid, signal.SIGTERM)
+    """Stop the command's whole process group: SIGTERM, then SIGKILL after STOP_GRACE_S, or at once
+    when a second Ctrl-C or SIGTERM cuts the grace short (the group never outlives longhaul)."""
     try:
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(proc.pid, signal.SIGKILL)  # also what the command left running in its group
-    proc.wait()
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        _signal_group(proc.pid, signal.SIGKILL)  # also what the command left running in its group
+        proc.wait()
 
 
 def _drain(proc: subprocess.Popen, readers: list[threading.Thread]) -> None:
