@@ -17,20 +17,28 @@ grep -E '^test result|FAILED|panicked' .venv/cargo-test.log || true
 if [[ $rc -ne 0 ]]; then cat .venv/cargo-test.log; echo "cargo test failed"; exit 1; fi
 # The simulator, CLI, store and analysis tests on parallel workers; then the emulator's tests alone,
 # one at a time, since they time real traffic (pyproject.toml's `emu` marker, tests/conftest.py).
+# A marker expression of the caller's (-m) replaces the phases' own, so then one run, one at a time.
+phases=("not emu" "emu")
+for a in "$@"; do [[ "$a" == -m* ]] && phases=("")  ; done
 status=0
 ran=0
-for phase in "not emu" "emu"; do
-  if [[ "$phase" == "emu" ]]; then
+for phase in "${phases[@]}"; do
+  if [[ -z "$phase" ]]; then
+    echo "== pytest (your -m, one test at a time) =="
+    select=()
+  elif [[ "$phase" == "emu" ]]; then
     echo "== pytest: the emulator (alone, one test at a time) =="
-    workers=()
+    select=(-m emu)
   else
     echo "== pytest: simulator, CLI, store, analysis (parallel workers) =="
-    workers=(-n auto --maxprocesses 4)
+    select=(-m "not emu" -n auto --maxprocesses 4)
   fi
   set +e
-  python -m pytest -q -m "$phase" "${workers[@]}" "$@"
+  python -m pytest -q "${select[@]}" "$@"
   rc=$?
   set -e
+  # 2: interrupted (Ctrl-C), 3: internal error, 4: usage error: stop here, do not start the next phase.
+  if [[ $rc -ge 2 && $rc -le 4 ]]; then exit $rc; fi
   if [[ $rc -eq 0 ]]; then ran=1; elif [[ $rc -ne 5 ]]; then status=$rc; fi
 done
 [[ $status -eq 0 && $ran -eq 0 ]] && { echo "pytest collected no tests"; exit 1; }

@@ -325,10 +325,16 @@ class Store:
         return self
 
     def check_writable(self) -> "Store":
-        """Refuse a store that cannot be written before a long measurement, not after it."""
+        """Refuse a store that cannot be written before a long measurement, not after it. Creates
+        nothing: the test file goes where the store would begin (its runs/, or the nearest existing
+        directory above it), so a measurement that then fails leaves no empty store behind."""
+        where = self.runs_dir
+        while not where.exists() and where != where.parent:
+            where = where.parent
         try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=self.runs_dir):
+            if not where.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(where))
+            with tempfile.TemporaryFile(dir=where):
                 pass
         except OSError as err:
             raise UserError(f"--store: cannot write results to '{self.root}' ({err.strerror or err})") from None

@@ -71,7 +71,10 @@ CONFIGURATION_COLUMNS = (
     "cc", "stack", "streams", "qps", "pairs", "ranks", "nodes", "ppn", "ranks_per_cluster", "placement", "mpi",
     "tx_depth", "rx_depth", "outstanding_reads", "window_msgs", "window_bytes", "mtu_bytes", "rmem_max_bytes",
     "eager_threshold_bytes", "rndv_protocol", "testbed", "hca", "node", "link", "rate_gbps", "wan_gbps", "loss",
-    "jitter_us", "cross_gbps", "threads", "rsize_bytes", "record_bytes", "mca", "env",
+    "jitter_us", "cross_gbps", "threads", "rsize_bytes", "record_bytes", "file_bytes", "mca", "env",
+    # the emulator's link and host TCP settings (the B-to-A direction's where it differs)
+    "queue_bytes", "queue_packets", "wmem_max_bytes", "initcwnd_segs", "rto_min_ms", "quickack", "sack", "rack",
+    "ba_delay_us", "ba_rate_gbps", "ba_loss",
     # iperf3's: the sender's and the receiver's count of one transfer are one measurement seen from two
     # ends, not two repeats; -R, -w and -l are options of the measurement
     "direction", "reverse", "sock_bufsize_bytes", "blksize_bytes",

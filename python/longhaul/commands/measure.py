@@ -23,7 +23,7 @@ def register(subparsers) -> None:
                     "--distance-km 10 -- iperf3 -c HOST -P 4 -t 10 -J")
     add_measurement_options(p, "COMMAND runs (its output format)")
     p.add_argument("--timeout-s", type=real(0, MAX_TIMEOUT_S, above_lo=True),
-                   help="stop COMMAND (its whole process group) after this many seconds, 0..604800; "
+                   help="stop COMMAND (its whole process group) after this many seconds, (0, 604800]; "
                         "nothing is stored then (default: no limit)")
     add_output_options(p, "run and parse, store nothing")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG ...]",
