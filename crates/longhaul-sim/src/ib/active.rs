@@ -1,7 +1,7 @@
 //! The queue pairs of one host that may have work requests to transmit, kept in id order (the
 //! host's round-robin order). A sorted vector: hosts have from one to a few hundred queue pairs,
-//! the send engine looks up the next one for every packet, and membership changes only per
-//! message, so a lookup must be cheap and a change may cost a short memmove.
+//! the send engine walks them from its round-robin position for every packet, and membership
+//! changes only per message, so a walk must be cheap and a change may cost a short memmove.
 
 #[derive(Debug, Default)]
 pub(crate) struct ActiveQps(Vec<u32>);
@@ -19,17 +19,26 @@ impl ActiveQps {
         }
     }
 
-    pub fn remove(&mut self, qp: u32) {
-        if let Ok(i) = self.0.binary_search(&qp) {
-            self.0.remove(i);
-        }
+    /// The position (in `0..=len`) of the first queue pair with an id at least `from`.
+    #[inline]
+    pub fn position_from(&self, from: u32) -> usize {
+        self.0.partition_point(|&q| q < from)
     }
 
-    /// The first queue pair with an id at least `from`.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The queue pair at position `i` (in id order).
     #[inline]
-    pub fn first_from(&self, from: u32) -> Option<u32> {
-        let i = self.0.partition_point(|&q| q < from);
-        self.0.get(i).copied()
+    pub fn at(&self, i: usize) -> u32 {
+        self.0[i]
+    }
+
+    /// Remove the queue pair at position `i`: the next one moves into it.
+    #[inline]
+    pub fn remove_at(&mut self, i: usize) {
+        self.0.remove(i);
     }
 }
 
@@ -44,10 +53,10 @@ mod tests {
             a.insert(qp);
         }
         assert_eq!(a.0, vec![1, 3, 5, 9]);
-        assert_eq!(a.first_from(4), Some(5));
-        assert_eq!(a.first_from(10), None);
-        a.remove(5);
-        a.remove(7);
-        assert_eq!(a.first_from(4), Some(9));
+        assert_eq!(a.position_from(4), 2);
+        assert_eq!(a.at(2), 5);
+        assert_eq!(a.position_from(10), a.len());
+        a.remove_at(2);
+        assert_eq!(a.at(a.position_from(4)), 9);
     }
 }

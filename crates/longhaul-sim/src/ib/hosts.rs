@@ -423,6 +423,15 @@ impl IbHosts {
         // packet: a host answering a peer's reads keeps posting its own (ib_read_bw -b moves about
         // twice ib_read_bw; with responses first, a 1 MiB read request waited behind up to
         // max_rd_atomic MiB of responses, and read bibw at 1000 us was 1590 MB/s, not ~1950).
+        if h.resp.is_empty() {
+            // No responses to stream (the common case): the requests alone, as the turn below
+            // would have it (`next_response` is idle and changes nothing).
+            let pull = self.next_request(now, node);
+            if matches!(pull, Pull::Ready(_)) {
+                self.hosts[node as usize].as_mut().expect("this host").requests_first = false;
+            }
+            return pull;
+        }
         let classes = if h.requests_first {
             [Self::next_request, Self::next_response]
         } else {
@@ -504,27 +513,20 @@ impl IbHosts {
         let h = self.hosts[node as usize].as_mut().expect("this host");
         let tx_pkt = h.costs.tx_pkt;
         let mut earliest: Option<Time> = None;
-        let start = h.rr_next;
-        let mut cursor = start;
-        let mut wrapped = false;
-        loop {
-            let Some(qp) = h.active.first_from(cursor) else {
-                if wrapped || start == 0 {
-                    break;
-                }
-                wrapped = true;
-                cursor = 0;
-                continue;
-            };
-            if wrapped && qp >= start {
-                break;
+        // Every active queue pair once, in round-robin order: ids from `rr_next` up, then the
+        // rest from the lowest (walked by position: the list only shrinks meanwhile).
+        let mut pos = h.active.position_from(h.rr_next);
+        for _ in 0..h.active.len() {
+            if pos == h.active.len() {
+                pos = 0;
             }
-            cursor = qp + 1;
+            let qp = h.active.at(pos);
             let q = &mut self.qps[qp as usize];
             if q.failed || q.cur >= q.sq.len() {
-                h.active.remove(qp);
+                h.active.remove_at(pos);
                 continue;
             }
+            pos += 1;
             if q.cur_pkt == 0 && q.transport != Transport::Ud && q.inflight_wqes() >= q.sq_depth as usize {
                 continue;
             }

@@ -22,11 +22,11 @@ use std::rc::Rc;
 
 use super::params::{MpiParams, NodeParams};
 use super::placement::Layout;
-use super::program::{Action, Programs, Xfer};
+use super::program::{Action, Programs, Xfer, WARMUP_MARK};
 use super::protocol::{Conn, Wire};
 use crate::engine::time::from_ns;
 use crate::engine::{run, EventQueue, Model, Stop, Time};
-use crate::ib::{IbHosts, IbPacket, Transport};
+use crate::ib::{Completion, IbHosts, IbPacket, Transport};
 use crate::net::{Fabric, NetEvent, NodeId};
 
 #[derive(Debug, Clone, Copy)]
@@ -183,6 +183,8 @@ pub struct World {
     pub ib: IbHosts,
     pub mpi: Mpi,
     pub timers: Timers,
+    /// The completions `settle` is handing to the library (see there).
+    pub completion_batch: Vec<Completion>,
 }
 
 /// The RC retransmission timers of every queue pair, kept apart from the event queue: each of
@@ -309,6 +311,7 @@ impl Mpi {
                 &Action::Compute(d) => t = self.cpu(r, t, d),
                 &Action::Mark(label) => {
                     let at = t.max(self.ranks[ri].cpu_free);
+                    let label = if iter < progs.warmup { WARMUP_MARK } else { label };
                     self.marks[ri].push((label, iter, at));
                 }
                 &Action::Local { bytes, .. } => t = self.copy(r, t, bytes),
@@ -511,23 +514,42 @@ impl Mpi {
 }
 
 impl World {
+    /// Act on what handling an event left behind: timers to arm, completions for the library,
+    /// hosts to kick; completions may leave more, so until nothing is left.
+    #[inline]
     fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
+        // Most events (a packet moving one hop, a port finding nothing to send) leave nothing.
+        let (ib, mpi) = (&self.ib, &self.mpi);
+        let nothing_left =
+            ib.timers.is_empty() && ib.completions.is_empty() && mpi.timer_requests.is_empty() && mpi.kicks.is_empty();
+        if !nothing_left {
+            self.settle_pending(now, q);
+        }
+    }
+
+    /// `settle` with something to do. The lists are drained in place and a batch of
+    /// completions swapped with `completion_batch`, so their buffers are reused (taking them
+    /// would allocate for almost every event).
+    #[inline(never)]
+    fn settle_pending(&mut self, now: Time, q: &mut EventQueue<Ev>) {
         loop {
-            for (t, qp) in std::mem::take(&mut self.ib.timers) {
+            for (t, qp) in self.ib.timers.drain(..) {
                 self.timers.arm(t.max(now), qp, q);
             }
-            for (t, ev) in std::mem::take(&mut self.mpi.timer_requests) {
+            for (t, ev) in self.mpi.timer_requests.drain(..) {
                 q.schedule(t.max(now), ev);
             }
             if self.ib.completions.is_empty() && self.mpi.kicks.is_empty() {
                 return;
             }
-            let completions = std::mem::take(&mut self.ib.completions);
-            for c in completions {
+            std::mem::swap(&mut self.completion_batch, &mut self.ib.completions);
+            for i in 0..self.completion_batch.len() {
+                let c = self.completion_batch[i];
                 self.mpi.on_completion(&mut self.ib, c, q);
             }
-            let kicks = std::mem::take(&mut self.mpi.kicks);
-            self.fabric.kick_each(now, &kicks, q, &mut self.ib);
+            self.completion_batch.clear();
+            self.fabric.kick_each(now, &self.mpi.kicks, q, &mut self.ib);
+            self.mpi.kicks.clear();
         }
     }
 

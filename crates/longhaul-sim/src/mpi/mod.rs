@@ -232,7 +232,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
     let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
-    let mut world = World { fabric, ib, mpi, timers: Default::default() };
+    let mut world = World { fabric, ib, mpi, timers: Default::default(), completion_batch: Vec::new() };
     let mut q: EventQueue<Ev> = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let m = &world.mpi;

@@ -66,16 +66,23 @@ impl Action {
     }
 }
 
-/// Every rank's actions; the whole list is played `repeat` times (iterations of an application).
+/// The label a mark of a warm-up play of the programs is recorded under (see `Programs::warmup`).
+pub const WARMUP_MARK: u32 = u32::MAX;
+
+/// Every rank's actions; the whole list is played `repeat` times (iterations of an application,
+/// calls of an OSU collective).
 #[derive(Debug, Clone, Default)]
 pub struct Programs {
     pub ranks: Vec<Vec<Action>>,
     pub repeat: u64,
+    /// The first `warmup` plays (of `repeat`) are warm-up: their marks are recorded under
+    /// [`WARMUP_MARK`] whatever their label, so a measurement reads only the later plays.
+    pub warmup: u64,
 }
 
 impl Programs {
     pub fn new(ranks: usize) -> Self {
-        Programs { ranks: vec![Vec::new(); ranks], repeat: 1 }
+        Programs { ranks: vec![Vec::new(); ranks], repeat: 1, warmup: 0 }
     }
     pub fn size(&self) -> usize {
         self.ranks.len()
@@ -364,23 +371,26 @@ mod tests {
     fn rendezvous_sends_wait_for_their_receive_to_be_posted() {
         let send_first =
             |r: usize| vec![Action::send(Xfer::plain(1 - r as u32, 9)), Action::recv(Xfer::plain(1 - r as u32, 9))];
-        let p = Programs { ranks: vec![send_first(0), send_first(1)], repeat: 1 };
+        let p = Programs { ranks: vec![send_first(0), send_first(1)], repeat: 1, warmup: 0 };
         check(&p, &mut [vec![], vec![]], Sends::Buffered).unwrap();
         let e = check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap_err().0;
         assert!(e.contains("ranks [0, 1] wait forever") && e.contains("eager threshold (0 bytes)"), "{e}");
         // Rank 1 receives first: rank 0's send is matched, then rank 1's.
-        let p = Programs { ranks: vec![send_first(0), send_first(1).into_iter().rev().collect()], repeat: 1 };
+        let p =
+            Programs { ranks: vec![send_first(0), send_first(1).into_iter().rev().collect()], repeat: 1, warmup: 0 };
         check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap();
         // Both as one round each (sendrecv), and both as isend + irecv + waitall.
         let round = |r: u32| vec![Action::sendrecv(Xfer::plain(1 - r, 9), Xfer::plain(1 - r, 9))];
-        check(&Programs { ranks: vec![round(0), round(1)], repeat: 3 }, &mut [vec![], vec![]], ALL_RNDV).unwrap();
+        check(&Programs { ranks: vec![round(0), round(1)], repeat: 3, warmup: 0 }, &mut [vec![], vec![]], ALL_RNDV)
+            .unwrap();
         let posted = |r: u32| {
             vec![
                 Action::Post { sends: vec![Xfer::plain(1 - r, 9)], recvs: vec![Xfer::plain(1 - r, 9)] },
                 Action::WaitAll,
             ]
         };
-        check(&Programs { ranks: vec![posted(0), posted(1)], repeat: 3 }, &mut [vec![], vec![]], ALL_RNDV).unwrap();
+        check(&Programs { ranks: vec![posted(0), posted(1)], repeat: 3, warmup: 0 }, &mut [vec![], vec![]], ALL_RNDV)
+            .unwrap();
         // An isend waited for before the peer posts its receive: the peer first waits for its own isend.
         let isend_first = |r: u32| {
             vec![
@@ -389,7 +399,7 @@ mod tests {
                 Action::recv(Xfer::plain(1 - r, 9)),
             ]
         };
-        let p = Programs { ranks: vec![isend_first(0), isend_first(1)], repeat: 1 };
+        let p = Programs { ranks: vec![isend_first(0), isend_first(1)], repeat: 1, warmup: 0 };
         assert!(check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap_err().0.contains("wait forever"));
     }
 }

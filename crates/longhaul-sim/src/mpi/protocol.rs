@@ -448,10 +448,12 @@ impl Mpi {
         }
     }
 
-    fn rdma_chunks(&self, bytes: u64) -> Vec<u32> {
+    /// The lengths of the RDMA operations that move `bytes` (at least one), computed as they are
+    /// posted rather than collected (a rendezvous would allocate for them).
+    fn rdma_chunks(&self, bytes: u64) -> impl ExactSizeIterator<Item = u32> {
         let max = self.params.max_rdma_bytes as u64;
-        let n = bytes.div_ceil(max).max(1);
-        (0..n).map(|i| (bytes.min((i + 1) * max) - i * max) as u32).collect()
+        let n = bytes.div_ceil(max).max(1) as usize;
+        (0..n).map(move |i| (bytes.min((i as u64 + 1) * max) - i as u64 * max) as u32)
     }
 
     /// A verbs completion for one of the MPI queue pairs.
@@ -599,9 +601,9 @@ impl Mpi {
             }
             _ => {
                 let chunks = self.rdma_chunks(bytes);
-                for (i, len) in chunks.iter().enumerate() {
-                    let last = i + 1 == chunks.len();
-                    self.send_wire(ib, (src, dst), Kind::Write { last }, m, *len, t);
+                let n = chunks.len();
+                for (i, len) in chunks.enumerate() {
+                    self.send_wire(ib, (src, dst), Kind::Write { last: i + 1 == n }, m, len, t);
                 }
                 let hdr = self.params.header_bytes;
                 self.send_wire(ib, (src, dst), Kind::Fin, m, hdr, t);
