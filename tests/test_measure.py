@@ -222,6 +222,16 @@ def test_bad_option_refused_before_the_command_runs(cli, tmp_path, option, shown
     assert not ran.exists()
 
 
+def _measuring(tmp_path, traps: str = "") -> tuple[subprocess.Popen, str, Path, Path]:
+    """`longhaul measure` of a fake osu_bw that writes its pid, says 'started' and sleeps (after
+    ``traps``): (the longhaul process, the tool, the store, the pid file)."""
+    store, pid = tmp_path / "res", tmp_path / "pid"
+    tool = _tool(tmp_path, "osu_bw", f"{traps}echo $$ > {pid}; echo started; sleep 30")
+    proc = subprocess.Popen([*longhaul_exe(), "measure", "--tool", "osu", "--store", str(store), "--", tool],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, tool, store, pid
+
+
 @pytest.mark.parametrize("sig, status, said", [
     (signal.SIGINT, 130, "longhaul: interrupted"),
     # A batch system's kill or a closed terminal: the command, in its own session, would not get it.
@@ -229,11 +239,7 @@ def test_bad_option_refused_before_the_command_runs(cli, tmp_path, option, shown
     (signal.SIGHUP, 129, "longhaul: stopped by SIGHUP (the measured command `{tool}` was stopped; nothing stored)"),
 ])
 def test_ctrl_c_or_a_kill_stops_the_command_stores_nothing(tmp_path, sig, status, said):
-    store = tmp_path / "res"
-    pid = tmp_path / "pid"
-    tool = _tool(tmp_path, "osu_bw", f"echo $$ > {pid}; echo started; sleep 30")
-    proc = subprocess.Popen([*longhaul_exe(), "measure", "--tool", "osu", "--store", str(store), "--", tool],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, tool, store, pid = _measuring(tmp_path)
     try:
         assert proc.stderr.readline() == "started\n"
         proc.send_signal(sig)
@@ -251,11 +257,7 @@ def test_ctrl_c_or_a_kill_stops_the_command_stores_nothing(tmp_path, sig, status
 def test_a_second_interrupt_still_kills_a_command_that_ignores_sigterm(tmp_path, second):
     # Ctrl-C twice (or Ctrl-C, then a batch system's SIGTERM) within the 2 s grace: the second one
     # cut the stop short before its SIGKILL, and a tool that ignores SIGTERM kept running.
-    store = tmp_path / "res"
-    pid = tmp_path / "pid"
-    tool = _tool(tmp_path, "osu_bw", f"trap '' TERM; echo $$ > {pid}; echo started; sleep 30")
-    proc = subprocess.Popen([*longhaul_exe(), "measure", "--tool", "osu", "--store", str(store), "--", tool],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, tool, store, pid = _measuring(tmp_path, traps="trap '' TERM; ")
     try:
         assert proc.stderr.readline() == "started\n"
         proc.send_signal(signal.SIGINT)
