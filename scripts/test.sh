@@ -31,7 +31,7 @@ for phase in "${phases[@]}"; do
     select=(-m emu)
   else
     echo "== pytest: simulator, CLI, store, analysis (parallel workers) =="
-    select=(-m "not emu" -n auto --maxprocesses 4)
+    select=(-m "not emu" -n auto --maxprocesses 4 --dist loadgroup)
   fi
   set +e
   python -m pytest -q "${select[@]}" "$@"

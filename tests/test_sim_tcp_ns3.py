@@ -17,7 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import tcp_ns3  # noqa: E402
 
 REASON = tcp_ns3.ns3_available()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+# One worker runs the whole module (scripts/test.sh: --dist loadgroup): the module fixture runs ns-3
+# six times on every core, and each worker that took a test of it would run it again.
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), pytest.mark.xdist_group("ns3")]
 
 # ns-3 runs with its PRR's proportional step in 64 bits (``run_ns3(wide_prr=True)``, tcp_bulk.cc's
 # WidePrrRecovery): ns-3 3.37's TcpPrrRecovery::DoRecovery multiplies prr_delivered by ssthresh
