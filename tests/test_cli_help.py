@@ -49,3 +49,15 @@ def test_every_error_has_one_prefix_whichever_parser_finds_it(cli, args, message
     p = cli(*args)
     assert p.returncode == 2 and p.stderr.startswith(f"longhaul: error: {message}") and p.stderr.count("\n") == 1, \
         p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    # argparse took a list starting with a minus sign for an unknown option: "expected one argument".
+    (["sim", "mpi", "osu", "--bench", "bw", "--delay-us", "-5,10"], "--delay-us: -5 is out of range [0, 200000]"),
+    (["compare", "mpi", "--stack", "-1,1,1"], "--stack: per-segment cost -1 is out of range [0, 1000]"),
+    (["sim", "verbs", "--sizes", "-1K,2K"], "--sizes: '-1K' is not a size"),
+])
+def test_a_value_starting_with_a_minus_is_checked_as_a_value(cli, args, message):
+    p = cli(*args)
+    assert p.returncode == 2 and p.stderr.startswith(f"longhaul: error: {message}") and p.stderr.count("\n") == 1, \
+        p.stderr

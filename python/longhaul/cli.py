@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 
 from longhaul import commands
@@ -19,6 +20,13 @@ from longhaul.errors import Terminated, UserError
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (name of the problem and the valid range) and exit 2, with
     the prefix every other error has (``longhaul: error:``), whichever subcommand's parser found it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # A value that starts like a negative number is a value: argparse's own rule knows only
+        # "-5" and "-.5", so "--delay-us -5,10" or "--stack -1,1,1" said "expected one argument"
+        # instead of the option's range. No longhaul option looks like a negative number.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
         sys.stderr.write(f"longhaul: error: {message}\n")
