@@ -3,11 +3,15 @@ entry point) and capture what it prints."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,3 +78,26 @@ def _no_mpi_in_this_process():
 
     yield
     assert "mpi4py.MPI" not in sys.modules, "this test initialised MPI in the pytest process: run MPI in a subprocess"
+
+
+NO_IPERF3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (Debian package iperf3)")
+
+
+@contextlib.contextmanager
+def iperf3_server() -> Iterator[str]:
+    """A one-shot iperf3 server on 127.0.0.1 and a free port (yielded): it ends after its one
+    client; if no client came, it is killed, so no test leaves one listening."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", port, "-1"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        yield port
+    finally:
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

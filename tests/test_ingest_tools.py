@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import NO_IPERF3, iperf3_server
 from longhaul.cli import main
 from longhaul.ingest import IngestError, ingest_file, parse_text
 from longhaul.results import Store
@@ -591,44 +589,18 @@ def test_iperf3_text_impossible_summary_rejected(tmp_path, capsys, old, new, sho
     _rejected(tmp_path, capsys, "iperf3", _fixture_with("iperf3_single.txt", 9, old, new), 9, shown)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (Debian package iperf3)")
-def _served(server: subprocess.Popen) -> None:
-    """The one-shot iperf3 server's end: it exits after its client; if no client came, it is killed."""
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
+@NO_IPERF3
 def test_real_iperf3_on_loopback(tmp_path):
     """A real iperf3 run on 127.0.0.1 (1 s, bounded) parses in both JSON and text form."""
-    port = str(_free_port())
-    server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", port, "-1"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.5)
+    with iperf3_server() as port:
         out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-J"], capture_output=True,
                              text=True, timeout=30)
-    finally:
-        _served(server)
     assert out.returncode == 0, out.stderr
     recs = parse_text(out.stdout, "iperf3", "live.json")
     assert {r["direction"] for r in recs} == {"sender", "receiver"} and all(r["bw_MBps"] > 0 for r in recs)
-    server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", port, "-1"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.5)
+    with iperf3_server() as port:
         txt = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-P", "2"], capture_output=True,
                              text=True, timeout=30)
-    finally:
-        _served(server)
     recs = parse_text(txt.stdout, "iperf3", "live.txt")
     assert len(recs) == 2 and all(r["streams"] == 2 for r in recs)
     f = tmp_path / "live.txt"

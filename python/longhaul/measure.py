@@ -164,13 +164,21 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
         raise UserError(f"measure: {shown} was still running after --timeout-s {timeout_s:g} and was stopped "
                         "(its process group killed); nothing stored")
     if status < 0:
-        name = signal.Signals(-status).name if -status in signal.valid_signals() else f"signal {-status}"
-        raise UserError(f"measure: {shown} was killed by {name}; nothing stored")
+        raise UserError(f"measure: {shown} was killed by {_signal_name(-status)}; nothing stored")
     if status != 0:
         last = _last_line(bytes(err))
         said = f"its last line on stderr: {last}" if last else "it printed nothing on stderr"
         raise UserError(f"measure: {shown} exited with status {status} ({said}); nothing stored")
     return Captured(bytes(out), started, finished)
+
+
+def _signal_name(signum: int) -> str:
+    """SIGKILL, or SIGRTMIN+6 as ``kill -l`` names it: ``signal.Signals`` has no member for the
+    real-time signals between SIGRTMIN and SIGRTMAX, which a command can still die of."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}" if signal.SIGRTMIN < signum < signal.SIGRTMAX else f"signal {signum}"
 
 
 def measure(argv: list[str], tool: str, delay_us: float | None = None, label: str = "",
