@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -331,6 +333,26 @@ def test_writing_commands_still_create_the_store(cli, tmp_path):
         rows = json.loads(cli("results", "ls", "--store", str(store), "--format", "json", check=True).stdout)
         assert len(rows) == 1
         assert [r[:12] for r in json.loads((store / "manifest.json").read_text())["runs"]] == [rows[0]["run_id"]]
+
+
+# ingest and both sweeps never checked: a store they cannot write was a FileNotFoundError traceback.
+@pytest.mark.parametrize("argv", [
+    ["ingest", str(FIX / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", "0"],
+    ["sweep", "verbs", "--grid", '{"delay_us": [0], "size_bytes": [4096]}'],
+])
+def test_writing_commands_refuse_a_store_they_cannot_write(cli, tmp_path, argv):
+    proc = cli(*argv, "--store", "/proc/nope/res")
+    assert proc.returncode == 2 and proc.stderr == ("longhaul: error: --store: cannot write results to '/proc/nope/res' "
+                                                    "(No such file or directory)\n"), proc.stderr
+
+
+def test_the_library_sweep_and_a_put_refuse_it_in_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "longhaul.sweep", "--fn", "longhaul.sim.verbs:run", "--grid",
+                           '{"delay_us": [0]}', "--kind", "k", "--store", "/proc/nope/res"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("longhaul: error: --store: cannot write results to"), \
+        proc.stderr
+    with pytest.raises(UserError, match="cannot write results to '/proc/nope/res'"):
+        Store("/proc/nope/res").put({"a": 1}, [{"b": 2}], source="sim")
 
 
 def test_an_emptied_store_is_still_a_store(filled, cli):

@@ -351,9 +351,13 @@ class Store:
     @contextlib.contextmanager
     def _locked(self):
         """Thread lock + advisory file lock around manifest read-modify-write."""
-        self.root.mkdir(parents=True, exist_ok=True)
         with _thread_lock:
-            with open(self.root / ".lock", "a+") as lockf:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                lockf = open(self.root / ".lock", "a+")
+            except OSError as err:  # the writers that never called check_writable() meet it here
+                raise UserError(f"--store: cannot write results to '{self.root}' ({err.strerror or err})") from None
+            with lockf:
                 fcntl.flock(lockf.fileno(), fcntl.LOCK_EX)
                 try:
                     yield

@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(params, dict):
             raise UserError('--grid: give a JSON object of lists, e.g. {"x": [1, 2]}')
         fn = load_fn(args.fn)
-        store = None if args.no_store else Store(args.store)
+        store = None if args.no_store else Store(args.store).check_writable()
         res = run(fn, grid(params), kind=args.kind, store=store, source=args.source, label=args.label,
                   executor=args.executor, workers=args.workers)
     except UserError as err:

@@ -74,7 +74,7 @@ def _source(path: str, records: list[dict], given: str | None) -> str:
 
 def cmd_ingest(args) -> int:
     delay = one_delay(args, "ingest", "per file (the one it was measured at)")
-    store = None if args.dry_run else store_from_args(args)
+    store = None if args.dry_run else store_from_args(args).check_writable()
     parsed = [(f, *ingest_file(f, args.tool, delay_us=delay, label=args.label)) for f in args.files]
     return store_and_print(args, store, parsed)
 

@@ -124,7 +124,7 @@ def _run(args) -> int:
                 module.scenario(base, **workload, **_cli_defaults(args.model, {}, base)))
             raise naming_the_file(err, args.base, file_alone, module.FILE_KEYS) from None
         scenarios.append(sc)
-    res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store), source="sim",
+    res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store).check_writable(), source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")
     emit(res.records, args.format, _table_columns(args.model, res.records, points), title=f"longhaul sweep {args.model}")
