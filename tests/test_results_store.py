@@ -248,6 +248,27 @@ def test_export_to_a_directory_or_unwritable_path_is_one_line(filled, capsys, tm
         assert "Traceback" not in proc.stderr
 
 
+def test_export_writes_through_links_fifos_and_devices(filled, capsys, tmp_path, cli):
+    # The file was renamed over whatever stood there: a FIFO became a regular file, a link was
+    # replaced (its target untouched), and as root --out /dev/full replaced the device.
+    root, a, b = filled
+    target = tmp_path / "real.csv"
+    target.write_text("old")
+    (tmp_path / "link.csv").symlink_to(target.name)
+    assert main(["results", "export", "--store", str(root), "--out", str(tmp_path / "link.csv")]) == 0
+    assert (tmp_path / "link.csv").is_symlink() and target.read_text().count("\n") == 4   # header + 3 records
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    assert main(["results", "export", "--store", str(root), "--out", str(fifo)]) == 0
+    assert reader.communicate(timeout=30)[0] == target.read_text()
+    assert fifo.is_fifo()
+    if Path("/dev/full").is_char_device():   # a device that refuses every write
+        proc = cli("results", "export", "--store", str(root), "--out", "/dev/full")
+        assert proc.returncode == 2 and proc.stderr == "longhaul: error: cannot write '/dev/full' (No space left on device)\n"
+        assert Path("/dev/full").is_char_device()
+
+
 def test_export_into_a_missing_directory_is_an_error(filled, capsys, tmp_path):
     root, a, b = filled
     out = tmp_path / "missing" / "dir" / "x.csv"

@@ -42,6 +42,7 @@ import math
 import os
 import platform
 import secrets
+import stat
 import subprocess
 import tempfile
 import threading
@@ -230,9 +231,23 @@ def atomic_write_bytes(path: Path, data: bytes, make_parents: bool = True) -> No
 
     Missing directories are created unless ``make_parents`` is false (then they are an error).
     A path that cannot be written (a directory, no permission, ...) is a one-line UserError and
-    leaves no temporary file behind.
+    leaves no temporary file behind. A symbolic link is written through (its target is replaced,
+    the link stays); a FIFO, a device or ``/dev/stdout`` is a stream, not a file to replace: the
+    data is written into it, as ``cp`` would (renaming over ``/dev/null`` as root would replace it).
     """
     path = check_output_path(path, make_parents)
+    try:
+        target = os.stat(path)  # follows links: /dev/stdout is the pipe or terminal behind it
+    except OSError:
+        target = None
+    if target is not None and not stat.S_ISREG(target.st_mode):
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as err:
+            raise UserError(f"cannot write '{path}' ({err.strerror or err})") from None
+        return
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         if make_parents:
             path.parent.mkdir(parents=True, exist_ok=True)
