@@ -17,6 +17,7 @@ import longhaul.study as study_mod
 from longhaul.analysis import window_model
 from longhaul.cli import main
 from longhaul.results import Store
+from longhaul.results import Store
 from longhaul.study import PartResult, SkipPart, StudyPart, Table
 
 FAKE_PARAMS = {"rc": (960.0, 1.0, 32.0), "uc": (960.0, 0.9, 64.0), "ud": (967.0, 0.8, 1e9)}
@@ -216,7 +217,35 @@ def test_measured_part_uses_ingested_runs(tmp_path, fake_sim, fake_validation, c
     # averaged one: 65536 B has a row of each, and the command to redo it splits the same way.
     dpm = html[html.index("Decrease per mile"):]
     assert "mthca0" in dpm and "mlx4_0" in dpm and ">write<" in dpm and ">read<" in dpm, dpm[:3000]
-    assert "--by kind,device,op,qps,size_bytes" in html
+    assert "--where source=measured --by kind,device,op,qps,size_bytes" in html
+
+
+def test_the_measured_parts_dpm_command_runs_on_measured_and_emulated_runs(tmp_path, fake_validation, capsys):
+    # The table splits by every column that varies among measured and emulated records (here the
+    # emulator's jitter); the command printed to redo it selected --source measured only, and
+    # analyse then refused "--by column 'jitter_us' is in no record".
+    import html as html_mod
+    import shlex
+
+    fix = Path(__file__).parent / "fixtures" / "ingest"
+    store = tmp_path / "res"
+    for d in ("0", "1000"):
+        assert main(["ingest", str(fix / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--delay-us", d,
+                     "--store", str(store), "--format", "csv"]) == 0
+    for jitter in (0.0, 50.0):
+        Store(store).put({"kind": "emu-bench-tcp", "jitter_us": jitter},
+                         [{"tool": "iperf3", "size_bytes": 131072, "delay_us": d, "jitter_us": jitter, "bw_MBps": bw}
+                          for d, bw in ((0.0, 900.0), (1000.0, 600.0))], source="emu")
+    capsys.readouterr()
+    assert main(["study", "--quick", "--parts", "measured", "--out", str(tmp_path / "o"), "--store", str(store),
+                 "--no-summary"]) == 0
+    pre = html_mod.unescape((tmp_path / "o" / "report.html").read_text().rsplit("<pre>", 1)[1].split("</pre>", 1)[0])
+    (dpm,) = [line for line in pre.splitlines() if line.startswith("longhaul analyse dpm")]
+    assert "--where source=emu,measured" in dpm and "jitter_us" in dpm, dpm
+    capsys.readouterr()
+    assert main([*shlex.split(dpm)[1:], "--store", str(store), "--format", "csv"]) == 0, capsys.readouterr().err
+    rows = capsys.readouterr().out
+    assert "emu-bench-tcp" in rows and "ingest-perftest" in rows
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -375,8 +375,11 @@ def run_measured(ctx: StudyContext) -> PartResult:
     else:
         out.notes.append("decrease per mile needs measurements at two or more delays")
     out.commands.append("longhaul results ls --source measured")
-    out.commands.append(f"longhaul analyse dpm --source measured --by {','.join(('kind', *varying, 'size_bytes'))} "
-                        "--bound-MBps 1000")
+    # The records of the table above: measured and emulated (a column that varies only among the
+    # emulated ones is in the --by too, so --source measured alone named a column no record had).
+    sources = ",".join(sorted({str(r.get("source")) for r in bw} or {"measured"}))
+    out.commands.append(f"longhaul analyse dpm --where source={sources} "
+                        f"--by {','.join(('kind', *varying, 'size_bytes'))} --bound-MBps 1000")
     return out
 
 
