@@ -563,3 +563,16 @@ def test_cli_a_configuration_that_changes_only_with_the_delay_stays_one_series(c
                               check=True).stdout)
         assert [(r["size_bytes"], r["delay_us"]) for r in rows] == [(1024, d) for d in (0, 10, 1000, 10000)], rows
         assert "algo" not in rows[0]
+
+
+def test_dpm_of_a_latency_is_in_its_unit_per_mile(tmp_path, capsys):
+    # The columns said D_MBps_per_mile and bound_MBps (and the table "MB = 10^6 bytes") for lat_us.
+    f = tmp_path / "lat.json"
+    f.write_text(json.dumps([{"size_bytes": 8, "delay_us": d, "lat_us": 5.0 + 2 * d} for d in (0.0, 1000.0)]))
+    assert main(["analyse", "dpm", "--input", str(f), "--value", "lat_us", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["D_us_per_mile"] == pytest.approx(-2000 / miles_from_delay_us(1000.0))   # grows with distance
+    assert rows[0]["bound_us"] == 2005.0 and not any("MBps" in k for r in rows for k in r)
+    assert main(["analyse", "dpm", "--input", str(f), "--value", "lat_us"]) == 0
+    table = capsys.readouterr().out
+    assert "D_us_per_mile" in table and "MB" not in table

@@ -44,14 +44,23 @@ def hoeffding_halfwidth(bound: float, sum_w2: float, delta: float) -> float:
     return bound * math.sqrt(math.log(2.0 / delta) / 2.0 * sum_w2)
 
 
+def value_unit(value: str) -> str:
+    """The unit a column's name ends in (bw_MBps -> MBps, lat_us -> us): the estimates' columns
+    carry it, so a latency's decrease per mile is in us per mile, never labelled MB/s."""
+    head, sep, unit = value.rpartition("_")
+    return unit if sep and head else value
+
+
 def decrease_per_mile(records: Sequence[dict], value: str = "bw_MBps", by: Sequence[str] = ("size_bytes",),
                       confidence: float = 0.95, bound: float | None = None, simultaneous: bool = False) -> list[dict]:
     """D(d_i) per distance and the average D, each with a Hoeffding bound, per ``by`` group.
 
-    Records need ``delay_us`` and ``value``. Rows: ``{*by, distance_miles, delay_us, D_MBps_per_mile, D_lo_MBps_per_mile,
-    D_hi_MBps_per_mile, halfwidth_MBps_per_mile, n0, n, bound_MBps, bound_from, confidence, estimate}`` with
-    ``estimate`` = "D(d_i)" or "mean D".
+    Records need ``delay_us`` and ``value``. Rows, with U the unit of ``value`` (``value_unit``; MBps
+    for bw_MBps): ``{*by, distance_miles, delay_us, D_U_per_mile, D_lo_U_per_mile, D_hi_U_per_mile,
+    halfwidth_U_per_mile, n0, n, bound_U, bound_from, confidence, estimate}`` with ``estimate`` =
+    "D(d_i)" or "mean D". A value that grows with distance (a latency) has a negative D.
     """
+    u = value_unit(value)
     if not 0.0 < confidence < 1.0:
         raise UserError(f"--confidence {confidence}: must be between 0 and 1 (e.g. 0.95)")
     if bound is not None and not bound > 0:
@@ -89,9 +98,9 @@ def decrease_per_mile(records: Sequence[dict], value: str = "bw_MBps", by: Seque
             D = (mean0 - sum(ti) / ni) / dx
             hw = hoeffding_halfwidth(B, (1 / n0 + 1 / ni) / dx**2, delta)
             row = dict(zip(by, g))
-            row.update(estimate="D(d_i)", delay_us=d, distance_miles=miles_from_delay_us(d),
-                       D_MBps_per_mile=D, D_lo_MBps_per_mile=D - hw, D_hi_MBps_per_mile=D + hw, halfwidth_MBps_per_mile=hw, n0=n0, n=ni,
-                       bound_MBps=B, bound_from=bound_from, confidence=confidence)
+            row.update({"estimate": "D(d_i)", "delay_us": d, "distance_miles": miles_from_delay_us(d),
+                        **_estimate(u, D, hw), "n0": n0, "n": ni, f"bound_{u}": B, "bound_from": bound_from,
+                        "confidence": confidence})
             out.append(row)
             inv.append(1 / dx)
             w2_rest += 1 / (m * m * dx * dx * ni)
@@ -100,11 +109,16 @@ def decrease_per_mile(records: Sequence[dict], value: str = "bw_MBps", by: Seque
         w2 = (sum(inv) / m) ** 2 / n0 + w2_rest
         hw = hoeffding_halfwidth(B, w2, delta)
         row = dict(zip(by, g))
-        row.update(estimate="mean D", delay_us=None, distance_miles=None, D_MBps_per_mile=Dbar,
-                   D_lo_MBps_per_mile=Dbar - hw, D_hi_MBps_per_mile=Dbar + hw, halfwidth_MBps_per_mile=hw, n0=n0, n=sum(len(series[d]) for d in delays[1:]),
-                   bound_MBps=B, bound_from=bound_from, confidence=confidence)
+        row.update({"estimate": "mean D", "delay_us": None, "distance_miles": None, **_estimate(u, Dbar, hw),
+                    "n0": n0, "n": sum(len(series[d]) for d in delays[1:]), f"bound_{u}": B, "bound_from": bound_from,
+                    "confidence": confidence})
         out.append(row)
     return out
 
 
-__all__ = ["decrease_per_mile", "hoeffding_halfwidth", "_num"]
+def _estimate(u: str, d: float, hw: float) -> dict:
+    return {f"D_{u}_per_mile": d, f"D_lo_{u}_per_mile": d - hw, f"D_hi_{u}_per_mile": d + hw,
+            f"halfwidth_{u}_per_mile": hw}
+
+
+__all__ = ["decrease_per_mile", "hoeffding_halfwidth", "value_unit", "_num"]

@@ -59,7 +59,8 @@ def register(subparsers) -> None:
     _common(p)
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the bound (default 0.95)")
     p.add_argument("--bound-MBps", dest="bound", type=float, default=None,
-                   help="a-priori upper bound B on every measurement (e.g. 1000 for 4x SDR); default: observed max")
+                   help="a-priori upper bound B on every measurement, in --value's unit (e.g. 1000 MB/s for 4x "
+                        "SDR); default: observed max")
     p.add_argument("--simultaneous", action="store_true", help="bound all estimates at once (Bonferroni)")
     p.set_defaults(func=cmd_dpm)
 
@@ -362,13 +363,15 @@ def cmd_stability(args) -> int:
 
 def cmd_dpm(args) -> int:
     from longhaul.analysis import decrease_per_mile
+    from longhaul.analysis.dpm import value_unit
 
     recs = select(args)
     by = _by(args, recs)
     rows = decrease_per_mile(recs, value=args.value, by=by, confidence=args.confidence,
                              bound=args.bound, simultaneous=args.simultaneous)
-    cols = list(by) + ["estimate", "distance_miles", "D_MBps_per_mile", "D_lo_MBps_per_mile",
-                              "D_hi_MBps_per_mile", "n0", "n", "bound_MBps", "bound_from"]
+    u = value_unit(args.value)
+    cols = list(by) + ["estimate", "distance_miles", f"D_{u}_per_mile", f"D_lo_{u}_per_mile", f"D_hi_{u}_per_mile",
+                       "n0", "n", f"bound_{u}", "bound_from"]
     emit(rows, args.format, columns=cols if args.format == "table" else None,
          title=f"decrease per mile of {args.value}, Hoeffding {args.confidence:.0%} bound")
     return 0
