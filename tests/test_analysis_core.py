@@ -576,3 +576,26 @@ def test_dpm_of_a_latency_is_in_its_unit_per_mile(tmp_path, capsys):
     assert main(["analyse", "dpm", "--input", str(f), "--value", "lat_us"]) == 0
     table = capsys.readouterr().out
     assert "D_us_per_mile" in table and "MB" not in table
+
+
+def test_cli_balance_refuses_to_average_other_delays_or_tools_under_one_label(tmp_path, capsys):
+    # osu_bw at 0 and 10000 us and a perftest ib_write_bw, all labelled inter, were averaged into one
+    # inter-node bandwidth per size.
+    store = tmp_path / "res"
+    s = ["--store", str(store), "--format", "csv"]
+    assert main(["ingest", str(FIX / "osu_bw.txt"), "--tool", "osu", "--label", "intra", "--delay-us", "0", *s]) == 0
+    for d in ("0", "10000"):
+        assert main(["ingest", str(FIX / "osu_bw.txt"), "--tool", "osu", "--label", "inter", "--delay-us", d, *s]) == 0
+    capsys.readouterr()
+    pair = ["analyse", "balance", "--store", str(store), "--intra-label", "intra", "--inter-label", "inter"]
+    assert main(pair) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("longhaul: error: balance: the inter-node records of bandwidth at ") and \
+        "differ in delay_us (0, 10000)" in err and "--where delay_us=0" in err and err.count("\n") == 1, err
+    assert main([*pair, "--where", "delay_us=0", "--format", "json"]) == 0
+    assert all(r["ratio"] == 1 for r in json.loads(capsys.readouterr().out)["per_size"])
+    assert main(["ingest", str(FIX / "perftest_write_bw_mb.txt"), "--tool", "perftest", "--label", "inter",
+                 "--delay-us", "0", *s]) == 0
+    capsys.readouterr()
+    assert main([*pair, "--where", "delay_us=0"]) == 2
+    assert "the inter-node records of bandwidth at 2 bytes differ in tool (osu, perftest)" in capsys.readouterr().err

@@ -10,9 +10,10 @@ smallest for latency (how the published study quotes them).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 
-from longhaul.analysis.profiles import _num
+from longhaul.analysis.profiles import _num, mixed_configuration, value_text
 from longhaul.errors import UserError
 
 METRICS = {  # test name in records -> (metric label, value column)
@@ -22,26 +23,38 @@ METRICS = {  # test name in records -> (metric label, value column)
     "bibw": ("bi-directional bandwidth", "bw_MBps"),
     "mbw_mr": ("multi-pair bandwidth", "bw_MBps"),
 }
+METRICS_COLUMN = {label: col for label, col in METRICS.values()}
 
 
-def _index(records: Sequence[dict]) -> dict[tuple[str, int], float]:
-    out: dict[tuple[str, int], list[float]] = {}
+def _index(records: Sequence[dict], side: str) -> dict[tuple[str, int], float]:
+    """The mean of each (metric, size) cell of one side, refused when the cell holds different
+    measurements (another delay, tool, transport, ...): those are not repeats to average."""
+    cells: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for r in records:
         # OSU output (ingested or emulated) names the benchmark `test`; the simulator's MPI records `bench`.
         test = str(r.get("test") or r.get("bench") or "")
         if test not in METRICS:
             continue
-        col = METRICS[test][1]
-        v, s = _num(r.get(col)), _num(r.get("size_bytes"))
-        if v is None or s is None:
+        if _num(r.get(METRICS[test][1])) is None or _num(r.get("size_bytes")) is None:
             continue
-        out.setdefault((METRICS[test][0], int(s)), []).append(v)
-    return {k: sum(v) / len(v) for k, v in out.items()}
+        cells[(METRICS[test][0], int(_num(r["size_bytes"])))].append(r)
+    out = {}
+    for (metric, size), recs in cells.items():
+        col = METRICS_COLUMN[metric]
+        c, vals = "delay_us", sorted({value_text(d) for d in (_num(r.get("delay_us")) for r in recs) if d is not None})
+        if len(vals) < 2:
+            _, c, vals = mixed_configuration(recs, col, None, ())
+        if c:
+            raise UserError(f"balance: the {side} records of {metric} at {size} bytes differ in {c} "
+                            f"({', '.join(vals)}): different measurements, not repeats to average; choose one with "
+                            f"--where {c}={vals[0]} (it selects on both sides) or label the runs apart")
+        out[(metric, size)] = sum(_num(r[col]) for r in recs) / len(recs)
+    return out
 
 
 def balance_ratios(intra: Sequence[dict], inter: Sequence[dict]) -> tuple[list[dict], list[dict]]:
     """(per-size rows, one summary row per metric) of intra/inter ratios."""
-    a, b = _index(intra), _index(inter)
+    a, b = _index(intra, "intra-node"), _index(inter, "inter-node")
     common = sorted(set(a) & set(b))
     if not common:
         raise UserError("balance: the intra-node and inter-node records share no (test, size_bytes); "

@@ -68,6 +68,9 @@ def register(subparsers) -> None:
     add_store_option(p)
     _selection(p, "intra-")
     _selection(p, "inter-")
+    p.add_argument("--where", action="append", default=[], metavar="COL=V1,V2",
+                   help="keep records whose column equals one of the values, on both sides (repeatable), "
+                        "e.g. delay_us=0")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=cmd_balance)
 
