@@ -419,10 +419,22 @@ def test_cli_where_names_an_empty_value_an_unknown_column_and_a_value_no_record_
                          ("size_bytes=65536,", "--where 'size_bytes=65536,': empty item"),
                          ("nope=1", "--where 'nope=1': column 'nope' is in no selected record (columns present: "),
                          ("size_bytes=99", "--where 'size_bytes=99': no selected record has size_bytes = 99 "
-                                           "(values present: 2, 1024, 65536, 1048576, 8388608)")]:
+                                           "(values present: 2, 1024, 65536, 1048576, 8388608)"),
+                         # one value of several no record has (a typo) dropped its records without a word
+                         ("size_bytes=65536,6553", "--where 'size_bytes=65536,6553': no selected record has "
+                                                   "size_bytes = 6553 (values present: ")]:
         assert main([*s, "--where", where]) == 2, where
         err = _one_line_error(capsys)
         assert words in err, err
+
+
+@pytest.mark.parametrize("by, words", [
+    ("", "--by: empty; give a comma list of columns"),                 # pooled every size into one series
+    ("size_bytes,size_bytes", "--by: size_bytes given twice"),         # printed the column twice
+])
+def test_cli_by_refuses_an_empty_list_and_a_column_twice(measured_store, capsys, by, words):
+    assert main(["analyse", "stability", "--store", str(measured_store), "--by", by]) == 2
+    assert words in _one_line_error(capsys)
 
 
 def test_cli_names_that_look_like_numbers_select_by_their_text(tmp_path, capsys):

@@ -186,15 +186,16 @@ def _where(records: list[dict], clauses: list[str]) -> list[dict]:
             raise UserError(f"--where '{c}': column '{col}' is in no selected record "
                             f"(columns present: {column_list(present)})")
         # A value matches a number by value (delay_us=0 selects 0.0) and any value by its text.
-        allowed = {_match_key(_auto(v)) for v in items} | set(items)
-        kept = [r for r in records if r.get(col) is not None and _match_key(r[col]) in allowed]
-        if not kept and records:
+        held = {_match_key(r[col]) for r in records if r.get(col) is not None}
+        missing = [v for v in items if _match_key(_auto(v)) not in held and v not in held]
+        if missing:   # a typo (6553 for 65536) would silently drop that value's records from the analysis
             have = sorted({r[col] for r in records if r.get(col) is not None}, key=_value_sort)
             shown = ", ".join(value_text(v) for v in have[:LIST_LIMIT])
             more = f" and {len(have) - LIST_LIMIT} more" if len(have) > LIST_LIMIT else ""
-            raise UserError(f"--where '{c}': no selected record has {col} = {' or '.join(items)} "
+            raise UserError(f"--where '{c}': no selected record has {col} = {' or '.join(missing)} "
                             f"(values present: {shown}{more})")
-        records = kept
+        allowed = {_match_key(_auto(v)) for v in items} | set(items)
+        records = [r for r in records if r.get(col) is not None and _match_key(r[col]) in allowed]
     return records
 
 
@@ -294,7 +295,14 @@ def _by_columns(args, recs: list[dict]) -> tuple[str, ...]:
     if args.by is None:
         sizes = ("size_bytes",) if any(r.get("size_bytes") is not None for r in recs) else ()
         return tuple(varying_configuration(recs, args.value)) + sizes
-    return tuple(list_items(args.by, "--by", "a column name"))
+    by = list_items(args.by, "--by", "a column name")
+    if not by:   # '' pooled every size and configuration into one series
+        raise UserError("--by: empty; give a comma list of columns (e.g. --by size_bytes), or leave --by out to split "
+                        "by every configuration column that varies, then size_bytes")
+    twice = sorted({b for b in by if by.count(b) > 1})
+    if twice:
+        raise UserError(f"--by: {', '.join(twice)} given twice (each column splits the series once)")
+    return tuple(by)
 
 
 def _by(args, recs: list[dict]) -> tuple[str, ...]:
