@@ -199,6 +199,14 @@ def test_osu_format_is_what_ingest_reads_back(cli, tmp_path, bench, extra, value
         for key in values:
             # messages/s printed with 2 decimals: msg_rate_Mps to 1e-8
             assert b[key] == pytest.approx(s[key], abs=1e-8 if key == "msg_rate_Mps" else 0.006), (key, s, b)
+    # Column header and rows as OSU's print_header/print_data lay them out (%-10s then %18s each; the
+    # fixtures follow osu_util.c): the header said "# Size Bandwidth (MB/s)", so a diff against OMB's failed.
+    fixture = {"latency": "osu_latency.txt", "bw": "osu_bw.txt", "bibw": "osu_bibw.txt", "mbw_mr": "osu_mbw_mr.txt",
+               "bcast": "osu_bcast_full.txt"}.get(bench)
+    if fixture:
+        omb = (Path(__file__).parent / "fixtures" / "ingest" / fixture).read_text().splitlines()
+        assert [ln for ln in text.read_text().splitlines() if ln.startswith("# Size")] == \
+            [ln for ln in omb if ln.startswith("# Size")]
     if bench == "bcast":  # on 8 ranks MPICH2's choice changes with the size: the comment names each
         where = text.read_text().splitlines()[1]
         assert [r["algo"] for r in sim] == ["binomial", "scatter-rd"]

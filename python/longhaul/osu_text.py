@@ -19,18 +19,19 @@ from __future__ import annotations
 
 from longhaul import __version__
 
-#: benchmark -> (title, point-to-point column header; None for the collectives' COLL_HEADER)
+#: benchmark -> (title, point-to-point value columns; None for the collectives' COLL_COLUMNS)
 TITLES = {
-    "latency": ("OSU MPI Latency Test", "Latency (us)"),
-    "bw": ("OSU MPI Bandwidth Test", "Bandwidth (MB/s)"),
-    "bibw": ("OSU MPI Bi-Directional Bandwidth Test", "Bandwidth (MB/s)"),
-    "mbw_mr": ("OSU MPI Multiple Bandwidth / Message Rate Test", "MB/s        Messages/s"),
+    "latency": ("OSU MPI Latency Test", ("Latency (us)",)),
+    "bw": ("OSU MPI Bandwidth Test", ("Bandwidth (MB/s)",)),
+    "bibw": ("OSU MPI Bi-Directional Bandwidth Test", ("Bandwidth (MB/s)",)),
+    "mbw_mr": ("OSU MPI Multiple Bandwidth / Message Rate Test", ("MB/s", "Messages/s")),
     "bcast": ("OSU MPI Broadcast Latency Test", None),
     "scatter": ("OSU MPI Scatter Latency Test", None),
     "allreduce": ("OSU MPI Allreduce Latency Test", None),
     "alltoall": ("OSU MPI All-to-All Personalized Exchange Latency Test", None),
 }
-COLL_HEADER = "Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations"
+#: The collectives' value columns (with -f); their iteration count follows in 12 characters.
+COLL_COLUMNS = ("Avg Latency(us)", "Min Latency(us)", "Max Latency(us)")
 #: The benchmarks the mpi4py port (longhaul.emu.osu_mpi) implements; the simulator has scatter too.
 PORTED = ("allreduce", "alltoall", "bcast", "bibw", "bw", "latency", "mbw_mr")
 
@@ -48,7 +49,9 @@ def header(bench: str, comments: list[str], pairs: int | None = None, window: in
     lines = [f"# {title} {version(made_by)}", *(f"# {c}" for c in comments)]
     if bench == "mbw_mr":
         lines.append(f"# [ pairs: {pairs} ] [ window size: {window} ]")
-    lines.append(f"# Size {columns or COLL_HEADER}")
+    # As the rows: "# Size" in 10 characters, each column name right-aligned in 18 (%-10s%18s).
+    cells = "".join(f"{c:>18}" for c in columns or COLL_COLUMNS) + ("" if columns else f"{'Iterations':>12}")
+    lines.append(f"{'# Size':<10}{cells}")
     return lines
 
 
