@@ -169,6 +169,9 @@ def test_cli_ls_show_export_rm(filled, capsys, tmp_path):
     assert pq.read_table(out_pq).num_rows == 3
     assert main(["results", "export", "--store", str(root), "--format", "parquet"]) == 2
 
+    # A full id with anything after it is no run's id (it named b, and rm removed it).
+    assert main(["results", "rm", b + "xx", "--store", str(root)]) == 2
+    assert f"run '{b}xx': no such run" in capsys.readouterr().err
     assert main(["results", "rm", b[:8], "--store", str(root)]) == 0
     capsys.readouterr()
     assert [e["run_id"] for e in Store(root).runs()] == [a]

@@ -294,13 +294,20 @@ def table_to_records(table: pa.Table) -> list[dict]:
     return table.to_pylist()
 
 
+#: A run id's length: the SHA-256 of its scenario in hex (``scenario_hash``).
+ID_CHARS = 64
+
+
 def resolve_run(ref: str, run_ids: Sequence[str], where: str, see: str) -> str:
     """The one of ``run_ids`` that ``ref`` names: a unique prefix of at least 4 characters, or a full
     id whose first 12 characters are one of them (`results export` writes 12)."""
     ref = ref.strip().lower()
     if len(ref) < 4:
         raise UserError(f"run '{ref}': give at least 4 characters of a run id (see {see})")
-    matches = [i for i in run_ids if i.lower().startswith(ref) or (len(i) >= 12 and ref.startswith(i.lower()))]
+    # A longer ref than an id is a typo, not that run: a 64-character id with anything after it
+    # named the run (and `results rm` would have removed it).
+    full = len(ref) <= ID_CHARS
+    matches = [i for i in run_ids if i.lower().startswith(ref) or (full and len(i) >= 12 and ref.startswith(i.lower()))]
     if not matches:
         raise UserError(f"run '{ref}': no such run in {where} (see {see})")
     if len(matches) > 1:
