@@ -150,6 +150,14 @@ def test_non_zero_exit_names_status_and_last_stderr_line(cli, tmp_path):
     assert not store.exists()   # "nothing stored": not even an empty store (its writability is checked in place)
 
 
+def test_the_error_starts_its_own_line_after_output_that_did_not_end_one(cli, tmp_path):
+    # "connecting...longhaul: error: ..." when the command's last output had no newline.
+    tool = _tool(tmp_path, "osu_bw", "printf 'connecting...' >&2; exit 1")
+    proc = cli("measure", "--tool", "osu", "--store", str(tmp_path / "res"), "--", tool)
+    assert proc.stderr.startswith("connecting...\n")
+    _failed(proc, "exited with status 1 (its last line on stderr: connecting...)")
+
+
 # A real-time signal has no member in signal.Signals: naming it raised ValueError (a traceback).
 @pytest.mark.parametrize("sig, name", [("KILL", "SIGKILL"), ("40", "SIGRTMIN+6")])
 def test_killed_by_a_signal(cli, tmp_path, sig, name):

@@ -11,6 +11,7 @@ an interrupt stops the group and propagates. ``measure`` then parses the capture
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -59,7 +60,28 @@ def _echo(chunk: bytes) -> None:
         sys.stderr.flush()
 
 
-def _pump(fd: int, keep: bytearray, tail: int | None) -> None:
+class _Shown:
+    """What the command prints, copied to longhaul's stderr as it comes (both pipes), remembering
+    whether it ended a line: longhaul's own last line must start one, not follow 'connecting...'."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at_line_start = True
+
+    def write(self, chunk: bytes) -> None:
+        with self._lock:
+            _echo(chunk)
+            self._at_line_start = chunk.endswith(b"\n")
+
+    def end_line(self) -> None:
+        with self._lock:
+            if not self._at_line_start:
+                with contextlib.suppress(OSError, ValueError):
+                    _echo(b"\n")
+                self._at_line_start = True
+
+
+def _pump(fd: int, keep: bytearray, tail: int | None, shown: _Shown) -> None:
     """Copy the pipe ``fd`` to longhaul's stderr as it comes, keeping everything (or the last ``tail`` bytes)."""
     while True:
         try:
@@ -72,7 +94,7 @@ def _pump(fd: int, keep: bytearray, tail: int | None) -> None:
         if tail is not None and len(keep) > 2 * tail:
             del keep[:-tail]
         try:
-            _echo(chunk)
+            shown.write(chunk)
         except (OSError, ValueError):  # stderr closed: keep capturing
             pass
 
@@ -136,9 +158,9 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
                         "nothing stored") from None
     except OSError as err:
         raise UserError(f"measure: cannot run '{argv[0]}' ({err.strerror or err}); nothing stored") from None
-    out, err = bytearray(), bytearray()
-    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None), daemon=True),
-               threading.Thread(target=_pump, args=(proc.stderr.fileno(), err, STDERR_TAIL), daemon=True)]
+    out, err, echoed = bytearray(), bytearray(), _Shown()
+    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None, echoed), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr.fileno(), err, STDERR_TAIL, echoed), daemon=True)]
     timed_out = False
     # SIGTERM/SIGHUP (a batch system's kill, a closed terminal) stop the command as Ctrl-C does: in its
     # own session it would not get them, and a left-over ib_write_bw would keep the adapter busy.
@@ -158,6 +180,8 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
             _stop(proc)
             _drain(proc, readers)
             raise
+        finally:
+            echoed.end_line()
     finished = now_utc()
     status = proc.returncode
     if timed_out:
