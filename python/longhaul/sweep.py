@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from longhaul.output import FORMATS, emit
 
     p = Parser(prog="python -m longhaul.sweep",
-                                description="Run a parameter grid through a point function (MPI-ready).")
+               description="Run a parameter grid through a point function (MPI-ready).")
     p.add_argument("--fn", required=True, help="MODULE:FUNCTION taking a scenario dict, returning records")
     p.add_argument("--grid", required=True, help='JSON object of parameter lists, e.g. \'{"x": [1, 2]}\'')
     p.add_argument("--kind", required=True, help="what the function computes (part of the cache key)")

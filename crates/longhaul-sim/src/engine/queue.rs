@@ -13,9 +13,10 @@
 //! binary one, and with the earliest child picked by selects rather than branches it took 3%
 //! less time there (but 1% more instructions). In the heap, the popped root stays in place
 //! until the next `schedule` overwrites it: a model handling an event usually schedules a
-//! follow-up, which then costs one pass down the heap instead of a removal and an insertion. The key (time, sequence) is one u128, compared
-//! without branching on its halves; moving entries instead of swapping them needs events to be
-//! `Copy` (they are small: indices, never packets).
+//! follow-up, which then costs one pass down the heap instead of a removal and an insertion.
+//! The key (time, sequence) is one u128, compared without branching on its halves; moving
+//! entries instead of swapping them needs events to be `Copy` (they are small: indices, never
+//! packets).
 
 use super::time::Time;
 
