@@ -611,3 +611,12 @@ def test_cli_balance_refuses_to_average_other_delays_or_tools_under_one_label(tm
     capsys.readouterr()
     assert main([*pair, "--where", "delay_us=0"]) == 2
     assert "the inter-node records of bandwidth at 2 bytes differ in tool (osu, perftest)" in capsys.readouterr().err
+
+
+def test_fit_says_which_parameters_the_points_tie_together():
+    # Two parameters the points see only as a product are not "unconstrained because nothing is
+    # limited by them" (calibrate said so of tcp-stack's window and base RTT at one window-limited delay).
+    x = np.arange(1.0, 9.0)
+    res = fit(lambda p, x: p["a"] * p["b"] * x + 0 * p["unused"], {"a": 2.0, "b": 1.0, "unused": 1.0}, x, 3.0 * x)
+    assert res.tied == {"a": ["b"], "b": ["a"], "unused": []}
+    assert not math.isfinite(res.stderr["a"]) and not math.isfinite(res.stderr["unused"])

@@ -44,6 +44,9 @@ class FitResult:
     residuals: np.ndarray = field(repr=False)
     model: Model = field(repr=False, default=None)
     bounds: dict = field(repr=False, default_factory=dict)
+    #: for each parameter the points do not determine, the others it moves with along a direction
+    #: the model does not change in ([] when no measurement depends on it at all)
+    tied: dict[str, list[str]] = field(default_factory=dict)
 
     def table(self) -> list[dict]:
         """One row per parameter; ``stderr`` is None (and ``constrained`` False) for a parameter the
@@ -85,8 +88,9 @@ def _jacobian(model: Model, names, p: np.ndarray, x, y0: np.ndarray) -> np.ndarr
     return J
 
 
-def _covariance(J: np.ndarray, s2: float) -> np.ndarray:
-    """s^2 (J^T J)^-1, with infinite variance for every parameter the points do not constrain.
+def _covariance(J: np.ndarray, s2: float) -> tuple[np.ndarray, list[list[int]]]:
+    """s^2 (J^T J)^-1, with infinite variance for every parameter the points do not constrain, and
+    for each parameter the others it shares such a direction with.
 
     A direction of parameter space along which the model does not change at the optimum (a
     window limit no measurement reaches, two costs that only ever appear summed) is a null
@@ -99,10 +103,12 @@ def _covariance(J: np.ndarray, s2: float) -> np.ndarray:
     null = sv <= 1e-9 * max(float(sv.max(initial=0.0)), 1e-300)
     inv_sv2 = np.where(null, 0.0, 1.0 / np.where(null, 1.0, sv) ** 2)
     cov = (vt.T * inv_sv2) @ vt * s2
-    unconstrained = np.any(np.abs(vt[null]) > 1e-6, axis=0) if null.any() else np.zeros(k, dtype=bool)
+    along = np.abs(vt[null]) > 1e-6   # (null directions, parameters)
+    unconstrained = np.any(along, axis=0) if null.any() else np.zeros(k, dtype=bool)
     cov[unconstrained, :] = np.inf
     cov[:, unconstrained] = np.inf
-    return cov
+    tied = [sorted({int(j) for d in along if d[i] for j in np.flatnonzero(d) if j != i}) for i in range(k)]
+    return cov, tied
 
 
 def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma: Sequence[float] | None = None,
@@ -151,14 +157,15 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
     J = sol.jac  # d(residual)/dp at the optimum, weighted; its sign does not matter to J^T J
     dof = n - k
     s2 = 1.0 if sigma is not None else float(sol.fun @ sol.fun) / dof
-    cov = _covariance(J, s2)
+    cov, tied = _covariance(J, s2)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     resid_raw = y - y0
     tss = float(((y - y.mean()) ** 2).sum())
     r2 = 1 - float((resid_raw**2).sum()) / tss if tss > 0 else math.nan  # undefined for constant data
     return FitResult(names=names, values=dict(zip(names, map(float, p))), stderr=dict(zip(names, map(float, se))),
                      covariance=cov, rss=float((resid_raw**2).sum()), dof=dof, r2=r2, n=n, evaluations=sol.nfev,
-                     converged=bool(sol.success), residuals=resid_raw, model=model, bounds=bounds)
+                     converged=bool(sol.success), residuals=resid_raw, model=model, bounds=bounds,
+                     tied={names[i]: [names[j] for j in tied[i]] for i in range(k) if not math.isfinite(se[i])})
 
 
 # --------------------------------------------------------------------------- built-in models

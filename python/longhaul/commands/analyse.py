@@ -489,7 +489,9 @@ def cmd_calibrate(args) -> int:
         if math.isclose(res.values[k], hi, rel_tol=1e-6):
             notes.append(f"{k} ended at its upper bound {hi:g}: no value in range fits these points; check the value "
                          "column and its unit")
-    notes += [f"{k}: not constrained by these points (no measurement is limited by it)"
+    notes += [f"{k}: not constrained by these points "
+              + (f"(they determine it only together with {', '.join(res.tied[k])}: measure where one of them alone "
+                 "limits, e.g. at more delays)" if res.tied.get(k) else "(no measurement is limited by it)")
               for k in res.names if not np.isfinite(res.stderr[k])]
     predictions = []
     if delays:
