@@ -68,6 +68,8 @@ def _check_by(records: Sequence[dict], by: Sequence[str]) -> None:
 #: timings, iteration counts, seeds and labels are not here: repeats may differ in those.
 CONFIGURATION_COLUMNS = (
     "source", "tool", "device", "transport", "op", "test", "bench", "workload", "app", "class", "algo", "datatype",
+    # OSU's -D: "none", or the derived datatype a run sent (longhaul.ingest.osu, _DDT_PREAMBLE)
+    "ddt",
     "cc", "stack", "streams", "qps", "pairs", "ranks", "nodes", "ppn", "ranks_per_cluster", "placement", "mpi",
     "tx_depth", "rx_depth", "outstanding_reads", "window_msgs", "window_bytes", "mtu_bytes", "rmem_max_bytes",
     "eager_threshold_bytes", "rndv_protocol", "testbed", "hca", "node", "link", "rate_gbps", "wan_gbps", "loss",

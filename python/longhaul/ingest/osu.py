@@ -6,14 +6,16 @@ a title ``# OSU MPI Bandwidth Test v7.3`` (also ``# OSU MPI-CUDA ...``), optiona
 ``# Size`` followed by one of
 
 * ``Bandwidth (MB/s)`` (osu_bw, osu_bibw; MB = 10^6 bytes: ``size / 1e6 * iterations * window / t``)
-* ``Latency (us)`` (osu_latency, osu_multi_lat, one-sided latency tests)
+* ``Latency (us)`` (osu_latency, osu_multi_lat, osu_latency_mt, osu_latency_mp)
 * ``MB/s  Messages/s`` (osu_mbw_mr; ``MB/s`` alone without ``-r``)
 * ``Avg Latency(us)`` and, with ``-f``, ``Min Latency(us)  Max Latency(us)  Iterations``
   (collectives: osu_bcast, osu_allreduce, osu_alltoall, ...)
 
 then rows ``<size> <value> ...``. Lines before the title (MPI launcher noise) are skipped. A header
 that does not fit the title (``Bandwidth (MB/s)`` under a ``Latency Test`` title) is rejected, and so
-is a value without the two decimals OSU prints (a row cut short, ``1048576  12``).
+is a value without the two decimals OSU prints (a row cut short, ``1048576  12``). One file is one run:
+a second title, header (but a later -T datatype's), datatype table, -D preamble or size is refused. The
+one-sided tests (``# OSU MPI_Put Latency Test``) are refused as not supported (see _ONE_SIDED).
 
 What real OMB versions print besides that (sources read, cited where the rule is):
 
@@ -95,10 +97,35 @@ _MPI_TYPE_NAME = re.compile(r"MPI_[A-Z0-9_]+")
 #   osu_mbw_mr its rate (1e6 * MB/s / transmit), not from "Size"; latencies are time and unchanged. OMB
 #   refuses -c with -D ("Derived data type does not support validation"), so no header has both.
 _TRANSMIT = "ddt_transmit_size_bytes"
+# * -T skips a size that holds no whole element of the datatype ("num_elements = size / mpi_type_size; if (0 ==
+#   num_elements) continue;" in osu_latency.c, osu_bw.c, osu_multi_lat.c, osu_mbw_mr.c), so no table has a row
+#   below one element: MPI_INT's starts at 4 and even MPI_CHAR's has no size 0. The element sizes of the
+#   datatypes -T takes (mpi_char, mpi_int, mpi_float; MPI_Type_size):
+_ELEMENT_BYTES = {"MPI_CHAR": 1, "MPI_INT": 4, "MPI_FLOAT": 4}
+# * -D in OMB 7.0-7.3: print_header (c/util/osu_util.c) starts a pt2pt benchmark's output (osu_mbw_mr's: between
+#   its two titles) with "# Set Derived DataTypes block_length to %zu, stride to %zu", the vect parameters (for
+#   cont and indx the defaults OMB_DDT_BLOCK_LENGTH_DEFAULT 4 and OMB_DDT_STRIDE_DEFAULT 8: the line does not name
+#   the type). Collectives print no such line, nor does OMB 7.4 (its print_header has none); there the
+#   "Transmit Size" column is the only sign of -D. Every record keeps ``ddt``, a configuration column: "none",
+#   "derived" (a Transmit Size column, no preamble) or "derived:block_length=B:stride=S" (the preamble), so a
+#   run with -D is never averaged with one without, nor with one of other parameters.
+_DDT_PREAMBLE = re.compile(r"^#\s*Set Derived DataTypes\b\s*(.*?)\s*$", re.I)
+_DDT_PARAMETERS = re.compile(r"block_length to (\d+), stride to (\d+)")
+# One-sided (MPI RMA) benchmarks, "# OSU MPI_Put Latency Test" (BENCHMARK "OSU MPI_Put%s Latency Test" in
+# c/mpi/one-sided/osu_put_latency.c; MPI_Get, MPI_Accumulate, MPI_Get_accumulate, MPI_Compare_and_swap,
+# MPI_Fetch_and_op): print_header_one_sided adds the window creation and synchronization (-w, -s), which set
+# what is measured. Not ingested: those would have to be configuration columns, or a put_latency with a fence
+# per operation would be averaged with one that flushes.
+_ONE_SIDED = re.compile(r"^#\s*OSU\s+MPI_([A-Za-z_]+?)(?:-\w+)?\s+(.*?)\s*Test\b", re.I)
+# The test name says which benchmark measured the records: records with different names are never averaged
+# as repeats (``test`` is a configuration column), so each OMB benchmark has its own. Titles (the BENCHMARK
+# string of each source): "Multi Latency" (osu_multi_lat, several pairs at once), "Multi-threaded Latency"
+# (osu_latency_mt), "Multi-process Latency" (osu_latency_mp) are not osu_latency.
 _TESTS = [  # title (lower case) contains -> test name
     ("bi-directional bandwidth", "bibw"), ("multiple bandwidth", "mbw_mr"), ("bandwidth", "bw"),
-    ("multi-threaded latency", "latency_mt"), ("multiple latency", "multi_lat"),
-    ("broadcast", "bcast"), ("non-blocking", None), ("allreduce", "allreduce"), ("reduce-scatter", "reduce_scatter"),
+    ("multi-threaded latency", "latency_mt"), ("multi-process latency", "latency_mp"),
+    ("multiple latency", "multi_lat"), ("multi latency", "multi_lat"),
+    ("broadcast", "bcast"), ("allreduce", "allreduce"), ("reduce-scatter", "reduce_scatter"),
     ("reduce scatter", "reduce_scatter"), ("reduce", "reduce"), ("allgatherv", "allgatherv"),
     ("allgather", "allgather"), ("gatherv", "gatherv"), ("gather", "gather"), ("all-to-allv", "alltoallv"),
     ("all-to-all", "alltoall"), ("alltoall", "alltoall"), ("scatterv", "scatterv"), ("scatter", "scatter"),
@@ -138,12 +165,21 @@ _COLLECTIVES = {"bcast", "allreduce", "reduce_scatter", "reduce", "allgatherv", 
                 "alltoallv", "alltoall", "scatterv", "scatter", "barrier"}
 
 
-def _test_of(title: str) -> str:
+# Words of a title that make another benchmark of the same operation, and how OMB names it: osu_ibcast
+# ("Non-blocking Broadcast"), osu_neighbor_alltoall ("Neighbor Alltoall"), osu_latency_persistent ("Latency
+# Persistent"). Without them a non-blocking or persistent run would be filed, and averaged, as the blocking one.
+_QUALIFIERS = (("non-blocking", "i", ""), ("neighbor", "neighbor_", ""), ("persistent", "", "_persistent"))
+
+
+def _test_of(title: str) -> tuple[str, bool]:
+    """A title's test name (OMB's program name without osu_) and whether it is a collective."""
     t = title.lower()
-    for key, name in _TESTS:
-        if key in t and name:
-            return name
-    return re.sub(r"[^a-z0-9]+", "_", t).strip("_")
+    base = next((name for key, name in _TESTS if key in t), None)
+    if base is None:
+        return re.sub(r"[^a-z0-9]+", "_", t).strip("_"), False
+    prefix = "".join(p for word, p, _ in _QUALIFIERS if word in t)
+    suffix = "".join(x for word, _, x in _QUALIFIERS if word in t)
+    return f"{prefix}{base}{suffix}", base in _COLLECTIVES
 
 
 def _header_columns(body: str, name: str, lineno: int) -> tuple[list[str], list[str]]:
@@ -270,6 +306,7 @@ def _matrix_row(s: str, matrix: _Matrix, ctx: dict, header_line: int, name: str,
     except ValueError:
         raise IngestError(TOOL, name, lineno, f"row '{s}' has a field that is not a number") from None
     check_value(TOOL, name, lineno, "Size", size, SIZE)
+    _check_size_in_datatype(ctx, size, name, lineno)
     rate = matrix.quantity == "msg_rate_per_s"
     for w, value, tok in zip(matrix.windows, values, toks[1:]):
         label = f"{'Messages/s' if rate else 'MB/s'} (window {w})"
@@ -304,14 +341,59 @@ def _matrix_row(s: str, matrix: _Matrix, ctx: dict, header_line: int, name: str,
     return new
 
 
-def _datatype(shown: str, ctx: dict, records: list[dict], matrix: _Matrix | None, name: str, lineno: int) -> None:
-    """A '# Datatype: X.' line (-T): the rows after it are measured with datatype X."""
+def _check_size_in_datatype(ctx: dict, size, name: str, lineno: int) -> None:
+    """A row of a -T table has at least one element of its datatype (OSU skips smaller sizes)."""
+    dtype = ctx.get("datatype")
+    element = _ELEMENT_BYTES.get(dtype)
+    if element and isinstance(size, int) and size < element:
+        raise IngestError(TOOL, name, lineno, f"size {size} in the {dtype} table is less than one {dtype} element "
+                                              f"({element} byte{'s' if element > 1 else ''}): OSU skips a size that "
+                                              "holds no whole element, so it prints no such row")
+
+
+def _ddt_preamble(rest: str, ctx: dict, first_line: int, header_line: int, name: str, lineno: int) -> None:
+    """'# Set Derived DataTypes block_length to B, stride to S' (-D, OMB 7.0-7.3): ``ddt`` of every record."""
+    if header_line:
+        raise IngestError(TOOL, name, lineno, f"'# Set Derived DataTypes' line after the column header on line "
+                                              f"{header_line}: OSU prints it before its table, so it belongs to a "
+                                              "second run; ingest one run per file (split the file)")
+    if first_line:
+        raise IngestError(TOOL, name, lineno, f"a second '# Set Derived DataTypes' line (the first on line "
+                                              f"{first_line}): OSU prints it once per run; ingest one run per file "
+                                              "(split the file)")
+    m = _DDT_PARAMETERS.fullmatch(rest)
+    if not m:
+        shown = rest if len(rest) <= 40 else f"{rest[:30]}... ({len(rest)} characters)"
+        raise IngestError(TOOL, name, lineno, f"'# Set Derived DataTypes {shown}' gives no block length and stride "
+                                              "(OSU prints 'block_length to B, stride to S')")
+    ctx["ddt"] = f"derived:block_length={m.group(1)}:stride={m.group(2)}"
+
+
+def _one_sided(m: re.Match, line: str, name: str, lineno: int) -> IngestError:
+    """The error for a one-sided benchmark's title line (not supported; see _ONE_SIDED)."""
+    test = f"{m.group(1).lower()}_{_test_of(m.group(2))[0]}"
+    title = line.lstrip("#").strip()
+    return IngestError(TOOL, name, lineno, f"'{title}' is a one-sided (MPI RMA) test ({test}), which ingest does not "
+                                           "support: its window creation and synchronization (-w, -s) would not be "
+                                           "kept, so runs that differ in them would be averaged as repeats")
+
+
+def _datatype(shown: str, ctx: dict, records: list[dict], matrix: _Matrix | None, seen: dict[str, int], name: str,
+              lineno: int) -> None:
+    """A '# Datatype: X.' line (-T): the rows after it are measured with datatype X. ``seen``: datatype -> the
+    line of its table."""
     if "benchmark" not in ctx:
         raise IngestError(TOOL, name, lineno, "'# Datatype:' line before any '# OSU ... Test' title line")
     if not _MPI_TYPE_NAME.fullmatch(shown):
         shown = shown if len(shown) <= 40 else f"{shown[:30]}... ({len(shown)} characters)"
         raise IngestError(TOOL, name, lineno, f"'# Datatype: {shown}' names no MPI datatype (OSU prints the "
                                               "name MPI gives it, such as MPI_CHAR, MPI_INT or MPI_FLOAT)")
+    if shown in seen:
+        # One sweep per datatype: the rows of a second MPI_CHAR table would merge into the first's.
+        raise IngestError(TOOL, name, lineno, f"'# Datatype: {shown}.' again (the first on line {seen[shown]}): OSU "
+                                              "prints one table per datatype in a run; ingest one run per file "
+                                              "(split the file)")
+    seen[shown] = lineno
     if records and "datatype" not in records[0]:
         raise IngestError(TOOL, name, lineno, "'# Datatype:' line after result rows that had none: OSU prints it "
                                               "before each datatype's rows")
@@ -333,12 +415,23 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
     matrix: _Matrix | None = None  # osu_mbw_mr -V, from its "[ window size: varied ]" line
     first_header: tuple[int, list[str], list[str]] | None = None  # (line, keys, labels) of the first table's
     datatype_line = 0  # the last "# Datatype: X." line (-T prints one per table)
+    datatypes: dict[str, int] = {}  # datatype -> the line of its "# Datatype:" line
+    # Which table a header heads: pt2pt benchmarks print the first header before the first "# Datatype:" line
+    # (spare until that line), the collectives after it; either way one header per datatype's table.
+    spare_header = table_has_header = False
+    ddt_line = 0  # the "# Set Derived DataTypes ..." line (-D, OMB 7.0-7.3)
     for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
             continue
         first_content = first_content or lineno
         if s.startswith("#"):
+            if (om := _ONE_SIDED.match(s)):
+                raise _one_sided(om, s, name, lineno)
+            if (dd := _DDT_PREAMBLE.match(s)):
+                _ddt_preamble(dd.group(1), ctx, ddt_line, header_line, name, lineno)
+                ddt_line = lineno
+                continue
             m = _TITLE.match(s)
             if m:
                 title = s.lstrip("#").strip()
@@ -356,16 +449,16 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                     raise IngestError(TOOL, name, lineno, f"a second '# OSU ... Test' block (the first starts on line "
                                                           f"{title_at[0]}): ingest one benchmark run, at one delay, "
                                                           "per file (split the file)")
-                test = _test_of(m.group(1))
-                ctx.update(benchmark=f"OSU {m.group(1)}", test=test,
-                           pattern="collective" if test in _COLLECTIVES else "pt2pt")
+                test, collective = _test_of(m.group(1))
+                ctx.update(benchmark=f"OSU {m.group(1)}", test=test, pattern="collective" if collective else "pt2pt")
                 if m.group(2) or m.group(3):
                     ctx["osu_version"] = m.group(2) or m.group(3)
                 cols, title_at = None, (lineno, title)
                 continue
             if (dm := _DATATYPE.match(s)):
-                _datatype(dm.group(1), ctx, records, matrix, name, lineno)
+                _datatype(dm.group(1), ctx, records, matrix, datatypes, name, lineno)
                 datatype_line = lineno
+                table_has_header, spare_header = spare_header, False
                 continue
             if (pm := _PAIRS.search(s)):
                 ctx["pairs"] = int(pm.group(1))
@@ -386,12 +479,21 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                 if "benchmark" not in ctx:
                     raise IngestError(TOOL, name, lineno, "column header before any '# OSU ... Test' title line")
                 cols, labels = _header_columns(body, name, lineno)
-                if first_header is not None and datatype_line > header_line:
+                if first_header is not None and datatype_line > header_line and not table_has_header:
                     # -T: the header OMB prints again for a later datatype's table
                     cols, labels = _later_table_columns(first_header, cols, labels, ctx["pattern"], name, lineno)
+                    table_has_header = True
+                elif first_header is not None:
+                    # A header that starts no new datatype's table starts no table OSU prints: the rows under it
+                    # would merge into the table above (a second run pasted in without its title).
+                    raise IngestError(TOOL, name, lineno, f"a second column header for the table headed on line "
+                                                          f"{header_line}: OSU prints one header per table, and a new "
+                                                          "table only after the next datatype's '# Datatype:' line "
+                                                          "(-T); ingest one run per file (split the file)")
                 else:
                     _check_header_matches_title(title_at, cols, name, lineno)
-                    first_header = first_header or (lineno, cols, labels)
+                    first_header = (lineno, cols, labels)
+                    table_has_header, spare_header = bool(datatype_line), not datatype_line
                 header_line, matrix = lineno, None
             continue
         if matrix is not None and matrix.windows:
@@ -409,6 +511,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         vals = _row_values(s, toks, cols, labels, name, lineno)
         row = dict(zip(cols, vals))
         _check_row(row, toks, labels, name, lineno)
+        _check_size_in_datatype(ctx, row.get("size_bytes"), name, lineno)
         dtype = ctx.get("datatype")
         if (first := seen_sizes.setdefault((dtype, row.get("size_bytes")), lineno)) != lineno:
             if dtype:
@@ -425,7 +528,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
                 rec["unit_note"] = ("OSU MB/s is 10^6 bytes/s; with -D it is ddt_transmit_size_bytes / 1e6 * "
                                     "iterations / time (the bytes the derived datatype moved, not size_bytes); "
                                     "used as is")
-            if rec.get("test") == "bibw":
+            if rec.get("test", "").startswith("bibw"):
                 rec["unit_note"] += "; bibw is the sum of both directions"
         records.append(rec)
     if "benchmark" not in ctx:
@@ -435,4 +538,6 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         raise IngestError(TOOL, name, first_content or 1, "no '# Size ...' column header found")
     if not records:
         raise IngestError(TOOL, name, header_line, "column header with no result rows under it")
+    for rec in records:  # -D: the preamble's parameters (in ctx), else a Transmit Size column says "derived"
+        rec.setdefault("ddt", "derived" if _TRANSMIT in rec else "none")
     return records

@@ -15,7 +15,8 @@ Format (linux-rdma/perftest, src/perftest_parameters.h): a title line such as
 Warnings printed inside the table (``Conflicting CPU frequency values detected ...``) are skipped.
 A title line naming another test (``Foo BW Test``), a table with no title before it (the title is
 the only place the operation is named) and a table of the other kind than the title's (a latency
-table under ``... BW Test``) are rejected.
+table under ``... BW Test``) are rejected. One file is one run: a second test title after a result header (a
+``RDMA_Write BW`` block followed by an ``RDMA_Read BW`` one) and a size printed twice are refused, as OSU's are.
 Bandwidths are converted to ``bw_MBps`` with MB = 10^6 bytes; the record keeps what the tool
 printed (``bw_reported``, ``bw_reported_unit``) and says how it was converted (``unit_note``).
 """
@@ -37,7 +38,8 @@ _OPS = {"send": "send", "rdma_write": "write", "rdma_read": "read", "atomic": "a
 _PARAMS = {
     "transport": re.compile(r"Connection type\s*:\s*([A-Za-z]+)"),
     "qps": re.compile(r"Number of qps\s*:\s*(\d+)"),
-    "mtu_bytes": re.compile(r"\bMtu\s*:\s*(\d+)\s*\[B\]"),
+    # "Mtu : 4096[B]", or "Mtu : 2048B" with the unit bare (the older layout of perftest_send_lat_old.txt)
+    "mtu_bytes": re.compile(r"\bMtu\s*:\s*(\d+)\s*(?:\[B\]|B\b)"),
     "tx_depth": re.compile(r"TX depth\s*:\s*(\d+)"),
     "device": re.compile(r"\bDevice\s*:\s*(\S+)"),
 }
@@ -154,6 +156,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
     header_line = 0
     rows_in_table = 0
     first_content = 0
+    seen_sizes: dict[int, int] = {}  # size -> the line of its row
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
         s = line.strip()
@@ -162,6 +165,13 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         first_content = first_content or lineno
         title = _title(s, name, lineno)
         if title:
+            if header_line:
+                # One run is one test at one delay: a second block's rows (another operation, or the same
+                # test again) would merge into the first's run, ops and sizes mixed.
+                raise IngestError(TOOL, name, lineno, f"a second test title '{s}' (the first, '{title_at[1]}', on "
+                                                      f"line {title_at[0]}, has its result table on line "
+                                                      f"{header_line}): ingest one perftest run per file (split "
+                                                      "the file)")
             ctx.update(title)
             title_at = (lineno, s)
             continue
@@ -192,6 +202,10 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, values))
         _check_row(row, labels, unit, name, lineno)
+        if (first := seen_sizes.setdefault(row["size_bytes"], lineno)) != lineno:
+            raise IngestError(TOOL, name, lineno, f"size {row['size_bytes']} again (first on line {first}): perftest "
+                                                  "prints each size once per run; ingest one run per file (split "
+                                                  "the file)")
         # Not checked: BW average above BW peak. perftest_parameters.c print_report_bw computes the peak as
         # !(noPeak) * ..., so a run with -N (--noPeak) prints a peak of 0.00 next to a real average.
         if row.get("iterations") == 0 and any(v > 0 for k, v in row.items() if k.startswith(("bw_", "msg_rate"))):
