@@ -515,7 +515,7 @@ def test_cli_records_of_different_configurations_are_never_averaged_as_repeats(c
         assert "--by transport,size_bytes" in p.stderr and "--where transport=rc" in p.stderr, p.stderr
     split = json.loads(cli("analyse", "stability", "--store", store, "--by", "transport,size_bytes",
                            "--format", "json", check=True).stdout)
-    assert all(r["n"] == 1 and r["bw_MBps_std"] == 0 for r in split)
+    assert all(r["n"] == 1 and r["bw_MBps_std"] is None for r in split)   # one run each: no spread
     one = json.loads(cli("analyse", "stability", "--store", store, "--by", "size_bytes", "--where", "transport=ud",
                          "--format", "json", check=True).stdout)
     assert [r["n"] for r in one] == [1, 1, 1, 1]
@@ -620,3 +620,9 @@ def test_fit_says_which_parameters_the_points_tie_together():
     res = fit(lambda p, x: p["a"] * p["b"] * x + 0 * p["unused"], {"a": 2.0, "b": 1.0, "unused": 1.0}, x, 3.0 * x)
     assert res.tied == {"a": ["b"], "b": ["a"], "unused": []}
     assert not math.isfinite(res.stderr["a"]) and not math.isfinite(res.stderr["unused"])
+
+
+def test_one_run_has_no_spread_to_report():
+    # n = 1 gave std 0 and cv 0, which reads as perfectly stable.
+    [one] = stability_profile(recs_from(lambda s, d, k: 900.0, delays=[10.0]))
+    assert (one["n"], one["bw_MBps_std"], one["cv_pct"], one["bw_MBps_mean"]) == (1, None, None, 900.0)

@@ -189,7 +189,8 @@ def distance_profile(records: Sequence[dict], value: str = "bw_MBps", x: str = "
 
 def stability_profile(records: Sequence[dict], value: str = "bw_MBps", x: str = "delay_us",
                       by: Sequence[str] = ("size_bytes",)) -> list[dict]:
-    """Spread of repeated runs per distance: mean, sample std-dev (n-1), min, max, coefficient of variation."""
+    """Spread of repeated runs per distance: mean, sample std-dev (n-1), min, max, coefficient of variation.
+    One run has no spread to measure: its std-dev and cv are None (empty), not 0, which would read as perfectly stable."""
     rows = []
     groups = group_values(records, value, x, by)
     for g in sorted(groups, key=_sort_key):
@@ -198,12 +199,13 @@ def stability_profile(records: Sequence[dict], value: str = "bw_MBps", x: str = 
             n = len(vals)
             # statistics sums exactly: identical values have a std of 0, not a rounding residue
             mean = statistics.mean(vals)
-            std = statistics.stdev(vals) if n > 1 else 0.0
+            std = statistics.stdev(vals) if n > 1 else None
             row = dict(zip(by, g))
             row[x] = xv
             if x == "delay_us":
                 row["distance_km"] = xv / FIBRE_DELAY_US_PER_KM
             row.update({f"{value}_mean": mean, f"{value}_std": std, f"{value}_min": min(vals),
-                        f"{value}_max": max(vals), "cv_pct": 100 * std / mean if mean else 0.0, "n": n})
+                        f"{value}_max": max(vals), "cv_pct": None if std is None else 100 * std / mean if mean else 0.0,
+                        "n": n})
             rows.append(row)
     return rows
