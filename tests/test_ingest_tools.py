@@ -449,6 +449,29 @@ def test_cli_ingest_bad_options(tmp_path, capsys):
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize("fixture, tool, option, refused, shown", [
+    # ib_write_lat's 51 us (half a ping-pong) through 200 km, 1000 us one way, was stored as measured.
+    ("perftest_write_lat.txt", "perftest", ["--distance-km", "200"], True,
+     "ib_write_lat with 2-byte messages took 51.12 us, less than the 1000 us one way through the declared delay of 1000 us"),
+    ("perftest_write_lat.txt", "perftest", ["--distance-km", "10"], False, None),
+    # osu_latency's 1003 us: possible at 1000 us one way, not at 2000
+    ("osu_latency.txt", "osu", ["--delay-us", "1000"], False, None),
+    ("osu_latency.txt", "osu", ["--delay-us", "2000"], True,
+     "OSU Latency with 1-byte messages took 1003.1 us, less than the 2000 us"),
+    ("osu_bw.txt", "osu", ["--delay-us", "100000"], False, None),   # a bandwidth has no such floor
+])
+def test_a_latency_shorter_than_the_declared_delay_is_refused(tmp_path, capsys, fixture, tool, option, refused,
+                                                                shown):
+    store = tmp_path / "res"
+    status = main(["ingest", str(FIX / fixture), "--tool", tool, *option, "--store", str(store), "--format", "csv"])
+    err = capsys.readouterr().err
+    if refused:
+        assert status == 2 and err.count("\n") == 1 and shown in err and "check --delay-us" in err, err
+        assert not (store / "runs").exists()
+    else:
+        assert status == 0, err
+
+
 # ------------------------------------------------------------- impossible values, mismatched files
 def _fixture_with(name: str, lineno: int, old: str, new: str) -> str:
     """A fixture's text with ``old`` replaced by ``new`` on line ``lineno`` (1-based; checked there)."""

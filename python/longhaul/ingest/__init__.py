@@ -114,6 +114,36 @@ def read_bytes(path: str | os.PathLike, tool: str) -> bytes:
         raise UserError(f"ingest: cannot read '{p}' ({err.strerror})") from None
 
 
+#: Point-to-point latency tests: how many times each latency they report crosses the WAN delay at
+#: least. Half a ping-pong (osu_latency and its multi-pair, multi-threaded, multi-process and
+#: persistent variants; ib_write_lat, ib_send_lat) is one way; an RDMA read (ib_read_lat) is a
+#: request and its response. Collectives' latencies are averages over ranks on both sides: none.
+_ONE_WAY_TESTS = ("latency", "latency_persistent", "multi_lat", "latency_mt", "latency_mp")
+
+
+def _crossings(r: dict) -> int:
+    if r.get("tool") == "perftest" and r.get("test") == "lat":
+        return 2 if r.get("op") == "read" else 1
+    return 1 if r.get("tool") == "osu" and r.get("test") in _ONE_WAY_TESTS else 0
+
+
+def check_latency_against_delay(records: list[dict], delay_us: float | None, tool: str, name: str) -> None:
+    """A point-to-point latency shorter than the declared WAN delay (once, or twice for a round
+    trip) cannot have been measured through it: the delay given with the file is wrong."""
+    if not delay_us:
+        return
+    for r in records:
+        trips = _crossings(r)
+        lats = [v for v in (r.get("lat_min_us"), r.get("lat_us")) if isinstance(v, (int, float))]
+        if trips and lats and min(lats) < trips * delay_us:
+            way = "a round trip" if trips == 2 else "one way"
+            test = r.get("benchmark") or r["test"]
+            raise UserError(f"{tool}: {name}: {test} with {r.get('size_bytes')}-byte messages took {min(lats):g} us, "
+                            f"less than the {trips * delay_us:g} us {way} through the declared delay of {delay_us:g} us "
+                            "takes; no latency through that link is shorter: check --delay-us (or --distance-km, "
+                            "5 us per km)")
+
+
 def ingest_output(data: bytes, tool: str, name: str, delay_us: float | None = None, label: str = "",
                   command: str | None = None) -> tuple[dict, list[dict]]:
     """Parse one tool's printed output -> (scenario, records); ``name`` names it in errors. The
@@ -122,6 +152,7 @@ def ingest_output(data: bytes, tool: str, name: str, delay_us: float | None = No
     (``longhaul measure``, whose records carry the command too). The same output with the same
     facts twice is one run: replaced, never duplicated."""
     records = parse_text(decode_output(data, tool, name), tool, name)
+    check_latency_against_delay(records, delay_us, tool, name)
     common = {"delay_us": delay_us, "distance_km": km_from_delay_us(delay_us) if delay_us is not None else None}
     digest = hashlib.sha256(data).hexdigest()
     if command is None:
