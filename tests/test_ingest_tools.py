@@ -472,6 +472,24 @@ def test_a_latency_shorter_than_the_declared_delay_is_refused(tmp_path, capsys, 
         assert status == 0, err
 
 
+def test_the_same_output_under_another_name_is_stored_with_a_note(tmp_path, capsys):
+    # A copy of a file ingested again under another name was a second run with no word, and analysis
+    # counted it as an independent repeat (narrowing the decrease-per-mile bound).
+    store = tmp_path / "res"
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes((FIX / "osu_bw.txt").read_bytes())
+    s = ["--tool", "osu", "--delay-us", "0", "--store", str(store), "--format", "csv"]
+    assert main(["ingest", str(FIX / "osu_bw.txt"), *s]) == 0
+    assert "note" not in capsys.readouterr().err
+    assert main(["ingest", str(FIX / "osu_bw.txt"), *s]) == 0   # the same facts again: replaced, nothing to say
+    assert "note" not in capsys.readouterr().err
+    assert main(["ingest", str(copy), *s]) == 0
+    first = Store(store).runs()[0]["run_id"][:12]
+    err = capsys.readouterr().err
+    assert f"copy.txt: note: the same output is already stored as run {first} ('osu_bw.txt', delay_us 0.0" in err, err
+    assert f"`longhaul results rm {first}` if one is a copy" in err and len(Store(store).runs()) == 2
+
+
 # ------------------------------------------------------------- impossible values, mismatched files
 def _fixture_with(name: str, lineno: int, old: str, new: str) -> str:
     """A fixture's text with ``old`` replaced by ``new`` on line ``lineno`` (1-based; checked there)."""

@@ -547,6 +547,10 @@ class Store:
             raise self._bad_file(path, f"holds run {meta['scenario_hash'][:12]} under another run's name")
         return meta, md.num_rows
 
+    def read_meta(self, run_id: str) -> dict:
+        """One run's metadata (its scenario, source, label, times), without reading its records."""
+        return self._read_meta(self.run_path(run_id))[0]
+
     def read_run(self, run_id: str) -> tuple[dict, list[dict]]:
         """(run metadata, records) of one run."""
         import pyarrow as pa

@@ -79,6 +79,25 @@ def cmd_ingest(args) -> int:
     return store_and_print(args, store, parsed)
 
 
+def _note_copies(store, name: str, scenario: dict) -> None:
+    """Say so when the same output (its bytes) is already stored as another run, under another file
+    name, delay or label: analysis would count the copy as one more independent repeat."""
+    from longhaul.results import scenario_hash
+
+    digest = scenario.get("file_sha256") or scenario.get("output_sha256")
+    if not store.exists():
+        return
+    for e in store.runs(kind=scenario["kind"]):
+        if e["run_id"] == scenario_hash(scenario):
+            continue   # the same facts again: that run is replaced, not copied
+        old = store.read_meta(e["run_id"]).get("scenario", {})
+        if digest and digest in (old.get("file_sha256"), old.get("output_sha256")):
+            was = old.get("file_name") or old.get("command")
+            print(f"{name}: note: the same output is already stored as run {e['run_id'][:12]} ('{was}', delay_us "
+                  f"{old.get('delay_us')}, label '{old.get('label', '')}'); analysis counts the two as independent "
+                  f"repeats: `longhaul results rm {e['run_id'][:12]}` if one is a copy", file=sys.stderr)
+
+
 def store_and_print(args, store, parsed: list[tuple[str, dict, list[dict]]], times: dict | None = None) -> int:
     """Store each parsed output ``(name, scenario, records)`` as one run (none when ``store`` is None:
     --dry-run), after checking them all, and print their records as ``--format`` says. ``times``:
@@ -87,6 +106,7 @@ def store_and_print(args, store, parsed: list[tuple[str, dict, list[dict]]], tim
     sources = [_source(name, records, getattr(args, "source", None)) for name, _, records in parsed]
     for (name, scenario, records), source in zip(parsed, sources):  # every file checked before anything is stored
         if store is not None:
+            _note_copies(store, name, scenario)
             run_id = store.put(scenario, records, source=source, label=args.label, **(times or {}))
             print(f"{name}: {_count(len(records), 'record')} stored as run {run_id[:12]} in '{store.root}'",
                   file=sys.stderr)
