@@ -602,7 +602,10 @@ impl IbHosts {
             h.engine_free = ready;
             h.rr_next = qp + 1;
             if q.transport == Transport::Rc {
-                if q.last_progress == 0 {
+                // The ACK timer runs from the oldest unacknowledged packet: a packet sent with
+                // nothing outstanding before it starts the wait now, not at the last ACK of an
+                // earlier burst (a QP that waited its turn behind 1023 others timed out at once).
+                if psn == q.una_psn {
                     q.last_progress = now;
                 }
                 self.arm_timer(qp, now);
