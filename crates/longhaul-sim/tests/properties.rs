@@ -111,6 +111,21 @@ proptest! {
         prop_assert!(rb >= ra * 0.999, "buffer {} -> {} KiB: {} -> {}", kib, kib + extra, ra, rb);
     }
 
+    /// UC loses a whole message with any of its packets, and counts each such message once: a
+    /// single-packet message, or a burst that swallowed whole messages, was not counted before.
+    #[test]
+    fn uc_counts_every_message_it_loses(
+        loss in 0.0f64..0.05,
+        size in 1u64..200_000,
+        seed in 0u64..1000,
+    ) {
+        let mut s = scenario(TransportName::Uc, OpName::Send, size, 100, PathSpec { delay_us: Some(100.0), loss: Some(loss), ..Default::default() });
+        s.seed = seed;
+        let r = run(&s);
+        prop_assert_eq!(r.delivered_bytes % size, 0);
+        prop_assert_eq!(r.uc_messages_dropped, 100 - r.delivered_bytes / size);
+    }
+
     /// Same scenario and seed, bit-identical record.
     #[test]
     fn identical_seed_identical_result(seed in 0u64..u64::MAX, loss in 0.0f64..0.02) {

@@ -44,8 +44,20 @@ pub struct IbStats {
     /// Reads requested again because a later read's responses overtook their lost ones.
     pub read_retries: u64,
     pub ud_drops_no_recv: u64,
-    pub uc_messages_dropped: u64,
+    /// UC messages whose last packet left the requester (UC never resends, so each once) and
+    /// those the responder delivered whole: the difference, once the path has drained, is what
+    /// UC lost (a message is lost with any of its packets, however many whole messages a loss
+    /// burst swallowed, which the responder alone cannot count from the PSN gap).
+    pub uc_messages_sent: u64,
+    pub uc_messages_delivered: u64,
     pub qp_errors: u64,
+}
+
+impl IbStats {
+    /// UC messages sent and not delivered (those still on the path count too, until it drains).
+    pub fn uc_messages_dropped(&self) -> u64 {
+        self.uc_messages_sent.saturating_sub(self.uc_messages_delivered)
+    }
 }
 
 /// Adapter costs in picoseconds, derived once from the profile.
@@ -275,9 +287,6 @@ impl IbHosts {
                 let q = &mut self.qps[qi];
                 if p.psn != q.epsn {
                     // A packet went missing: the message in progress is lost.
-                    if !q.uc_discard && !p.first {
-                        self.stats.uc_messages_dropped += 1;
-                    }
                     q.uc_discard = !p.first;
                     q.rx_msg_bytes = 0;
                 }
@@ -294,6 +303,7 @@ impl IbHosts {
                     let bytes = q.rx_msg_bytes as u32;
                     q.deliver(q.rx_msg_bytes, seen);
                     q.rx_msg_bytes = 0;
+                    self.stats.uc_messages_delivered += 1;
                     self.complete(p.qp, CompletionKind::Recv, p.op, p.imm as u64, bytes, seen);
                 }
             }
@@ -593,6 +603,9 @@ impl IbHosts {
                 q.sent_through = (psn + if is_read { read_pkts } else { 1 }) & PSN_MASK;
             }
             if advance_wqe {
+                if q.transport == Transport::Uc {
+                    self.stats.uc_messages_sent += 1;
+                }
                 q.cur += 1;
                 q.cur_pkt = 0;
             } else {

@@ -347,7 +347,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         naks: st.naks,
         read_retries: st.read_retries,
         ud_drops: st.ud_drops_no_recv,
-        uc_messages_dropped: st.uc_messages_dropped,
+        uc_messages_dropped: st.uc_messages_dropped(),
         wan_drops_loss: w.fabric.ports.iter().map(|p| p.stats.drops_loss).sum(),
         delivered_bytes: delivered,
         status,
