@@ -120,3 +120,15 @@ def test_a_sweep_prints_what_sim_prints(cli, tmp_path):
     sim_csv = cli("sim", "tcp", *args, "--format", "csv", check=True).stdout.splitlines()
     sweep_csv = cli(*sweep, "--format", "csv", check=True).stdout.splitlines()
     assert set(sweep_csv[0].split(",")) == set(sim_csv[0].split(",")) and "series_t_s" not in sweep_csv[0]
+
+
+@pytest.mark.parametrize("model, grid, needle", [
+    # a workload that is not a table was an AttributeError traceback
+    ("mpi", '{"osu": "bw", "delay_us": [0]}', 'osu: give a table/object such as {"bench": "bw"'),
+    ("mpi", '{"app": 5, "delay_us": [0]}', 'app: give a table/object such as {"name": "cg"'),
+    ("mpi-tcp", '{"osu": "bw", "delay_us": [0]}', 'osu: give a table/object such as {"bench": "bw"'),
+])
+def test_an_mpi_workload_that_is_not_a_table_is_one_line(cli, tmp_path, model, grid, needle):
+    proc = cli("sweep", model, "--grid", grid, "--store", str(tmp_path / "st"))
+    assert proc.returncode == 2 and proc.stderr.startswith(f"longhaul: error: {needle}") \
+        and proc.stderr.count("\n") == 1, proc.stderr

@@ -29,6 +29,14 @@ def base_copy(base: dict | None, tables: tuple[str, ...]) -> dict:
     return sc
 
 
+def workload_table(key: str, table, example: str) -> dict:
+    """A scenario's workload table (``osu``, ``app``, ``trace``) without its unset entries, or a
+    UserError when it is not a table (a sweep grid's ``{"osu": "bw"}``)."""
+    if not isinstance(table, dict):
+        raise UserError(f"{key}: give a table/object such as {example}, not {json.dumps(table)}")
+    return {k: v for k, v in table.items() if v is not None}
+
+
 def file_keys(tables: dict[str, Iterable[str]], renamed: dict[str, str] | None = None) -> dict[str, str]:
     """How a scenario file spells each parameter the core's messages name by its bare key
     (``streams`` -> ``tcp.streams``): ``tables`` maps a table to the keys it holds, ``renamed``

@@ -39,13 +39,18 @@ FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "cluster": _CLUSTER_KEYS, "mpi":
                             "node_params": _NODE_KEYS})
 
 
+#: what each workload table looks like, for the message when one is not a table
+WORKLOAD_EXAMPLES = {"osu": '{"bench": "bw", "size_bytes": 65536}', "app": '{"name": "cg", "class": "B"}',
+                     "trace": '{"name": "app.trace", "text": "ranks 2\\n..."}'}
+
+
 def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None = None, trace: dict | None = None,
              **params) -> dict:
     """An MPI scenario dict: ``base`` updated with a workload table and ``params`` (None = unset)."""
     sc = core.base_copy(base, ("path", "cluster", "mpi", "node_params"))
     for key, table in (("osu", osu), ("app", app), ("trace", trace)):
         if table is not None:
-            sc[key] = {k: v for k, v in table.items() if v is not None}
+            sc[key] = core.workload_table(key, table, WORKLOAD_EXAMPLES[key])
     for key, value in params.items():
         if value is None:
             continue

@@ -51,7 +51,7 @@ def scenario(base: dict | None = None, osu: dict | None = None, **params) -> dic
     """An MPI-over-TCP scenario dict: ``base`` updated with the OSU table and ``params`` (None = unset)."""
     sc = core.base_copy(base, ("path", "tcp", "mpi", "coll"))
     if osu is not None:
-        sc["osu"] = {k: v for k, v in osu.items() if v is not None}
+        sc["osu"] = core.workload_table("osu", osu, '{"bench": "bw", "size_bytes": 65536}')
     for key, value in params.items():
         if value is None:
             continue
