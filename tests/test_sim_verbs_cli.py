@@ -155,6 +155,13 @@ def test_scenario_file_drives_the_run(cli, tmp_path):
     # An option's value is named by the option, not the file.
     ("tcp", '[tcp]\nstreams = 2\n', None, ["--streams", "0"], "--streams: 0 is out of range [1, 1024]"),
     ("nfs", "[nfs]\nthreads = 0\n", "nfs.threads: 0 is out of range", ["--threads", "2"], None),
+    # The file's transport went through --transport's parser: named as the option, a list garbled
+    # ("unknown '['rdma''"), a number taken as a name, and "rdma,ipoib-rc" ran two transports.
+    ("nfs", 'transport = "foo"\n', "transport: unknown 'foo' (valid: rdma, ipoib-rc, ipoib-ud)",
+     ["--transport", "rdma"], None),
+    ("nfs", 'transport = ["rdma", "ipoib-rc"]\n', "transport: invalid type: sequence, expected a string",
+     ["--transport", "rdma"], None),
+    ("nfs", 'transport = "rdma,ipoib-rc"\n', "transport: unknown 'rdma,ipoib-rc'", ["--transport", "rdma"], None),
 ])
 def test_a_bad_value_from_the_scenario_file_names_the_file(cli, tmp_path, model, content, file_error, option,
                                                           option_error):
@@ -221,6 +228,8 @@ def test_no_progress_bar_when_not_a_terminal(cli):
 
 
 BAD = [
+    (["--extender-buffer", ""], "--extender-buffer: '' is not a size"),   # was ignored: the default buffer ran
+    (["--switch-buffer", ""], "--switch-buffer: '' is not a size"),
     (["--delay-us", "-5"], "--delay-us"),
     (["--delay-us", "abc"], "--delay-us"),
     (["--sizes", "0"], "--sizes"),

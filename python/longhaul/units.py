@@ -35,6 +35,11 @@ def parse_size(text: str, option: str = "size") -> int:
     return int(value)
 
 
+def parse_optional_size(text: str | None, option: str) -> int | None:
+    """An option's size, or None when it was not given ('' is given, and not a size)."""
+    return None if text is None else parse_size(text, option)
+
+
 def list_items(text: str, option: str, valid_item: str) -> list[str]:
     """A comma list's items, stripped; [] for a list with nothing in it (each caller says "empty list").
     An empty item ('1K,,2K', or a trailing comma '1K,') is refused, not dropped: it is a value lost in

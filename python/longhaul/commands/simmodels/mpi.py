@@ -187,9 +187,9 @@ _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit",
 
 
 def _size_in(text: str | None, option: str, lo: int, hi: int) -> int | None:
-    if text is None:
+    v = units.parse_optional_size(text, option)
+    if v is None:
         return None
-    v = units.parse_size(text, option)
     if not lo <= v <= hi:
         raise UserError(f"{option}: {v} bytes is out of range [{lo}, {hi}]")
     return v

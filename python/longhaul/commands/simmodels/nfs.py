@@ -62,15 +62,11 @@ def register(models: argparse._SubParsersAction) -> None:
 DRIFT_NOTE_PCT = 10.0
 
 
-def _size(text: str | None, option: str) -> int | None:
-    return None if text is None else units.parse_size(text, option)
-
-
 def run_nfs(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario is not None else None
-    default = (base or {}).get("transport", "rdma")
-    transports = units.parse_name_list(str(default) if args.transport is None else args.transport, "--transport",
-                                       nfs.TRANSPORTS)
+    # None: the file's transport (checked by the core, like the file's other values), else rdma.
+    transports = [None] if args.transport is None else units.parse_name_list(args.transport, "--transport",
+                                                                             nfs.TRANSPORTS)
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
         points = [{}]
     elif args.distance_km is None and args.distance_miles is None:
@@ -79,15 +75,15 @@ def run_nfs(args: argparse.Namespace) -> int:
         km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
         points = [{"fibre_km": k} for k in km]
     common = dict(testbed=args.profile, seed=args.seed, extender=args.extender, threads=args.threads,
-                  rsize_bytes=_size(args.rsize, "--rsize"), record_bytes=_size(args.record_bytes, "--record-bytes"),
-                  file_bytes=_size(args.file_bytes, "--file-bytes"),
-                  simulated_bytes=_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots)
+                  rsize_bytes=units.parse_optional_size(args.rsize, "--rsize"),
+                  record_bytes=units.parse_optional_size(args.record_bytes, "--record-bytes"),
+                  file_bytes=units.parse_optional_size(args.file_bytes, "--file-bytes"),
+                  simulated_bytes=units.parse_optional_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots)
     scenarios = [nfs.scenario(base, transport=t, **common, **where) for t in transports for where in points]
     try:
         records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
     except UserError as err:
-        raise naming_the_file(err, args.scenario, lambda: nfs.validate(nfs.scenario(base, transport=default)),
-                              nfs.FILE_KEYS) from None
+        raise naming_the_file(err, args.scenario, lambda: nfs.validate(nfs.scenario(base)), nfs.FILE_KEYS) from None
     emit(records, args.format, COLUMNS, title=f"longhaul sim nfs ({records[0]['testbed'] if records else ''})")
     note_warm_up(records, "--simulated-bytes")
     return 0

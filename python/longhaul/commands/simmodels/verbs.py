@@ -169,8 +169,8 @@ def run_verbs(args: argparse.Namespace) -> int:
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
         outstanding_reads=args.outstanding_reads, mtu_bytes=args.mtu, extender=args.extender,
         wan_links=args.wan_links, wan_framing=args.wan_framing, loss=args.loss,
-        extender_buffer_bytes=units.parse_size(args.extender_buffer, "--extender-buffer") if args.extender_buffer else None,
-        switch_buffer_bytes=units.parse_size(args.switch_buffer, "--switch-buffer") if args.switch_buffer else None,
+        extender_buffer_bytes=units.parse_optional_size(args.extender_buffer, "--extender-buffer"),
+        switch_buffer_bytes=units.parse_optional_size(args.switch_buffer, "--switch-buffer"),
     )
     scenarios = [verbs.scenario(base, **common, **where, qps=q, size_bytes=s)
                  for where in points for q in qps_list for s in sizes]
