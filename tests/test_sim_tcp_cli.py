@@ -162,3 +162,14 @@ def test_cross_traffic_on_and_off_for_equal_times(cli):
                "--duration-s", "0.2", "--format", "json", check=True)
     (rec,) = json.loads(proc.stdout)
     assert proc.stderr == "" and rec["cross_bw_MBps"] == pytest.approx(5e9 / 8 / 1e6 / 2, rel=0.05)
+
+
+@pytest.mark.parametrize("content", ["stack = {per_seg_us = 3.0}\n", "stack = 5\n"])
+def test_a_stack_that_is_neither_a_name_nor_costs_says_what_one_is(cli, tmp_path, content):
+    # serde's own words leaked: "data did not match any variant of untagged enum StackSpec".
+    f = tmp_path / "s.toml"
+    f.write_text(content)
+    proc = cli("sim", "tcp", "--scenario", str(f), "--duration-s", "0.01")
+    assert proc.returncode == 2 and proc.stderr == (
+        f"longhaul: error: scenario {f}: stack: expected a stack name (s1, s3, modern, ideal) or costs {{per_seg_us, "
+        "per_byte_ns[, ack_us, cores]} (per_seg_us and per_byte_ns both required; no other keys)\n"), proc.stderr

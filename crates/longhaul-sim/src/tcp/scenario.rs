@@ -122,7 +122,11 @@ pub struct TcpScenario {
 
 /// The host stack: a named profile or measured costs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a stack name (s1, s3, modern, ideal) or costs {per_seg_us, per_byte_ns[, ack_us, cores]} \
+                 (per_seg_us and per_byte_ns both required; no other keys)"
+)]
 pub enum StackSpec {
     Profile(String),
     Costs(StackCosts),
