@@ -290,6 +290,8 @@ def test_same_seed_same_bits(cli):
     # Pairs beyond what a job may have were reported as a --nodes error the user never typed, then
     # advised a --ppn that the rank limit refused anyway: 2048 pairs are 4096 ranks.
     (("osu", "--bench", "mbw_mr", "--pairs", "2049", "--ppn", "16"), "--pairs: 2049 is out of range [1, 2048]"),
+    # '' read as the directory '.': ": cannot read the trace (Is a directory)"
+    (("replay", ""), "TRACE: empty file name"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, args, needle):
     proc = cli("sim", "mpi", *args)

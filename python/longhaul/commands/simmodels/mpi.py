@@ -344,6 +344,8 @@ def run_app(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    if not args.trace.strip():   # Path("") is "." : "cannot read the trace (Is a directory)"
+        raise UserError("TRACE: empty file name; give the trace file to replay (format: README, Trace format)")
     path = Path(args.trace)
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not the trace's
