@@ -56,7 +56,12 @@ def test_options_left_out_are_the_sim_commands(cli, tmp_path):
                                          # a typo: the name meant, and every valid one
                                          ('{"delai_us": [1]}', "unknown scenario parameter 'delai_us' (did you mean "
                                                                "'delay_us'? valid: delay_us, extender, "),
-                                         ('{"zz": [1]}', "unknown scenario parameter 'zz' (valid: delay_us, ")])
+                                         ('{"zz": [1]}', "unknown scenario parameter 'zz' (valid: delay_us, "),
+                                         # null ran the model's default as if the key were left out
+                                         ('{"testbed": [null], "size_bytes": [64]}',
+                                          "sweep parameter 'testbed': null is not a value"),
+                                         ('{"delay_us": null, "size_bytes": [64]}',
+                                          "sweep parameter 'delay_us': null is not a value")])
 def test_bad_grid_is_one_line(cli, tmp_path, grid, needle):
     proc = cli("sweep", "verbs", "--grid", grid, "--store", str(tmp_path / "st"))
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -59,12 +59,13 @@ def grid(params: Mapping[str, object]) -> list[dict]:
     lists = []
     for k in keys:
         v = params[k]
-        if isinstance(v, (list, tuple)):
-            if not v:
-                raise UserError(f"sweep parameter '{k}': empty list (give at least one value)")
-            lists.append(units.unique(list(v), f"sweep parameter '{k}'"))
-        else:
-            lists.append([v])
+        values = list(v) if isinstance(v, (list, tuple)) else [v]
+        if not values:
+            raise UserError(f"sweep parameter '{k}': empty list (give at least one value)")
+        if any(x is None for x in values):   # a model reads None as "not given" and ran its default
+            raise UserError(f"sweep parameter '{k}': null is not a value (leave the parameter out of the grid for "
+                            "its default)")
+        lists.append(units.unique(values, f"sweep parameter '{k}'") if isinstance(v, (list, tuple)) else values)
     return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
 
 
