@@ -381,6 +381,19 @@ def test_scenario_tcp_settings_reach_the_hosts_and_options_override_the_file(tmp
     assert 2000 < ping["rtt_p50_us"] < 2500
 
 
+def test_a_file_without_a_queue_sizes_it_for_the_delay_and_rate_in_force(tmp_path, leaves_nothing):
+    # The queue was sized once, for the file's delay: --delay-us 20000 kept 0 us's 100 packets (153800
+    # bytes) where the simulator, and the emulator without the file, hold one bandwidth-delay product.
+    f = tmp_path / "r1.toml"
+    f.write_text('link = "10gige-lan"\n[path]\nrate_gbps = 1\n')
+    here = cli_json("emu", "bench", "ping", "--scenario", str(f), "--count", "3", "--no-store")[0]
+    far = cli_json("emu", "bench", "ping", "--scenario", str(f), "--delay-us", "20000", "--count", "3", "--no-store")[0]
+    fast = cli_json("emu", "bench", "ping", "--scenario", str(f), "--delay-us", "20000", "--rate-gbps", "2",
+                    "--count", "3", "--no-store")[0]
+    assert here["queue_bytes"] == 100 * (1500 + 38)          # the simulator's least: 100 packets with framing
+    assert far["queue_bytes"] == 1e9 / 8 * 2 * 0.02 and fast["queue_bytes"] == 2 * far["queue_bytes"]
+
+
 @pytest.mark.parametrize("text, words", [
     ('link = "10gige-lan"\nstack = "s1"\n', "stack:"),
     ('link = "10gige-lan"\ntestbed = "s3"\n', "testbed:"),

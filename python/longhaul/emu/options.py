@@ -95,7 +95,8 @@ class Direction:
     """One direction of the link. delay_us: one-way propagation delay (us); rate_gbps: link
     rate at the IP layer (Gb/s, 0 = unlimited); loss: probability a wire packet is lost;
     jitter_us: extra delay uniform in [-jitter, +jitter] (us, never reorders); queue: the
-    bottleneck queue (None = one round-trip's worth of bytes at the rate, at least 256 KB);
+    bottleneck queue (None = one round-trip's worth of bytes at the rate, at least
+    ``min_queue_bytes``: 256 KB, or a scenario file's 100 packets as the simulator sizes it);
     frame_bytes: link-layer bytes each wire packet costs on the link beyond its IP bytes (0..256;
     e.g. 38 for Ethernet), which take link time but no queue room."""
 
@@ -105,6 +106,7 @@ class Direction:
     jitter_us: float = 0.0
     queue: Queue | None = None
     frame_bytes: int = 0
+    min_queue_bytes: int = 256 * 1024
 
     def validated(self, prefix: str = "--") -> "Direction":
         _check(self.delay_us, f"{prefix}delay-us", 0, MAX_DELAY_US, " us")
@@ -120,7 +122,7 @@ class Direction:
             return self.queue
         rate = self.rate_gbps or UNLIMITED_RATE_FOR_BDP_GBPS
         bdp = int(rate * 1e9 / 8 * 2 * self.delay_us * 1e-6)
-        return Queue(bytes=min(max(bdp, 256 * 1024), QUEUE_BYTES_RANGE[1]))
+        return Queue(bytes=min(max(bdp, self.min_queue_bytes), QUEUE_BYTES_RANGE[1]))
 
     def spec(self, seed: int) -> str:
         """The data plane's per-direction spec (integer nanoseconds and bits per second)."""

@@ -74,12 +74,23 @@ def _refuse_what_cannot_be_honoured(sc: dict, r: dict) -> None:
             raise UserError(message)
 
 
-def _queue(path: dict, r: dict) -> Queue:
+#: The simulator's smallest default queue, in packets of the MTU plus framing (MIN_QUEUE_PACKETS in
+#: crates/longhaul-sim/src/tcp/scenario.rs): a file that sets no queue gets the simulator's rule.
+SIM_MIN_QUEUE_PACKETS = 100
+
+
+def _queue(path: dict, r: dict) -> Queue | None:
+    """The file's queue; None where it sets none on Ethernet/SONET: then the link sizes it as the
+    simulator does (one bandwidth-delay product, at least SIM_MIN_QUEUE_PACKETS) from the delay,
+    rate and MTU in force, which the command line may change (a queue fixed here was the file's
+    delay's, whatever --delay-us said)."""
     if r["eth"] is None:
         return Queue(bytes=QUEUE_BYTES_RANGE[1])  # lossless IPoIB: never full
     if "queue_packets" in path:
         return Queue.parse(f"{path['queue_packets']}p", "path.queue_packets")
-    return Queue.parse(str(r["eth"]["queue_limit_bytes"]), "path.queue_bytes")
+    if "queue_bytes" in path:
+        return Queue.parse(str(r["eth"]["queue_limit_bytes"]), "path.queue_bytes")
+    return None
 
 
 def load(path: str) -> dict:
@@ -104,6 +115,7 @@ def load(path: str) -> dict:
             "frame_bytes": r["eth"]["wan_frame_overhead_bytes"] if r["eth"] else 0,
             "loss": r["loss"],
             "queue": _queue(sc["path"], r),
+            "min_queue_packets": SIM_MIN_QUEUE_PACKETS,
             "mtu": r["mtu_bytes"],
             "window": window["rmem_max_bytes"] if auto else None,
             "wmem_max": window["wmem_max_bytes"] if auto else None,
@@ -175,6 +187,9 @@ def _direction(values: dict) -> Direction:
         q = values["queue"]
         kw["queue"] = q if isinstance(q, Queue) else Queue.parse(q)
     kw["frame_bytes"] = values.get("frame_bytes") or 0
+    if values.get("min_queue_packets"):   # a scenario file's link: the simulator's smallest default queue
+        mtu = _int(values["mtu"], "--mtu") if values.get("mtu") is not None else 1500
+        kw["min_queue_bytes"] = values["min_queue_packets"] * (mtu + kw["frame_bytes"])
     return Direction(**kw).validated()
 
 
