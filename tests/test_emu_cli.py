@@ -433,3 +433,18 @@ def test_iperf3_is_driven_and_parsed(leaves_nothing):
     recs = cli_json("emu", "bench", "tcp", "--tool", "iperf3", "--rate-gbps", "0.5", "--delay-us", "1000",
                     "--duration-s", "2", "--mtu", "9000", timeout=60)
     assert recs[0]["tool"] == "iperf3" and 0.40 < recs[0]["throughput_gbps"] <= 0.51
+
+
+def test_a_data_plane_that_cannot_start_is_one_line_and_leaves_nothing(tmp_path, leaves_nothing):
+    # LONGHAUL_WAN naming no program was a FileNotFoundError traceback, one that exits at once a
+    # RuntimeError traceback (exit 1).
+    fake = tmp_path / "fakewan"
+    fake.write_text("#!/bin/sh\necho 'cannot open /dev/net/tun' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    for wan, said in ((str(tmp_path / "nope"), "cannot be started (No such file or directory)"),
+                      (str(fake), "did not start: cannot open /dev/net/tun")):
+        p = subprocess.run([sys.executable, "-m", "longhaul.cli", "emu", "run", "--", "A: true"], capture_output=True,
+                           text=True, timeout=60, env={**ENV, "LONGHAUL_WAN": wan})
+        assert p.returncode == 2 and p.stderr == f"longhaul: error: the data plane '{wan}' {said}" + (
+            "; build it with `cargo build --release -p longhaul-wan` or set LONGHAUL_WAN to its path\n"
+            if "started (" in said else "\n"), p.stderr

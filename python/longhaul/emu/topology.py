@@ -178,15 +178,23 @@ class Emulator:
         for side in "ab":
             for i, ns in enumerate(self.hosts[side]):
                 args += [f"--{side}", f"{ns}={self.address(side, i)}"]
-        self.dataplane = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True)
+        try:
+            self.dataplane = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True)
+        except OSError as err:   # $LONGHAUL_WAN names no program (or one that cannot run)
+            raise UserError(f"the data plane '{binary}' cannot be started ({err.strerror or err}); build it with "
+                            "`cargo build --release -p longhaul-wan` or set LONGHAUL_WAN to its path") from None
         self.run_state.set_process("dataplane", self.dataplane.pid)
         ready, _, _ = select.select([self.dataplane.stdout], [], [], READY_TIMEOUT_S)
         line = self.dataplane.stdout.readline() if ready else ""
         if not line.startswith("ready"):
             self.dataplane.kill()
-            err = (self.dataplane.stderr.read() or "no answer").strip().splitlines()
-            raise RuntimeError(f"data plane did not start: {err[-1] if err else 'no answer'}")
+            try:   # what it said last; a child it left holding the pipe must not hang the teardown
+                said = self.dataplane.communicate(timeout=2)[1] or ""
+            except subprocess.TimeoutExpired:
+                said = ""
+            last = said.strip().splitlines()
+            raise UserError(f"the data plane '{binary}' did not start: {last[-1] if last else 'no answer'}")
         self.offload = "offload=true" in line
 
     def _configure_hosts(self) -> None:
