@@ -28,6 +28,11 @@ pytestmark = [pytest.mark.root, needs_root]
     (["run", "--jitter-us", "-5", "--", "A:", "true"], "--jitter-us"),
     (["run", "--", "A:", "true", "::"], "missing command"),
     (["run", "--", "A:"], "missing command"),
+    # an empty command ran `sh -c ''` and exited 0
+    (["run", "--", "A: "], "missing command after 'A: '"),
+    (["run", "--", "A:", ""], "missing command after 'A:'"),
+    # a device or a wrong file was read without end (/dev/zero: memory grew until killed)
+    (["run", "--scenario", "/dev/zero", "--", "A:", "true"], "--scenario: '/dev/zero' is over 16 MiB"),
     (["run"], "no command"),
     (["run", "--", "C:", "true"], "host label"),
     (["run", "--hosts", "2", "--", "B2:", "true"], "B2"),

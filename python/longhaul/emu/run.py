@@ -63,7 +63,7 @@ def parse(tokens: list[str], hosts: int) -> list[HostCommand]:
             raise UserError(f"host {side.upper()}{idx} does not exist (valid: {side.upper()}0..{side.upper()}{hosts - 1}; "
                             "use --hosts for more)")
         words = ([rest] if rest else []) + seg[1:]
-        if not words:
+        if not any(w.strip() for w in words):   # 'A: ' or A: '' ran `sh -c ''`: nothing, exit 0
             raise UserError(f"missing command after '{seg[0]}' (write -- A: CMD :: B: CMD)")
         argv = ["sh", "-c", words[0]] if len(words) == 1 else words
         commands.append(HostCommand(side, idx, argv))

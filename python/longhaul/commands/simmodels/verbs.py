@@ -69,12 +69,22 @@ def register(models: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_verbs)
 
 
+#: A scenario file's largest size: far above any scenario (a few hundred bytes; a replayed trace is a
+#: file of its own), small enough to refuse a device or a wrong file at once.
+MAX_SCENARIO_BYTES = 16 << 20
+
+
 def load_scenario_file(path: str, option: str = "--scenario") -> dict:
     """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``."""
     if not str(path).strip():  # Path("") is the current directory: "Is a directory" would mislead
         raise UserError(f"{option}: empty file name (give the path of a TOML or JSON scenario file)")
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not TOML
+        with open(path, "rb") as f:   # bounded: --scenario /dev/zero read forever, its memory growing
+            data = f.read(MAX_SCENARIO_BYTES + 1)
+        if len(data) > MAX_SCENARIO_BYTES:
+            raise UserError(f"{option}: '{path}' is over {MAX_SCENARIO_BYTES >> 20} MiB: not a scenario file "
+                            "(a scenario is a few lines of TOML or JSON)")
+        text = data.decode("utf-8-sig")  # -sig: a Windows editor's byte-order mark is not TOML
     except OSError as err:
         raise UserError(f"{option}: cannot read '{path}': {err.strerror}") from None
     except UnicodeDecodeError:
