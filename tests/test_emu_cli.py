@@ -126,6 +126,21 @@ def test_shell_runs_in_cluster_a_and_returns_its_status(leaves_nothing):
     assert "10.77.1.1" in p.stdout and "peer=10.77.2.1" in p.stdout
 
 
+def test_a_shell_stopped_by_sigint_says_so_and_leaves_nothing(leaves_nothing):
+    # It exited 130 without a word (SIGTERM printed its line).
+    shell = subprocess.Popen([sys.executable, "-m", "longhaul.cli", "emu", "shell", "--name", "lhsig"], env=ENV,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_namespace("lhsig-a0")
+        time.sleep(0.5)
+        shell.send_signal(signal.SIGINT)
+        out, err = shell.communicate(timeout=60)
+    finally:
+        shell.kill()
+    assert shell.returncode == 130 and err.splitlines()[-1] == (
+        "longhaul: interrupted (the shell was stopped and the emulated link torn down)"), err
+
+
 def test_second_emulator_with_the_same_name_is_refused(leaves_nothing):
     first = subprocess.Popen([sys.executable, "-m", "longhaul.cli", "emu", "run", "--name", "lhdup", "--",
                               "A:", "sleep", "5"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -141,9 +141,10 @@ def _shell(args) -> int:
         p = emu.popen(args.side, 0, [shell], env=env)
         try:
             return p.wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:   # SIGINT to longhaul itself (a typed Ctrl-C goes to the shell, which stays)
             p.terminate()
             p.wait()
+            sys.stderr.write("longhaul: interrupted (the shell was stopped and the emulated link torn down)\n")
             return 130
 
 
