@@ -28,6 +28,11 @@ pytestmark = [pytest.mark.root, needs_root]
     (["run", "--jitter-us", "-5", "--", "A:", "true"], "--jitter-us"),
     (["run", "--", "A:", "true", "::"], "missing command"),
     (["run", "--", "A:"], "missing command"),
+    # one value with its range ("'2,3' is not a whole number", "'1M,2M' is not a size")
+    (["run", "--hosts", "2,3", "--", "A:", "true"], "--hosts: give one value here, not a list"),
+    (["run", "--window", "1M,2M", "--", "A:", "true"], "--window: give one value here, not a list"),
+    (["run", "--mtu", "abc", "--", "A:", "true"], "--mtu: 'abc' is not a whole number (valid range [576, 65535])"),
+    (["run", "--seed", "1.5", "--", "A:", "true"], "--seed: '1.5' is not a whole number (valid range [0, "),
     # an empty command ran `sh -c ''` and exited 0
     (["run", "--", "A: "], "missing command after 'A: '"),
     (["run", "--", "A:", ""], "missing command after 'A:'"),
@@ -338,16 +343,22 @@ def test_a_scenario_cc_this_machine_lacks_names_the_file_key(tmp_path, leaves_no
 
 
 def test_an_mtu_the_kernel_refuses_is_one_line_and_leaves_nothing():
-    # 70000 passes the emulator's own check (>= 576) and is refused by the kernel (TUN and
-    # veth take at most 65535) after the namespaces and the data plane exist.
+    # The command line refuses 70000 before anything exists (TUN and veth take at most 65535); a
+    # library caller's LinkOptions is checked against >= 576 only, and the kernel refuses it after the
+    # namespaces and the data plane exist: one line, and the teardown leaves nothing.
     def world():
         ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
         return ns, links, sorted(os.listdir("/run/longhaul-emu")) if os.path.isdir("/run/longhaul-emu") else []
     before = world()
     p = cli("emu", "run", "--name", "lhmtu", "--hosts", "2", "--mtu", "70000", "--", "A:", "true")
-    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
-    assert "--mtu" in p.stderr and "kernel refused" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 2 and p.stderr == "longhaul: error: --mtu: 70000 is out of range [576, 65535]\n", p.stderr
+    code = ("from longhaul.emu.options import LinkOptions\nfrom longhaul.emu.topology import Emulator\n"
+            "from longhaul.errors import UserError\ntry:\n"
+            "    with Emulator(LinkOptions(mtu=70000, hosts=2), name='lhmtu'):\n        pass\n"
+            "except UserError as err:\n    print(err)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert "--mtu" in p.stdout and "kernel refused" in p.stdout and "Traceback" not in p.stderr, (p.stdout, p.stderr)
     assert world() == before
     assert subprocess.run(["pgrep", "-f", "longhaul-wan link .*lhmtu"], capture_output=True).returncode == 1
 

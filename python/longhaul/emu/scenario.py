@@ -33,11 +33,11 @@ verb reads it, and named by its key in the file.
 from __future__ import annotations
 
 from longhaul.emu.bench import check_duration_s, check_socket_buffer, check_streams
-from longhaul.emu.options import (MAX_JITTER_US, MAX_LOSS, QUEUE_BYTES_RANGE, Direction, LinkOptions, Queue,
-                                  parse_rates)
+from longhaul.emu.options import (MAX_HOSTS, MAX_JITTER_US, MAX_LOSS, MAX_SEED, MIN_MTU, QUEUE_BYTES_RANGE,
+                                  Direction, LinkOptions, Queue, parse_rates)
 from longhaul.emu.system import check_congestion_control
 from longhaul.errors import UserError, in_scenario_file
-from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_one_float, parse_size
+from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_one_float, parse_one_int, parse_size
 
 #: The link `longhaul sim tcp --scenario FILE` assumes when the file names none.
 DEFAULT_LINK = "ipoib-ud"
@@ -160,11 +160,20 @@ _LINK_KEY = {"--delay-us": "path.delay_us + 5 us x path.fibre_km", "--rate-gbps"
              "wmem_max_bytes": "tcp.wmem_max_bytes", "--seed": "seed", "--queue": "path.queue_bytes / queue_packets"}
 
 
+#: The emulator's whole-number link options and their ranges (the largest MTU is the TUN device's).
+_WHOLE = {"--mtu": (MIN_MTU, 65535), "--hosts": (1, MAX_HOSTS), "--seed": (0, MAX_SEED)}
+
+
 def _int(value, option: str) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        raise UserError(f"{option}: '{value}' is not a whole number") from None
+    """One whole number in the option's range: '1,2' or 'abc' say so with the range."""
+    return parse_one_int(value, option, *_WHOLE[option])
+
+
+def _size(value, option: str) -> int:
+    """One size ('1M,2M' is a list, refused as such, not 'not a size')."""
+    if len(str(value).split(",")) > 1:
+        raise UserError(f"{option}: give one value here, not a list")
+    return parse_size(str(value), option)
 
 
 def _direction(values: dict) -> Direction:
@@ -201,7 +210,7 @@ def build_link(values: dict) -> LinkOptions:
         ab=d, ba=d,
         mtu=_int(values["mtu"], "--mtu") if values.get("mtu") is not None else 1500,
         hosts=_int(values["hosts"], "--hosts") if values.get("hosts") is not None else 1,
-        window=parse_size(str(window), "--window") if window is not None else None,
+        window=_size(window, "--window") if window is not None else None,
         wmem_max=int(wmem) if wmem is not None else None,
         seed=_int(values["seed"], "--seed") if values.get("seed") is not None else 1,
         sack=values.get("sack", True),
