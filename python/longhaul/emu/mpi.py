@@ -47,6 +47,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -66,6 +67,10 @@ LIBRARIES = {"openmpi": ("mpirun.openmpi", "the Debian package openmpi-bin"),
                            "MPICH 5.0.2 from PyPI into target/mpich-ofi (scripts/bootstrap.sh)")}
 LIBMPICH_GLOB = ("/usr/lib/*/libmpich.so.12", "/usr/lib/libmpich.so.12", "/usr/lib64/libmpich.so.12")
 PLACEMENTS = ("block", "cyclic")
+#: Open MPI's MCA parameter names (``ompi_info --param all all``): letters, digits, underscores.
+MCA_NAME = re.compile(r"[A-Za-z0-9_]+")
+#: Environment variable names (POSIX shell names): a letter or underscore, then letters, digits, underscores.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_RANKS_PER_CLUSTER = 16  # = the emulator's --hosts limit: one rank per emulated host
 
 # Enters the host's namespace and a fresh UTS namespace named after the host, then runs what
@@ -95,14 +100,17 @@ case "$host" in
   *) echo "longhaul wrapper: no host for PMI_RANK=$PMI_RANK" >&2; exit 1 ;;
 esac
 export LONGHAUL_CLUSTER="$cluster"
-exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$host" "$@"
+# $LONGHAUL_RANK_ENV (the job's --env, as shell assignments) is read by the last shell only, so
+# that it reaches the program and not ip, unshare or the shell.
+exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0"; . "$LONGHAUL_RANK_ENV"; exec "$@"' "$host" "$@"
 """
 
 
 @dataclass
 class MpiJob:
     """A program to run on 2 x ``ranks_per_cluster`` ranks. ``mca``: extra Open MPI MCA
-    parameters (name -> value); ``env``: extra environment of every rank."""
+    parameters (name -> value); ``env``: extra environment of every rank (the ranks only, never
+    the launcher: ``mpirun -x NAME=VALUE`` for Open MPI, the rank wrapper for MPICH)."""
 
     argv: list[str]
     ranks_per_cluster: int = 1
@@ -124,12 +132,32 @@ class MpiJob:
                             f"(one rank per host; valid range 1..{limit})")
         if not self.argv:
             raise UserError("no MPI program: give it after --, e.g. -- ./a.out ARGS")
+        for name in self.mca:
+            check_mca_name(name)
+        for name in self.env:
+            check_env_name(name)
         if self.mca and self.library != "openmpi":
             raise UserError(f"--mca: Open MPI parameters do not apply to --mpi {self.library} (use --env, "
                             "e.g. UCX_RNDV_THRESH=1M)")
         if not 1 <= self.timeout_s <= 86400:
             raise UserError(f"--timeout-s: {self.timeout_s} is out of range [1, 86400]")
         return self
+
+
+def check_mca_name(name: str) -> str:
+    """``name`` if it is an Open MPI MCA parameter name, else a one-line UserError."""
+    if not isinstance(name, str) or not MCA_NAME.fullmatch(name):
+        raise UserError(f"--mca: {str(name)!r} is not an MCA parameter name (letters, digits and underscores only, "
+                        "e.g. btl_tcp_eager_limit)")
+    return name
+
+
+def check_env_name(name: str) -> str:
+    """``name`` if it is an environment variable name, else a one-line UserError."""
+    if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+        raise UserError(f"--env: {str(name)!r} is not an environment variable name (a letter or underscore, then "
+                        "letters, digits and underscores, e.g. UCX_RNDV_THRESH)")
+    return name
 
 
 def launcher(library: str) -> str:
@@ -163,14 +191,17 @@ def _wan_bytes(emu: Emulator) -> dict[str, int]:
     return {k: int(d.get(k, {}).get("bytes_in", 0)) for k in ("ab", "ba")}
 
 
-def openmpi_command(emu: Emulator, job: MpiJob, mpirun: str, agent: Path, hostfile: Path) -> list[str]:
+def openmpi_command(emu: Emulator, job: MpiJob, mpirun: str, agent: Path, hostfile: Path,
+                    rank_env: dict[str, str]) -> list[str]:
+    """``rank_env``: the ranks' own variables, given to mpirun as ``-x NAME=VALUE`` (set in the
+    ranks only; mpirun, the agent and orted never see them)."""
     mca = {"plm_rsh_agent": str(agent), "oob_tcp_if_include": f"{MGMT_SUBNET}.0/24", "btl": "tcp,self",
            "btl_tcp_if_include": _cluster_if(emu), "mpi_yield_when_idle": "1", **job.mca}
     cmd = [mpirun, "--hostfile", str(hostfile), "-n", str(2 * job.ranks_per_cluster), "--bind-to", "none"]
     for k, v in mca.items():
         cmd += ["--mca", k, str(v)]
-    for var in ("PATH", "PYTHONPATH", *job.env):
-        cmd += ["-x", var]
+    for name, value in rank_env.items():
+        cmd += ["-x", f"{name}={value}"]
     return ["ip", "netns", "exec", emu.management, *cmd, *job.argv]
 
 
@@ -179,13 +210,15 @@ def mpich_command(emu: Emulator, job: MpiJob, mpiexec: str, wrapper: Path) -> li
             *job.argv]
 
 
-def _mpich_env(emu: Emulator, job: MpiJob, hosts: list[str]) -> dict[str, str]:
+def _search_path(*parts: str) -> str:
+    return os.pathsep.join(p for p in parts if p)
+
+
+def _mpich_libdirs(emu: Emulator, job: MpiJob) -> list[str]:
+    """What the MPICH ranks need first on LD_LIBRARY_PATH."""
     if job.library == "mpich-ofi":
         lib = MPICH_OFI_PREFIX / "lib"
-        return {"LONGHAUL_RANK_HOSTS": " ".join(hosts), "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp",
-                "FI_TCP_IFACE": _cluster_if(emu), "MPIR_CVAR_NOLOCAL": "1", "MPI4PY_MPIABI": "mpich",
-                "LD_LIBRARY_PATH": os.pathsep.join(x for x in (str(lib / "mpich"), str(lib),
-                                                               os.environ.get("LD_LIBRARY_PATH", "")) if x)}
+        return [str(lib / "mpich"), str(lib)]
     found = sorted(f for pattern in LIBMPICH_GLOB for f in glob.glob(pattern))
     if not found:
         raise UserError("--mpi mpich: libmpich.so.12 not found; install the Debian package libmpich12")
@@ -194,9 +227,17 @@ def _mpich_env(emu: Emulator, job: MpiJob, hosts: list[str]) -> dict[str, str]:
     link = libdir / "libmpi.so.12"
     if not link.exists():
         link.symlink_to(found[0])
+    return [str(libdir)]
+
+
+def _mpich_env(emu: Emulator, job: MpiJob, hosts: list[str], libdirs: list[str]) -> dict[str, str]:
+    ld = _search_path(*libdirs, os.environ.get("LD_LIBRARY_PATH", ""))
+    if job.library == "mpich-ofi":
+        return {"LONGHAUL_RANK_HOSTS": " ".join(hosts), "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp",
+                "FI_TCP_IFACE": _cluster_if(emu), "MPIR_CVAR_NOLOCAL": "1", "MPI4PY_MPIABI": "mpich",
+                "LD_LIBRARY_PATH": ld}
     return {"LONGHAUL_RANK_HOSTS": " ".join(hosts), "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": _cluster_if(emu),
-            "MPIR_CVAR_NOLOCAL": "1", "MPI4PY_MPIABI": "mpich",
-            "LD_LIBRARY_PATH": f"{libdir}{os.pathsep}{os.environ.get('LD_LIBRARY_PATH', '')}".rstrip(os.pathsep)}
+            "MPIR_CVAR_NOLOCAL": "1", "MPI4PY_MPIABI": "mpich", "LD_LIBRARY_PATH": ld}
 
 
 def _cluster_if(emu: Emulator) -> str:
@@ -214,9 +255,15 @@ def run(emu: Emulator, job: MpiJob) -> dict:
     argv = resolve_program(job.argv)
     job = MpiJob(**{**job.__dict__, "argv": argv})
     hosts = rank_hosts(emu, job.ranks_per_cluster, job.placement)
-    env = {**os.environ, **emu.env(), **job.env}
+    # The launcher's environment (ip, mpirun/mpiexec, the agent or wrapper, orted): never the
+    # job's --env, which is for the ranks only (--env PATH=... or LD_PRELOAD=... must not reach ip).
+    env = {**os.environ, **emu.env()}
     pkg_root = str(Path(__file__).resolve().parents[2])  # ranks import longhaul.mpi from this checkout
-    env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = _search_path(pkg_root, env.get("PYTHONPATH", ""))
+    # The ranks' own variables: the job's --env, with this checkout first on a PYTHONPATH it gives.
+    rank_env = dict(job.env)
+    if "PYTHONPATH" in rank_env:
+        rank_env["PYTHONPATH"] = _search_path(pkg_root, rank_env["PYTHONPATH"])
     script = emu.run_state.dir / ("agent.sh" if job.library == "openmpi" else "wrapper.sh")
     script.write_text(_AGENT if job.library == "openmpi" else _WRAPPER)
     script.chmod(0o755)
@@ -225,14 +272,26 @@ def run(emu: Emulator, job: MpiJob) -> dict:
         hostfile.write_text("".join(f"{h} slots=1\n" for h in hosts))
         if os.geteuid() == 0:  # Open MPI refuses root unless told twice (emulation needs root)
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        cmd = openmpi_command(emu, job, binary, script, hostfile)
+        # PATH and PYTHONPATH are passed to the ranks explicitly, as a remote launch would need.
+        rank_env = {"PATH": env.get("PATH", os.defpath), "PYTHONPATH": env["PYTHONPATH"], **rank_env}
+        cmd = openmpi_command(emu, job, binary, script, hostfile, rank_env)
     else:
-        env.update(_mpich_env(emu, job, hosts))
+        libdirs = _mpich_libdirs(emu, job)
+        env.update(_mpich_env(emu, job, hosts, libdirs))
+        if "LD_LIBRARY_PATH" in rank_env:  # the MPI library's directories stay first
+            rank_env["LD_LIBRARY_PATH"] = _search_path(*libdirs, rank_env["LD_LIBRARY_PATH"])
+        rank_env_file = emu.run_state.dir / "rank-env.sh"
+        rank_env_file.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in rank_env.items()))
+        env["LONGHAUL_RANK_ENV"] = str(rank_env_file)
         cmd = mpich_command(emu, job, binary, script)
     before = _wan_bytes(emu)
     started = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
+    try:
+        p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    except OSError as e:
+        raise UserError(f"cannot start the MPI launcher ({' '.join(cmd[:4])} {Path(binary).name}): "
+                        f"{e.filename or cmd[0]}: {e.strerror or e}") from None
     try:
         out, err = p.communicate(timeout=job.timeout_s)
     except subprocess.TimeoutExpired:

@@ -65,12 +65,16 @@ def register(emu_subparsers, link_args) -> None:
 
 
 def _pairs(items: list[str], option: str = "--mca", example: str = "btl_tcp_eager_limit=1048576") -> dict[str, str]:
+    """NAME=VALUE items; a NAME that is not an MCA parameter name (--mca) or an environment
+    variable name (--env) is refused here, before any emulator is built (run and osu alike)."""
+    from longhaul.emu.mpi import check_env_name, check_mca_name
+    check = check_env_name if option == "--env" else check_mca_name
     out = {}
     for item in items:
         name, eq, value = item.partition("=")
         if not eq or not name.strip() or not value.strip():
             raise UserError(f"{option}: '{item}' is not NAME=VALUE (e.g. {example})")
-        out[name.strip()] = value.strip()
+        out[check(name.strip())] = value.strip()
     return out
 
 
