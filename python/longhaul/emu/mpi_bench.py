@@ -94,7 +94,7 @@ def osu(bench: str, sizes: Sequence[int], delays_us: Sequence[float] = (0.0,), r
         raise UserError(f"--algo: only for the collectives ({', '.join(COLLECTIVES)}), not {bench}")
     # Refuse bad jobs and a missing MPI library before any namespace exists.
     mpi.MpiJob(argv=["osu_mpi"], ranks_per_cluster=ranks_per_cluster, placement=kw.get("placement", "block"),
-               library=kw.get("library", "openmpi")).validated()
+               library=kw.get("library", "openmpi"), mca=kw.get("mca") or {}, env=kw.get("env") or {}).validated()
     mpi.launcher(kw.get("library", "openmpi"))
     base = link if isinstance(link, LinkOptions) else LinkOptions.symmetric(**(link or {}))
     records = []
