@@ -30,6 +30,10 @@ MAX_STREAMS = 128
 MIN_DURATION_S = 0.1
 MAX_DURATION_S = 3600.0
 SOCKET_BUFFER_RANGE = (4096, 1 << 30)
+#: iperf3's own ceiling on -w (MAX_TCP_BUFFER in iperf_api.h): it refuses more before it starts.
+IPERF3_MAX_SOCKET_BUFFER = 512 << 20
+#: How long iperf3's server may take to listen before the run is given up.
+IPERF3_SERVER_START_S = 10.0
 MAX_CROSS_GBPS = 100.0
 #: The data plane's threads wake at least this often during a ping run (~20% of a core when
 #: idle): a thread that sleeps for the whole 10 ms of a long delay lets its vCPU halt, and the
@@ -81,6 +85,47 @@ def check_socket_buffer(socket_buffer_bytes: int | None, name: str = "--socket-b
     if socket_buffer_bytes is not None and not lo <= socket_buffer_bytes <= hi:
         raise UserError(f"{name}: {socket_buffer_bytes} bytes is out of range [{lo}, {hi}] (4K .. 1G)")
     return socket_buffer_bytes
+
+
+def socket_buffer_cap() -> int | None:
+    """The largest SO_SNDBUF/SO_RCVBUF a process may ask for without CAP_NET_ADMIN's *FORCE
+    options: min(net.core.wmem_max, net.core.rmem_max), or None if unreadable. Linux caps a larger
+    request there (the socket then holds 2 x the cap, not 2 x the request). These two are not per
+    namespace: on kernel 6.18 a namespace shows the host's values read-only (`ip netns exec NS
+    sysctl -w net.core.rmem_max=...` is refused), on older kernels it has no such file, so the
+    emulator cannot raise them for its hosts alone; they are read here, on the host."""
+    try:
+        return min(int(open(f"/proc/sys/net/core/{k}").read()) for k in ("wmem_max", "rmem_max"))
+    except (OSError, ValueError):
+        return None
+
+
+def check_iperf3_socket_buffer(socket_buffer_bytes: int | None, name: str = "--socket-buffer") -> int | None:
+    """A fixed buffer iperf3 can set: iperf3 -w uses plain SO_SNDBUF/SO_RCVBUF (the builtin tool
+    forces them past the cap as root), so above net.core.wmem_max/rmem_max iperf3 either stops
+    with "socket buffer size not set correctly" or (up to 2 x the cap) runs on smaller buffers
+    than asked; and iperf3 refuses more than 512 MiB itself. Refused with one line, before any
+    namespace is built; the machine's settings are left alone."""
+    if not socket_buffer_bytes:
+        return socket_buffer_bytes
+    if socket_buffer_bytes > IPERF3_MAX_SOCKET_BUFFER:
+        raise UserError(f"{name}: {socket_buffer_bytes} bytes is more than iperf3 takes (at most "
+                        f"{IPERF3_MAX_SOCKET_BUFFER} bytes, 512M); use --tool builtin for larger buffers")
+    cap = socket_buffer_cap()
+    if cap is not None and socket_buffer_bytes > cap:
+        v = socket_buffer_bytes
+        raise UserError(f"{name}: {v} bytes is more than iperf3 can set here: its SO_SNDBUF/SO_RCVBUF are capped "
+                        f"at net.core.wmem_max/rmem_max = {cap} bytes, which are the whole machine's (not per "
+                        f"namespace); give at most {cap}, use --tool builtin (it forces the buffers past the cap), "
+                        f"or raise both on the host first: sysctl -w net.core.rmem_max={v} net.core.wmem_max={v}")
+    return socket_buffer_bytes
+
+
+def iperf3_seconds(duration_s: float, omit_s: float) -> tuple[int, int]:
+    """(-t, -O) that iperf3 runs for duration_s measured seconds after omit_s of warm-up: whole
+    seconds, rounded up, -t at least 1. iperf3 3.12 reads both with atoi, so "-t 0.5" is 0 (it
+    then runs until stopped) and "-O 0.3" is 0; the record carries these, not the request."""
+    return max(1, math.ceil(duration_s - 1e-9)), max(0, math.ceil(omit_s - 1e-9))
 
 
 def _check_cross(cross_gbps: float, points: list[LinkOptions], name: str) -> None:
@@ -183,8 +228,11 @@ def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s:
              cross_size_bytes: int | None = None, socket_buffer_bytes: int | None = None) -> dict:
     """One TCP measurement A0 -> B0 on a running emulator; returns a flat record.
     socket_buffer_bytes: SO_SNDBUF and SO_RCVBUF of every socket at both ends (iperf -w);
-    None = Linux auto-tuning up to the namespaces' maxima."""
+    None = Linux auto-tuning up to the namespaces' maxima. With tool="iperf3" the run and the
+    record's duration_s/omit_s are whole seconds (``iperf3_seconds``)."""
     omit = default_omit_s(emu.link) if omit_s is None else omit_s
+    if tool == "iperf3":
+        duration_s, omit = iperf3_seconds(duration_s, omit)
     total = duration_s + omit
     before = emu.stats()
     cross = _cross_traffic(emu, cross_gbps, total + 0.5, cross_size_bytes)
@@ -203,7 +251,9 @@ def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s:
     gbps = result["throughput_gbps"]
     return {
         "source": "emu", "tool": tool, **emu.link.record(), "streams": streams, "cc": cc or _default_cc(),
-        "duration_s": duration_s, "omit_s": omit, "socket_buffer_bytes": socket_buffer_bytes,
+        # What ran: iperf3 reports its own -t/-O (whole seconds).
+        "duration_s": result.get("duration_s", duration_s), "omit_s": result.get("omit_s", omit),
+        "socket_buffer_bytes": socket_buffer_bytes,
         "bw_MBps": round(gbps * 1e9 / 8 / 1e6, 3), "throughput_gbps": round(gbps, 4),
         "utilization": round(gbps / rate, 4) if rate else None,
         "retransmits": result.get("retransmits"), "rtt_us": result.get("rtt_us"),
@@ -243,34 +293,86 @@ def _builtin_tcp(emu: Emulator, streams: int, cc: str | None, duration_s: float,
             "rtt_us": s.get("rtt_us")}
 
 
-def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: float, omit_s: float,
+def _listening(pid: int, address: str, port: int) -> bool:
+    """Whether a TCP socket bound to address:port listens in the network namespace of process
+    `pid` (its /proc/PID/net/tcp: the namespace's table, read from the host)."""
+    a, b, c, d = (int(x) for x in address.split("."))
+    local = f"{d:02X}{c:02X}{b:02X}{a:02X}:{port:04X}"  # /proc/net/tcp: address in host byte order
+    try:
+        lines = open(f"/proc/{pid}/net/tcp").read().splitlines()[1:]
+    except OSError:
+        return False
+    return any(f[1] == local and f[3] == "0A" for f in (line.split() for line in lines) if len(f) > 3)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[-300:]
+
+
+def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: int, omit_s: int,
             socket_buffer_bytes: int | None) -> dict:
+    """iperf3 -c on A0 against iperf3 -s -1 on B0, -t duration_s -O omit_s (whole seconds). What
+    iperf3 reports as its error (its JSON's "error", or its message when it stops before JSON) is
+    a UserError naming iperf3's words; no iperf3 process outlives the call."""
     if shutil.which("iperf3") is None:
         raise UserError("--tool iperf3: iperf3 is not installed (Debian package iperf3; scripts/apt-packages.txt)")
+    check_iperf3_socket_buffer(socket_buffer_bytes)
     port = next(_port)
-    server = emu.popen("b", 0, ["iperf3", "-s", "-1", "-B", emu.address("b"), "-p", str(port)],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    server_argv = ["iperf3", "-s", "-1", "-B", emu.address("b"), "-p", str(port)]
     argv = ["iperf3", "-c", emu.address("b"), "-B", emu.address("a"), "-p", str(port), "-J",
-            "-t", str(max(1, math.ceil(duration_s))), "-O", str(math.ceil(omit_s)), "-P", str(streams)]
+            "-t", str(duration_s), "-O", str(omit_s), "-P", str(streams)]
     if cc:
         argv += ["-C", cc]
     if socket_buffer_bytes:
-        argv += ["-w", str(socket_buffer_bytes)]
+        argv += ["-w", str(socket_buffer_bytes)]  # the client passes it on: the server sets it on its sockets
+    server = emu.popen("b", 0, server_argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    client = None
     try:
-        p = emu.popen("a", 0, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out, _ = p.communicate(timeout=duration_s + omit_s + 60)
+        deadline = time.monotonic() + IPERF3_SERVER_START_S
+        while not _listening(server.pid, emu.address("b"), port):
+            if server.poll() is not None:
+                raise UserError(f"--tool iperf3: iperf3's server stopped before it listened: "
+                                f"{_one_line(server.stderr.read()) or f'exit status {server.returncode}'}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"iperf3's server did not listen within {IPERF3_SERVER_START_S:g} s")
+            time.sleep(0.01)
+        client = emu.popen("a", 0, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        try:
+            out, err = client.communicate(timeout=duration_s + omit_s + 60)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"iperf3 did not finish within {duration_s + omit_s + 60} s") from None
     finally:
-        if server.poll() is None:
-            server.kill()
-        server.wait()
+        for proc in (client, server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+            if proc is not None:
+                proc.communicate()
     try:
-        end = json.loads(out)["end"]
+        report = json.loads(out)
+    except ValueError:
+        # iperf3 stops before its JSON on a bad parameter ("parameter error - ..." on stderr).
+        raise UserError(f"--tool iperf3: iperf3 failed: {_one_line(err) or _one_line(out) or 'no output'}") from None
+    if not isinstance(report, dict):
+        raise RuntimeError(f"could not read iperf3's JSON output ({_one_line(out)[:80]})")
+    if report.get("error"):
+        # e.g. "socket buffer size not set correctly"; iperf3 exits 0 with it in -J mode.
+        raise UserError(f"--tool iperf3: iperf3 failed: {_one_line(str(report['error']))}")
+    try:
+        end = report["end"]
         received = end["sum_received"]["bits_per_second"]
         retrans = end["sum_sent"].get("retransmits")
-    except (ValueError, KeyError) as e:
-        raise RuntimeError(f"could not read iperf3's JSON output ({e})") from None
-    return {"throughput_gbps": received / 1e9, "retransmits": retrans, "rtt_us": None}
+        test = report["start"]["test_start"]
+        ran = (test["duration"], test["omit"])
+    except (KeyError, TypeError) as e:
+        raise RuntimeError(f"could not read iperf3's JSON output (no {e})") from None
+    # Mean smoothed RTT of each stream's sender, microseconds (TCP_INFO, as iperf3 reports it on Linux).
+    rtts = [s["sender"]["mean_rtt"] for s in end.get("streams", [])
+            if isinstance(s.get("sender"), dict) and isinstance(s["sender"].get("mean_rtt"), (int, float))]
+    return {"throughput_gbps": received / 1e9, "retransmits": retrans,
+            "rtt_us": round(sum(rtts) / len(rtts)) if rtts else None,
+            "duration_s": ran[0], "omit_s": ran[1]}
 
 
 def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | Iterable[float] | None = None,
@@ -294,6 +396,8 @@ def tcp(*, delay_us: float | Iterable[float] | None = None, rate_gbps: float | I
     if tool not in TOOLS:
         raise UserError(f"--tool: '{tool}' is not one of {', '.join(TOOLS)}")
     check_socket_buffer(socket_buffer_bytes)
+    if tool == "iperf3":
+        check_iperf3_socket_buffer(socket_buffer_bytes)
     cc_list = [system.check_congestion_control(c) for c in _list(cc)] if cc is not None else [None]
     records = []
     points = _link_points(link, delay_us, rate_gbps, loss=loss, jitter_us=jitter_us, queue=queue, mtu=mtu, window=window)
