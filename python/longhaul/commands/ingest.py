@@ -85,13 +85,14 @@ def _note_copies(store, name: str, scenario: dict) -> None:
     from longhaul.results import scenario_hash
 
     digest = scenario.get("file_sha256") or scenario.get("output_sha256")
-    if not store.exists():
+    if not digest or not store.exists():
         return
+    this_run = scenario_hash(scenario)   # the same facts again: that run is replaced, not copied
     for e in store.runs(kind=scenario["kind"]):
-        if e["run_id"] == scenario_hash(scenario):
-            continue   # the same facts again: that run is replaced, not copied
+        if e["run_id"] == this_run:
+            continue
         old = store.read_meta(e["run_id"]).get("scenario", {})
-        if digest and digest in (old.get("file_sha256"), old.get("output_sha256")):
+        if digest in (old.get("file_sha256"), old.get("output_sha256")):
             was = old.get("file_name") or old.get("command")
             print(f"{name}: note: the same output is already stored as run {e['run_id'][:12]} ('{was}', delay_us "
                   f"{old.get('delay_us')}, label '{old.get('label', '')}'); analysis counts the two as independent "
