@@ -270,7 +270,7 @@ def test_cli_calibrate_tcp_stack_recovers_the_simulators_host_stack(cli, tmp_pat
         recs += json.loads(out)
     (tmp_path / "tcp.json").write_text(json.dumps(recs))
     proc = cli("analyse", "calibrate", "--model", "tcp-stack", "--input", str(tmp_path / "tcp.json"),
-               "--predict-delays-us", "2000", "--format", "json", check=True)  # away from the knees (see README)
+               "--predict-delays-us", "2000", "--format", "json", check=True)  # away from the knees (docs/explanation/analysis.md)
     rows = json.loads(proc.stdout)
     by = {r["param"]: r for r in rows if r["row"] == "param"}
     assert by["stack_per_seg_us"]["value"] == pytest.approx(4.0, rel=0.1)

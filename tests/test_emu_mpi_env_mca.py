@@ -56,7 +56,7 @@ def test_env_path_reaches_the_ranks_not_the_launcher(library, leaves_nothing):
         path = line.split("PATH=[", 1)[1].split("]", 1)[0].split(":")
         assert path[-1] == "/nonexist" and len(path) <= 2, line
         assert "LH_TEST=[a b,c='d']" in line, line
-        # A PYTHONPATH of the job's still has this checkout's python/ first (README).
+        # A PYTHONPATH of the job's still has this checkout's python/ first (docs/reference/cli/emu-mpi.md).
         assert f"PYTHONPATH=[{ROOT / 'python'}:/nonexistent/pp]" in line, line
     no_mpi_process_left()
 

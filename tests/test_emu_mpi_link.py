@@ -91,7 +91,7 @@ def test_mpi_library_not_installed_names_the_debian_package(library, package, tm
 @pytest.mark.skipif(shutil.which("mpiexec.hydra") is None, reason="needs MPICH's mpiexec.hydra (Debian package mpich)")
 def test_mpich_cross_cluster_data_crosses_the_link(leaves_nothing):
     # One rank per cluster: with more, MPICH 4.0/UCX sometimes hangs in MPI_Finalize at a
-    # nonzero delay (README, "Real MPI across the emulated link", limits).
+    # nonzero delay (docs/models/emulator.md, "Real MPI: limits").
     rec = run_traffic("--mpi", "mpich", "--delay-us", "1000", "--timeout-s", "60", cross=3 * MIB, local=0)
     assert [c for _, c in (ranks_seen(rec)[r] for r in range(2))] == ["a", "b"]
     assert 3 * MIB <= rec["wan_bytes_ab"] <= 3 * MIB * 1.08 + 64_000, rec["wan_bytes_ab"]
@@ -102,7 +102,7 @@ def test_mpich_cross_cluster_data_crosses_the_link(leaves_nothing):
                     reason="needs MPICH ch4:ofi in target/mpich-ofi (scripts/bootstrap.sh installs it)")
 def test_mpich_ofi_two_ranks_per_cluster_crosses_the_link_and_finishes(leaves_nothing):
     # Two ranks per cluster at 1 ms: where Debian's MPICH over UCX hangs in MPI_Finalize about
-    # one run in three; over libfabric's tcp provider it ran 15 times of 15 (README). Three runs
+    # one run in three; over libfabric's tcp provider it ran 15 times of 15 (docs/models/emulator.md). Three runs
     # here, each bounded by --timeout-s (a hang would be exit 2).
     for _ in range(3):
         rec = run_traffic("--mpi", "mpich-ofi", "--delay-us", "1000", "--ranks-per-cluster", "2", "--timeout-s", "60",

@@ -60,7 +60,7 @@ def test_hierarchical_bcast_at_10ms_4_ranks_per_cluster(stack, leaves_nothing):
 BW_SIZES = (64 << 10, MIB, 4 * MIB)
 BW_DELAYS_US = (1000, 10_000)
 TOLERANCE = 0.20
-#: What moves the comparison when it moves (measured 2026-11-22..24 on this 2-vCPU VM; README,
+#: What moves the comparison when it moves (measured 2026-11-22..24 on this 2-vCPU VM; bench/results/emu_mpi_compare.md,
 #: "Real MPI across the emulated link"): single runs of real Open MPI move by 10-30% here, at 0
 #: delay as at 1 and 10 ms (1 MiB at 0 delay: 610-890 MB/s between runs of one afternoon), and a
 #: calibration that lands low or high moves every simulated point with it.

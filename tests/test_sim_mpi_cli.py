@@ -113,7 +113,7 @@ def test_mbw_mr_pairs_scale_message_rate(cli):
 
 
 def test_app_large_message_share_is_the_bytes_in_64k_and_larger(cli):
-    # The README's numbers: class B on 64 ranks. IS's key exchange is 32 KiB per pair, FT's transpose
+    # The numbers of docs/reference/cli/sim-mpi.md: class B on 64 ranks. IS's key exchange is 32 KiB per pair, FT's transpose
     # 128 KiB per pair; CG's exchanges are all under 64 KiB.
     recs = records(cli, "app", "--app", "is,ft,cg", "--class", "B", "--nodes", "16", "--ppn", "2", "--iterations", "1")
     share = {r["app"]: r["large_msg_share"] for r in recs}
@@ -213,10 +213,10 @@ def test_osu_format_is_what_ingest_reads_back(cli, tmp_path, bench, extra, value
         assert "algo binomial 8 B, scatter-rd 65536 B" in where, where
 
 
-def test_the_readme_trace_example_replays(cli, tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("### Trace format\n```\n", 1)[1].split("```", 1)[0]
-    trace = tmp_path / "readme.trace"
+def test_the_documented_trace_example_replays(cli, tmp_path):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "trace-format.md").read_text()
+    block = page.split("```\n", 1)[1].split("```", 1)[0]
+    trace = tmp_path / "documented.trace"
     trace.write_text("\n".join(line.split("#", 1)[0].rstrip() for line in block.splitlines()) + "\n")
     (rec,) = records(cli, "replay", str(trace))
     assert rec["status"] == "ok" and rec["ranks"] == 4

@@ -38,7 +38,7 @@ def test_csv_table_distance_and_transports(cli):
     assert float(rows[0]["distance_km"]) == pytest.approx(20.0) and rows[0]["chunk_bytes"] == "0"
     table = cli("sim", "nfs", "--simulated-bytes", "1M", check=True).stdout
     assert "MB = 10^6 bytes" in table and "rdma" in table
-    # The file range's top, 1 TiB, as the README writes it.
+    # The file range's top, 1 TiB, as docs/reference/cli/sim-nfs.md writes it.
     (r,) = json.loads(cli("sim", "nfs", "--transport", "rdma", "--file-bytes", "1T", "--simulated-bytes", "1M",
                           "--format", "json", check=True).stdout)
     assert r["file_bytes"] == 1 << 40
@@ -151,7 +151,7 @@ def test_scenario_file_is_the_base_and_options_override_it(cli, tmp_path):
 
 
 def test_a_point_still_warming_up_gets_a_note_from_sim_and_sweep_alike(cli, tmp_path):
-    # 1 MiB over IPoIB-UD at 1000 us: the connection is still opening its window (README: a note on
+    # 1 MiB over IPoIB-UD at 1000 us: the connection is still opening its window (docs/reference/cli/sim-nfs.md: a note on
     # stderr when the second half went more than 10% faster), whichever command ran the point.
     short = cli("sim", "nfs", "--transport", "ipoib-ud", "--delay-us", "1000", "--simulated-bytes", "1M", check=True)
     assert "note: ipoib-ud at 1000 us: the second half of the measured bytes went" in short.stderr

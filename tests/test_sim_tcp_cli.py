@@ -137,7 +137,7 @@ def test_without_rack_lost_retransmissions_wait_for_the_rto(cli):
 
 def test_ns3_recovery_rules_time_out_where_linux_recovers(cli):
     # 70 ms one way, 100-packet queue: slow start overshoots and loses ~160 segments. Linux's rules
-    # repair them in one fast recovery; ns-3 3.37's (README, "ns-3 comparison") time out 200 ms
+    # repair them in one fast recovery; ns-3 3.37's (docs/models/tcp.md, "ns-3 comparison") time out 200 ms
     # after the first partial ACK, while the recovery still needs a third round trip.
     def run(*extra):
         proc = cli("sim", "tcp", "--link", "10gige-lan", "--rate-gbps", "1", "--delay-us", "70000", "--queue", "100p",

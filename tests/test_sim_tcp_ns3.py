@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), pytes
 # WidePrrRecovery): ns-3 3.37's TcpPrrRecovery::DoRecovery multiplies prr_delivered by ssthresh
 # (both bytes) in 32-bit unsigned arithmetic, which wraps from the 6th-8th segment delivered in a
 # recovery. Stock 3.37 differs only at 70 ms, where recovery is long: CUBIC 2.26 MB/s against 4.67
-# with the wide product (longhaul 4.50); README, "ns-3 comparison", has both.
+# with the wide product (longhaul 4.50); docs/models/tcp.md, "ns-3 comparison", has both.
 
 
 def _shape_alike(a: list[float], b: list[float]) -> float:

@@ -18,7 +18,7 @@ whole by analysis; Parquet is a file format every data tool reads (pandas, pyarr
 Spark, R arrow), needs no server or lock-holding database file, a run is one file that can be
 copied, shared or deleted on its own, and each file is written atomically (temp file +
 ``os.replace``), so an interrupted sweep never leaves a half-written run. DuckDB can still query
-the store directly (``SELECT * FROM 'results/runs/*.parquet'``). See README, "Results store, ingest, analysis and the study".
+the store directly (``SELECT * FROM 'results/runs/*.parquet'``). See docs/reference/store.md.
 
 The cache key of a run is the SHA-256 of the canonical JSON of its scenario (sorted keys, no
 whitespace, UTF-8); ``Store.get_cached(scenario)`` returns the stored records of an identical

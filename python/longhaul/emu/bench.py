@@ -38,7 +38,7 @@ MAX_CROSS_GBPS = 100.0
 #: The data plane's threads wake at least this often during a ping run (~20% of a core when
 #: idle): a thread that sleeps for the whole 10 ms of a long delay lets its vCPU halt, and the
 #: wake-up when the next probe arrives added 50-150 us to the median RTT here; waking every
-#: 200 us roughly halved that (README, "Limits").
+#: 200 us roughly halved that (docs/models/emulator.md, "Limits").
 PING_IDLE_WAKE_US = 200
 
 

@@ -38,7 +38,7 @@ directory with that one link first on ``LD_LIBRARY_PATH`` and ``MPI4PY_MPIABI=mp
 bundled), which ``scripts/bootstrap.sh`` installs into a venv of its own (``target/mpich-ofi``):
 the same hydra launch, but ``MPIR_CVAR_CH4_NETMOD=ofi`` with libfabric's ``tcp`` provider
 (``FI_PROVIDER=tcp``, ``FI_TCP_IFACE`` = the cluster interface) instead of UCX, whose TCP
-transport can hang in ``MPI_Finalize`` (openucx/ucx#8738, see the README); its libraries find
+transport can hang in ``MPI_Finalize`` (openucx/ucx#8738, see docs/models/emulator.md); its libraries find
 their bundled libfabric through ``lib/mpich`` on ``LD_LIBRARY_PATH``.
 """
 

@@ -85,7 +85,7 @@ def _env(items: list[str]) -> dict[str, str]:
 def _warn_mpich(library: str, ranks_per_cluster: int) -> None:
     if library == "mpich" and ranks_per_cluster > 1:
         sys.stderr.write("longhaul emu mpi: warning: MPICH 4.0 over UCX/TCP sometimes hangs in MPI_Finalize with more "
-                         "than one rank per cluster (README: Real MPI across the emulated link); --timeout-s bounds the run, "
+                         "than one rank per cluster (docs/models/emulator.md: Real MPI: limits); --timeout-s bounds the run, "
                          "--mpi mpich-ofi avoids it\n")
 
 

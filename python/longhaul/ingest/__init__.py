@@ -6,7 +6,7 @@ format stops with ``IngestError`` naming the tool, the file and the line (exit s
 value no measurement can have (not a finite number, negative, or above the physical ``Bound`` of
 its quantity) and a table that does not match its title.
 
-Where the formats come from (looked up, not guessed; see README, "Results store, ingest, analysis and the study"):
+Where the formats come from (looked up, not guessed; see docs/reference/ingest-formats.md):
   * perftest (linux-rdma/perftest, src/perftest_parameters.h RESULT_FMT / RESULT_FMT_G /
     RESULT_FMT_LAT / REPORT_FMT*, and print_report_bw in src/perftest_parameters.c, whose
     ``format_factor`` is 0x100000 for "MB/sec" (so perftest's MB is 2^20 bytes, printed as

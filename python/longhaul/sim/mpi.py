@@ -114,7 +114,7 @@ def app_sweep(apps: Sequence[str], klass: str = "B", delays_us: Sequence[float] 
 
 def replay(text: str, name: str, delays_us: Sequence[float] = (0.0,), workers: int | None = None,
            show_progress: bool = True, where: Sequence[dict] | None = None, **params) -> list[dict]:
-    """Replay a trace (see README, "MPI across clusters" for the format) at every delay."""
+    """Replay a trace (format: docs/reference/trace-format.md) at every delay."""
     points = list(where) if where is not None else [{"delay_us": d} for d in delays_us]
     scs = [scenario(None, trace={"name": name, "text": text}, **{**params, **w}) for w in points]
     return run_many(scs, workers=workers, show_progress=show_progress, description=f"replay {name}")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from longhaul.sim import verbs
 
 # Iterations: perftest's 1000 for sizes up to 1 MiB; fewer for 8 MiB, where 100 messages
-# (840 MB) already make the start-up round trip negligible (documented in the README).
+# (840 MB) already make the start-up round trip negligible (documented in docs/models/verbs.md).
 BIG_ITERATIONS = 100
 
 

@@ -131,7 +131,7 @@ def register(models: argparse._SubParsersAction) -> None:
     a.set_defaults(func=run_app)
 
     r = sub.add_parser("replay", help="replay a text trace", formatter_class=fmt,
-                       description="Replay a trace (format: README, MPI across clusters, trace format; 'ranks N' then 'RANK EVENT ...' lines).")
+                       description="Replay a trace (format: docs/reference/trace-format.md; 'ranks N' then 'RANK EVENT ...' lines).")
     r.add_argument("trace", metavar="TRACE", help="trace file")
     _common(r, nodes_default="enough for the trace's ranks, half in each cluster, --ppn per node")
     r.set_defaults(func=run_replay)
@@ -345,7 +345,7 @@ def run_app(args: argparse.Namespace) -> int:
 
 def run_replay(args: argparse.Namespace) -> int:
     if not args.trace.strip():   # Path("") is "." : "cannot read the trace (Is a directory)"
-        raise UserError("TRACE: empty file name; give the trace file to replay (format: README, Trace format)")
+        raise UserError("TRACE: empty file name; give the trace file to replay (format: docs/reference/trace-format.md)")
     path = Path(args.trace)
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not the trace's
