@@ -168,3 +168,34 @@ def test_runnable_emulator_examples(page, page_blocks, tmp_path):
     if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
         pytest.skip("the emulator needs root and /dev/net/tun")
     _run_page(page, page_blocks, tmp_path)
+
+
+# ---------------------------------------------------------------- the matching itself
+
+SHOWN = ["            title (ndr)", "┃ size_bytes ┃ bw_MBps ┃ status ┃", "│      65536 │   409.2 │     ok │",
+         "│    1048576 │    6458 │     ok │"]
+
+
+@pytest.mark.parametrize("actual, verdict", [
+    (SHOWN, None),
+    # a model change of tens of percent, and a table redrawn wider: the same in substance
+    (["   title (ndr)   ", "┃  size_bytes ┃  bw_MBps ┃ status ┃", "│ 65536 │ 300.1 │ ok │", "│ 1048576 │ 8001 │ ok │"],
+     None),
+    (["title (ndr)", "┃ size_bytes ┃ bw_MBps ┃ status ┃", "│ 65536 │ 40.9 │ ok │", "│ 1048576 │ 6458 │ ok │"],
+     "40.9 is not within a factor of two of 409.2"),
+    (["title (ndr)", "┃ size_bytes ┃ bw_MBps ┃ rx_bw_MBps ┃ status ┃", "│ 65536 │ 409 │ 409 │ ok │",
+      "│ 1048576 │ 6458 │ 6458 │ ok │"], "the words or the columns differ"),
+    (["title (ndr)", "┃ size_bytes ┃ bw_MBps ┃ status ┃", "│ 65536 │ │ ok │", "│ 1048576 │ 6458 │ ok │"],
+     "the words or the columns differ"),
+    (SHOWN[:3], "the output has 3 lines, the page shows 4"),
+])
+def test_output_is_matched_in_substance(actual, verdict):
+    why = output_differs(SHOWN, actual)
+    assert (why is None) if verdict is None else (verdict in why), why
+
+
+def test_an_ellipsis_stands_for_lines_and_for_text():
+    shown = ["# study (..., 5.3 s)", "- verbs: ok — 8 computed", "..."]
+    assert output_differs(shown, ["# study (2026-11-27T19:11:24+00:00, 6.1 s)", "- verbs: ok — 8 computed", "a", "b"]) \
+        is None
+    assert output_differs(shown, ["# study (2026-11-27, 6.1 s)", "- verbs: failed — 8 computed"]) is not None
