@@ -5,6 +5,7 @@ every example marked runnable still runs and prints what its page shows (tests/d
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -68,6 +69,32 @@ def test_every_command_has_a_reference_page():
     missing = [leaf for leaf in _leaves(build_parser())
                if not any(leaf == d or leaf.startswith(d + " ") for d in documented)]
     assert not missing, f"commands without a page in docs/reference/cli/ (an argparse directive): {missing}"
+
+
+CHECK_NAMES = """
+import importlib, json, sys
+for modules, entry in json.load(sys.stdin):
+    mods = [importlib.import_module(m) for m in modules]
+    head, _, attr = entry.partition(".")
+    owner = next((getattr(m, head) for m in mods if hasattr(m, head)), None)
+    if owner is None or (attr and not hasattr(owner, attr)):
+        print(entry, "is not in", modules)
+"""
+
+
+def test_the_python_api_page_names_what_exists():
+    """Every entry point docs/reference/python-api.md names is an attribute of the module its row names (checked
+    in a child: importing longhaul.mpi starts MPI, which the test process must not)."""
+    rows = [r for r in (DOCS / "reference" / "python-api.md").read_text().splitlines() if r.startswith("| `longhaul")]
+    assert len(rows) >= 10
+    pairs = []
+    for row in rows:
+        modules_cell, entries_cell = row.split("|")[1:3]
+        modules = re.findall(r"`(longhaul[\w.]*)`", modules_cell)
+        pairs += [(modules, e) for e in re.findall(r"`([A-Za-z_]\w*(?:\.\w+)?)", entries_cell)]
+    proc = subprocess.run([sys.executable, "-c", CHECK_NAMES], input=json.dumps(pairs), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and not proc.stdout, proc.stdout + proc.stderr
 
 
 # ---------------------------------------------------------------- the site
