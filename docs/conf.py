@@ -8,14 +8,19 @@ and it is what the field's simulators (ns-3, SimGrid) document themselves with.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+
 project = "longhaul"
 author = "the longhaul developers"
 copyright = "the longhaul developers"  # noqa: A001 - Sphinx's name
 
-extensions = ["myst_parser", "sphinxarg.ext"]
+extensions = ["myst_parser", "sphinxarg.ext", "scenario_keys"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_ext"]
 
 # Links to a heading of another page (`page.md#a-heading`) are checked: the anchors of levels 1-4 exist.
 myst_heading_anchors = 4
