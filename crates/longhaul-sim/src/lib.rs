@@ -13,7 +13,9 @@ pub mod nfs;
 pub mod scenario;
 pub mod tcp;
 pub mod topology;
+pub mod transport;
 pub mod workload;
+pub mod world;
 
 pub use scenario::{Resolved, Scenario, ScenarioError};
 pub use workload::{run_verbs, VerbsRecord};

@@ -15,8 +15,7 @@
 //! Invariants (checked by tests): every message is delivered exactly once and, per pair of
 //! ranks, in the order it was sent; the run is a pure function of the scenario and seed.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
@@ -25,15 +24,14 @@ use super::placement::Layout;
 use super::program::{Action, Programs, Xfer, WARMUP_MARK};
 use super::protocol::{Conn, Wire};
 use crate::engine::time::from_ns;
-use crate::engine::{run, EventQueue, Model, Stop, Time};
-use crate::ib::{Completion, IbHosts, IbPacket, Transport};
-use crate::net::{Fabric, NetEvent, NodeId};
+use crate::engine::Time;
+use crate::ib::{Completion, IbHosts, Transport};
+use crate::net::NodeId;
+use crate::world::App;
 
+/// The library's own events (the network's and the queue pairs' timers are the world's).
 #[derive(Debug, Clone, Copy)]
 pub enum Ev {
-    Net(NetEvent),
-    /// The earliest pending RC retransmission timer (see `Timers`) is due.
-    IbTimer,
     /// A rank's blocking wait is over: continue its program.
     Resume(u32),
     /// An intra-node message's data is in the shared buffer.
@@ -44,11 +42,8 @@ pub enum Ev {
     UdAck(u32, u8),
 }
 
-impl From<NetEvent> for Ev {
-    fn from(e: NetEvent) -> Self {
-        Ev::Net(e)
-    }
-}
+/// What the library may do while it handles a completion or one of its events.
+pub type Cx<'a> = crate::world::Cx<'a, IbHosts, Ev>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proto {
@@ -168,51 +163,11 @@ pub struct Mpi {
     /// (label, iteration, time) marks per rank.
     pub marks: Vec<Vec<(u32, u64, Time)>>,
     pub stats: MpiStats,
-    pub kicks: Vec<NodeId>,
     pub post_cost: Time,
     pub call_cost: Time,
-    /// Timer events asked for while handling completions (scheduled by `World::settle`).
-    pub timer_requests: Vec<(Time, Ev)>,
     /// Why the run was aborted (the library gave up), if it was.
     pub failure: Option<String>,
     unfinished: usize,
-}
-
-pub struct World {
-    pub fabric: Fabric<IbPacket>,
-    pub ib: IbHosts,
-    pub mpi: Mpi,
-    pub timers: Timers,
-    /// The completions `settle` is handing to the library (see there).
-    pub completion_batch: Vec<Completion>,
-}
-
-/// The RC retransmission timers of every queue pair, kept apart from the event queue: each of
-/// the thousands of connections a collective opens arms one about a second ahead, and almost
-/// none fires in a run. In the event queue they would deepen every push and pop; here only the
-/// earliest is an event.
-#[derive(Default)]
-pub struct Timers {
-    due: BinaryHeap<Reverse<(Time, u32)>>,
-    /// When the live `Ev::IbTimer` in the event queue fires (events superseded by an earlier
-    /// one are ignored when they come up).
-    event_at: Option<Time>,
-}
-
-impl Timers {
-    fn arm(&mut self, at: Time, qp: u32, q: &mut EventQueue<Ev>) {
-        self.due.push(Reverse((at, qp)));
-        self.reschedule(q);
-    }
-
-    fn reschedule(&mut self, q: &mut EventQueue<Ev>) {
-        if let Some(&Reverse((at, _))) = self.due.peek() {
-            if self.event_at.is_none_or(|e| at < e) {
-                self.event_at = Some(at);
-                q.schedule(at, Ev::IbTimer);
-            }
-        }
-    }
 }
 
 impl Mpi {
@@ -255,10 +210,8 @@ impl Mpi {
             local_ranks,
             marks: vec![Vec::new(); n],
             stats: MpiStats::default(),
-            kicks: Vec::new(),
             post_cost: from_ns(post_ns),
             call_cost,
-            timer_requests: Vec::new(),
             failure: None,
             unfinished: n,
         }
@@ -297,7 +250,7 @@ impl Mpi {
     }
 
     /// Start rank `r`'s program at `t`, or continue it after a wait.
-    pub fn advance(&mut self, ib: &mut IbHosts, r: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn advance(&mut self, cx: &mut Cx, r: u32, t: Time) {
         let ri = r as usize;
         let progs = Rc::clone(&self.progs);
         let len = progs.ranks[ri].len() as u64;
@@ -318,7 +271,7 @@ impl Mpi {
                 Action::Round { sends, recvs } => {
                     self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
                     self.ranks[ri].round_done = t;
-                    self.post_all(ib, r, t, (sends, recvs), false, q);
+                    self.post_all(cx, r, t, (sends, recvs), false);
                     if self.ranks[ri].pending > 0 {
                         self.ranks[ri].pc += 1;
                         self.ranks[ri].blocked = true;
@@ -328,7 +281,7 @@ impl Mpi {
                 }
                 Action::Post { sends, recvs } => {
                     self.ranks[ri].detached += (sends.len() + recvs.len()) as u32;
-                    self.post_all(ib, r, t, (sends, recvs), true, q);
+                    self.post_all(cx, r, t, (sends, recvs), true);
                 }
                 Action::WaitAll => {
                     if self.ranks[ri].detached > 0 {
@@ -349,35 +302,19 @@ impl Mpi {
 
     /// Rank `r` posts a round's receives, then its sends, from `t` (`detached`: nonblocking,
     /// waited for later by `WaitAll`).
-    fn post_all(
-        &mut self,
-        ib: &mut IbHosts,
-        r: u32,
-        t: Time,
-        (sends, recvs): (&[Xfer], &[Xfer]),
-        detached: bool,
-        q: &mut EventQueue<Ev>,
-    ) {
+    fn post_all(&mut self, cx: &mut Cx, r: u32, t: Time, (sends, recvs): (&[Xfer], &[Xfer]), detached: bool) {
         for x in recvs {
             let at = self.cpu(r, t, self.call_cost);
-            self.post_recv(ib, (x.peer, r), x.bytes, detached, at, q);
+            self.post_recv(cx, (x.peer, r), x.bytes, detached, at);
         }
         for x in sends {
             let at = self.cpu(r, t, self.call_cost);
-            self.post_send(ib, (r, x.peer), x.bytes, detached, at, q);
+            self.post_send(cx, (r, x.peer), x.bytes, detached, at);
         }
     }
 
     /// Rank `src` sends `bytes` to `dst`.
-    fn post_send(
-        &mut self,
-        ib: &mut IbHosts,
-        (src, dst): (u32, u32),
-        bytes: u64,
-        detached: bool,
-        t: Time,
-        q: &mut EventQueue<Ev>,
-    ) {
+    fn post_send(&mut self, cx: &mut Cx, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
         let pair = self.pairs.entry((src, dst)).or_default();
         let seq = pair.send_seq;
         pair.send_seq += 1;
@@ -404,36 +341,28 @@ impl Mpi {
             done: 0,
         });
         match proto {
-            Proto::Shm => self.shm_send(m, t, q),
-            Proto::Eager => self.eager_send(ib, m, t, q),
-            _ => self.rndv_send(ib, m, t),
+            Proto::Shm => self.shm_send(cx, m, t),
+            Proto::Eager => self.eager_send(cx, m, t),
+            _ => self.rndv_send(cx, m, t),
         }
     }
 
     /// Rank `dst` posts a receive of `bytes` from `src`.
-    fn post_recv(
-        &mut self,
-        ib: &mut IbHosts,
-        (src, dst): (u32, u32),
-        bytes: u64,
-        detached: bool,
-        t: Time,
-        q: &mut EventQueue<Ev>,
-    ) {
+    fn post_recv(&mut self, cx: &mut Cx, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
         let pair = self.pairs.entry((src, dst)).or_default();
         match pair.unexpected.pop_front() {
             Some(m) => {
                 let _ = bytes; // the sender's size rules (MPI allows a larger receive buffer)
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = t;
-                self.matched(ib, m, t, q);
+                self.matched(cx, m, t);
             }
             None => pair.posted.push_back((bytes, detached, t)),
         }
     }
 
     /// Message `m`'s envelope (eager data, RTS or shared-memory data) reached its receiver at `t`.
-    pub fn arrived(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn arrived(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         self.msgs[m as usize].arrived_at = Some(t);
         let pair = self.pairs.get_mut(&(src, dst)).expect("pair exists once a message was sent");
@@ -441,35 +370,35 @@ impl Mpi {
             Some((_, detached, posted_at)) => {
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = posted_at;
-                self.matched(ib, m, t, q);
+                self.matched(cx, m, t);
             }
             None => pair.unexpected.push_back(m),
         }
     }
 
     /// The receive and the message have met at `t`.
-    fn matched(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    fn matched(&mut self, cx: &mut Cx, m: u32, t: Time) {
         match self.msgs[m as usize].proto {
-            Proto::Shm => self.shm_matched(m, t, q),
+            Proto::Shm => self.shm_matched(cx, m, t),
             Proto::Eager => {
                 // The data is already here: copy it out of the eager (or unexpected) buffer.
                 let (dst, bytes) = (self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
                 let done = self.copy(dst, t, bytes);
-                self.complete_recv(m, done, q);
+                self.complete_recv(cx, m, done);
             }
-            _ => self.rndv_matched(ib, m, t),
+            _ => self.rndv_matched(cx, m, t),
         }
     }
 
     /// The send side of `m` is complete at `t`.
-    pub fn complete_send(&mut self, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn complete_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let (src, det) = (self.msgs[m as usize].src, self.msgs[m as usize].send_detached);
-        self.request_done(src, det, t, q);
+        self.request_done(cx, src, det, t);
         self.finish_side(m);
     }
 
     /// The receive side of `m` is complete at `t`: the data is in the user's buffer.
-    pub fn complete_recv(&mut self, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn complete_recv(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
         let (src, dst, seq, det) = (msg.src, msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
         let pair = self.pairs.get_mut(&(src, dst)).expect("pair");
@@ -478,7 +407,7 @@ impl Mpi {
         }
         pair.recv_seq = seq + 1;
         self.stats.delivered += 1;
-        self.request_done(dst, det, t, q);
+        self.request_done(cx, dst, det, t);
         self.finish_side(m);
     }
 
@@ -489,7 +418,7 @@ impl Mpi {
         }
     }
 
-    fn request_done(&mut self, r: u32, detached: bool, t: Time, q: &mut EventQueue<Ev>) {
+    fn request_done(&mut self, cx: &mut Cx, r: u32, detached: bool, t: Time) {
         let st = &mut self.ranks[r as usize];
         if detached {
             st.detached -= 1;
@@ -497,13 +426,13 @@ impl Mpi {
             let pc = st.pc.saturating_sub(1) as usize % self.progs.ranks[r as usize].len().max(1);
             let waiting_all = st.blocked && matches!(self.progs.ranks[r as usize][pc], Action::WaitAll);
             if st.detached == 0 && waiting_all {
-                q.schedule(st.detached_done.max(q.now()), Ev::Resume(r));
+                cx.schedule(st.detached_done, Ev::Resume(r));
             }
         } else {
             st.pending -= 1;
             st.round_done = st.round_done.max(t);
             if st.pending == 0 && st.blocked {
-                q.schedule(st.round_done.max(q.now()), Ev::Resume(r));
+                cx.schedule(st.round_done, Ev::Resume(r));
             }
         }
     }
@@ -513,85 +442,31 @@ impl Mpi {
     }
 }
 
-impl World {
-    /// Act on what handling an event left behind: timers to arm, completions for the library,
-    /// hosts to kick; completions may leave more, so until nothing is left.
-    #[inline]
-    fn settle(&mut self, now: Time, q: &mut EventQueue<Ev>) {
-        // Most events (a packet moving one hop, a port finding nothing to send) leave nothing.
-        let (ib, mpi) = (&self.ib, &self.mpi);
-        let nothing_left =
-            ib.timers.is_empty() && ib.completions.is_empty() && mpi.timer_requests.is_empty() && mpi.kicks.is_empty();
-        if !nothing_left {
-            self.settle_pending(now, q);
-        }
-    }
-
-    /// `settle` with something to do. The lists are drained in place and a batch of
-    /// completions swapped with `completion_batch`, so their buffers are reused (taking them
-    /// would allocate for almost every event).
-    #[inline(never)]
-    fn settle_pending(&mut self, now: Time, q: &mut EventQueue<Ev>) {
-        loop {
-            for (t, qp) in self.ib.timers.drain(..) {
-                self.timers.arm(t.max(now), qp, q);
-            }
-            for (t, ev) in self.mpi.timer_requests.drain(..) {
-                q.schedule(t.max(now), ev);
-            }
-            if self.ib.completions.is_empty() && self.mpi.kicks.is_empty() {
-                return;
-            }
-            std::mem::swap(&mut self.completion_batch, &mut self.ib.completions);
-            for i in 0..self.completion_batch.len() {
-                let c = self.completion_batch[i];
-                self.mpi.on_completion(&mut self.ib, c, q);
-            }
-            self.completion_batch.clear();
-            self.fabric.kick_each(now, &self.mpi.kicks, q, &mut self.ib);
-            self.mpi.kicks.clear();
-        }
-    }
-
-    /// Start every rank at time 0 and run until all programs end (or nothing can move).
-    pub fn run(&mut self, q: &mut EventQueue<Ev>, limit: Time) -> Stop {
-        for r in 0..self.mpi.ranks.len() as u32 {
-            self.mpi.advance(&mut self.ib, r, 0, q);
-        }
-        self.settle(0, q);
-        run(self, q, limit)
-    }
-}
-
-impl Model for World {
+impl App<IbHosts> for Mpi {
     type Event = Ev;
-    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
-        match ev {
-            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.ib),
-            Ev::IbTimer => {
-                if self.timers.event_at != Some(now) {
-                    return self.settle(now, q); // superseded by an earlier timer event
-                }
-                self.timers.event_at = None;
-                while let Some(&Reverse((at, qp))) = self.timers.due.peek() {
-                    if at > now {
-                        break;
-                    }
-                    self.timers.due.pop();
-                    self.ib.on_timer(now, qp);
-                    let n = self.ib.node_of(qp);
-                    self.fabric.kick(now, n, q, &mut self.ib);
-                }
-                self.timers.reschedule(q);
-            }
-            Ev::Resume(r) => self.mpi.advance(&mut self.ib, r, now, q),
-            Ev::Shm(m) => self.mpi.shm_arrived(&mut self.ib, m, now, q),
-            Ev::UdRetry(c, d) => self.mpi.on_retry_timer(&mut self.ib, c, d as usize, now),
-            Ev::UdAck(c, d) => self.mpi.on_ack_timer(&mut self.ib, c, d as usize, now),
+
+    /// Every rank starts its program at time 0.
+    fn start(&mut self, cx: &mut Cx) {
+        for r in 0..self.ranks.len() as u32 {
+            self.advance(cx, r, 0);
         }
-        self.settle(now, q);
     }
-    fn finished(&self) -> bool {
-        self.mpi.finished()
+
+    fn on_output(&mut self, c: Completion, cx: &mut Cx) {
+        self.on_completion(cx, c);
+    }
+
+    fn on_event(&mut self, ev: Ev, cx: &mut Cx) {
+        let now = cx.now;
+        match ev {
+            Ev::Resume(r) => self.advance(cx, r, now),
+            Ev::Shm(m) => self.shm_arrived(cx, m, now),
+            Ev::UdRetry(c, d) => self.on_retry_timer(cx, c, d as usize, now),
+            Ev::UdAck(c, d) => self.on_ack_timer(cx, c, d as usize, now),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.finished()
     }
 }

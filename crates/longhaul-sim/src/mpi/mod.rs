@@ -33,8 +33,9 @@ use crate::ib::{IbHosts, IbPacket, Transport};
 use crate::net::Fabric;
 use crate::scenario::{in_range_f, ScenarioError, TransportName};
 use crate::topology;
+use crate::world::{TimerPolicy, World};
 use collectives::AlgoChoice;
-use engine::{Ev, Mpi, World};
+use engine::Mpi;
 use params::MpiParams;
 use placement::{Layout, Placement};
 use program::{Programs, Sends};
@@ -232,13 +233,13 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
     let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
-    let mut world = World { fabric, ib, mpi, timers: Default::default(), completion_batch: Vec::new() };
-    let mut q: EventQueue<Ev> = EventQueue::new();
+    let mut world = World::new(fabric, ib, mpi, TimerPolicy::Coalesced);
+    let mut q = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
-    let m = &world.mpi;
+    let m = &world.app;
     let status = if let Some(f) = &m.failure {
         f.clone()
-    } else if world.ib.stats.qp_errors > 0 {
+    } else if world.net.stats.qp_errors > 0 {
         "qp error: retry count exceeded".to_string()
     } else if stop == Stop::Finished {
         "ok".to_string()
@@ -310,7 +311,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         credit_stalls: m.stats.credit_stalls,
         delivered_messages: m.stats.delivered,
         order_violations: m.stats.order_violations,
-        retransmitted_packets: world.ib.stats.retransmitted_packets,
+        retransmitted_packets: world.net.stats.retransmitted_packets,
         resent_frames: m.stats.resent_frames,
         sim_time_us: to_us(q.now()),
         sim_events: q.events_handled(),

@@ -26,11 +26,11 @@
 
 use std::collections::VecDeque;
 
-use super::engine::{Ev, Mpi, Proto};
+use super::engine::{Cx, Mpi, Proto};
 use super::params::Rndv;
 use super::reliable::{Reliable, ACK_TAG, NO_SEQ};
-use crate::engine::{EventQueue, Time};
-use crate::ib::{Completion, CompletionKind, IbHosts, Op, Transport};
+use crate::engine::Time;
+use crate::ib::{Completion, CompletionKind, Op, Transport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -154,17 +154,17 @@ impl Mpi {
     }
 
     /// The connection between `a` and `b` (created on first use) and the direction a -> b.
-    fn conn(&mut self, ib: &mut IbHosts, a: u32, b: u32) -> (u32, usize) {
+    fn conn(&mut self, cx: &mut Cx, a: u32, b: u32) -> (u32, usize) {
         let key = (a.min(b), a.max(b));
         let c = match self.conn_of.get(&key) {
             Some(&c) => c,
             None => {
                 let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
-                let (qa, qb) = ib.connect(na, nb, self.transport, self.mtu, 0, self.params.max_send_wqe);
+                let (qa, qb) = cx.net.connect(na, nb, self.transport, self.mtu, 0, self.params.max_send_wqe);
                 if self.transport == Transport::Ud {
                     // MVAPICH2-UD keeps a deep pool of posted receives; they never run out here.
-                    ib.post_recv(qa, u32::MAX / 2);
-                    ib.post_recv(qb, u32::MAX / 2);
+                    cx.net.post_recv(qa, u32::MAX / 2);
+                    cx.net.post_recv(qb, u32::MAX / 2);
                 }
                 let c = self.conns.len() as u32;
                 let credits = self.initial_credits();
@@ -212,17 +212,9 @@ impl Mpi {
     }
 
     /// Send a wire of `kind` for message `m` from rank `from` to rank `to`, ready at `t`.
-    pub(super) fn send_wire(
-        &mut self,
-        ib: &mut IbHosts,
-        (from, to): (u32, u32),
-        kind: Kind,
-        m: u32,
-        bytes: u32,
-        t: Time,
-    ) {
+    pub(super) fn send_wire(&mut self, cx: &mut Cx, (from, to): (u32, u32), kind: Kind, m: u32, bytes: u32, t: Time) {
         let op = kind.op();
-        let (c, d) = self.conn(ib, from, to);
+        let (c, d) = self.conn(cx, from, to);
         let rc = self.transport == Transport::Rc;
         // Completions that will release it: the send and the arrival; a read completes at the
         // requester only, and the receiver of a UD/UC acknowledgement reads only its header.
@@ -234,8 +226,8 @@ impl Mpi {
             // MVAPICH2 sends the rendezvous finish in a buffer of its own on the send/receive
             // channel (MPIDI_CH3I_MRAILI_rput_complete / rget_finish call post_send, which
             // flushes the held buffer first): never packed, never on the fast path.
-            self.flush_held(ib, c, d);
-            return self.post_now(ib, c, d, w, bytes, ready);
+            self.flush_held(cx, c, d);
+            return self.post_now(cx, c, d, w, bytes, ready);
         }
         let coalescing = self.coalescing(c, d);
         let dir = &mut self.conns[c as usize].dirs[d];
@@ -246,7 +238,7 @@ impl Mpi {
             // (MPIDI_CH3I_MRAILI_Fast_rdma_ok refuses when MRAILI_Coalesce_ok holds).
             dir.credits -= 1;
             self.wires[w as usize].ring = true;
-            return self.post_slot(ib, c, d, w, bytes, ready);
+            return self.post_slot(cx, c, d, w, bytes, ready);
         }
         if needs {
             self.stats.credit_stalls += 1;
@@ -261,7 +253,7 @@ impl Mpi {
         if op == Op::Send && self.try_append(c, d, w, bytes, ready) {
             return;
         }
-        self.post_wire(ib, c, d, w, bytes, ready);
+        self.post_wire(cx, c, d, w, bytes, ready);
     }
 
     /// Pack wire `w` into the held buffer of direction `d` if there is one with room.
@@ -284,39 +276,39 @@ impl Mpi {
     }
 
     /// Post wire `w` (with what is chained to it) as one work request, or hold it to coalesce.
-    fn post_wire(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    fn post_wire(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         if self.wires[w as usize].kind.op() == Op::Send
             && self.params.coalesce_after > 0
             && self.transport == Transport::Rc
         {
             if self.conns[c as usize].dirs[d].held.is_some() {
-                self.flush_held(ib, c, d); // did not fit: it goes first
+                self.flush_held(cx, c, d); // did not fit: it goes first
             }
             if self.coalescing(c, d) {
                 self.conns[c as usize].dirs[d].held = Some(Held { head: w, tail: w, bytes, ready });
                 return;
             }
         }
-        self.post_now(ib, c, d, w, bytes, ready);
+        self.post_now(cx, c, d, w, bytes, ready);
     }
 
-    fn flush_held(&mut self, ib: &mut IbHosts, c: u32, d: usize) {
+    fn flush_held(&mut self, cx: &mut Cx, c: u32, d: usize) {
         if let Some(h) = self.conns[c as usize].dirs[d].held.take() {
-            self.post_now(ib, c, d, h.head, h.bytes, h.ready);
+            self.post_now(cx, c, d, h.head, h.bytes, h.ready);
         }
     }
 
     /// Post a wire that holds a receiver buffer (RC) or a window slot (UD/UC).
-    fn post_slot(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    fn post_slot(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         if self.transport == Transport::Rc {
-            self.post_now(ib, c, d, w, bytes, ready);
+            self.post_now(cx, c, d, w, bytes, ready);
         } else {
-            self.post_sequenced(ib, c, d, w, bytes, ready);
+            self.post_sequenced(cx, c, d, w, bytes, ready);
         }
     }
 
     /// Hand wire `w` (`bytes` on the wire, with what is chained to it) to the adapter at `ready`.
-    pub(super) fn post_now(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    pub(super) fn post_now(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         let op = self.wires[w as usize].kind.op();
         let rc = self.transport == Transport::Rc;
         let conn = &mut self.conns[c as usize];
@@ -343,13 +335,14 @@ impl Mpi {
         if rc && op != Op::Read {
             conn.dirs[d].inbox.push_back(w);
         }
-        ib.post_send(qp, op, bytes, (tag as u64) << 32 | w as u64, ready);
-        self.kicks.push(ib.node_of(qp));
+        cx.net.post_send(qp, op, bytes, (tag as u64) << 32 | w as u64, ready);
+        let node = cx.net.node_of(qp);
+        cx.kick(node);
     }
 
     /// Credits came back to direction `d` of connection `c` at `t`: release work waiting for
     /// window slots (UD/UC; RC never waits, see `send_wire`).
-    pub(super) fn add_credits(&mut self, ib: &mut IbHosts, c: u32, d: usize, n: u32, t: Time) {
+    pub(super) fn add_credits(&mut self, cx: &mut Cx, c: u32, d: usize, n: u32, t: Time) {
         if n == 0 {
             return;
         }
@@ -370,16 +363,16 @@ impl Mpi {
             let from = self.conns[c as usize].ranks[d];
             let ready = self.cpu(from, t, self.post_cost);
             if needs {
-                self.post_slot(ib, c, d, w, bytes, ready);
+                self.post_slot(cx, c, d, w, bytes, ready);
             } else {
-                self.post_now(ib, c, d, w, bytes, ready);
+                self.post_now(cx, c, d, w, bytes, ready);
             }
         }
     }
 
     /// RC: the receiver of direction `d` freed a buffer at `t`; return credits when enough are
     /// owed.
-    fn free_buffer(&mut self, ib: &mut IbHosts, c: u32, d: usize, t: Time) {
+    fn free_buffer(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
         let after = self.params.credit_update_after;
         let dir = &mut self.conns[c as usize].dirs[d];
         dir.owed += 1;
@@ -388,51 +381,43 @@ impl Mpi {
             let [a, b] = self.conns[c as usize].ranks;
             let (from, to) = if d == 0 { (b, a) } else { (a, b) };
             let hdr = self.params.header_bytes;
-            self.send_wire(ib, (from, to), Kind::Credit, u32::MAX, hdr, t);
+            self.send_wire(cx, (from, to), Kind::Credit, u32::MAX, hdr, t);
         }
     }
 
-    pub fn eager_send(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn eager_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
         self.stats.eager += 1;
         let (src, dst, bytes) = (self.msgs[m as usize].src, self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
         let done = self.copy(src, t, bytes);
-        self.send_frames(ib, (src, dst), m, bytes, done, |last| Kind::Eager { last });
+        self.send_frames(cx, (src, dst), m, bytes, done, |last| Kind::Eager { last });
         // Buffered: the send request is complete once the data is copied.
-        self.complete_send(m, done, q);
+        self.complete_send(cx, m, done);
     }
 
     /// Send `bytes` of message `m` as eager-buffer frames (one unless UD fragments it).
-    fn send_frames(
-        &mut self,
-        ib: &mut IbHosts,
-        route: (u32, u32),
-        m: u32,
-        bytes: u64,
-        t: Time,
-        kind: fn(bool) -> Kind,
-    ) {
+    fn send_frames(&mut self, cx: &mut Cx, route: (u32, u32), m: u32, bytes: u64, t: Time, kind: fn(bool) -> Kind) {
         let per = self.frame_payload();
         let hdr = self.params.header_bytes as u64;
         let mut left = bytes;
         loop {
             let n = left.min(per);
             left -= n;
-            self.send_wire(ib, route, kind(left == 0), m, (n + hdr) as u32, t);
+            self.send_wire(cx, route, kind(left == 0), m, (n + hdr) as u32, t);
             if left == 0 {
                 break;
             }
         }
     }
 
-    pub fn rndv_send(&mut self, ib: &mut IbHosts, m: u32, t: Time) {
+    pub fn rndv_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
         self.stats.rendezvous += 1;
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         let hdr = self.params.header_bytes;
-        self.send_wire(ib, (src, dst), Kind::Rts, m, hdr, t);
+        self.send_wire(cx, (src, dst), Kind::Rts, m, hdr, t);
     }
 
     /// The receive for rendezvous message `m` is posted and its RTS has arrived (at `t`).
-    pub fn rndv_matched(&mut self, ib: &mut IbHosts, m: u32, t: Time) {
+    pub fn rndv_matched(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
         let (src, dst, bytes, proto) = (msg.src, msg.dst, msg.bytes, msg.proto);
         let hdr = self.params.header_bytes;
@@ -441,10 +426,10 @@ impl Mpi {
                 let chunks = self.rdma_chunks(bytes);
                 self.msgs[m as usize].pending_parts = chunks.len() as u32;
                 for len in chunks {
-                    self.send_wire(ib, (dst, src), Kind::Read, m, len, t);
+                    self.send_wire(cx, (dst, src), Kind::Read, m, len, t);
                 }
             }
-            _ => self.send_wire(ib, (dst, src), Kind::Cts, m, hdr, t),
+            _ => self.send_wire(cx, (dst, src), Kind::Cts, m, hdr, t),
         }
     }
 
@@ -457,7 +442,7 @@ impl Mpi {
     }
 
     /// A verbs completion for one of the MPI queue pairs.
-    pub fn on_completion(&mut self, ib: &mut IbHosts, c: Completion, q: &mut EventQueue<Ev>) {
+    pub fn on_completion(&mut self, cx: &mut Cx, c: Completion) {
         let (conn, side) = self.qp_conn[c.qp as usize];
         let side = side as usize;
         match c.kind {
@@ -465,13 +450,13 @@ impl Mpi {
                 // Arrived on side's QP: it travelled in the other side's direction.
                 let d = 1 - side;
                 if self.transport != Transport::Rc {
-                    return self.on_frame(ib, conn, d, c.id as u32, c.at, q);
+                    return self.on_frame(cx, conn, d, c.id as u32, c.at);
                 }
                 let head =
                     self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
                 let mut w = head;
                 while w != NO_WIRE {
-                    self.on_arrival(ib, conn, d, w, c.at, q);
+                    self.on_arrival(cx, conn, d, w, c.at);
                     w = self.wires[w as usize].next;
                 }
                 self.release_wire(head);
@@ -486,8 +471,8 @@ impl Mpi {
                 match wire.kind {
                     // RPUT: the sender's buffer is free once the last write is acknowledged (RC;
                     // UC: by the library, see `reliable.rs`).
-                    Kind::Write { last: true } if rc => self.complete_send(wire.msg, c.at, q),
-                    Kind::Read => self.read_done(ib, wire.msg, c.at, q),
+                    Kind::Write { last: true } if rc => self.complete_send(cx, wire.msg, c.at),
+                    Kind::Read => self.read_done(cx, wire.msg, c.at),
                     _ => {}
                 }
                 if c.op == Op::Send {
@@ -499,7 +484,7 @@ impl Mpi {
                     let drained = !self.coalescing(conn, d);
                     if let Some(h) = self.conns[conn as usize].dirs[d].held.as_mut().filter(|_| drained) {
                         h.ready = h.ready.max(c.at);
-                        self.flush_held(ib, conn, d);
+                        self.flush_held(cx, conn, d);
                     }
                 }
                 self.release_wire(w);
@@ -507,7 +492,7 @@ impl Mpi {
         }
     }
 
-    fn read_done(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    fn read_done(&mut self, cx: &mut Cx, m: u32, t: Time) {
         self.msgs[m as usize].pending_parts -= 1;
         if self.msgs[m as usize].pending_parts > 0 {
             return;
@@ -515,27 +500,19 @@ impl Mpi {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         let hdr = self.params.header_bytes;
         let done = self.cpu(dst, t, self.call_cost);
-        self.send_wire(ib, (dst, src), Kind::Fin, m, hdr, done);
-        self.complete_recv(m, done, q);
+        self.send_wire(cx, (dst, src), Kind::Fin, m, hdr, done);
+        self.complete_recv(cx, m, done);
     }
 
     /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at` (UD/UC: in
     /// sequence, its acknowledgement already counted).
-    pub(super) fn on_arrival(
-        &mut self,
-        ib: &mut IbHosts,
-        conn: u32,
-        d: usize,
-        w: u32,
-        at: Time,
-        q: &mut EventQueue<Ev>,
-    ) {
+    pub(super) fn on_arrival(&mut self, cx: &mut Cx, conn: u32, d: usize, w: u32, at: Time) {
         let wire = self.wires[w as usize];
         let me = self.conns[conn as usize].ranks[1 - d];
         let t = self.cpu(me, at, 0);
         let rc = self.transport == Transport::Rc;
         if rc {
-            self.add_credits(ib, conn, 1 - d, wire.credits, t);
+            self.add_credits(cx, conn, 1 - d, wire.credits, t);
         }
         let m = wire.msg;
         match wire.kind {
@@ -543,19 +520,19 @@ impl Mpi {
             Kind::Eager { last } => {
                 if last {
                     let t = self.cpu(me, t, self.call_cost);
-                    self.arrived(ib, m, t, q);
+                    self.arrived(cx, m, t);
                 }
             }
             Kind::Rts => {
                 let t = self.cpu(me, t, self.call_cost);
-                self.arrived(ib, m, t, q);
+                self.arrived(cx, m, t);
             }
-            Kind::Cts => self.on_cts(ib, m, t, q),
+            Kind::Cts => self.on_cts(cx, m, t),
             Kind::Fin => {
                 let t = self.cpu(me, t, self.call_cost);
                 match self.msgs[m as usize].proto {
-                    Proto::Rget => self.complete_send(m, t, q),
-                    _ => self.complete_recv(m, t, q),
+                    Proto::Rget => self.complete_send(cx, m, t),
+                    _ => self.complete_recv(cx, m, t),
                 }
             }
             Kind::R3 { last } => {
@@ -563,19 +540,19 @@ impl Mpi {
                     (self.params.r3_chunk_bytes as u64).min(self.frame_payload()).min(self.msgs[m as usize].bytes);
                 let t = self.copy(me, t, bytes);
                 if last {
-                    self.complete_recv(m, t, q);
+                    self.complete_recv(cx, m, t);
                 }
             }
             Kind::Read => unreachable!("reads complete at the requester"),
         }
         if wire.ring && rc {
             let t = self.ranks[me as usize].cpu_free;
-            self.free_buffer(ib, conn, d, t);
+            self.free_buffer(cx, conn, d, t);
         }
     }
 
     /// Clear to send: push the data.
-    fn on_cts(&mut self, ib: &mut IbHosts, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    fn on_cts(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let (src, dst, bytes, proto) = {
             let x = &self.msgs[m as usize];
             (x.src, x.dst, x.bytes, x.proto)
@@ -592,21 +569,21 @@ impl Mpi {
                     let n = left.min(chunk);
                     left -= n;
                     at = self.copy(src, at, n);
-                    self.send_wire(ib, (src, dst), Kind::R3 { last: left == 0 }, m, (n + hdr) as u32, at);
+                    self.send_wire(cx, (src, dst), Kind::R3 { last: left == 0 }, m, (n + hdr) as u32, at);
                     if left == 0 {
                         break;
                     }
                 }
-                self.complete_send(m, at, q);
+                self.complete_send(cx, m, at);
             }
             _ => {
                 let chunks = self.rdma_chunks(bytes);
                 let n = chunks.len();
                 for (i, len) in chunks.enumerate() {
-                    self.send_wire(ib, (src, dst), Kind::Write { last: i + 1 == n }, m, len, t);
+                    self.send_wire(cx, (src, dst), Kind::Write { last: i + 1 == n }, m, len, t);
                 }
                 let hdr = self.params.header_bytes;
-                self.send_wire(ib, (src, dst), Kind::Fin, m, hdr, t);
+                self.send_wire(cx, (src, dst), Kind::Fin, m, hdr, t);
             }
         }
     }

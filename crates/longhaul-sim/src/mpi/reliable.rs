@@ -25,11 +25,10 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::engine::{Ev, Mpi};
+use super::engine::{Cx, Ev, Mpi};
 use super::protocol::Kind;
 use crate::engine::time::from_ns;
-use crate::engine::{EventQueue, Time};
-use crate::ib::IbHosts;
+use crate::engine::Time;
 
 /// Header tag of an explicit acknowledgement; the other bits are the acknowledged number.
 /// Sequence numbers stay below it: 2^31 frames in one direction is far beyond any run.
@@ -74,7 +73,7 @@ impl Mpi {
 
     /// Post wire `w` in direction `d` of connection `c` with the next sequence number (it holds
     /// a window slot until acknowledged).
-    pub(super) fn post_sequenced(&mut self, ib: &mut IbHosts, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    pub(super) fn post_sequenced(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         let seq = rel.next_seq;
         rel.next_seq += 1;
@@ -83,15 +82,15 @@ impl Mpi {
         wire.seq = seq;
         wire.uses += 1; // the unacked list's hold, released by the acknowledgement
         let due = ready + self.retry_after(0);
-        self.arm_retry(c, d, due);
-        self.post_now(ib, c, d, w, bytes, ready);
+        self.arm_retry(cx, c, d, due);
+        self.post_now(cx, c, d, w, bytes, ready);
     }
 
-    fn arm_retry(&mut self, c: u32, d: usize, at: Time) {
+    fn arm_retry(&mut self, cx: &mut Cx, c: u32, d: usize, at: Time) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         if rel.timer_at.is_none_or(|t| at < t) {
             rel.timer_at = Some(at);
-            self.timer_requests.push((at, Ev::UdRetry(c, d as u8)));
+            cx.schedule_after_batch(at, Ev::UdRetry(c, d as u8));
         }
     }
 
@@ -116,18 +115,18 @@ impl Mpi {
     }
 
     /// A frame with header tag `tag` arrived in direction `d` of connection `c` at `at`.
-    pub(super) fn on_frame(&mut self, ib: &mut IbHosts, c: u32, d: usize, tag: u32, at: Time, q: &mut EventQueue<Ev>) {
+    pub(super) fn on_frame(&mut self, cx: &mut Cx, c: u32, d: usize, tag: u32, at: Time) {
         let me = self.conns[c as usize].ranks[1 - d];
         if tag & ACK_TAG != 0 {
             let t = self.cpu(me, at, 0);
-            return self.acked(ib, c, 1 - d, tag & !ACK_TAG, t, q);
+            return self.acked(cx, c, 1 - d, tag & !ACK_TAG, t);
         }
         let seq = tag;
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         if seq < rel.expect || rel.early.contains(&seq) {
             // A copy of a frame already here: the acknowledgement was lost or is still on its way.
             self.stats.duplicate_frames += 1;
-            return self.owe_ack(c, d, at);
+            return self.owe_ack(cx, c, d, at);
         }
         if seq - rel.expect >= self.params.ud_recv_window {
             return; // too far ahead to keep: it will come again
@@ -136,7 +135,7 @@ impl Mpi {
         let w = self.seq_wire(c, d, seq);
         let ack = self.wires[w as usize].credits;
         let t = self.cpu(me, at, 0);
-        self.acked(ib, c, 1 - d, ack, t, q);
+        self.acked(cx, c, 1 - d, ack, t);
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         if seq != rel.expect {
             rel.early.insert(seq);
@@ -147,15 +146,15 @@ impl Mpi {
             let w = self.seq_wire(c, d, seq);
             let kind = self.wires[w as usize].kind;
             self.conns[c as usize].dirs[d].rel.expect = seq + 1;
-            self.on_arrival(ib, c, d, w, at, q);
+            self.on_arrival(cx, c, d, w, at);
             self.release_wire(w);
             let rel = &mut self.conns[c as usize].dirs[d].rel;
             rel.ack_pending += 1;
             let t = self.ranks[me as usize].cpu_free;
             if rel.ack_pending >= self.params.ud_ack_every || kind == Kind::Fin {
-                self.send_ack(ib, c, d, t);
+                self.send_ack(cx, c, d, t);
             } else {
-                self.owe_ack(c, d, t);
+                self.owe_ack(cx, c, d, t);
             }
             seq += 1;
             if !self.conns[c as usize].dirs[d].rel.early.remove(&seq) {
@@ -166,35 +165,35 @@ impl Mpi {
 
     /// The receiver of direction `d` owes an acknowledgement: send it at the progress timeout
     /// unless a frame going back carries it first.
-    fn owe_ack(&mut self, c: u32, d: usize, t: Time) {
+    fn owe_ack(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         rel.ack_pending = rel.ack_pending.max(1);
         if !rel.ack_timer {
             rel.ack_timer = true;
             let at = t + from_ns(self.params.ud_progress_timeout_us * 1e3);
-            self.timer_requests.push((at, Ev::UdAck(c, d as u8)));
+            cx.schedule_after_batch(at, Ev::UdAck(c, d as u8));
         }
     }
 
     /// Explicit acknowledgement of direction `d`, from its receiver.
-    fn send_ack(&mut self, ib: &mut IbHosts, c: u32, d: usize, t: Time) {
+    fn send_ack(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
         self.stats.credit_updates += 1;
         let [a, b] = self.conns[c as usize].ranks;
         let (from, to) = if d == 0 { (b, a) } else { (a, b) };
         let hdr = self.params.header_bytes;
-        self.send_wire(ib, (from, to), Kind::Credit, u32::MAX, hdr, t);
+        self.send_wire(cx, (from, to), Kind::Credit, u32::MAX, hdr, t);
     }
 
-    pub fn on_ack_timer(&mut self, ib: &mut IbHosts, c: u32, d: usize, now: Time) {
+    pub fn on_ack_timer(&mut self, cx: &mut Cx, c: u32, d: usize, now: Time) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         rel.ack_timer = false;
         if rel.ack_pending > 0 {
-            self.send_ack(ib, c, d, now);
+            self.send_ack(cx, c, d, now);
         }
     }
 
     /// Everything direction `d` sent before `ack` has arrived (seen by its sender at `t`).
-    fn acked(&mut self, ib: &mut IbHosts, c: u32, d: usize, ack: u32, t: Time, q: &mut EventQueue<Ev>) {
+    fn acked(&mut self, cx: &mut Cx, c: u32, d: usize, ack: u32, t: Time) {
         let mut freed = 0;
         while let Some(u) = self.conns[c as usize].dirs[d].rel.unacked.front() {
             if u.seq >= ack {
@@ -206,15 +205,15 @@ impl Mpi {
             let wire = self.wires[w as usize];
             if wire.kind == (Kind::Write { last: true }) {
                 // RPUT over UC: the send buffer is free once the receiver has all of it.
-                self.complete_send(wire.msg, t, q);
+                self.complete_send(cx, wire.msg, t);
             }
             self.release_wire(w);
         }
-        self.add_credits(ib, c, d, freed, t);
+        self.add_credits(cx, c, d, freed, t);
     }
 
     /// Direction `d`'s retransmission check is due at `now`: resend what timed out.
-    pub fn on_retry_timer(&mut self, ib: &mut IbHosts, c: u32, d: usize, now: Time) {
+    pub fn on_retry_timer(&mut self, cx: &mut Cx, c: u32, d: usize, now: Time) {
         let rel = &mut self.conns[c as usize].dirs[d].rel;
         if rel.timer_at != Some(now) {
             return; // superseded by an earlier check
@@ -249,13 +248,13 @@ impl Mpi {
                 let (w, bytes) = (u.wire, u.bytes);
                 self.wires[w as usize].uses += 1; // one more send completion to come
                 self.stats.resent_frames += 1;
-                self.post_now(ib, c, d, w, bytes, ready);
+                self.post_now(cx, c, d, w, bytes, ready);
                 ready + self.retry_after(retries + 1)
             };
             next = Some(next.map_or(at, |n| n.min(at)));
         }
         if let Some(at) = next {
-            self.arm_retry(c, d, at);
+            self.arm_retry(cx, c, d, at);
         }
     }
 }

@@ -7,10 +7,9 @@
 //! Modelled per message, not per chunk: the receiver's copy cannot finish before the sender's
 //! last chunk is in the buffer plus the time to copy that chunk out.
 
-use super::engine::{Ev, Mpi};
+use super::engine::{Cx, Ev, Mpi};
 use crate::engine::time::from_ns;
-use crate::engine::{EventQueue, Time};
-use crate::ib::IbHosts;
+use crate::engine::Time;
 
 impl Mpi {
     fn copy_time(&self, bytes: u64) -> Time {
@@ -18,7 +17,7 @@ impl Mpi {
     }
 
     /// The sender copies message `m` into the shared buffer from `t`.
-    pub fn shm_send(&mut self, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn shm_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
         self.stats.shm += 1;
         let (src, bytes) = (self.msgs[m as usize].src, self.msgs[m as usize].bytes);
         let start = self.ranks[src as usize].cpu_free.max(t);
@@ -27,19 +26,19 @@ impl Mpi {
         let first = self.copy_time(bytes.min(self.params.smp_chunk_bytes as u64));
         // The last chunk is in the buffer at `end`; the receiver may start after the first.
         self.msgs[m as usize].data_at = end + lat;
-        q.schedule(start + first + lat, Ev::Shm(m));
-        self.complete_send(m, end, q);
+        cx.schedule(start + first + lat, Ev::Shm(m));
+        self.complete_send(cx, m, end);
     }
 
     /// The first chunk of `m` is visible to the receiver.
-    pub fn shm_arrived(&mut self, ib: &mut IbHosts, m: u32, now: Time, q: &mut EventQueue<Ev>) {
+    pub fn shm_arrived(&mut self, cx: &mut Cx, m: u32, now: Time) {
         let dst = self.msgs[m as usize].dst;
         let t = self.cpu(dst, now, 0);
-        self.arrived(ib, m, t, q);
+        self.arrived(cx, m, t);
     }
 
     /// The receive is posted and the data is (being) written: copy it out.
-    pub fn shm_matched(&mut self, m: u32, t: Time, q: &mut EventQueue<Ev>) {
+    pub fn shm_matched(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let (dst, bytes, data_at) = {
             let x = &self.msgs[m as usize];
             (x.dst, x.bytes, x.data_at)
@@ -47,6 +46,6 @@ impl Mpi {
         let last_chunk = self.copy_time(bytes.min(self.params.smp_chunk_bytes as u64));
         let end = self.copy(dst, t, bytes).max(data_at + last_chunk);
         self.ranks[dst as usize].cpu_free = end;
-        self.complete_recv(m, end, q);
+        self.complete_recv(cx, m, end);
     }
 }

@@ -13,13 +13,16 @@ use super::params::NfsParams;
 use super::scenario::NfsResolved;
 use super::Outcome;
 use crate::engine::time::from_ns;
-use crate::engine::{run, EventQueue, Stop, Time};
+use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
 use crate::net::{Fabric, NodeId};
 use crate::scenario::Resolved;
 use crate::topology;
-use crate::workload::verbs_world::{VerbsApp, VerbsWorld};
-use crate::workload::Ev;
+use crate::world::{App, Ev, TimerPolicy, World};
+
+/// NFS/RDMA has no events of its own.
+type Never = std::convert::Infallible;
+type Cx<'a> = crate::world::Cx<'a, IbHosts, Never>;
 
 struct Rdma {
     client: ReadClient,
@@ -39,17 +42,17 @@ struct Rdma {
 }
 
 impl Rdma {
-    fn send_calls(&mut self, ib: &mut IbHosts, rpcs: Vec<Rpc>, at: Time, kicks: &mut Vec<NodeId>) {
+    fn send_calls(&mut self, cx: &mut Cx, rpcs: Vec<Rpc>, at: Time) {
         for rpc in rpcs {
             self.client_cpu = self.client_cpu.max(at) + self.client_rpc + self.post;
-            ib.post_send(self.qc, Op::Send, self.params.rdma_call_bytes(rpc.bytes), rpc.id, self.client_cpu);
+            cx.net.post_send(self.qc, Op::Send, self.params.rdma_call_bytes(rpc.bytes), rpc.id, self.client_cpu);
             self.calls.push_back(rpc);
-            kicks.push(self.nodes.0);
+            cx.kick(self.nodes.0);
         }
     }
 
     /// The server has a call: page-sized RDMA Writes of the data, then the reply.
-    fn serve(&mut self, ib: &mut IbHosts, at: Time, kicks: &mut Vec<NodeId>) {
+    fn serve(&mut self, cx: &mut Cx, at: Time) {
         let rpc = self.calls.pop_front().expect("a call in transit");
         self.server_cpu = self.server_cpu.max(at) + self.server_rpc;
         let mut left = rpc.bytes;
@@ -57,29 +60,40 @@ impl Rdma {
             let len = left.min(self.params.chunk_bytes);
             left -= len;
             self.server_cpu += self.post;
-            ib.post_send(self.qs, Op::Write, len, rpc.id, self.server_cpu);
+            cx.net.post_send(self.qs, Op::Write, len, rpc.id, self.server_cpu);
         }
         self.server_cpu += self.post;
-        ib.post_send(self.qs, Op::Send, self.params.reply_header_bytes, rpc.id, self.server_cpu);
+        cx.net.post_send(self.qs, Op::Send, self.params.reply_header_bytes, rpc.id, self.server_cpu);
         self.replies.push_back(rpc);
-        kicks.push(self.nodes.1);
+        cx.kick(self.nodes.1);
     }
 }
 
-impl VerbsApp for Rdma {
-    fn on_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+impl App<IbHosts> for Rdma {
+    type Event = Never;
+
+    fn start(&mut self, cx: &mut Cx) {
+        let first = self.client.start();
+        self.send_calls(cx, first, 0);
+    }
+
+    fn on_output(&mut self, c: Completion, cx: &mut Cx) {
         // Only Sends (calls and replies) matter: Write completions and the Writes' data
         // need no action, and RC orders the data before the reply.
         if c.kind != CompletionKind::Recv || c.op != Op::Send {
             return;
         }
         if c.qp == self.qs {
-            self.serve(ib, c.at, kicks);
+            self.serve(cx, c.at);
         } else if c.qp == self.qc {
             let rpc = self.replies.pop_front().expect("a reply in transit");
             let next = self.client.on_reply(rpc, c.at);
-            self.send_calls(ib, next, c.at, kicks);
+            self.send_calls(cx, next, c.at);
         }
+    }
+
+    fn on_event(&mut self, ev: Never, _cx: &mut Cx) {
+        match ev {}
     }
 
     fn done(&self) -> bool {
@@ -110,13 +124,10 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
         server_rpc: from_ns(p.server_rpc_ns),
         params: p,
     };
-    let mut world = VerbsWorld::new(fabric, ib, app);
-    let mut q: EventQueue<Ev> = EventQueue::new();
-    let first = world.app.client.start();
-    world.app.send_calls(&mut world.ib, first, 0, &mut world.kicks);
-    world.settle(0, &mut q);
-    let stop = run(&mut world, &mut q, limit);
-    let st = &world.ib.stats;
+    let mut world = World::new(fabric, ib, app, TimerPolicy::Direct);
+    let mut q: EventQueue<Ev<u32, Never>> = EventQueue::new();
+    let stop = world.run(&mut q, limit);
+    let st = &world.net.stats;
     let (bytes, elapsed) = world.app.client.measured();
     Outcome {
         bytes,

@@ -2,7 +2,6 @@
 
 pub mod iperf;
 pub mod perftest;
-pub mod verbs_world;
 
 use crate::net::NetEvent;
 

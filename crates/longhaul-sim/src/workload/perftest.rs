@@ -10,13 +10,16 @@
 use serde::Serialize;
 
 use crate::engine::time::{from_ns, to_s, to_us, S};
-use crate::engine::{run, EventQueue, Stop, Time};
+use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
 use crate::net::{Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
-use crate::workload::verbs_world::{VerbsApp, VerbsWorld};
-use crate::workload::Ev;
+use crate::world::{App, Ev, TimerPolicy, World};
+
+/// perftest has no events of its own.
+type Cx<'a> = crate::world::Cx<'a, IbHosts, Never>;
+type Never = std::convert::Infallible;
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 per second).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -108,10 +111,9 @@ impl Perftest {
         node
     }
 
-    fn start(&mut self, ib: &mut IbHosts) -> Vec<NodeId> {
-        let mut kicks = Vec::new();
+    fn post_first(&mut self, cx: &mut Cx) {
         for &qp in &self.ud_responders {
-            ib.post_recv(qp, u32::MAX / 2);
+            cx.net.post_recv(qp, u32::MAX / 2);
         }
         let first = match self.test {
             TestName::Lat => 1,
@@ -120,20 +122,21 @@ impl Perftest {
         for f in 0..first {
             let depth = if self.test == TestName::Lat { 1 } else { self.iters.min(self.tx_depth) };
             for _ in 0..depth {
-                kicks.push(self.post(ib, f, 0));
+                let n = self.post(cx.net, f, 0);
+                cx.kick(n);
             }
         }
-        kicks
     }
 
-    fn on_latency_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+    fn on_latency_completion(&mut self, c: Completion, cx: &mut Cx) {
         // flows[0] is the client's QP, flows[1] the server's.
         let client = self.flows[0].qp;
         let finished_rtt = match (self.op, c.kind) {
             (Op::Read, CompletionKind::Send) if c.qp == client => true,
             (Op::Send | Op::Write, CompletionKind::Recv) if c.qp == client => true,
             (Op::Send | Op::Write, CompletionKind::Recv) => {
-                kicks.push(self.post(ib, 1, c.at)); // the server answers
+                let n = self.post(cx.net, 1, c.at); // the server answers
+                cx.kick(n);
                 false
             }
             _ => false,
@@ -146,17 +149,24 @@ impl Perftest {
         self.bytes_done += c.bytes as u64;
         if (self.samples.len() as u64) < self.iters {
             self.ping_start = c.at;
-            kicks.push(self.post(ib, 0, c.at));
+            let n = self.post(cx.net, 0, c.at);
+            cx.kick(n);
         } else {
             self.done = true;
         }
     }
 }
 
-impl VerbsApp for Perftest {
-    fn on_completion(&mut self, c: Completion, ib: &mut IbHosts, kicks: &mut Vec<NodeId>) {
+impl App<IbHosts> for Perftest {
+    type Event = Never;
+
+    fn start(&mut self, cx: &mut Cx) {
+        self.post_first(cx);
+    }
+
+    fn on_output(&mut self, c: Completion, cx: &mut Cx) {
         if self.test == TestName::Lat {
-            return self.on_latency_completion(c, ib, kicks);
+            return self.on_latency_completion(c, cx);
         }
         if c.kind != CompletionKind::Send {
             return;
@@ -166,9 +176,14 @@ impl VerbsApp for Perftest {
         self.bytes_done += c.bytes as u64;
         self.last_done = self.last_done.max(c.at);
         if self.flows[f].posted < self.iters {
-            kicks.push(self.post(ib, f, c.at));
+            let n = self.post(cx.net, f, c.at);
+            cx.kick(n);
         }
         self.done = self.flows.iter().all(|fl| fl.completed >= self.iters);
+    }
+
+    fn on_event(&mut self, ev: Never, _cx: &mut Cx) {
+        match ev {}
     }
 
     fn done(&self) -> bool {
@@ -249,26 +264,30 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
         ud_responders,
         tx_depth: r.tx_depth as u64,
     };
-    let mut world = VerbsWorld::new(fabric, ib, app);
-    let mut q: EventQueue<Ev> = EventQueue::new();
-    world.kicks = world.app.start(&mut world.ib);
-    world.settle(0, &mut q);
+    let mut world = World::new(fabric, ib, app, TimerPolicy::Direct);
+    let mut q: EventQueue<Ev<u32, Never>> = EventQueue::new();
     let limit = until.unwrap_or(SIM_TIME_LIMIT);
-    let stop = run(&mut world, &mut q, limit);
+    let stop = world.run(&mut q, limit);
     if stop == Stop::Finished && r.transport != TransportName::Rc && until.is_none() {
         // UD and UC complete at the sender once a message has left it, as perftest measures them;
         // the run goes on until what is still on the path has landed, so `delivered_bytes` counts
         // what the receiver got (at most a few round trips more: nothing is resent).
         world.draining = true;
         let drain_until = q.now() + DRAIN_LIMIT;
-        run(&mut world, &mut q, drain_until);
+        world.resume(&mut q, drain_until);
     }
     record(r, &world, &q, stop, until)
 }
 
-fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop, until: Option<Time>) -> VerbsRecord {
+fn record(
+    r: &Resolved,
+    w: &World<IbHosts, Perftest>,
+    q: &EventQueue<Ev<u32, Never>>,
+    stop: Stop,
+    until: Option<Time>,
+) -> VerbsRecord {
     let app = &w.app;
-    let st = &w.ib.stats;
+    let st = &w.net.stats;
     let status = if st.qp_errors > 0 {
         "qp error: retry count exceeded".to_string()
     } else if stop == Stop::Finished {
@@ -286,7 +305,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
         format!("incomplete: stopped ({stop:?}) after {:.6} s simulated", to_s(q.now()))
     };
     let (mut bw, mut rate, mut lat, mut lat_min, mut lat_max, mut lat_avg) = (None, None, None, None, None, None);
-    let delivered: u64 = w.ib.qps.iter().map(|qp| qp.rx_bytes).sum();
+    let delivered: u64 = w.net.qps.iter().map(|qp| qp.rx_bytes).sum();
     let mut rx_bw = None;
     if app.test == TestName::Lat {
         let mut s: Vec<Time> = app.samples.clone();
@@ -309,7 +328,7 @@ fn record(r: &Resolved, w: &VerbsWorld<Perftest>, q: &EventQueue<Ev>, stop: Stop
             bw = Some(bytes as f64 / to_s(t) / 1e6);
             rate = Some(msgs / to_s(t) / 1e6);
         }
-        let last_rx = w.ib.qps.iter().map(|qp| qp.rx_last_at).max().unwrap_or(0);
+        let last_rx = w.net.qps.iter().map(|qp| qp.rx_last_at).max().unwrap_or(0);
         if last_rx > 0 {
             rx_bw = Some(delivered as f64 / to_s(last_rx) / 1e6);
         }

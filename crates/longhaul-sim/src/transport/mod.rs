@@ -1,0 +1,44 @@
+//! The seam between the network and the applications: a [`Transport`] is what runs on the
+//! hosts' adapters or kernels (InfiniBand queue pairs, a TCP/IP stack). It plugs into the
+//! fabric as its [`Endpoints`] (packets in, packets out), keeps its own timers, and hands the
+//! application what a step produced (a work completion, bytes readable on a connection).
+//! Applications ([`crate::world::App`]) are written against it once and run over any transport
+//! through the one generic [`crate::world::World`].
+//!
+//! Implementations, one file each: [`verbs`] (RC/UC/UD with send/receive and the RDMA write and
+//! read extension, on [`crate::ib::IbHosts`]).
+//!
+//! Adding a transport: implement [`Transport`] (and [`Endpoints`] for its packet type) in a new
+//! file here; every application whose needs it meets runs over it unchanged.
+
+pub mod verbs;
+
+use crate::engine::Time;
+use crate::net::{Endpoints, NodeId, Routable};
+
+/// What the applications see of a host transport.
+///
+/// A step of the simulation (a packet reaching a host, a host's port asking for its next packet,
+/// a timer firing) may arm timers and produce outputs; the world drains both after every event
+/// ("settling") and hands the outputs to the application, which may post more work.
+pub trait Transport: Endpoints<Self::Packet> {
+    /// What travels on the fabric.
+    type Packet: Routable;
+    /// A timer of this transport (a queue pair's ACK timeout; a TCP connection's retransmission
+    /// or delayed-ACK deadline, a host's stack becoming free): small and `Copy`, ordered so that
+    /// a world may keep many in a heap.
+    type Timer: Copy + Ord;
+    /// What a step produced for the application.
+    type Output: Copy;
+
+    /// True if timers or outputs are waiting to be settled (checked after every event: most
+    /// leave nothing).
+    fn unsettled(&self) -> bool;
+    /// Hand every timer armed since the last call to `arm` (time, timer), in arming order.
+    fn drain_timers(&mut self, arm: impl FnMut(Time, Self::Timer));
+    /// Move the outputs produced since the last call into `batch` (empty on entry), in order.
+    fn take_outputs(&mut self, batch: &mut Vec<Self::Output>);
+    /// Timer `timer` fired at `now`; push the hosts that may have something to send now onto
+    /// `kicks`, in the order their ports should be tried.
+    fn on_timer(&mut self, now: Time, timer: Self::Timer, kicks: &mut Vec<NodeId>);
+}
