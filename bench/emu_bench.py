@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from longhaul.emu import bench, system  # noqa: E402
-from longhaul.output import emit  # noqa: E402
+from longhaul.emu import bench, system
+from longhaul.output import emit
 
 RAW = ("lhbenchva", "lhbenchvb")  # namespaces of the raw veth pair, removed at the end
 

@@ -24,7 +24,7 @@ def timed(label: str, fn, target_s: float) -> None:
 
 
 def main() -> None:
-    sizes = [2**k for k in range(0, 21)]
+    sizes = [2**k for k in range(21)]
     timed("osu_bcast 128 ranks x 21 sizes x 3 delays x 2 algorithms",
           lambda: [r for a in ("default", "hierarchical")
                    for r in mpi.osu_sweep("bcast", sizes, [10.0, 100.0, 1000.0], nodes=32, ppn=2, algo=a,

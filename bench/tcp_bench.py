@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tcp_ns3  # noqa: E402
-
-from longhaul.sim import tcp  # noqa: E402
+import tcp_ns3
+from longhaul.sim import tcp
 
 # (cc, one-way delay ms, rate Gb/s, simulated s): the ns-3 comparison points plus a 10 Gb/s one
 # (kept short: ns-3 needs tens of CPU-seconds per simulated second there).
@@ -39,10 +39,10 @@ def compare(use_ns3: bool) -> None:
     print(f"{'point':<28}{'longhaul CPU s':>15}{'pkts/CPU-s':>14}{'ns-3 CPU s':>12}{'pkts/CPU-s':>14}{'ratio':>8}")
     for cc, d, g, secs in POINTS:
         queue = 100 if g <= 1 else 1000
-        lh = best_of(RUNS_LONGHAUL, lambda: tcp_ns3.run_longhaul(cc, d, rate_gbps=g, duration_s=secs, queue_packets=queue))
+        lh = best_of(RUNS_LONGHAUL, partial(tcp_ns3.run_longhaul, cc, d, rate_gbps=g, duration_s=secs, queue_packets=queue))
         name = f"{cc} {g:g} Gb/s {d} ms {secs:g} s"
         if use_ns3:
-            ns = best_of(RUNS_NS3, lambda: tcp_ns3.run_ns3(cc, d, rate_gbps=g, duration_s=secs, queue_packets=queue))
+            ns = best_of(RUNS_NS3, partial(tcp_ns3.run_ns3, cc, d, rate_gbps=g, duration_s=secs, queue_packets=queue))
             print(f"{name:<28}{lh['cpu_s']:>15.3f}{rate(lh):>14.3g}{ns['cpu_s']:>12.2f}{rate(ns):>14.3g}{rate(lh) / rate(ns):>7.0f}x")
         else:
             print(f"{name:<28}{lh['cpu_s']:>15.3f}{rate(lh):>14.3g}")

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
@@ -64,7 +64,7 @@ def instructions(job: dict) -> tuple[int, int]:
     with tempfile.NamedTemporaryFile(suffix=".cachegrind") as out:
         proc = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out.name}",
                                sys.executable, "-c", CHILD, json.dumps(job)], capture_output=True, text=True, check=True)
-        summary = next(line for line in open(out.name) if line.startswith("summary:"))
+        summary = next(line for line in Path(out.name).read_text().splitlines() if line.startswith("summary:"))
     return int(summary.split()[1]), json.loads(proc.stdout)["events"]
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: set up (idempotently), then the Rust tests and the Python suite.
+# Every test: set up (idempotently), then the lints (rustfmt, clippy, ruff, mypy: configured in
+# pyproject.toml and rustfmt.toml), the Rust tests and the Python suite. A lint that fails stops here.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 echo "== cargo fmt --check =="
@@ -8,6 +9,18 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
   echo "skipped: rustfmt is not installed (rustup component add rustfmt)"
 fi
+echo "== cargo clippy --all-targets (warnings are errors) =="
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy -q --workspace --all-targets -- -D warnings \
+    || { echo "clippy: the warnings above fail the tests; fix them (cargo clippy --fix fixes some)"; exit 1; }
+else
+  echo "skipped: clippy is not installed (rustup component add clippy)"
+fi
+echo "== ruff check python tests bench =="
+ruff check -q python tests bench \
+  || { echo "ruff: the problems above fail the tests; fix them (ruff check --fix fixes some)"; exit 1; }
+echo "== mypy python/longhaul =="
+mypy python/longhaul || { echo "mypy: the type errors above fail the tests; fix them"; exit 1; }
 echo "== cargo test (optimised, profile test-opt) =="
 set +e
 cargo test --profile test-opt --workspace > .venv/cargo-test.log 2>&1

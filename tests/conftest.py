@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from test_emu_helpers import netns_and_links
+
 # CI sees the same examples every run (a failure reproduces; no flaky draws); locally, explore.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
@@ -78,6 +80,14 @@ def _no_mpi_in_this_process():
 
     yield
     assert "mpi4py.MPI" not in sys.modules, "this test initialised MPI in the pytest process: run MPI in a subprocess"
+
+
+@pytest.fixture
+def leaves_nothing():
+    """Fail the test if it leaves a namespace or a link behind (the emulator's tests)."""
+    before = netns_and_links()
+    yield
+    assert netns_and_links() == before, "namespaces or links left behind"
 
 
 NO_IPERF3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (Debian package iperf3)")

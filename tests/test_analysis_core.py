@@ -9,12 +9,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from longhaul.analysis import (balance_ratios, comparison_table, decrease_per_mile, distance_profile, fit,
-                               hoeffding_halfwidth, load_published, miles_from_delay_us, rel_err, stability_profile,
-                               window_model)
+from longhaul.analysis import (
+    balance_ratios,
+    comparison_table,
+    decrease_per_mile,
+    distance_profile,
+    fit,
+    hoeffding_halfwidth,
+    load_published,
+    miles_from_delay_us,
+    rel_err,
+    stability_profile,
+    window_model,
+)
 from longhaul.cli import main
 from longhaul.errors import UserError
 from longhaul.results import Store
@@ -137,7 +146,7 @@ def test_balance_ratio():
              {"test": "bibw", "size_bytes": 1 << 20, "bw_MBps": 5000.0}]
     inter = [{"test": "bw", "size_bytes": 1 << 20, "bw_MBps": 3000.0}, {"test": "latency", "size_bytes": 1, "lat_us": 1.0},
              {"test": "bibw", "size_bytes": 1 << 20, "bw_MBps": 5730.0}]
-    rows, summary = balance_ratios(intra, inter)
+    _rows, summary = balance_ratios(intra, inter)
     by = {s["metric"]: s for s in summary}
     assert by["bandwidth"]["ratio"] == 1.0 and by["bandwidth"]["balanced_within_10pct"]
     assert by["latency"]["ratio"] == 0.5 and not by["latency"]["balanced_within_10pct"]
@@ -418,11 +427,11 @@ def test_cli_where_names_an_empty_value_an_unknown_column_and_a_value_no_record_
                          ("delay_us=", "--where 'delay_us=': no value; use COLUMN=VALUE[,VALUE...], e.g. delay_us=0"),
                          ("size_bytes=65536,", "--where 'size_bytes=65536,': empty item"),
                          ("nope=1", "--where 'nope=1': column 'nope' is in no selected record (columns present: "),
-                         ("size_bytes=99", "--where 'size_bytes=99': no selected record has size_bytes = 99 "
-                                           "(values present: 2, 1024, 65536, 1048576, 8388608)"),
+                         ("size_bytes=99", ("--where 'size_bytes=99': no selected record has size_bytes = 99 "
+                                           "(values present: 2, 1024, 65536, 1048576, 8388608)")),
                          # one value of several no record has (a typo) dropped its records without a word
-                         ("size_bytes=65536,6553", "--where 'size_bytes=65536,6553': no selected record has "
-                                                   "size_bytes = 6553 (values present: ")]:
+                         ("size_bytes=65536,6553", ("--where 'size_bytes=65536,6553': no selected record has "
+                                                   "size_bytes = 6553 (values present: "))]:
         assert main([*s, "--where", where]) == 2, where
         err = _one_line_error(capsys)
         assert words in err, err

@@ -75,8 +75,8 @@ def test_cli_plot_refuses_a_missing_directory_and_draws_every_by_series(cli, tmp
             "--store", store, check=True)
     cli("ingest", str(FIX / "perftest_send_bw_mib.txt"), "--tool", "perftest", "--delay-us", "0", "--store", store,
         check=True)
-    for plot, words in [(tmp_path / "nodir" / "p", f"--plot: cannot write '{tmp_path / 'nodir' / 'p'}': "
-                                                   f"directory '{tmp_path / 'nodir'}' does not exist"),
+    for plot, words in [(tmp_path / "nodir" / "p", (f"--plot: cannot write '{tmp_path / 'nodir' / 'p'}': "
+                                                   f"directory '{tmp_path / 'nodir'}' does not exist")),
                         (tmp_path, f"--plot: cannot write '{tmp_path}': it is a directory")]:
         proc = cli("analyse", "profile", "--store", store, "--plot", str(plot))
         assert proc.returncode == 2 and proc.stdout == "", proc.stderr

@@ -32,8 +32,8 @@ def test_help_tells_each_default_once(path, parser):
     text = parser.format_help()
     assert "(default: None)" not in text
     # One entry per option: from its flags at two spaces' indent to the next option's.
-    for entry in re.split(r"\n  (?=-)", text.split("options:", 1)[-1]):
-        entry = re.sub(r"\s+", " ", entry)
+    for raw in re.split(r"\n  (?=-)", text.split("options:", 1)[-1]):
+        entry = re.sub(r"\s+", " ", raw)
         before, appended, _ = entry.partition("(default:")
         assert not (appended and "default" in before.lower()), f"longhaul {' '.join(path)}: {entry}"
 

@@ -5,13 +5,12 @@ says what iperf3 ran (whole seconds of -t/-O) with the RTT iperf3 measured. Need
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
-from test_emu_helpers import ENV, cli, cli_json, leaves_nothing, needs_root  # noqa: F401
+from test_emu_helpers import ENV, cli, cli_json, needs_root
 
 pytestmark = [pytest.mark.root, needs_root,
               pytest.mark.skipif(subprocess.run(["which", "iperf3"], capture_output=True).returncode != 0,

@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from test_emu_helpers import ENV, ROOT, cli, cli_json, leaves_nothing, needs_root, netns_and_links  # noqa: F401
+from test_emu_helpers import ENV, ROOT, cli, cli_json, needs_root, netns_and_links
 
 pytestmark = [pytest.mark.root, needs_root]
 
@@ -139,7 +140,7 @@ def test_a_shell_stopped_by_sigint_says_so_and_leaves_nothing(leaves_nothing):
         _wait_for_namespace("lhsig-a0")
         time.sleep(0.5)
         shell.send_signal(signal.SIGINT)
-        out, err = shell.communicate(timeout=60)
+        _out, err = shell.communicate(timeout=60)
     finally:
         shell.kill()
     assert shell.returncode == 130 and err.splitlines()[-1] == (
@@ -307,8 +308,8 @@ def test_a_slow_reply_is_waited_for_and_a_lost_one_costs_what_the_link_allows(le
     (["ping", "--cross-gbps", "5"], "[path]\nrate_gbps = 1\n[cross]\ngbps = 0.5\n",
      "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
     # A link value outside the emulator's range.
-    (["tcp"], "[path]\nrate_gbps = 200\n", "scenario {f}: the path's WAN rate (path.rate_gbps): '200.0' is not a "
-                                            "rate: give 0 (unlimited) or [0.001, 100] Gb/s"),
+    (["tcp"], "[path]\nrate_gbps = 200\n", ("scenario {f}: the path's WAN rate (path.rate_gbps): '200.0' is not a "
+                                            "rate: give 0 (unlimited) or [0.001, 100] Gb/s")),
     (["tcp"], "[path]\nqueue_packets = 3\n", "scenario {f}: path.queue_packets: 3 packets is out of range [8, 1000000]"),
 ])
 def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, verb, text, message, leaves_nothing):
@@ -319,7 +320,7 @@ def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, 
 
 
 def _a_cc_the_simulator_knows_and_this_machine_lacks() -> str | None:
-    have = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    have = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     for cc in ("htcp", "scalable", "highspeed", "bic"):  # the simulator's, besides reno, cubic, bbr
         loadable = shutil.which("modprobe") and subprocess.run(["modprobe", "-n", f"tcp_{cc}"],
                                                                capture_output=True).returncode == 0

@@ -45,11 +45,3 @@ def netns_and_links() -> tuple[str, str]:
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
     return ns, links
-
-
-@pytest.fixture
-def leaves_nothing():
-    """Fail the test if it leaves a namespace or a link behind."""
-    before = netns_and_links()
-    yield
-    assert netns_and_links() == before, "namespaces or links left behind"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from longhaul.emu.mpi import LIBRARIES as LAUNCHERS
-from test_emu_helpers import ENV, ROOT, cli, leaves_nothing, needs_root  # noqa: F401
+from test_emu_helpers import ENV, ROOT, cli, needs_root
 
 pytestmark = [pytest.mark.root, needs_root,
               pytest.mark.skipif(shutil.which("mpirun.openmpi") is None,

@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from test_emu_helpers import leaves_nothing, needs_root  # noqa: F401
+from test_emu_helpers import needs_root
 
 pytestmark = [pytest.mark.root, needs_root,
               pytest.mark.skipif(shutil.which("mpirun.openmpi") is None,
@@ -81,8 +81,7 @@ def _second_look(stack: dict, first: list[dict], missed: list[tuple]) -> list[di
     first three, three more runs of each missed point pooled with its first three, and every
     point simulated again with the pooled stack. Nothing measured is dropped: each value is the
     median of all its runs."""
-    from longhaul.compare.mpi import (calibrate_stack, calibration_runs, compare_mpi, median_of_runs,
-                                      simulate_point)
+    from longhaul.compare.mpi import calibrate_stack, calibration_runs, compare_mpi, median_of_runs, simulate_point
 
     more = calibration_runs(8.0, REPEATS)
     pooled = calibrate_stack(8.0, runs={b: stack["runs"][b] + more[b] for b in more})

@@ -120,7 +120,7 @@ def test_osu_second_size_header_without_datatype_refused(tmp_path, capsys):
     _refused(tmp_path, capsys, "osu", text, 12, "a second column header for the table headed on line 2: OSU prints "
              "one header per table, and a new table only after the next datatype's '# Datatype:' line")
     # OMB 7.x prints its "# Datatype:" line after the header; a header repeated after it is a second one too.
-    text = _fixture(BW_DDT).replace("# Datatype: MPI_CHAR.\n", "# Datatype: MPI_CHAR.\n" +
+    text = _fixture(BW_DDT).replace("# Datatype: MPI_CHAR.\n", "# Datatype: MPI_CHAR.\n"
                                     "# Size        Bandwidth (MB/s)       Transmit Size\n")
     _refused(tmp_path, capsys, "osu", text, 5, "a second column header for the table headed on line 3")
 

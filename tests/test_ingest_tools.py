@@ -193,9 +193,9 @@ def test_osu_validation_column_kept_per_row(cli):
     assert len(mbw) == 4 and mbw[0]["pairs"] == 2 and mbw[0]["window_msgs"] == 64 and mbw[0]["osu_version"] == "7.3"
     assert mbw[-1]["bw_MBps"] == 951.2 and mbw[-1]["msg_rate_Mps"] == pytest.approx(0.01451416)
     # Collectives print it after -f's Iterations (print_stats_validate).
-    coll = "# OSU MPI Allreduce Latency Test v7.3\n" \
-           "# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations      Validation\n" \
-           "4                    2010.40           2001.20           2020.90        1000            Pass\n"
+    coll = ("# OSU MPI Allreduce Latency Test v7.3\n"
+            "# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations      Validation\n"
+            "4                    2010.40           2001.20           2020.90        1000            Pass\n")
     (rec,) = parse_text(coll, "osu", "coll.txt")
     assert rec["iterations"] == 1000 and rec["lat_max_us"] == 2020.9 and rec["validation_passed"] is True
 

@@ -249,7 +249,7 @@ def test_ctrl_c_or_a_kill_stops_the_command_stores_nothing(tmp_path, sig, status
 def test_a_second_interrupt_still_kills_a_command_that_ignores_sigterm(tmp_path, second):
     # Ctrl-C twice (or Ctrl-C, then a batch system's SIGTERM) within the 2 s grace: the second one
     # cut the stop short before its SIGKILL, and a tool that ignores SIGTERM kept running.
-    proc, tool, store, pid = _measuring(tmp_path, traps="trap '' TERM; ")
+    proc, _tool, store, pid = _measuring(tmp_path, traps="trap '' TERM; ")
     try:
         assert proc.stderr.readline() == "started\n"
         proc.send_signal(signal.SIGINT)

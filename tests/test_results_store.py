@@ -11,8 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from longhaul.cli import main
 from longhaul.errors import UserError
@@ -181,7 +180,7 @@ def test_cli_ls_show_export_rm(filled, capsys, tmp_path):
 
 
 def test_cli_unknown_and_ambiguous_run(filled, capsys):
-    root, a, b = filled
+    root, _a, _b = filled
     assert main(["results", "show", "zzzz", "--store", str(root)]) == 2
     assert "no such run" in capsys.readouterr().err
     assert main(["results", "show", "ab", "--store", str(root)]) == 2
@@ -190,7 +189,7 @@ def test_cli_unknown_and_ambiguous_run(filled, capsys):
 
 @pytest.mark.parametrize("content", [b"garbage, not parquet at all", b"PAR1" + b"\0" * 20 + b"PAR1"])
 def test_corrupt_parquet_one_line_exit_2_nothing_lost(filled, capsys, content):
-    root, a, b = filled
+    root, a, _b = filled
     bad = root / "runs" / f"{'e' * 64}.parquet"
     bad.write_bytes(content)
     for argv in (["results", "ls"], ["results", "export"], ["results", "verify"]):
@@ -204,7 +203,7 @@ def test_corrupt_parquet_one_line_exit_2_nothing_lost(filled, capsys, content):
 
 
 def test_foreign_parquet_named_as_run(filled, capsys):
-    root, a, b = filled
+    root, _a, _b = filled
     foreign = root / "runs" / f"{'f' * 64}.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), foreign)
     assert main(["results", "ls", "--store", str(root)]) == 2
@@ -232,7 +231,7 @@ def _one_line_error(capsys) -> str:
 
 
 def test_export_to_a_directory_or_unwritable_path_is_one_line(filled, capsys, tmp_path, cli):
-    root, a, b = filled
+    root, _a, _b = filled
     adir = tmp_path / "adir"
     adir.mkdir()
     for fmt in ("csv", "parquet"):
@@ -254,7 +253,7 @@ def test_export_to_a_directory_or_unwritable_path_is_one_line(filled, capsys, tm
 def test_export_writes_through_links_fifos_and_devices(filled, capsys, tmp_path, cli):
     # The file was renamed over whatever stood there: a FIFO became a regular file, a link was
     # replaced (its target untouched), and as root --out /dev/full replaced the device.
-    root, a, b = filled
+    root, _a, _b = filled
     target = tmp_path / "real.csv"
     target.write_text("old")
     (tmp_path / "link.csv").symlink_to(target.name)
@@ -273,7 +272,7 @@ def test_export_writes_through_links_fifos_and_devices(filled, capsys, tmp_path,
 
 
 def test_export_into_a_missing_directory_is_an_error(filled, capsys, tmp_path):
-    root, a, b = filled
+    root, _a, _b = filled
     out = tmp_path / "missing" / "dir" / "x.csv"
     assert main(["results", "export", "--store", str(root), "--out", str(out)]) == 2
     err = _one_line_error(capsys)
@@ -284,7 +283,7 @@ def test_export_into_a_missing_directory_is_an_error(filled, capsys, tmp_path):
 @pytest.mark.parametrize("umask", [0o022, 0o027, 0o002], ids=oct)
 def test_written_files_get_the_umask_mode(filled, capsys, tmp_path, umask):
     """Exported files (and run files) are ordinary new files: 0666 less the umask, not 0600."""
-    root, a, b = filled
+    root, _a, _b = filled
     old = os.umask(umask)
     try:
         for fmt in ("csv", "json", "parquet"):
@@ -380,7 +379,7 @@ def test_the_library_sweep_and_a_put_refuse_it_in_one_line(tmp_path):
 
 
 def test_an_emptied_store_is_still_a_store(filled, cli):
-    root, a, b = filled
+    root, _a, _b = filled
     cli("results", "rm", "--all", "--store", str(root), check=True)
     proc = cli("results", "ls", "--store", str(root), check=True)
     assert proc.stdout.strip() == f"no runs in store '{root}'"
@@ -390,7 +389,7 @@ def test_an_emptied_store_is_still_a_store(filled, cli):
 
 # ------------------------------------------------------------------- filters and run ids
 def test_ls_with_a_filter_that_matches_nothing_says_so_and_names_what_is_there(filled, cli):
-    root, a, b = filled
+    root, _a, _b = filled
     proc = cli("results", "ls", "--store", str(root), "--kind", "bogus", check=True)
     out = proc.stdout.strip()
     assert out.startswith(f"no run in store '{root}' matches --kind bogus"), out
@@ -406,7 +405,7 @@ def test_ls_with_a_filter_that_matches_nothing_says_so_and_names_what_is_there(f
 
 def test_an_empty_label_selects_the_runs_saved_without_one(filled, cli, tmp_path):
     """`--label ""` is a filter like any other (it was read as "no filter" and selected every run)."""
-    root, a, b = filled
+    root, _a, _b = filled
     c = Store(root).put({"kind": "demo", "i": 3}, RECS, source="sim")
     rows = json.loads(cli("results", "ls", "--store", str(root), "--label", "", "--format", "json", check=True).stdout)
     assert [r["run_id"] for r in rows] == [c[:12]]

@@ -322,8 +322,8 @@ def test_unreceived_messages_are_named_the_same_way_every_run(cli, tmp_path):
     trace.write_text("ranks 4\n3 send 0 4\n2 send 3 4\n1 send 2 4\n0 send 1 4\n")
     errors = {cli("sim", "mpi", "replay", str(trace)).stderr for _ in range(6)}  # a hash map's order varied
     # the first by line, with its line (it named a rank pair, and no line)
-    assert errors == {f"longhaul: error: {trace}:2: rank 3's send of 4 bytes to rank 0 is never received (rank 0 "
-                      "posts 0 receive(s) from rank 3, this is message 1)\n"}, errors
+    assert errors == {(f"longhaul: error: {trace}:2: rank 3's send of 4 bytes to rank 0 is never received (rank 0 "
+                      "posts 0 receive(s) from rank 3, this is message 1)\n")}, errors
 
 
 def test_a_receive_that_does_not_match_its_send_is_named_by_both_lines(cli, tmp_path):

@@ -5,6 +5,7 @@ distance, determinism, one-line errors with exit status 2; and the stack calibra
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -30,7 +31,8 @@ def test_records_have_the_mpi_keys_and_the_link_is_the_ceiling(cli):
 
 
 def test_latency_is_the_delay_plus_the_stack_and_library_costs(cli):
-    lat = lambda *extra: records(cli, "--bench", "latency", "--sizes", "8", "--delay-us", "1000", *TCP, *extra)[0]["lat_us"]
+    def lat(*extra):
+        return records(cli, "--bench", "latency", "--sizes", "8", "--delay-us", "1000", *TCP, *extra)[0]["lat_us"]
     ideal = lat("--stack", "ideal")
     assert 1000 < ideal < 1010
     # One way: 2 x 4 us per segment + 2 x 10 us per message on top.
@@ -38,8 +40,9 @@ def test_latency_is_the_delay_plus_the_stack_and_library_costs(cli):
 
 
 def test_a_larger_eager_limit_saves_the_rendezvous_round_trip_at_distance(cli):
-    bw = lambda limit: records(cli, "--bench", "bw", "--sizes", "256K", "--delay-us", "5000", "--window", "8",
-                               "--eager-limit", limit, *TCP)[0]["bw_MBps"]
+    def bw(limit):
+        return records(cli, "--bench", "bw", "--sizes", "256K", "--delay-us", "5000", "--window", "8",
+                       "--eager-limit", limit, *TCP)[0]["bw_MBps"]
     assert bw("1M") > 1.3 * bw("64K")
 
 
@@ -52,7 +55,7 @@ def test_a_cheaper_stack_is_never_slower_and_bbr_fills_the_link_like_cubic(cli):
                        "--transport", "tcp", "--iterations", "4", "--stack", stack, "--cc", cc)[0]["bw_MBps"]
     per_seg_us = (0.5, 0.9, 1.0, 1.2, 1.6)  # with 0.3 ns/B: 1.9 down to 0.7 GB/s of stack
     bbr = [bw(f"{s},0.3", "bbr") for s in per_seg_us]
-    assert all(later <= earlier * 1.01 for earlier, later in zip(bbr, bbr[1:])), bbr
+    assert all(later <= earlier * 1.01 for earlier, later in itertools.pairwise(bbr)), bbr
     assert bbr[1] >= 0.9 * 1000.0, bbr  # 8 Gb/s = 1000 MB/s
     assert bbr[1] == pytest.approx(bw("0.9,0.3", "cubic"), rel=0.03)
 
@@ -119,7 +122,8 @@ def test_calibration_recovers_the_costs_the_points_were_made_with():
                                          stack=mpi_tcp.stack_costs(truth["per_seg_us"], truth["per_byte_ns"]), **tcp))
         made.append({"test": bench, "size_bytes": size, METRIC[bench]: r[METRIC[bench]]})
     fit = calibrate_stack(8.0, made)
-    per_full_segment = lambda c: c["per_seg_us"] + 1448 * c["per_byte_ns"] / 1000
+    def per_full_segment(c):
+        return c["per_seg_us"] + 1448 * c["per_byte_ns"] / 1000
     assert per_full_segment(fit) == pytest.approx(per_full_segment(truth), rel=0.1)
     assert fit["per_msg_us"] == pytest.approx(truth["per_msg_us"], rel=0.15)
     for p in fit["points"]:

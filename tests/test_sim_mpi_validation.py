@@ -6,6 +6,7 @@ from __future__ import annotations
 from longhaul import validation
 from longhaul.validation import mpi as mpi_checks
 
+
 def test_mpi_points_carry_citations_and_model_reads_no_published_values():
     import pathlib
 

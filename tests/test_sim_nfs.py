@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 
 import pytest
@@ -135,7 +136,7 @@ def test_more_slots_and_threads_never_slower(transport):
     by_slots = [bw(slots=s, threads=16) for s in (1, 4, 16)]
     by_threads = [bw(threads=t) for t in (1, 2, 8)]
     for seq in (by_slots, by_threads):
-        assert all(b >= a * 0.98 for a, b in zip(seq, seq[1:])), seq
+        assert all(b >= a * 0.98 for a, b in itertools.pairwise(seq)), seq
     assert by_slots[-1] > 1.5 * by_slots[0]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import tcp_ns3  # noqa: E402
+import tcp_ns3
 
 REASON = tcp_ns3.ns3_available()
 # One worker runs the whole module (scripts/test.sh: --dist loadgroup): the module fixture runs ns-3

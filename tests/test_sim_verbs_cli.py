@@ -280,10 +280,10 @@ def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
                                             # a whole number no 64-bit field holds, or one past its field's
                                             # type: called what it is, with the range (not "a float", not "< 0")
                                             ("[verbs]\nqps = 99999999999999999999\n",
-                                             "verbs.qps: 99999999999999999999 is out of range (no parameter takes "
-                                             "a whole number outside [-9223372036854775808, 18446744073709551615]"),
-                                            ("[verbs]\nqps = 1099511627776\n", "verbs.qps: invalid value: integer "
-                                             "`1099511627776`, expected a whole number in [0, 4294967295]")])
+                                             ("verbs.qps: 99999999999999999999 is out of range (no parameter takes "
+                                             "a whole number outside [-9223372036854775808, 18446744073709551615]")),
+                                            ("[verbs]\nqps = 1099511627776\n", ("verbs.qps: invalid value: integer "
+                                             "`1099511627776`, expected a whole number in [0, 4294967295]"))])
 def test_malformed_scenario_file(cli, tmp_path, content, needle):
     f = tmp_path / "bad.toml"
     f.write_text(content)

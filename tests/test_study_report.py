@@ -3,7 +3,6 @@ the report's content, and a headless-Chromium screenshot of it."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,6 @@ import pytest
 import longhaul.study as study_mod
 from longhaul.analysis import window_model
 from longhaul.cli import main
-from longhaul.results import Store
 from longhaul.results import Store
 from longhaul.study import PartResult, SkipPart, StudyPart, Table
 

@@ -49,13 +49,13 @@ def test_options_left_out_are_the_sim_commands(cli, tmp_path):
 
 @pytest.mark.parametrize("grid,needle", [('{"delay_us": [-1]}', "delay_us: -1 is out of range"), ("[1, 2]", "--grid"),
                                          ("{nope", "not JSON"),
-                                         ('{"delay_us": [-1], "size_bytes": 8, "transport": "rc", "op": "write", '
-                                          '"test": "bw"}', "delay_us"),
+                                         (('{"delay_us": [-1], "size_bytes": 8, "transport": "rc", "op": "write", '
+                                          '"test": "bw"}'), "delay_us"),
                                          # true is not the seed 1 it equals in Python: refused, not merged
                                          ('{"seed": [1, true], "size_bytes": [64]}', "seed: invalid type: boolean"),
                                          # a typo: the name meant, and every valid one
-                                         ('{"delai_us": [1]}', "unknown scenario parameter 'delai_us' (did you mean "
-                                                               "'delay_us'? valid: delay_us, extender, "),
+                                         ('{"delai_us": [1]}', ("unknown scenario parameter 'delai_us' (did you mean "
+                                                               "'delay_us'? valid: delay_us, extender, ")),
                                          ('{"zz": [1]}', "unknown scenario parameter 'zz' (valid: delay_us, "),
                                          # null ran the model's default as if the key were left out
                                          ('{"testbed": [null], "size_bytes": [64]}',

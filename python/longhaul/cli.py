@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import re
 import sys
+from typing import Any, NoReturn
 
 from longhaul import commands
 from longhaul.errors import Terminated, UserError
@@ -21,14 +22,14 @@ class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (name of the problem and the valid range) and exit 2, with
     the prefix every other error has (``longhaul: error:``), whichever subcommand's parser found it."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # A value that starts like a negative number is a value: argparse's own rule knows only
         # "-5" and "-.5", so "--delay-us -5,10" or "--stack -1,1,1" said "expected one argument"
         # instead of the option's range. No longhaul option looks like a negative number.
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
-    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"longhaul: error: {message}\n")
         raise SystemExit(2)
 

@@ -2,6 +2,8 @@
 stops a run that must be torn down."""
 
 import contextlib
+from collections.abc import Iterator
+from typing import NoReturn
 
 
 class UserError(Exception):
@@ -36,7 +38,7 @@ class Terminated(Exception):
 
 
 @contextlib.contextmanager
-def terminated_on_signals(what: str):
+def terminated_on_signals(what: str) -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise ``Terminated(signum, what)`` (in the main thread,
     where Python runs signal handlers; elsewhere nothing changes). The old handlers come back after."""
     import signal
@@ -46,7 +48,7 @@ def terminated_on_signals(what: str):
         yield
         return
 
-    def raise_terminated(signum, frame):
+    def raise_terminated(signum: int, frame: object) -> NoReturn:
         raise Terminated(signum, what)
 
     old = {sig: signal.signal(sig, raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}

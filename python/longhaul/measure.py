@@ -131,8 +131,9 @@ def _drain(proc: subprocess.Popen, readers: list[threading.Thread]) -> None:
         for t in started:
             t.join(DRAIN_S)
     if not any(t.is_alive() for t in started):
-        proc.stdout.close()
-        proc.stderr.close()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _last_line(data: bytes) -> str | None:
@@ -158,9 +159,10 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
                         "nothing stored") from None
     except OSError as err:
         raise UserError(f"measure: cannot run '{argv[0]}' ({err.strerror or err}); nothing stored") from None
-    out, err, echoed = bytearray(), bytearray(), _Shown()
+    assert proc.stdout is not None and proc.stderr is not None  # PIPE
+    out, said, echoed = bytearray(), bytearray(), _Shown()
     readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None, echoed), daemon=True),
-               threading.Thread(target=_pump, args=(proc.stderr.fileno(), err, STDERR_TAIL, echoed), daemon=True)]
+               threading.Thread(target=_pump, args=(proc.stderr.fileno(), said, STDERR_TAIL, echoed), daemon=True)]
     timed_out = False
     # SIGTERM/SIGHUP (a batch system's kill, a closed terminal) stop the command as Ctrl-C does: in its
     # own session it would not get them, and a left-over ib_write_bw would keep the adapter busy.
@@ -190,9 +192,9 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
     if status < 0:
         raise UserError(f"measure: {shown} was killed by {_signal_name(-status)}; nothing stored")
     if status != 0:
-        last = _last_line(bytes(err))
-        said = f"its last line on stderr: {last}" if last else "it printed nothing on stderr"
-        raise UserError(f"measure: {shown} exited with status {status} ({said}); nothing stored")
+        last = _last_line(bytes(said))
+        why = f"its last line on stderr: {last}" if last else "it printed nothing on stderr"
+        raise UserError(f"measure: {shown} exited with status {status} ({why}); nothing stored")
     return Captured(bytes(out), started, finished)
 
 

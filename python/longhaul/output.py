@@ -7,7 +7,7 @@ import csv
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 FORMATS = ("table", "csv", "json")
 T = TypeVar("T")
@@ -28,7 +28,7 @@ def count(n: int, noun: str) -> str:
 
 
 def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None, title: str | None = None,
-         out=None) -> None:
+         out: IO[str] | None = None) -> None:
     """Write records to stdout in the chosen format. ``columns`` picks and orders the table's
     columns; csv, being for programs, carries those first and then every other field that holds a
     single value (json carries everything)."""

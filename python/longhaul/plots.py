@@ -16,11 +16,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 
-from longhaul.errors import UserError  # noqa: E402
-from longhaul.results import atomic_write_bytes  # noqa: E402
+from longhaul.errors import UserError
+from longhaul.results import atomic_write_bytes
 
 matplotlib.rcParams["svg.hashsalt"] = "longhaul"
 matplotlib.rcParams["figure.dpi"] = 100
@@ -96,7 +96,7 @@ def _finish(fig, ax, out, legend_title=None):
 
 
 def bandwidth_vs_size(records: Sequence[dict], out=None, value: str = "bw_MBps", series: str = "delay_us",
-                      title: str = "Bandwidth vs message size") -> "plt.Figure":
+                      title: str = "Bandwidth vs message size") -> plt.Figure:
     """One curve per delay (or another ``series`` column), message size on a log2 axis."""
     data = _series(records, "size_bytes", value, series)
     fig, ax = plt.subplots(figsize=FIGSIZE)
@@ -113,7 +113,7 @@ def bandwidth_vs_size(records: Sequence[dict], out=None, value: str = "bw_MBps",
 
 
 def bandwidth_vs_delay(records: Sequence[dict], out=None, value: str = "bw_MBps", series: str | None = "streams",
-                       title: str = "Bandwidth vs WAN delay") -> "plt.Figure":
+                       title: str = "Bandwidth vs WAN delay") -> plt.Figure:
     """One curve per ``series`` value (stream count, MTU, message size), delay on a log axis
     (symmetric-log so that 0 us, the back-to-back case, is shown)."""
     data = _series(records, "delay_us", value, series)
@@ -133,7 +133,7 @@ def bandwidth_vs_delay(records: Sequence[dict], out=None, value: str = "bw_MBps"
 def before_after(before: Sequence[dict], after: Sequence[dict], out=None, value: str = "bw_MBps",
                  labels: tuple[str, str] = ("default", "tuned"),
                  title: str = "MPI bandwidth: rendezvous threshold before/after tuning",
-                 log_y: bool = False) -> "plt.Figure":
+                 log_y: bool = False) -> plt.Figure:
     """Two curves over message size (e.g. MPI bandwidth with the default and the raised eager
     threshold, or bcast latency default vs hierarchical; ``log_y`` for values spanning decades)."""
     fig, ax = plt.subplots(figsize=FIGSIZE)
@@ -163,7 +163,7 @@ def bcast_latency(default, hierarchical, out=None, value: str = "lat_us", where:
 
 
 def normalised_time_vs_delay(records: Sequence[dict], out=None, value: str = "time_s", series: str = "benchmark",
-                             title: str = "NAS run time normalised to 0 us vs WAN delay") -> "plt.Figure":
+                             title: str = "NAS run time normalised to 0 us vs WAN delay") -> plt.Figure:
     """Each series' ``value`` divided by its value at the smallest delay (NAS normalised time)."""
     data = _series(records, "delay_us", value, series)
     fig, ax = plt.subplots(figsize=FIGSIZE)

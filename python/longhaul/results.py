@@ -116,7 +116,7 @@ def scenario_hash(scenario: dict) -> str:
 
 # --------------------------------------------------------------------------- facts
 def now_utc() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 _VERSION_CACHE: dict[str, str] = {}
@@ -337,7 +337,7 @@ class Store:
         """Is there a store here: a directory holding manifest.json, its journal or runs/?"""
         return self.root.is_dir() and any((self.root / name).exists() for name in (MANIFEST, JOURNAL, RUNS_DIR))
 
-    def check_exists(self) -> "Store":
+    def check_exists(self) -> Store:
         """With ``must_exist``, a one-line UserError when there is no store to read."""
         if self.must_exist and not self.exists():
             why = ("no such directory" if not self.root.exists()
@@ -346,7 +346,7 @@ class Store:
                             f"ingest or measure saved runs to, or set ${ENV_STORE})")
         return self
 
-    def check_writable(self) -> "Store":
+    def check_writable(self) -> Store:
         """Refuse a store that cannot be written before a long measurement, not after it. Creates
         nothing: the test file goes where the store would begin (its runs/, or the nearest existing
         directory above it), so a measurement that then fails leaves no empty store behind."""
@@ -376,7 +376,7 @@ class Store:
         with _thread_lock:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
-                lockf = open(self.root / ".lock", "a+")
+                lockf = open(self.root / ".lock", "a+")  # noqa: SIM115 - closed by the `with lockf` below
             except OSError as err:  # the writers that never called check_writable() meet it here
                 raise UserError(f"--store: cannot write results to '{self.root}' ({err.strerror or err})") from None
             with lockf:
@@ -661,7 +661,7 @@ class Store:
     def remove(self, run_ids: Iterable[str]) -> list[str]:
         """Delete runs (file and manifest entry) without reading them: works on damaged files."""
         self.check_exists()
-        removed = []
+        removed: list[str] = []
         if not self.exists():
             return removed
         with self._locked():

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from longhaul import sweep as _sweep
 from longhaul.errors import UserError
-from longhaul.results import Store, software_version, host_facts
+from longhaul.results import Store, host_facts, software_version
 
 
 class SkipPart(Exception):
@@ -68,7 +68,7 @@ class PartResult:
 class StudyPart:
     name: str
     title: str
-    run: Callable[["StudyContext"], PartResult]
+    run: Callable[[StudyContext], PartResult]
 
 
 @dataclass
@@ -192,7 +192,7 @@ def _measured_peak(store: Store | None, transport: str, op: str) -> float | None
 def run_s1_verbs(ctx: StudyContext) -> PartResult:
     try:
         load_verbs()
-    except Exception as err:  # ImportError, or a half-built extension
+    except Exception as err:  # noqa: BLE001 - ImportError, or a half-built extension: the part is skipped, saying why
         raise SkipPart(f"the simulator's verbs model is not available here (import longhaul.sim.verbs: "
                        f"{type(err).__name__}: {err})") from None
     from longhaul import plots
@@ -276,7 +276,7 @@ def run_validation(ctx: StudyContext) -> PartResult:
         # --quick checks the fast verbs points only; the full study checks every model.
         models = QUICK_VALIDATION_MODELS if ctx.quick else None
         rows = _cached_check_all(ctx, lambda: validation.check_all(models=models), models)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - the report says why the validation part is empty
         rows, reason = [], f"longhaul.validation.check_all is not available ({type(err).__name__}: {err})"
     by_id = {r.get("id"): r for r in rows}
     table = []
@@ -311,7 +311,7 @@ def _checked_elsewhere(ctx: StudyContext) -> set[str]:
         return set()
     try:
         validation = importlib.import_module("longhaul.validation")
-    except Exception:
+    except Exception:  # noqa: BLE001 - no validation module: no checks to list (the validation part says why)
         return set()
     return set(getattr(validation, "CHECKS", {}))
 
@@ -387,7 +387,7 @@ def run_measured(ctx: StudyContext) -> PartResult:
 def run_emulated(ctx: StudyContext) -> PartResult:
     try:
         emu = importlib.import_module("longhaul.emu")
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - the part is skipped, saying why
         raise SkipPart(f"the link emulator's study part is not available ({type(err).__name__}: {err})") from None
     fn = getattr(emu, "study_part", None)
     if fn is None:
@@ -425,7 +425,7 @@ def register_part(part: StudyPart, before: str | None = None) -> None:
 # =========================================================================== running
 def run_study(ctx: StudyContext, parts: Sequence[StudyPart] | None = None, only: Sequence[str] | None = None) -> Study:
     """Run every part (skips and failures are recorded, never fatal except Ctrl-C)."""
-    started = _dt.datetime.now(_dt.timezone.utc)
+    started = _dt.datetime.now(_dt.UTC)
     t0 = time.perf_counter()
     parts = list(PARTS if parts is None else parts)
     if only:
@@ -447,7 +447,7 @@ def run_study(ctx: StudyContext, parts: Sequence[StudyPart] | None = None, only:
             outcomes.append(PartOutcome(part, "failed", reason=str(err), seconds=time.perf_counter() - t))
         except KeyboardInterrupt:
             raise
-        except Exception as err:  # a broken part must not take the report down with it
+        except Exception as err:  # noqa: BLE001 - a broken part must not take the report down with it
             last = traceback.extract_tb(err.__traceback__)[-1]
             outcomes.append(PartOutcome(part, "failed", reason=f"{type(err).__name__}: {err} "
                                         f"(at {Path(last.filename).name}:{last.lineno})",
@@ -458,7 +458,7 @@ def run_study(ctx: StudyContext, parts: Sequence[StudyPart] | None = None, only:
 
 
 def default_out_dir(base: str | Path = "study") -> Path:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(base) / stamp
     n = 1
     while out.exists():

@@ -147,7 +147,7 @@ def run(fn: PointFn, scenarios: Iterable[dict], *, kind: str, store: Store | Non
         store.fold_journal()   # the manifest.json of the store lists every point of the sweep
     if first_error is not None:
         raise first_error
-    for i, recs in enumerate(results):
+    for recs in results:
         res.records.extend(recs or [])
     res.run_ids = [r for r in run_ids if r]
     res.seconds = time.perf_counter() - started
@@ -176,7 +176,7 @@ def _compute(fn: PointFn, scenarios: list[dict], todo: list[int], finish, execut
                     i = futures[fut]
                     try:
                         records = fut.result()
-                    except Exception as err:  # keep going: finished points are saved, error raised at the end
+                    except Exception as err:  # noqa: BLE001 - keep going: finished points are saved, error raised at the end
                         if first_error is None:
                             first_error = err
                         continue
@@ -214,7 +214,7 @@ def load_fn(spec: str) -> PointFn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from longhaul.cli import Parser   # one-line errors, as the longhaul command's
+    from longhaul.cli import Parser  # one-line errors, as the longhaul command's
     from longhaul.output import FORMATS, emit
 
     p = Parser(prog="python -m longhaul.sweep",

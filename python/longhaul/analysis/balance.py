@@ -23,7 +23,7 @@ METRICS = {  # test name in records -> (metric label, value column)
     "bibw": ("bi-directional bandwidth", "bw_MBps"),
     "mbw_mr": ("multi-pair bandwidth", "bw_MBps"),
 }
-METRICS_COLUMN = {label: col for label, col in METRICS.values()}
+METRICS_COLUMN = dict(METRICS.values())
 
 
 def _index(records: Sequence[dict], side: str) -> dict[tuple[str, int], float]:
@@ -35,9 +35,10 @@ def _index(records: Sequence[dict], side: str) -> dict[tuple[str, int], float]:
         test = str(r.get("test") or r.get("bench") or "")
         if test not in METRICS:
             continue
-        if _num(r.get(METRICS[test][1])) is None or _num(r.get("size_bytes")) is None:
+        size = _num(r.get("size_bytes"))
+        if _num(r.get(METRICS[test][1])) is None or size is None:
             continue
-        cells[(METRICS[test][0], int(_num(r["size_bytes"])))].append(r)
+        cells[(METRICS[test][0], int(size))].append(r)
     out = {}
     for (metric, size), recs in cells.items():
         col = METRICS_COLUMN[metric]
@@ -48,7 +49,7 @@ def _index(records: Sequence[dict], side: str) -> dict[tuple[str, int], float]:
             raise UserError(f"balance: the {side} records of {metric} at {size} bytes differ in {c} "
                             f"({', '.join(vals)}): different measurements, not repeats to average; choose one with "
                             f"--where {c}={vals[0]} (it selects on both sides) or label the runs apart")
-        out[(metric, size)] = sum(_num(r[col]) for r in recs) / len(recs)
+        out[(metric, size)] = sum(_num(r[col]) or 0.0 for r in recs) / len(recs)  # none is None (above)
     return out
 
 
@@ -59,7 +60,7 @@ def balance_ratios(intra: Sequence[dict], inter: Sequence[dict]) -> tuple[list[d
     if not common:
         raise UserError("balance: the intra-node and inter-node records share no (test, size_bytes); "
                         "ingest the same OSU tests (osu_bw, osu_latency, osu_bibw, osu_mbw_mr) for both")
-    rows = []
+    rows: list[dict] = []
     for metric, size in common:
         if b[(metric, size)] == 0:
             continue

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from longhaul.errors import UserError
 
@@ -42,7 +43,7 @@ class FitResult:
     evaluations: int
     converged: bool
     residuals: np.ndarray = field(repr=False)
-    model: Model = field(repr=False, default=None)
+    model: Model = field(repr=False)
     bounds: dict = field(repr=False, default_factory=dict)
     #: for each parameter the points do not determine, the others it moves with along a direction
     #: the model does not change in ([] when no measurement depends on it at all)
@@ -111,7 +112,7 @@ def _covariance(J: np.ndarray, s2: float) -> tuple[np.ndarray, list[list[int]]]:
     return cov, tied
 
 
-def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma: Sequence[float] | None = None,
+def fit(model: Model, params0: Mapping[str, float], x, y: ArrayLike, sigma: ArrayLike | None = None,
         bounds: Mapping[str, tuple[float, float]] | None = None, max_evaluations: int = 2000,
         tol: float = 1e-10) -> FitResult:
     """Least-squares fit of ``model``'s parameters (start at ``params0``) to points (x, y).
@@ -121,14 +122,14 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
     parameters + 1 -> UserError.
     """
     names = list(params0)
-    y = np.asarray(y, dtype=float).reshape(-1)
-    n, k = y.size, len(names)
+    ys = np.asarray(y, dtype=float).reshape(-1)
+    n, k = ys.size, len(names)
     if k == 0:
         raise UserError("calibration: the model has no free parameters to fit")
     if n < k + 1:
         raise UserError(f"calibration: {n} measured point(s) for {k} free parameter(s); need at least {k + 1} "
                         "(one more than the parameters, to estimate the uncertainty)")
-    if not np.all(np.isfinite(y)):
+    if not np.all(np.isfinite(ys)):
         raise UserError("calibration: measured values contain NaN or infinity")
     w = np.ones(n) if sigma is None else 1.0 / np.asarray(sigma, dtype=float).reshape(-1)
     if w.size != n or not np.all(np.isfinite(w)) or np.any(w <= 0):
@@ -142,7 +143,7 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
         yp = _eval(model, names, pv, x)
         if yp.size != n:
             raise UserError(f"calibration: the model returned {yp.size} values for {n} points")
-        return (y - yp) * w
+        return (ys - yp) * w
 
     if not np.all(np.isfinite(resid(p))):
         raise UserError(f"calibration: the model gives NaN or infinity at the start values {dict(zip(names, p.tolist()))}")
@@ -153,14 +154,14 @@ def fit(model: Model, params0: Mapping[str, float], x, y: Sequence[float], sigma
     sol = least_squares(resid, p, jac="3-point", bounds=(lo, hi), method="trf", x_scale="jac",
                         ftol=tol, xtol=tol, gtol=tol, max_nfev=max_evaluations)
     p = sol.x
-    y0 = y - sol.fun / w
+    y0 = ys - sol.fun / w
     J = sol.jac  # d(residual)/dp at the optimum, weighted; its sign does not matter to J^T J
     dof = n - k
     s2 = 1.0 if sigma is not None else float(sol.fun @ sol.fun) / dof
     cov, tied = _covariance(J, s2)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    resid_raw = y - y0
-    tss = float(((y - y.mean()) ** 2).sum())
+    resid_raw = ys - y0
+    tss = float(((ys - ys.mean()) ** 2).sum())
     r2 = 1 - float((resid_raw**2).sum()) / tss if tss > 0 else math.nan  # undefined for constant data
     return FitResult(names=names, values=dict(zip(names, map(float, p))), stderr=dict(zip(names, map(float, se))),
                      covariance=cov, rss=float((resid_raw**2).sum()), dof=dof, r2=r2, n=n, evaluations=sol.nfev,

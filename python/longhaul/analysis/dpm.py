@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from longhaul.analysis.profiles import _num, group_values, miles_from_delay_us, _sort_key
+from longhaul.analysis.profiles import _num, _sort_key, group_values, miles_from_delay_us
 from longhaul.errors import UserError
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 from longhaul.errors import UserError
@@ -267,8 +266,8 @@ def _cc_list(text: str) -> list[str]:
 
 def _bench_tcp(args) -> int:
     from longhaul.emu import bench
-    from longhaul.units import parse_int_list, parse_size
     from longhaul.results import now_utc
+    from longhaul.units import parse_int_list, parse_size
     started = now_utc()
     _check_store(args)
     link, delays, rates, file = _bench_link(args)

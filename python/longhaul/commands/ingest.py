@@ -6,7 +6,7 @@ import sys
 
 from longhaul.errors import UserError
 from longhaul.ingest import TOOLS, ingest_file
-from longhaul.output import FORMATS, emit, count as _count
+from longhaul.output import FORMATS, count as _count, emit
 from longhaul.results import add_store_option, store_from_args
 from longhaul.units import delays_from_options
 

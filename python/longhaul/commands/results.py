@@ -11,9 +11,16 @@ import json
 import sys
 
 from longhaul.errors import UserError
-from longhaul.output import FORMATS, emit, count as _count
-from longhaul.results import (SOURCES, add_store_option, atomic_write_bytes, atomic_write_text, check_output_path,
-                              records_to_table, store_from_args)
+from longhaul.output import FORMATS, count as _count, emit
+from longhaul.results import (
+    SOURCES,
+    add_store_option,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_output_path,
+    records_to_table,
+    store_from_args,
+)
 
 LS_COLUMNS = ("run_id", "kind", "source", "label", "n_records", "started_utc", "software_version")
 EXPORT_FORMATS = ("csv", "json", "parquet")
@@ -74,7 +81,7 @@ def _no_match(store, args) -> str | None:
                                                        ("--label", "label", args.label),
                                                        ("--kind", "kind", args.kind)) if value is not None]
     hints = []
-    for opt, key, value in given:
+    for _opt, key, value in given:
         held = sorted({str(e[key]) for e in every})
         if value not in held:
             shown = ", ".join(repr(h) for h in held[:12]) + (f", ... ({len(held)} in all)" if len(held) > 12 else "")

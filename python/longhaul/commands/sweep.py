@@ -12,8 +12,7 @@ import importlib
 import json
 import sys
 
-from longhaul import sweep as _sweep
-from longhaul import units
+from longhaul import sweep as _sweep, units
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.results import Store, add_store_option
@@ -84,7 +83,7 @@ def _grid(text: str) -> list[dict]:
     return _sweep.grid(spec)
 
 
-def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[str]:
+def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[str] | None:
     """The table `longhaul sim MODEL` prints (its columns that hold a value here), then the swept
     parameters it leaves out: every field would make a table some 300 characters wide (csv then
     carries every other single-valued field, as `sim`'s does; json every field)."""
@@ -120,8 +119,9 @@ def _run(args) -> int:
             # size: the grid gives them) and the defaults, but none of the grid's other values.
             if args.model == "verbs" and "size_bytes" not in table_of(base, "verbs"):
                 workload = {"size_bytes": pt["size_bytes"]}
+            # Called by naming_the_file just below, before the loop moves on: `workload` is this point's.
             file_alone = lambda: module.validate(  # noqa: E731
-                module.scenario(base, **workload, **_cli_defaults(args.model, {}, base)))
+                module.scenario(base, **workload, **_cli_defaults(args.model, {}, base)))  # noqa: B023
             raise naming_the_file(err, args.base, file_alone, module.FILE_KEYS) from None
         scenarios.append(sc)
     res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store).check_writable(), source="sim",

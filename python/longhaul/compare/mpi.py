@@ -223,7 +223,7 @@ def compare_mpi(bench: str, sizes, delays_us, ranks_per_cluster: int | None = No
     for (algo, eager), emu_runs in runs.items():
         for e in median_of_runs(emu_runs, METRIC[bench]):
             out.append(_point("emu", bench, algo, eager, e))
-            if tcp_model:
+            if tcp_model and stack is not None:  # the stack is given or calibrated above
                 s = simulate_point(bench, e, stack, eager, window, algo)
                 out.append({**_point("sim", bench, algo, eager, {**s, "iterations": e["iterations"],
                                                                   "warmup": e["warmup"]}),
@@ -378,7 +378,7 @@ def _run(args) -> int:
     note = (TCP_NOTE.format(rate=rate_used, cc=sim_tcp["cc"], per_seg_us=stack["per_seg_us"],
                             source="given by --stack" if args.stack is not None else "calibrated at 0 delay",
                             per_byte_ns=stack["per_byte_ns"], per_msg_us=stack["per_msg_us"])
-            if sim_tcp else LIMIT.format(profile=args.profile, rate=rate_used))
+            if sim_tcp and stack is not None else LIMIT.format(profile=args.profile, rate=rate_used))
     metric = METRIC[args.bench]
     emit(side_by_side(records), "table", [*KEYS, f"sim_{metric}", f"emu_{metric}", "rel_diff"],
          title=f"longhaul compare mpi {args.bench} (rel_diff = (sim - emu) / emu)")

@@ -15,4 +15,4 @@ drops packets per direction. This package is the control plane:
 """
 
 from longhaul.emu.options import LinkOptions  # noqa: F401
-from longhaul.emu.study import study_part  # noqa: F401,E402
+from longhaul.emu.study import study_part  # noqa: F401

@@ -18,7 +18,8 @@ import select
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from pathlib import Path
 
 from longhaul.emu import system
 from longhaul.emu.options import LinkOptions, Queue
@@ -148,13 +149,15 @@ class _Tool:
     def __init__(self, emu: Emulator, side: str, argv: list[str]):
         self.proc = emu.popen(side, 0, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
+        assert self.proc.stdout is not None and self.proc.stderr is not None  # PIPE
+        self.stdout, self.stderr = self.proc.stdout, self.proc.stderr
 
-    def ready(self, timeout_s: float = 10.0) -> "_Tool":
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
-        line = self.proc.stdout.readline() if r else ""
+    def ready(self, timeout_s: float = 10.0) -> _Tool:
+        r, _, _ = select.select([self.stdout], [], [], timeout_s)
+        line = self.stdout.readline() if r else ""
         if not line.startswith("ready"):
             self.proc.kill()
-            raise RuntimeError(f"load generator did not start: {self.proc.stderr.read().strip()[-300:]}")
+            raise RuntimeError(f"load generator did not start: {self.stderr.read().strip()[-300:]}")
         return self
 
     def result(self, timeout_s: float) -> dict:
@@ -238,7 +241,7 @@ def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s:
     cross = _cross_traffic(emu, cross_gbps, total + 0.5, cross_size_bytes)
     try:
         if tool == "iperf3":
-            result = _iperf3(emu, streams, cc, duration_s, omit, socket_buffer_bytes)
+            result = _iperf3(emu, streams, cc, int(duration_s), int(omit), socket_buffer_bytes)  # whole seconds
         else:
             result = _builtin_tcp(emu, streams, cc, duration_s, omit, socket_buffer_bytes)
         cross_rec = _cross_record(cross, total + 35)
@@ -299,7 +302,7 @@ def _listening(pid: int, address: str, port: int) -> bool:
     a, b, c, d = (int(x) for x in address.split("."))
     local = f"{d:02X}{c:02X}{b:02X}{a:02X}:{port:04X}"  # /proc/net/tcp: address in host byte order
     try:
-        lines = open(f"/proc/{pid}/net/tcp").read().splitlines()[1:]
+        lines = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
     except OSError:
         return False
     return any(f[1] == local and f[3] == "0A" for f in (line.split() for line in lines) if len(f) > 3)
@@ -333,7 +336,7 @@ def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: int, omit_s
         while not _listening(server.pid, emu.address("b"), port):
             if server.poll() is not None:
                 raise UserError(f"--tool iperf3: iperf3's server stopped before it listened: "
-                                f"{_one_line(server.stderr.read()) or f'exit status {server.returncode}'}")
+                                f"{_one_line(server.stderr.read() if server.stderr else '') or f'exit status {server.returncode}'}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"iperf3's server did not listen within {IPERF3_SERVER_START_S:g} s")
             time.sleep(0.01)
@@ -431,8 +434,7 @@ def ping_reply_timeout_s(link: LinkOptions, size_bytes: int) -> float:
         wait = (d.delay_us + d.jitter_us) * 1e-6
         if d.rate_gbps:
             q = d.effective_queue()
-            queued = q.bytes if q.bytes is not None else q.packets * link.mtu
-            wait += (queued + size_bytes) * 8 / (d.rate_gbps * 1e9)
+            wait += (q.bytes_at(link.mtu) + size_bytes) * 8 / (d.rate_gbps * 1e9)
         total += wait
     return total
 

@@ -120,7 +120,7 @@ class MpiJob:
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 600.0
 
-    def validated(self, hosts: int | None = None) -> "MpiJob":
+    def validated(self, hosts: int | None = None) -> MpiJob:
         if self.library not in LIBRARIES:
             raise UserError(f"--mpi: '{self.library}' is not one of {', '.join(LIBRARIES)}")
         if self.placement not in PLACEMENTS:
@@ -202,11 +202,11 @@ def openmpi_command(emu: Emulator, job: MpiJob, mpirun: str, agent: Path, hostfi
         cmd += ["--mca", k, str(v)]
     for name, value in rank_env.items():
         cmd += ["-x", f"{name}={value}"]
-    return ["ip", "netns", "exec", emu.management, *cmd, *job.argv]
+    return ["ip", "netns", "exec", emu.management_netns, *cmd, *job.argv]
 
 
 def mpich_command(emu: Emulator, job: MpiJob, mpiexec: str, wrapper: Path) -> list[str]:
-    return ["ip", "netns", "exec", emu.management, mpiexec, "-n", str(2 * job.ranks_per_cluster), str(wrapper),
+    return ["ip", "netns", "exec", emu.management_netns, mpiexec, "-n", str(2 * job.ranks_per_cluster), str(wrapper),
             *job.argv]
 
 
@@ -222,7 +222,7 @@ def _mpich_libdirs(emu: Emulator, job: MpiJob) -> list[str]:
     found = sorted(f for pattern in LIBMPICH_GLOB for f in glob.glob(pattern))
     if not found:
         raise UserError("--mpi mpich: libmpich.so.12 not found; install the Debian package libmpich12")
-    libdir = emu.run_state.dir / "mpich-lib"
+    libdir = emu.state_dir / "mpich-lib"
     libdir.mkdir(exist_ok=True)
     link = libdir / "libmpi.so.12"
     if not link.exists():
@@ -264,11 +264,11 @@ def run(emu: Emulator, job: MpiJob) -> dict:
     rank_env = dict(job.env)
     if "PYTHONPATH" in rank_env:
         rank_env["PYTHONPATH"] = _search_path(pkg_root, rank_env["PYTHONPATH"])
-    script = emu.run_state.dir / ("agent.sh" if job.library == "openmpi" else "wrapper.sh")
+    script = emu.state_dir / ("agent.sh" if job.library == "openmpi" else "wrapper.sh")
     script.write_text(_AGENT if job.library == "openmpi" else _WRAPPER)
     script.chmod(0o755)
     if job.library == "openmpi":
-        hostfile = emu.run_state.dir / "hostfile"
+        hostfile = emu.state_dir / "hostfile"
         hostfile.write_text("".join(f"{h} slots=1\n" for h in hosts))
         if os.geteuid() == 0:  # Open MPI refuses root unless told twice (emulation needs root)
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -280,7 +280,7 @@ def run(emu: Emulator, job: MpiJob) -> dict:
         env.update(_mpich_env(emu, job, hosts, libdirs))
         if "LD_LIBRARY_PATH" in rank_env:  # the MPI library's directories stay first
             rank_env["LD_LIBRARY_PATH"] = _search_path(*libdirs, rank_env["LD_LIBRARY_PATH"])
-        rank_env_file = emu.run_state.dir / "rank-env.sh"
+        rank_env_file = emu.state_dir / "rank-env.sh"
         rank_env_file.write_text("".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in rank_env.items()))
         env["LONGHAUL_RANK_ENV"] = str(rank_env_file)
         cmd = mpich_command(emu, job, binary, script)
@@ -314,7 +314,7 @@ def _last_error(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("----")]
     parts = []
     code = next((ln.split(":", 1)[1].strip() for ln in lines
-                 if ln.startswith("Exit code:") or ln.startswith("=   EXIT CODE:")), None)  # Open MPI, hydra
+                 if ln.startswith(("Exit code:", "=   EXIT CODE:"))), None)  # Open MPI, hydra
     if code is not None:
         parts.append(f"a rank exited with code {code}")
     parts += [ln for ln in lines if "exited on signal" in ln or "EXIT STRING" in ln][:1]

@@ -10,8 +10,8 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from longhaul.errors import UserError
 from longhaul import units
+from longhaul.errors import UserError
 from longhaul.units import MAX_DELAY_US, parse_size
 
 MAX_RATE_GBPS = 100.0
@@ -65,7 +65,7 @@ class Queue:
     packets: int | None = None
 
     @staticmethod
-    def parse(text: str | int, option: str = "--queue") -> "Queue":
+    def parse(text: str | int, option: str = "--queue") -> Queue:
         """'4MB', '512K', '65536' (bytes, binary suffixes) or '1000p' / '1000pkts' (packets)."""
         m = _QUEUE_PACKETS_RE.match(str(text))
         if m:
@@ -82,6 +82,13 @@ class Queue:
         if not lo <= b <= hi:
             raise UserError(f"{option}: {b} bytes is out of range [{lo}, {hi}] (64K .. 1G)")
         return Queue(bytes=b)
+
+    def bytes_at(self, mtu: int) -> int:
+        """The limit in bytes: a packet limit holds that many packets of `mtu` bytes."""
+        if self.bytes is not None:
+            return self.bytes
+        assert self.packets is not None  # exactly one is set
+        return self.packets * mtu
 
     def spec(self) -> str:
         return f"queue_packets={self.packets}" if self.packets is not None else f"queue_bytes={self.bytes}"
@@ -108,7 +115,7 @@ class Direction:
     frame_bytes: int = 0
     min_queue_bytes: int = 256 * 1024
 
-    def validated(self, prefix: str = "--") -> "Direction":
+    def validated(self, prefix: str = "--") -> Direction:
         _check(self.delay_us, f"{prefix}delay-us", 0, MAX_DELAY_US, " us")
         if self.rate_gbps != 0:
             _check(self.rate_gbps, f"{prefix}rate-gbps", MIN_RATE_GBPS, MAX_RATE_GBPS, " Gb/s (or 0 = unlimited)")
@@ -169,13 +176,13 @@ class LinkOptions:
     @staticmethod
     def symmetric(delay_us: float = 0.0, rate_gbps: float = 0.0, loss: float = 0.0, jitter_us: float = 0.0,
                   queue: str | int | Queue | None = None, mtu: int = 1500, hosts: int = 1,
-                  window: str | int | None = None, seed: int = 1) -> "LinkOptions":
+                  window: str | int | None = None, seed: int = 1) -> LinkOptions:
         q = queue if isinstance(queue, Queue) or queue is None else Queue.parse(queue)
         d = Direction(delay_us=delay_us, rate_gbps=rate_gbps, loss=loss, jitter_us=jitter_us, queue=q)
         w = parse_size(str(window), "--window") if window is not None and not isinstance(window, int) else window
         return LinkOptions(ab=d, ba=d, mtu=mtu, hosts=hosts, window=w, seed=seed).validated()
 
-    def validated(self) -> "LinkOptions":
+    def validated(self) -> LinkOptions:
         self.ab.validated()
         self.ba.validated()
         if not isinstance(self.mtu, int) or self.mtu < MIN_MTU:
@@ -193,7 +200,7 @@ class LinkOptions:
             _check(self.rto_min_ms, "min_rto_ms", *RTO_MIN_MS_RANGE, " ms")
         return self
 
-    def at(self, delay_us: float, rate_gbps: float) -> "LinkOptions":
+    def at(self, delay_us: float, rate_gbps: float) -> LinkOptions:
         """The same link with this delay and rate in both directions (a point of a grid)."""
         return replace(self, ab=replace(self.ab, delay_us=delay_us, rate_gbps=rate_gbps),
                        ba=replace(self.ba, delay_us=delay_us, rate_gbps=rate_gbps)).validated()
@@ -216,7 +223,7 @@ class LinkOptions:
                     for d in (self.ab, self.ba))
         return int(min(max(4 * worst, 4 << 20), WINDOW_RANGE[1]))
 
-    def with_window(self, window: int | None) -> "LinkOptions":
+    def with_window(self, window: int | None) -> LinkOptions:
         return replace(self, window=window).validated()
 
     def record(self) -> dict:

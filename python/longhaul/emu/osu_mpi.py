@@ -126,8 +126,8 @@ def main(argv=None) -> int:
     elif a.bench in ("latency", "bw", "bibw"):
         pairs = pairs[:1]
     if rank == 0:
-        print("\n".join(header(a.bench, [f"longhaul mpi4py port ({MPI.Get_library_version().splitlines()[0].strip()}); "
-                                          f"ranks: {comm.Get_size()}, algo: {a.algo}"], len(pairs), a.window,
+        print("\n".join(header(a.bench, [(f"longhaul mpi4py port ({MPI.Get_library_version().splitlines()[0].strip()}); "
+                                          f"ranks: {comm.Get_size()}, algo: {a.algo}")], len(pairs), a.window,
                                  made_by="mpi4py port")),
               flush=True)
     mine = next(((p, q) for p, q in pairs if rank in (p, q)), None)
@@ -136,6 +136,7 @@ def main(argv=None) -> int:
             lat = collective(comm, a.bench, a.algo, size, a.iterations, a.warmup)
             avg, lo, hi = comm.reduce(lat, op=MPI.SUM), comm.reduce(lat, op=MPI.MIN), comm.reduce(lat, op=MPI.MAX)
             if rank == 0:
+                assert avg is not None and lo is not None and hi is not None  # the root's reductions
                 print(row(size, avg / comm.Get_size(), lo, hi, iterations=a.iterations), flush=True)
             continue
         comm.Barrier()
@@ -151,6 +152,7 @@ def main(argv=None) -> int:
         values = comm.gather(value, root=0)
         if rank != 0:
             continue
+        assert values is not None  # the root's gather
         times = [v for v in values if v is not None]
         if a.bench == "latency":
             print(row(size, times[0]), flush=True)

@@ -101,7 +101,8 @@ def run(emu: Emulator, commands: list[HostCommand], grace_s: float = 3.0, timeou
         c = commands[i]
         o = e = None
         if not stream_output:
-            o, e = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+            # Closed when the commands' output is collected, after the run.
+            o, e = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")  # noqa: SIM115
             files[i] = (o, e)
         procs[i] = emu.popen(c.side, c.index, c.argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e,
                              text=True, start_new_session=True)

@@ -32,9 +32,21 @@ verb reads it, and named by its key in the file.
 
 from __future__ import annotations
 
+from typing import Any
+
 from longhaul.emu.bench import check_duration_s, check_socket_buffer, check_streams
-from longhaul.emu.options import (MAX_HOSTS, MAX_JITTER_US, MAX_LOSS, MAX_SEED, MIN_MTU, QUEUE_BYTES_RANGE,
-                                  Direction, LinkOptions, Queue, parse_rates)
+from longhaul.emu.options import (
+    MAX_HOSTS,
+    MAX_JITTER_US,
+    MAX_LOSS,
+    MAX_SEED,
+    MIN_MTU,
+    QUEUE_BYTES_RANGE,
+    Direction,
+    LinkOptions,
+    Queue,
+    parse_rates,
+)
 from longhaul.emu.system import check_congestion_control
 from longhaul.errors import UserError, in_scenario_file
 from longhaul.units import FIBRE_DELAY_US_PER_KM, delays_from_options, parse_one_float, parse_one_int, parse_size
@@ -58,14 +70,14 @@ def _refuse_what_cannot_be_honoured(sc: dict, r: dict) -> None:
          "extender: the emulator has no extender boxes at the WAN ends (use 'none')"),
         (ipoib and "queue_bytes" in path,
          "queue_bytes: on IPoIB it is the extender's credit buffer; the emulator does not model credit flow control"),
-        (tcp_.get("hystart") is False, "hystart: tcp_cubic's hystart is a module parameter of the whole machine, "
-                                       "not settable per emulated host"),
+        (tcp_.get("hystart") is False, ("hystart: tcp_cubic's hystart is a module parameter of the whole machine, "
+                                       "not settable per emulated host")),
         *((tcp_.get(key, linux) != linux, f"{key}: Linux TCP has only '{linux}'; '{tcp_.get(key)}' is a simulator variant")
           for key, linux in (("rto_formula", "linux"), ("rto_restart", "every-ack"),
                              ("rto_ssthresh", "once-per-episode"), ("cwnd_growth", "in-order"))),
         (bool(cross.get("start_s")), "cross.start_s: the emulator's cross traffic runs from the start"),
-        (bool(cross.get("on_ms") or cross.get("off_ms")), "cross.on_ms, cross.off_ms: the emulator's cross traffic "
-                                                           "is constant-rate, not bursts"),
+        (bool(cross.get("on_ms") or cross.get("off_ms")), ("cross.on_ms, cross.off_ms: the emulator's cross traffic "
+                                                           "is constant-rate, not bursts")),
         ("interval_s" in tcp_, "interval_s: the emulator reports one throughput per run, no time series"),
         (bool(tcp_.get("cwnd_trace")), "cwnd_trace: the emulator reports no congestion-window trace"),
     ]
@@ -177,7 +189,7 @@ def _size(value, option: str) -> int:
 
 
 def _direction(values: dict) -> Direction:
-    kw = {}
+    kw: dict[str, Any] = {}
     dist = [values.get(k) for k in ("delay_us", "distance_km", "distance_miles")]
     if any(v is not None for v in dist):
         delays = delays_from_options(*[None if v is None else str(v) for v in dist])

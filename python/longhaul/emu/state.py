@@ -61,7 +61,7 @@ class RunState:
         self.path = self.dir / "state.json"
         self.data: dict = {}
 
-    def load(self) -> "RunState":
+    def load(self) -> RunState:
         try:
             self.data = json.loads(self.path.read_text())
         except (OSError, ValueError):
@@ -150,7 +150,7 @@ def _remove_session_dirs(name: str) -> None:
 
 def clean() -> list[dict]:
     """Tear down every recorded run whose controller is gone; leave live runs alone."""
-    records = []
+    records: list[dict] = []
     if not STATE_ROOT.is_dir():
         return records
     for d in sorted(STATE_ROOT.iterdir()):

@@ -61,8 +61,8 @@ def study_part(ctx):
         ],
         advice=advice,
         commands=[f"longhaul emu bench ping --delay-us {','.join(f'{d:g}' for d in delays)} --rate-gbps {RATE_GBPS:g}",
-                  f"longhaul emu bench tcp --delay-us {','.join(f'{d:g}' for d in delays)} --rate-gbps {RATE_GBPS:g} "
-                  f"--streams 1,4 --cc cubic --duration-s {duration:g}"],
+                  (f"longhaul emu bench tcp --delay-us {','.join(f'{d:g}' for d in delays)} --rate-gbps {RATE_GBPS:g} "
+                  f"--streams 1,4 --cc cubic --duration-s {duration:g}")],
         computed=0 if cached is not None else len(ping) + len(tcp),
         cached=len(ping) + len(tcp) if cached is not None else 0,
     )

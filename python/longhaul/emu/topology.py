@@ -76,21 +76,36 @@ class Emulator:
         return env
 
     @property
+    def state_dir(self) -> Path:
+        """The running emulator's directory of state (between __enter__ and close)."""
+        if self.run_state is None:
+            raise RuntimeError(f"emulator {self.name} is not running")
+        return self.run_state.dir
+
+    @property
+    def management_netns(self) -> str:
+        """The launcher's namespace on the management network (an emulator made with management=True)."""
+        if self.management is None:
+            raise RuntimeError(f"emulator {self.name} has no management network")
+        return self.management
+
+    @property
     def stats_path(self) -> Path:
-        return self.run_state.dir / "stats.json"
+        return self.state_dir / "stats.json"
 
     # -- life cycle ------------------------------------------------------------------
-    def __enter__(self) -> "Emulator":
+    def __enter__(self) -> Emulator:
         system.require_privileges()
         binary = system.dataplane_binary()
         extra = [self.management] if self.management else []
-        self.run_state = state.claim(self.name, self.hosts["a"] + self.hosts["b"] + self.switches + extra)
+        run_state = state.claim(self.name, self.hosts["a"] + self.hosts["b"] + self.switches + extra)
+        self.run_state = run_state
         # SIGTERM/SIGHUP raise Terminated, which unwinds through __exit__: the run is torn down.
         self._signals.enter_context(terminated_on_signals("the emulated run was torn down"))
         try:
-            self._start_reaper()
+            self._start_reaper(run_state)
             self._create_namespaces()
-            self._start_dataplane(binary)
+            self._start_dataplane(binary, run_state)
             self._configure_hosts()
             if self.management:
                 self._create_management()
@@ -122,7 +137,7 @@ class Emulator:
             signal.signal(signal.SIGINT, old_int)
             self._signals.close()
 
-    def _start_reaper(self) -> None:
+    def _start_reaper(self, run_state: state.RunState) -> None:
         env = dict(os.environ)
         pkg_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
@@ -130,7 +145,7 @@ class Emulator:
             [sys.executable, "-m", "longhaul.emu.reaper", self.name, str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, env=env)  # own session: Ctrl-C in the terminal does not reach it
-        self.run_state.set_process("reaper", self.reaper.pid)
+        run_state.set_process("reaper", self.reaper.pid)
 
     def _create_namespaces(self) -> None:
         window = self.link.effective_window()
@@ -169,7 +184,7 @@ class Emulator:
             raise UserError(f"--mtu: the kernel refused MTU {self.link.mtu} on {dev} ({e.stderr}); "
                             "TUN and veth devices take 576..65535 here") from None
 
-    def _start_dataplane(self, binary: str) -> None:
+    def _start_dataplane(self, binary: str, run_state: state.RunState) -> None:
         args = [binary, "link", "--ifname", TUN_NAME, "--stats", str(self.stats_path),
                 "--spin-us", str(self.spin_us), "--idle-wake-us", str(self.idle_wake_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
                 "--ab-cpu", str(self.dataplane_cpus[0] if self.dataplane_cpus else -1),
@@ -184,9 +199,11 @@ class Emulator:
         except OSError as err:   # $LONGHAUL_WAN names no program (or one that cannot run)
             raise UserError(f"the data plane '{binary}' cannot be started ({err.strerror or err}); build it with "
                             "`cargo build --release -p longhaul-wan` or set LONGHAUL_WAN to its path") from None
-        self.run_state.set_process("dataplane", self.dataplane.pid)
-        ready, _, _ = select.select([self.dataplane.stdout], [], [], READY_TIMEOUT_S)
-        line = self.dataplane.stdout.readline() if ready else ""
+        run_state.set_process("dataplane", self.dataplane.pid)
+        out = self.dataplane.stdout
+        assert out is not None  # stdout=PIPE
+        ready, _, _ = select.select([out], [], [], READY_TIMEOUT_S)
+        line = out.readline() if ready else ""
         if not line.startswith("ready"):
             self.dataplane.kill()
             try:   # what it said last; a child it left holding the pipe must not hang the teardown
@@ -208,7 +225,7 @@ class Emulator:
                           "src", self.address(side, i), *self.link.route_options())
 
     def _create_management(self) -> None:
-        mg = self.management
+        mg = self.management_netns
         system.ip("netns", "add", mg)
         system.ip("-n", mg, "link", "set", "lo", "up")
         system.ip("-n", mg, "link", "add", "br0", "type", "bridge")

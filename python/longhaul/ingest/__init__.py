@@ -153,7 +153,7 @@ def ingest_output(data: bytes, tool: str, name: str, delay_us: float | None = No
     facts twice is one run: replaced, never duplicated."""
     records = parse_text(decode_output(data, tool, name), tool, name)
     check_latency_against_delay(records, delay_us, tool, name)
-    common = {"delay_us": delay_us, "distance_km": km_from_delay_us(delay_us) if delay_us is not None else None}
+    common: dict[str, object] = {"delay_us": delay_us, "distance_km": km_from_delay_us(delay_us) if delay_us is not None else None}
     digest = hashlib.sha256(data).hexdigest()
     if command is None:
         origin = {"file_name": name, "file_sha256": digest}

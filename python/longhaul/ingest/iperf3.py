@@ -58,13 +58,13 @@ _REFUSE_ZERO = ("what iperf3 prints for the far end's figures when they never ar
                 "not a measurement of the link")
 
 
-def _record(direction: str, bits_per_second: float, nbytes: float, seconds: float, **extra) -> dict:
+def _record(direction: str, bits_per_second: float, nbytes: float, seconds: float, /, **extra) -> dict:
     rec = {
         "tool": TOOL,
         "direction": direction,
         "bw_MBps": bits_per_second / 8 / 1e6,
         "rate_gbps": bits_per_second / 1e9,
-        "bytes": int(round(nbytes)),
+        "bytes": round(nbytes),
         "duration_s": seconds,
     }
     rec.update({k: v for k, v in extra.items() if v is not None})
@@ -115,7 +115,7 @@ def _whole(value, name: str, line: int, where: str) -> int:
 def _typed(text: str, name: str, obj: dict, path: tuple[str, ...], field: str, kinds: tuple, what: str):
     """``obj[field]`` if absent or of one of the JSON ``kinds``; else IngestError naming the key."""
     value = obj.get(field)
-    if field not in obj or isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
+    if field not in obj or (isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)):
         return value
     raise IngestError(TOOL, name, _json_line(text, *path, field=field),
                       f"{'.'.join((*path, field))} {_shown(value)} is not {what}")
@@ -126,7 +126,7 @@ def _flag(text: str, name: str, obj: dict, path: tuple[str, ...], field: str) ->
     value = obj.get(field)
     if field not in obj:
         return None
-    if value in (0, 1) and not isinstance(value, float) or isinstance(value, bool):
+    if (value in (0, 1) and not isinstance(value, float)) or isinstance(value, bool):
         return bool(value)
     raise IngestError(TOOL, name, _json_line(text, *path, field=field),
                       f"{'.'.join((*path, field))} {_shown(value)} is not 0 or 1 (iperf3 writes the option as 0 or 1)")
@@ -404,8 +404,8 @@ def _refuse_zero_halves(summaries: list[tuple[int, str, str, dict]], name: str) 
         for direction, other in (("sender", "receiver"), ("receiver", "sender")):
             (line, rec), (_, orec) = pair[direction], pair[other]
             if rec["bytes"] == 0 and rec["bw_MBps"] == 0 and orec["bytes"] > 0:
-                bad.append((line, f"the {direction} row counted 0.00 Bytes while the {other} row counted "
-                                  f"{orec['bytes']} bytes: {_REFUSE_ZERO}"))
+                bad.append((line, (f"the {direction} row counted 0.00 Bytes while the {other} row counted "
+                                  f"{orec['bytes']} bytes: {_REFUSE_ZERO}")))
     if bad:
         raise IngestError(TOOL, name, *min(bad))
 
@@ -421,6 +421,6 @@ def _is_json(text: str) -> bool:
 
 def parse(text: str, name: str = "<text>") -> list[dict]:
     head = text.lstrip()
-    if head.startswith("{") or head.startswith("[") and _is_json(head):  # a JSON array: not -J output, said so
+    if head.startswith("{") or (head.startswith("[") and _is_json(head)):  # a JSON array: not -J output, said so
         return parse_json(text, name)
     return parse_text(text, name)

@@ -252,7 +252,7 @@ def _row_values(s: str, toks: list[str], cols: list[str], labels: list[str], nam
         return [t if c == _VALIDATION else int(t) if c in _INTEGER_COLUMNS else float(t) for c, t in zip(cols, toks)]
     except ValueError:
         pass
-    for col, tok, label in zip(cols, toks, labels):
+    for col, tok, _label in zip(cols, toks, labels):
         if col == _TRANSMIT and re.fullmatch(r"-?\d+\.\d*|-?\.\d+", tok):
             raise IngestError(TOOL, name, lineno, f"Transmit Size '{tok}' is not a whole number of bytes "
                                                   "(OSU prints it as an integer, %zu)")
@@ -344,7 +344,7 @@ def _matrix_row(s: str, matrix: _Matrix, ctx: dict, header_line: int, name: str,
 def _check_size_in_datatype(ctx: dict, size, name: str, lineno: int) -> None:
     """A row of a -T table has at least one element of its datatype (OSU skips smaller sizes)."""
     dtype = ctx.get("datatype")
-    element = _ELEMENT_BYTES.get(dtype)
+    element = _ELEMENT_BYTES.get(dtype or "")
     if element and isinstance(size, int) and size < element:
         raise IngestError(TOOL, name, lineno, f"size {size} in the {dtype} table is less than one {dtype} element "
                                               f"({element} byte{'s' if element > 1 else ''}): OSU skips a size that "
@@ -475,7 +475,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             elif matrix is not None and _WINDOW_HEADER.fullmatch(body):
                 _matrix_header(body, matrix, name, lineno)
                 header_line = lineno
-            elif body.startswith("Size") or body.startswith("Avg Latency"):
+            elif body.startswith(("Size", "Avg Latency")):
                 if "benchmark" not in ctx:
                     raise IngestError(TOOL, name, lineno, "column header before any '# OSU ... Test' title line")
                 cols, labels = _header_columns(body, name, lineno)

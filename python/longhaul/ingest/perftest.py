@@ -122,7 +122,7 @@ def _title(line: str, name: str, lineno: int) -> dict | None:
 
 def _check_table_matches_title(test: str | None, title: tuple[int, str], cols: list[str], name: str,
                                lineno: int) -> None:
-    kind, needed, headers = _TABLE_OF.get(test, ("", (), ""))
+    kind, needed, headers = _TABLE_OF.get(test or "", ("", (), ""))
     if needed and not any(c in cols for c in needed):
         raise IngestError(TOOL, name, lineno, f"result header does not match the title '{title[1]}' on line "
                                               f"{title[0]}: a {kind} test's table has {headers}")
@@ -143,7 +143,7 @@ def _check_row(row: dict, labels: list[str], unit: str | None, name: str, lineno
     for (col, value), label in zip(row.items(), labels):
         in_unit = col.startswith("bw_") and unit is not None
         check_value(TOOL, name, lineno, label, value, _bound(col),
-                    per_unit=_UNIT_BYTES[unit] / 1e6 if in_unit else 1.0, unit=unit if in_unit else None)
+                    per_unit=_UNIT_BYTES[unit] / 1e6 if in_unit and unit else 1.0, unit=unit if in_unit else None)
 
 
 def parse(text: str, name: str = "<text>") -> list[dict]:
@@ -202,7 +202,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None
         row = dict(zip(cols, values))
         _check_row(row, labels, unit, name, lineno)
-        if (first := seen_sizes.setdefault(row["size_bytes"], lineno)) != lineno:
+        if (first := seen_sizes.setdefault(int(row["size_bytes"]), lineno)) != lineno:
             raise IngestError(TOOL, name, lineno, f"size {row['size_bytes']} again (first on line {first}): perftest "
                                                   "prints each size once per run; ingest one run per file (split "
                                                   "the file)")
@@ -210,7 +210,7 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
         # !(noPeak) * ..., so a run with -N (--noPeak) prints a peak of 0.00 next to a real average.
         if row.get("iterations") == 0 and any(v > 0 for k, v in row.items() if k.startswith(("bw_", "msg_rate"))):
             raise IngestError(TOOL, name, lineno, "0 iterations with a non-zero result: nothing was measured")
-        rec = {k: v for k, v in ctx.items()}
+        rec = dict(ctx.items())
         rec.setdefault("test", "lat" if "lat_min_us" in row or "lat_avg_us" in row else "bw")
         rec.update({k: v for k, v in row.items() if not k.startswith(("bw_peak", "bw_avg", "bw_port"))})
         if unit is not None:

@@ -13,10 +13,12 @@ order combines values cluster by cluster, so floating-point sums may differ from
 algorithm in the last bits, exactly as they do between MPI's own algorithm choices.
 """
 
+from typing import Any
+
 __all__ = ["HierComm", "cluster_of_ranks"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # HierComm (a class) or cluster_of_ranks (a function)
     # Imported on first use: importing mpi4py.MPI initialises MPI, which a process that only
     # launches MPI jobs (the emulator's controller, a test runner) must not do.
     if name == "HierComm":

@@ -110,6 +110,7 @@ class HierComm:
             if self.nclusters > 1:
                 self.wan.Reduce(partial, total, op=op, root=root_cluster)
             else:
+                assert total is not None  # every leader has one
                 total[...] = partial
         if self.rank == root_leader and root == root_leader:
             _np(recvbuf)[...] = total
@@ -148,6 +149,7 @@ class HierComm:
             else:
                 whole = block
             if self.rank == root_leader:
+                assert whole is not None  # the root's leader gathered it
                 ordered = np.empty_like(whole)
                 offset = 0
                 for m in self.members:  # cluster-major -> rank order
@@ -186,6 +188,8 @@ class HierComm:
             if self.nclusters > 1:
                 self.wan.Scatterv(sendspec, block, root=root_cluster)
             else:
+                # One cluster: its leader is the root's leader, which made sendspec.
+                assert block is not None and sendspec is not None
                 block[...] = sendspec[0]
         self.local.Scatter(block, recv, root=0)
 

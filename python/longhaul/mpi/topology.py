@@ -13,6 +13,10 @@ import os
 import re
 import socket
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 ENV_CLUSTER = "LONGHAUL_CLUSTER"
 
@@ -32,7 +36,7 @@ def local_cluster_label(pattern: str | None = None, hostname: str | None = None)
     return host
 
 
-def cluster_of_ranks(comm, cluster_map: Sequence[int | str] | None = None, pattern: str | None = None) -> list[int]:
+def cluster_of_ranks(comm: MPI.Comm, cluster_map: Sequence[int | str] | None = None, pattern: str | None = None) -> list[int]:
     """Cluster index of every rank of ``comm`` (0, 1, ... in order of first appearance).
 
     Collective: every rank must call it. ``cluster_map`` (one entry per rank) wins if given.

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from longhaul.errors import UserError
 from longhaul.output import progress
@@ -29,7 +30,7 @@ def base_copy(base: dict | None, tables: tuple[str, ...]) -> dict:
     return sc
 
 
-def workload_table(key: str, table, example: str) -> dict:
+def workload_table(key: str, table: object, example: str) -> dict:
     """A scenario's workload table (``osu``, ``app``, ``trace``) without its unset entries, or a
     UserError when it is not a table (a sweep grid's ``{"osu": "bw"}``)."""
     if not isinstance(table, dict):
@@ -88,7 +89,7 @@ def cancel_on_interrupt() -> Iterator[None]:
 _WHOLE_RANGE = (-(2**63), 2**64 - 1)
 
 
-def _unrepresentable(value, path: str = "") -> str | None:
+def _unrepresentable(value: object, path: str = "") -> str | None:
     """What is wrong with the first number in a scenario that the core cannot be handed, with its
     key path, or None: NaN or infinity (JSON has no such numbers, so the core could not name the
     parameter), or a whole number beyond 64 bits (JSON would carry it, but the core would read it
@@ -106,7 +107,7 @@ def _unrepresentable(value, path: str = "") -> str | None:
     return None
 
 
-def call(entry: Callable[..., str], sc: dict, *args, **kwargs):
+def call(entry: Callable[..., str], sc: dict, *args: object, **kwargs: object) -> Any:
     """``entry(json(sc), ...)`` decoded; a ValueError from the core is bad input. From the main
     thread the core runs in a worker, so that Ctrl-C reaches the main thread at once and cancels
     the run (the core then raises KeyboardInterrupt in the worker)."""

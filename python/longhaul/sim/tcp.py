@@ -9,10 +9,14 @@ cross-product of delays, streams and windows. Records are flat dicts whose keys 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from longhaul import _core
-from longhaul.sim import core
 from longhaul.errors import UserError
+from longhaul.sim import core
+
+if TYPE_CHECKING:
+    from longhaul.study import PartResult
 
 LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
 CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
@@ -124,7 +128,7 @@ def study_scenarios(quick: bool) -> tuple[list[dict], tuple[int, ...]]:
     return scs, streams
 
 
-def study_presentation(recs: list[dict], streams: Sequence[int]) -> "object":
+def study_presentation(recs: list[dict], streams: Sequence[int]) -> PartResult:
     """Figures, a table and tuning advice for the study's TCP records."""
     from longhaul import plots
     from longhaul.study import Figure, PartResult, Table

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 import os
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from longhaul.sim.core import cancel_on_interrupt

@@ -106,7 +106,7 @@ def check_balance(p: dict, quiet: bool = True) -> dict:
     off = {t: abs(bw[t] - 1.0) for t in plats}
     # Shape: NH-QDR the most balanced; NH-DDR above 1 (memory outruns the DDR network);
     # CT-DDR's network capped by PCIe 1.1 (below NH-DDR's inter-node bandwidth).
-    ok = (min(off, key=off.get) == "s2-nh-qdr" and bw["s2-nh-ddr"] > 1.1
+    ok = (min(off, key=lambda t: off[t]) == "s2-nh-qdr" and bw["s2-nh-ddr"] > 1.1
           and b["s2-ct-ddr"]["bw"][1] < b["s2-nh-ddr"]["bw"][1])
     detail = "; ".join(f"{t}: bw intra {b[t]['bw'][0]:.0f} / inter {b[t]['bw'][1]:.0f} MBps = {bw[t]:.2f}, "
                        f"latency ratio {b[t]['latency'][2]:.2f}" for t in plats)

@@ -280,6 +280,7 @@ def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
                  f"({delay / units.FIBRE_DELAY_US_PER_KM:g} km), ranks {r0.get('ranks', 2)}, {_algos(here)}")
         lines = osu_text.header(args.bench, [where], r0.get("pairs"), args.window or 64)
         for r in here:
+            values: tuple[float | None, ...]
             if args.bench == "latency":
                 values = (r["lat_us"],)
             elif args.bench == "mbw_mr":

@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from longhaul import units
-from longhaul.errors import UserError
 from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
+from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.sim import nfs
@@ -68,7 +68,7 @@ def run_nfs(args: argparse.Namespace) -> int:
     transports = [None] if args.transport is None else units.parse_name_list(args.transport, "--transport",
                                                                              nfs.TRANSPORTS)
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points = [{}]
+        points: list[dict] = [{}]
     elif args.distance_km is None and args.distance_miles is None:
         points = [{"delay_us": d} for d in units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
     else:

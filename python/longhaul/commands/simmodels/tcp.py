@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from longhaul import units
 from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
@@ -117,13 +118,13 @@ def _queue(text: str | None) -> dict:
 def run_tcp(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario is not None else None
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points = [{}]
+        points: list[dict] = [{}]
     elif args.distance_km is None and args.distance_miles is None:
         points = [{"delay_us": d} for d in units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
     else:
         km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
         points = [{"fibre_km": k} for k in km]
-    streams: list[int | None] = [None]   # None: the scenario file's value, else the core's default (1)
+    streams: Sequence[int | None] = [None]   # None: the scenario file's value, else the core's default (1)
     if args.streams is not None:
         streams = units.parse_int_list(args.streams, "--streams", 1, 1024)
     windows = _windows(args.window)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import tomllib
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from longhaul import units
 from longhaul.errors import UserError, in_scenario_file
@@ -165,7 +164,7 @@ def run_verbs(args: argparse.Namespace) -> int:
     else:
         sizes = default_sizes(base, args.transport, args.test, args.mtu)
     if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points = [{}]  # the scenario file's path, or no added delay
+        points: list[dict] = [{}]  # the scenario file's path, or no added delay
     elif args.distance_km is None and args.distance_miles is None:
         delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
         points = [{"delay_us": d} for d in delays]
@@ -173,7 +172,7 @@ def run_verbs(args: argparse.Namespace) -> int:
         km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
         points = [{"fibre_km": k} for k in km]
     # None: the scenario file's value, else the core's default (1).
-    qps_list: list[int | None] = [None] if args.qps is None else units.parse_int_list(args.qps, "--qps", 1, 1024)
+    qps_list: Sequence[int | None] = [None] if args.qps is None else units.parse_int_list(args.qps, "--qps", 1, 1024)
     common = dict(
         testbed=args.profile, hca=args.hca, seed=args.seed, transport=transport, op=op, test=test,
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
