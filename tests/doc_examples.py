@@ -152,6 +152,6 @@ def regenerated(shown: list[str], actual: list[str]) -> list[str]:
     while actual and not actual[-1]:
         actual.pop()
     if shown and normalise(shown[-1]) == "...":
-        keep = len([s for s in shown[:-1]])
+        keep = len(shown) - 1
         return actual[:keep] + ["..."] if len(actual) > keep else actual
     return actual

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from doc_examples import Block, blocks, output_differs, regenerated
 
+from doc_examples import Block, blocks, output_differs, regenerated
 from longhaul.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
