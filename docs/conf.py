@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 project = "longhaul"
 author = "the longhaul developers"
-copyright = "the longhaul developers"  # noqa: A001 - Sphinx's name
+copyright = "the longhaul developers"
 
 extensions = ["myst_parser", "sphinxarg.ext", "scenario_keys"]
 source_suffix = {".md": "markdown"}
