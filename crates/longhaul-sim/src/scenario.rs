@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ib::timer::{self, MAX_RETRY_COUNT, MAX_TIMEOUT_EXP};
 use crate::ib::HcaProfile;
 use crate::net::{ExtenderParams, Generation, IbLink, SwitchParams, WanFraming};
 
@@ -116,8 +117,8 @@ pub struct PathSpec {
 }
 
 /// A perftest-like verbs benchmark. Unset fields take perftest's defaults
-/// (perftest_parameters.h: 1000 iterations, tx-depth 128, rx-depth 512, QP timeout 14), except
-/// tx-depth on the S1 testbeds: see [`testbed_tx_depth`].
+/// (perftest_parameters.h: 1000 iterations, tx-depth 128, rx-depth 512, QP timeout 14, retry
+/// count 7), except tx-depth on the S1 testbeds: see [`testbed_tx_depth`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct VerbsSpec {
@@ -130,8 +131,12 @@ pub struct VerbsSpec {
     pub rx_depth: Option<u32>,
     pub qps: Option<u32>,
     pub outstanding_reads: Option<u32>,
+    /// The local ACK timeout exponent the benchmark asks for (perftest's `-u`/--qp-timeout).
     pub timeout_exp: Option<u32>,
     pub retry_count: Option<u32>,
+    /// Connect the queue pairs through the RDMA CM (perftest's `-c`/`-R`), which sets their
+    /// timeout (see [`crate::ib::timer`]).
+    pub cm: Option<bool>,
 }
 
 impl VerbsSpec {
@@ -150,6 +155,7 @@ impl VerbsSpec {
             outstanding_reads: None,
             timeout_exp: None,
             retry_count: None,
+            cm: None,
         }
     }
 }
@@ -180,6 +186,22 @@ pub const TESTBEDS: [&str; 4] = ["s1", "s1-connectx", "s3", "ndr"];
 
 /// perftest's default tx-depth (perftest_parameters.h, DEF_TX_BW).
 pub const PERFTEST_TX_DEPTH: u32 = 128;
+
+/// perftest's defaults for the ACK timer (perftest_parameters.h DEF_QP_TIME and DEF_RETRY_COUNT;
+/// the same 14 and 7 in 2008's ib_rdma_bw/ib_write_bw).
+pub const PERFTEST_QP_TIMEOUT: u32 = 14;
+pub const PERFTEST_RETRY_COUNT: u32 = 7;
+
+/// The packet life time the subnet administrator gives path records (an exponent): OpenSM's
+/// subnet_timeout, OSM_DEFAULT_SUBNET_TIMEOUT 0x12, the same from OFED 1.x to today.
+pub const SA_PACKET_LIFE_TIME: u32 = 18;
+
+/// Whether a CM-connected queue pair of the testbed's software gets the benchmark's exponent
+/// (perftest since commit ccae524, August 2024, over a kernel with RDMA_OPTION_ID_ACK_TIMEOUT)
+/// rather than the CM's own derivation (every stack of the 2008-2011 testbeds).
+pub fn testbed_cm_sets_ack_timeout(testbed: &str) -> bool {
+    testbed == "ndr"
+}
 
 /// The bandwidth benchmark's window (messages posted and not completed per queue pair) with
 /// which a testbed's published verbs figures were measured, where the study's runs differ
@@ -228,7 +250,13 @@ pub struct Resolved {
     pub rx_depth: u32,
     pub qps: u32,
     pub outstanding_reads: u32,
+    /// The ACK timeout exponent the benchmark asked for (perftest's `-u`).
     pub timeout_exp: u32,
+    /// Connected through the RDMA CM.
+    pub cm: bool,
+    /// The exponent the queue pairs get: `timeout_exp`, or the CM's (see [`crate::ib::timer`]);
+    /// the adapter's firmware may still raise the timer (`HcaProfile::ack_timer`).
+    pub ack_timeout_exp: u32,
     pub retry_count: u32,
 }
 
@@ -372,6 +400,15 @@ impl Scenario {
             return err("op: UC has no RDMA read (valid for uc: send, write)");
         }
         let lat = v.test == TestName::Lat;
+        let timeout_exp =
+            in_range_u("timeout_exp", v.timeout_exp.unwrap_or(PERFTEST_QP_TIMEOUT) as u64, 0, MAX_TIMEOUT_EXP as u64)?
+                as u32;
+        let cm = v.cm.unwrap_or(false);
+        let ack_timeout_exp = if cm && !testbed_cm_sets_ack_timeout(&self.testbed) {
+            timer::cm_ack_timeout(hca.ack_timer.local_ca_ack_delay, SA_PACKET_LIFE_TIME)
+        } else {
+            timeout_exp
+        };
         Ok(Resolved {
             seed: self.seed,
             testbed: self.testbed.clone(),
@@ -410,8 +447,15 @@ impl Scenario {
                 }
                 n
             },
-            timeout_exp: in_range_u("timeout_exp", v.timeout_exp.unwrap_or(14) as u64, 0, 31)? as u32,
-            retry_count: in_range_u("retry_count", v.retry_count.unwrap_or(7) as u64, 0, 7)? as u32,
+            timeout_exp,
+            cm,
+            ack_timeout_exp,
+            retry_count: in_range_u(
+                "retry_count",
+                v.retry_count.unwrap_or(PERFTEST_RETRY_COUNT) as u64,
+                0,
+                MAX_RETRY_COUNT as u64,
+            )? as u32,
         })
     }
 }

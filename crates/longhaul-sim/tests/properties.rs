@@ -22,6 +22,7 @@ fn scenario(transport: TransportName, op: OpName, size: u64, iters: u64, path: P
             outstanding_reads: None,
             timeout_exp: None,
             retry_count: Some(7),
+            cm: None,
         },
     }
 }

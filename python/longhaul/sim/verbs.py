@@ -24,7 +24,7 @@ WAN_FRAMINGS = ("ib", "oc192", "10gige-lan", "10gige-wan")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
               "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes")
 _VERBS_KEYS = ("transport", "op", "test", "size_bytes", "iterations", "tx_depth", "rx_depth", "qps",
-               "outstanding_reads", "timeout_exp", "retry_count")
+               "outstanding_reads", "timeout_exp", "retry_count", "cm")
 #: a parameter's key in a scenario file, for messages about the file's values
 FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "verbs": _VERBS_KEYS})
 

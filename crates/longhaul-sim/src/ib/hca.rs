@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::timer::AckTimerRule;
 use crate::net::{Generation, IbLink};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -43,6 +44,8 @@ pub struct HcaProfile {
     pub ack_req_every_pkts: u32,
     /// Largest IB MTU the adapter's port supports (bytes): `ibv_query_port`'s max_mtu.
     pub max_mtu_bytes: u32,
+    /// What the firmware does with a queue pair's local ACK timeout (see [`super::timer`]).
+    pub ack_timer: AckTimerRule,
 }
 
 impl HcaProfile {
@@ -86,6 +89,14 @@ impl HcaProfile {
             // mthca devices, and why IPoIB datagram mode of that era ran at 2044 bytes; from such
             // listings, not re-checked against a datasheet here). 4 KB came with ConnectX.
             max_mtu_bytes: 2048,
+            ack_timer: AckTimerRule {
+                // No firmware floor is documented for InfiniHost III: the IBA value is in force.
+                min_timeout_us: 0.0,
+                // local_ca_ack_delay 15 in ibv_devinfo -v listings of mthca devices.
+                local_ca_ack_delay: 15,
+                source: "InfiniHost III (mthca): the IBA timeout 4.096 us x 2^exp as set; no firmware floor documented"
+                    .into(),
+            },
         }
     }
 
@@ -109,6 +120,15 @@ impl HcaProfile {
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
             max_mtu_bytes: 4096,
+            ack_timer: AckTimerRule {
+                // The ~500 ms floor is documented for ConnectX-2 firmware (below); none is for
+                // the first ConnectX, so the IBA value is taken as in force.
+                min_timeout_us: 0.0,
+                // mlx4: local_ca_ack_delay 15 in ibv_devinfo -v listings.
+                local_ca_ack_delay: 15,
+                source: "ConnectX (mlx4, 2007-2008 firmware): the IBA timeout as set; no firmware floor documented"
+                    .into(),
+            },
         }
     }
 
@@ -129,6 +149,14 @@ impl HcaProfile {
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
             max_mtu_bytes: 4096,
+            ack_timer: AckTimerRule {
+                // RAMCloud's wiki ("ConnectX-2 firmware", on changing it): in their default
+                // configuration ConnectX-2 adapters do not let IBV_QP_TIMEOUT go below about
+                // 500 ms, so with 7 retries a dead peer takes about 4 s to report.
+                min_timeout_us: 500_000.0,
+                local_ca_ack_delay: 15,
+                source: "ConnectX-2 (mlx4 firmware, default configuration): at least ~500 ms whatever the exponent (RAMCloud's notes on its ConnectX-2 firmware)".into(),
+            },
         }
     }
 
@@ -149,6 +177,19 @@ impl HcaProfile {
             max_rd_atomic: 16,
             ack_req_every_pkts: 64,
             max_mtu_bytes: 4096,
+            ack_timer: AckTimerRule {
+                // On an InfiniBand port the IBA value is in force. The firmware's minimum ACK
+                // timeout (exponent 16 unless the adaptive timer is on) and its adaptive
+                // retransmission (first resends after a few ms, doubling up to the QP's timeout;
+                // linux-rdma/perftest#251) belong to RoCE: NVIDIA's ROCE_ACCL register
+                // (roce_adp_retrans_en, min_ack_timeout_limit_disabled) and ConnectX-5 firmware
+                // 16.35.1012's "RoCE: Adaptive Timer" note.
+                min_timeout_us: 0.0,
+                // mlx5 reports 16 (the ack delay spdk/spdk#1124 works with).
+                local_ca_ack_delay: 16,
+                source: "ConnectX-7 (mlx5) on InfiniBand: the IBA timeout as set (adaptive retransmission is RoCE's)"
+                    .into(),
+            },
         }
     }
 

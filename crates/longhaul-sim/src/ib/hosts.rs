@@ -9,7 +9,7 @@ use super::hca::HcaProfile;
 use super::headers::{self, psn_diff, Kind, Op, PSN_MASK};
 use super::packet::IbPacket;
 use super::qp::{Qp, ReadJob, Transport};
-use crate::engine::time::{from_ns, NS};
+use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::net::{Endpoints, NodeId, Pull, Rate};
 
@@ -51,6 +51,9 @@ pub struct IbStats {
     pub uc_messages_sent: u64,
     pub uc_messages_delivered: u64,
     pub qp_errors: u64,
+    /// The most retries one queue pair made in a row without progress (at most its retry count;
+    /// one more fails it).
+    pub retries_max: u32,
 }
 
 impl IbStats {
@@ -98,13 +101,16 @@ pub struct IbHosts {
     /// Retransmission timers to arm: (time, qp).
     pub timers: Vec<(Time, u32)>,
     pub stats: IbStats,
-    ack_timeout: Time,
+    /// The local ACK timeout in force (None: no timer), from the exponent and the adapter's rule.
+    ack_timeout: Option<Time>,
     retry_count: u32,
 }
 
 impl IbHosts {
-    /// `timeout_exp`: the QP's local ACK timeout exponent (perftest default 14: 67 ms).
+    /// `timeout_exp`: the exponent the queue pairs are given (perftest's default 14: 67 ms);
+    /// the adapter's firmware rule decides the timer in force (see [`super::timer`]).
     pub fn new(hca: HcaProfile, node_count: usize, timeout_exp: u32, retry_count: u32) -> Self {
+        let ack_timeout = hca.ack_timer.in_force(timeout_exp);
         IbHosts {
             qps: Vec::new(),
             hosts: (0..node_count).map(|_| None).collect(),
@@ -112,7 +118,7 @@ impl IbHosts {
             completions: Vec::new(),
             timers: Vec::new(),
             stats: IbStats::default(),
-            ack_timeout: (4_096 * NS) << timeout_exp,
+            ack_timeout,
             retry_count,
         }
     }
@@ -179,16 +185,22 @@ impl IbHosts {
     }
 
     fn arm_timer(&mut self, qp: u32, now: Time) {
+        let Some(timeout) = self.ack_timeout else { return };
         let q = &mut self.qps[qp as usize];
         if q.timer_at == Time::MAX {
-            q.timer_at = now + self.ack_timeout;
+            q.timer_at = now + timeout;
             self.timers.push((q.timer_at, qp));
         }
     }
 
+    /// The local ACK timeout in force (None: the queue pairs have no timer).
+    pub fn ack_timeout(&self) -> Option<Time> {
+        self.ack_timeout
+    }
+
     /// The RC local ACK timer of `qp` fired.
     pub fn on_timer(&mut self, now: Time, qp: u32) {
-        let timeout = self.ack_timeout;
+        let Some(timeout) = self.ack_timeout else { return };
         let q = &mut self.qps[qp as usize];
         q.timer_at = Time::MAX;
         if !q.has_outstanding() || q.failed {
@@ -203,6 +215,7 @@ impl IbHosts {
                 self.stats.qp_errors += 1;
                 return;
             }
+            self.stats.retries_max = self.stats.retries_max.max(q.retries);
             let una = q.una_psn;
             q.rewind_to(una);
             q.last_progress = now;

@@ -7,9 +7,11 @@ pub mod headers;
 pub mod hosts;
 pub mod packet;
 pub mod qp;
+pub mod timer;
 
 pub use hca::HcaProfile;
 pub use headers::Op;
 pub use hosts::{Completion, CompletionKind, IbHosts, IbStats};
 pub use packet::IbPacket;
 pub use qp::Transport;
+pub use timer::AckTimerRule;

@@ -218,23 +218,53 @@ impl Qp {
         }
     }
 
+    /// Move the send position forward to PSN `psn`, which the responder has acknowledged.
+    fn skip_to(&mut self, psn: u32) {
+        let within = |w: &Wqe| {
+            let off = psn_diff(psn, w.first_psn);
+            off >= 0 && (off as u32) < w.npkts
+        };
+        match self.sq.iter().position(within) {
+            Some(i) => {
+                self.cur = i;
+                self.cur_pkt = psn_diff(psn, self.sq[i].first_psn) as u32;
+            }
+            None => {
+                self.cur = self.sq.len();
+                self.cur_pkt = 0;
+            }
+        }
+    }
+
     /// Acknowledge every PSN before `psn` (exclusive); the work requests that completed are
     /// popped from the send queue and handed to `done`, oldest first (a callback rather than a
     /// returned list: this runs for every ACK).
     ///
     /// An ACK or NAK never acknowledges read responses: only their arrival does (`by_response`).
+    ///
+    /// An acknowledgement is valid up to the highest PSN ever sent, not only up to the send
+    /// position: after a go-back-N rewind (a timeout that came before the round trip was over)
+    /// the acknowledgements of the first transmission still arrive, and acknowledge packets the
+    /// requester has not resent yet. It then skips them instead of sending them again (IBA vol. 1
+    /// 9.7.5.1.2: an ACK is valid for any outstanding PSN). Ignoring them, as before, made every
+    /// later ACK look invalid, so the timer fired until the retry count ran out.
     pub fn ack_through(&mut self, psn_exclusive: u32, now: Time, by_response: bool, mut done: impl FnMut(Wqe)) {
         let mut psn_exclusive = psn_exclusive;
         if !by_response {
-            if let Some(r) = self.sq.iter().take(self.cur).find(|w| w.op == Op::Read) {
+            let sent_through = self.sent_through;
+            let sent = |w: &&Wqe| psn_diff(w.first_psn, sent_through) < 0;
+            if let Some(r) = self.sq.iter().take_while(sent).find(|w| w.op == Op::Read) {
                 let cap = if psn_diff(r.first_psn, self.una_psn) > 0 { r.first_psn } else { self.una_psn };
                 if psn_diff(psn_exclusive, cap) > 0 {
                     psn_exclusive = cap;
                 }
             }
         }
-        if psn_diff(psn_exclusive, self.una_psn) <= 0 || psn_diff(psn_exclusive, self.send_psn()) > 0 {
+        if psn_diff(psn_exclusive, self.una_psn) <= 0 || psn_diff(psn_exclusive, self.sent_through) > 0 {
             return;
+        }
+        if psn_diff(psn_exclusive, self.send_psn()) > 0 {
+            self.skip_to(psn_exclusive);
         }
         self.una_psn = psn_exclusive;
         self.last_progress = now;

@@ -105,7 +105,7 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
     let mut fabric: Fabric<IbPacket> = Fabric::new(r.seed);
     let pair = topology::build(v, &mut fabric, 1);
     let (client_node, server_node) = (pair.hosts_a[0], pair.hosts_b[0]);
-    let mut ib = IbHosts::new(v.hca.clone(), fabric.nodes.len(), v.timeout_exp, v.retry_count);
+    let mut ib = IbHosts::new(v.hca.clone(), fabric.nodes.len(), v.ack_timeout_exp, v.retry_count);
     let sq_depth = r.slots.saturating_mul(r.params.sq_depth_per_credit);
     let (qc, qs) = ib.connect(client_node, server_node, Transport::Rc, v.mtu_bytes, 0, sq_depth);
     let p = r.params.clone();

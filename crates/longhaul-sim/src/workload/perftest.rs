@@ -9,9 +9,9 @@
 
 use serde::Serialize;
 
-use crate::engine::time::{from_ns, to_s, to_us, S};
+use crate::engine::time::{from_ns, from_us, to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
-use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
+use crate::ib::{timer, Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
 use crate::net::{Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
@@ -62,6 +62,16 @@ pub struct VerbsRecord {
     pub naks: u64,
     /// RDMA reads requested again before the timeout (a later read's responses overtook lost ones).
     pub read_retries: u64,
+    /// The ACK timeout exponent asked for (perftest's `-u`), whether the queue pairs were
+    /// connected through the RDMA CM, the exponent they got (the CM's, when it sets it) and the
+    /// timer in force once the adapter's firmware has applied its rule (None: no timer).
+    pub timeout_exp: u32,
+    pub cm: bool,
+    pub ack_timeout_exp: u32,
+    pub ack_timeout_us: Option<f64>,
+    pub retry_count: u32,
+    /// The most local-ACK-timeout retries a queue pair made in a row without progress.
+    pub retries_max: u32,
     pub ud_drops: u64,
     pub uc_messages_dropped: u64,
     /// Packets the long-haul link lost at random (`loss`), both directions: what UD and UC lose
@@ -69,8 +79,11 @@ pub struct VerbsRecord {
     pub wan_drops_loss: u64,
     /// Payload bytes the receivers accepted in order (each byte counted once).
     pub delivered_bytes: u64,
-    /// "ok", or why the run did not complete (e.g. "qp error: retry count exceeded").
+    /// "ok", or why the run did not complete (e.g. "qp error: retry count exceeded: ...").
     pub status: String,
+    /// What to set when the transport did not get on with the path (a timer shorter than the
+    /// round trip), else empty.
+    pub advice: String,
 }
 
 /// One requester queue pair driven by the benchmark.
@@ -223,7 +236,7 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     let (a, b) = (pairs.hosts_a[0], pairs.hosts_b[0]);
     let mut hca = r.hca.clone();
     hca.max_rd_atomic = hca.max_rd_atomic.min(r.outstanding_reads);
-    let mut ib = IbHosts::new(hca, fabric.nodes.len(), r.timeout_exp, r.retry_count);
+    let mut ib = IbHosts::new(hca, fabric.nodes.len(), r.ack_timeout_exp, r.retry_count);
     let transport = transport_of(r.transport);
     // Initial PSN near the top of the 24-bit space, so long runs exercise the wrap.
     let initial_psn = 0x00FF_FF00;
@@ -288,8 +301,9 @@ fn record(
 ) -> VerbsRecord {
     let app = &w.app;
     let st = &w.net.stats;
+    let timer = AckTimer::of(r, w.net.ack_timeout());
     let status = if st.qp_errors > 0 {
-        "qp error: retry count exceeded".to_string()
+        format!("qp error: retry count exceeded: {}", timer.why_exceeded(r))
     } else if stop == Stop::Finished {
         "ok".to_string()
     } else if until.is_some() {
@@ -365,10 +379,92 @@ fn record(
         timeouts: st.timeouts,
         naks: st.naks,
         read_retries: st.read_retries,
+        timeout_exp: r.timeout_exp,
+        cm: r.cm,
+        ack_timeout_exp: r.ack_timeout_exp,
+        ack_timeout_us: timer.timeout.map(to_us),
+        retry_count: r.retry_count,
+        retries_max: st.retries_max,
         ud_drops: st.ud_drops_no_recv,
         uc_messages_dropped: st.uc_messages_dropped(),
         wan_drops_loss: w.fabric.ports.iter().map(|p| p.stats.drops_loss).sum(),
         delivered_bytes: delivered,
         status,
+        advice: timer.advice(st.timeouts, st.qp_errors > 0),
+    }
+}
+
+/// The ACK timer a run's queue pairs had, against the path's round trip: why a queue pair ran out
+/// of retries, and what exponent covers the round trip.
+struct AckTimer {
+    timeout: Option<Time>,
+    /// Twice the one-way propagation: the least time an acknowledgement takes.
+    round_trip: Time,
+    /// The exponent the advice names: the first whose timeout is twice the round trip (room for
+    /// the message, queueing and the responder's ACK coalescing).
+    covering_exp: u32,
+    how: String,
+}
+
+impl AckTimer {
+    fn of(r: &Resolved, timeout: Option<Time>) -> Self {
+        let round_trip = 2 * from_us(r.one_way_delay_us());
+        let how = if r.cm && r.ack_timeout_exp != r.timeout_exp {
+            format!("exponent {} set by the RDMA CM", r.ack_timeout_exp)
+        } else {
+            format!("exponent {}", r.ack_timeout_exp)
+        };
+        let how = if r.hca.ack_timer.raises(r.ack_timeout_exp) {
+            format!("{how}, raised to the {} firmware's floor", r.hca.name)
+        } else {
+            how
+        };
+        AckTimer { timeout, round_trip, covering_exp: timer::exp_covering(2 * round_trip), how }
+    }
+
+    fn ms(t: Time) -> String {
+        format!("{:.1} ms", to_us(t) / 1e3)
+    }
+
+    /// True if the timer fires before any acknowledgement can be back.
+    fn shorter_than_round_trip(&self) -> bool {
+        self.timeout.is_some_and(|t| t < self.round_trip)
+    }
+
+    fn why_exceeded(&self, r: &Resolved) -> String {
+        let t = self.timeout.unwrap_or(0);
+        let tries = r.retry_count + 1;
+        if t * tries as Time <= self.round_trip {
+            format!(
+                "the local ACK timeout ({}, {}) ran out {tries} times before the first acknowledgement could \
+                 come back ({} round trip)",
+                Self::ms(t),
+                self.how,
+                Self::ms(self.round_trip)
+            )
+        } else {
+            format!(
+                "no acknowledgement within the local ACK timeout ({}, {}) {tries} times in a row (packets lost or held \
+                 up on the path; {} round trip)",
+                Self::ms(t),
+                self.how,
+                Self::ms(self.round_trip)
+            )
+        }
+    }
+
+    fn advice(&self, timeouts: u64, failed: bool) -> String {
+        if !(failed || timeouts > 0 && self.shorter_than_round_trip()) {
+            return String::new();
+        }
+        let e = self.covering_exp;
+        let t = timer::iba_timeout(e).unwrap_or(0);
+        format!(
+            "set the ACK timeout above the {} round trip: --qp-timeout {e} ({}; MVAPICH2's MV2_DEFAULT_TIME_OUT, \
+             Open MPI's btl_openib_ib_timeout and NCCL_IB_TIMEOUT take the same exponent, UCX_RC_TIMEOUT a duration), \
+             or connect through the RDMA CM (--cm)",
+            Self::ms(self.round_trip),
+            Self::ms(t)
+        )
     }
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tomllib
 from collections.abc import Callable, Sequence
 
@@ -50,6 +51,15 @@ def register(models: argparse._SubParsersAction) -> None:
                         "runs: 16 for s1, calibrated on S1 Fig 2, and 64 for s1-connectx, assumed)")
     p.add_argument("--rx-depth", type=units.whole(1, 16384), default=None, metavar="N", help="receive work requests posted (1..16384; default 512; recorded only: receives never run out in the model)")
     p.add_argument("--outstanding-reads", type=units.whole(1, 256), default=None, metavar="N", help="RDMA reads in flight per QP (1 up to the adapter's limit, its max_qp_rd_atom: 4 on infinihost3, 16 from connectx; default: that limit)")
+    p.add_argument("--qp-timeout", dest="timeout_exp", type=units.whole(0, 31), default=None, metavar="EXP",
+                   help="perftest's -u: the RC local ACK timeout exponent, 4.096 us x 2^EXP (0..31, 0 = no timer; default "
+                        "14 = 67 ms); the adapter's firmware may raise it (ConnectX-2: ~500 ms) and --cm may replace it")
+    p.add_argument("--retry-count", type=units.whole(0, 7), default=None, metavar="N",
+                   help="RC retries after a local ACK timeout before the queue pair fails (0..7; default 7)")
+    p.add_argument("--cm", action="store_true", default=None,
+                   help="connect the queue pairs through the RDMA CM (perftest -c/-R): the CM sets their ACK timeout "
+                        "from the path's packet life time and the adapter's ACK delay (2.1 s with OpenSM's defaults), "
+                        "except on today's stacks (ndr), which pass --qp-timeout on")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096, at most the adapter's (2048 on infinihost3; default 2048)")
     p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
     p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
@@ -176,7 +186,8 @@ def run_verbs(args: argparse.Namespace) -> int:
     common = dict(
         testbed=args.profile, hca=args.hca, seed=args.seed, transport=transport, op=op, test=test,
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
-        outstanding_reads=args.outstanding_reads, mtu_bytes=args.mtu, extender=args.extender,
+        outstanding_reads=args.outstanding_reads, timeout_exp=args.timeout_exp, retry_count=args.retry_count,
+        cm=args.cm, mtu_bytes=args.mtu, extender=args.extender,
         wan_links=args.wan_links, wan_framing=args.wan_framing, loss=args.loss,
         extender_buffer_bytes=units.parse_optional_size(args.extender_buffer, "--extender-buffer"),
         switch_buffer_bytes=units.parse_optional_size(args.switch_buffer, "--switch-buffer"),
@@ -192,4 +203,6 @@ def run_verbs(args: argparse.Namespace) -> int:
                               verbs.FILE_KEYS) from None
     columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
+    for advice in dict.fromkeys(r["advice"] for r in records if r.get("advice")):
+        sys.stderr.write(f"longhaul: advice: {advice}\n")
     return 0
