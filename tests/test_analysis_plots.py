@@ -32,7 +32,7 @@ def test_bandwidth_vs_size_one_curve_per_delay(tmp_path):
 def test_bandwidth_vs_delay_per_stream_count_log_x(tmp_path):
     fig = plots.bandwidth_vs_delay([r for r in BW if r["size_bytes"] == 2**21], series="streams")
     ax = fig.axes[0]
-    assert ax.get_xscale() == "symlog" and [ln.get_label() for ln in ax.get_lines()] == ["streams=1", "streams=4"]
+    assert ax.get_xscale() == "symlog" and [ln.get_label() for ln in ax.get_lines()] == ["1 stream", "4 streams"]
     _check(fig, tmp_path, "bwd")
 
 

@@ -40,6 +40,92 @@ def _delay_label(v: float) -> str:
     return f"{v:g} us ({v / 5:g} km)"
 
 
+#: Axis and legend names in words, with units, for the records' keys.
+WORDS = {
+    "bw_MBps": "bandwidth (MB/s, MB = 10^6 bytes)",
+    "lat_us": "latency (us)",
+    "run_time_s": "run time (s)",
+    "time_s": "run time (s)",
+    "msg_rate_Mps": "message rate (million messages/s)",
+    "size_bytes": "message size (bytes)",
+    "delay_us": "one-way delay (us); 5 us = 1 km of fibre",
+    "one_way_delay_us": "one-way delay (us); 5 us = 1 km of fibre",
+    "distance_km": "distance (km of fibre)",
+    "fibre_km": "distance (km of fibre)",
+    "streams": "parallel TCP streams",
+    "transport": "transport",
+    "benchmark": "benchmark",
+    "window_bytes": "socket buffer (bytes)",
+}
+
+
+def words(key: str | None) -> str:
+    """``key`` named in words with its unit (the key itself when it has no entry)."""
+    return WORDS.get(key or "", key or "")
+
+
+def series_label(series: str | None, k) -> str:
+    """A legend entry: '1000 us (200 km)', '64K B', '4 streams', 'rdma'."""
+    if series in ("delay_us", "one_way_delay_us") and _num(k) is not None:
+        return _delay_label(float(k))
+    if series in ("distance_km", "fibre_km") and _num(k) is not None:
+        return f"{float(k):g} km"
+    if series == "size_bytes" and _num(k) is not None:
+        return _size_label(k) + " B"
+    if series == "streams" and _num(k) is not None:
+        return f"{int(float(k))} stream{'s' if float(k) != 1 else ''}"
+    if series == "eager_threshold_bytes" and _num(k) is not None:
+        return f"eager threshold {_size_label(k)} B"
+    if series in ("transport", "benchmark", "algo", "link", None):
+        return str(k)
+    return f"{series}={k}"
+
+
+#: Two curves whose values differ by less than this share everywhere are drawn on top of each
+#: other: the figure and its caption say so.
+COINCIDE_REL = 0.01
+
+
+def coinciding(data: dict) -> list[list]:
+    """Groups of series (keys of ``data``: {key: [(x, y), ...]}) whose y differ by less than
+    ``COINCIDE_REL`` at every x they share (at least two)."""
+    keys = _sorted_keys(data)
+    groups: list[list] = []
+    for k in keys:
+        pts = dict(data[k])
+        for g in groups:
+            ref = dict(data[g[0]])
+            common = [x for x in pts if x in ref]
+            if len(common) >= 2 and all(abs(pts[x] - ref[x]) <= COINCIDE_REL * max(abs(pts[x]), abs(ref[x]), 1e-12)
+                                        for x in common):
+                g.append(k)
+                break
+        else:
+            groups.append([k])
+    return [g for g in groups if len(g) > 1]
+
+
+def coincide_note(fig) -> str:
+    """The sentence a caption adds for the figure's coinciding curves ('' when none do)."""
+    groups = getattr(fig, "longhaul_coinciding", [])
+    return " ".join(f"The curves for {', '.join(g[:-1])} and {g[-1]} coincide (within "
+                    f"{COINCIDE_REL:.0%}), drawn on top of each other." for g in groups)
+
+
+def _plot_series(fig, ax, data: dict, series: str | None) -> None:
+    """One line per series; coinciding ones get distinct dashes and a note in the axes."""
+    groups = coinciding(data)
+    dashes = {k: ("-", "--", ":", "-.")[i % 4] for g in groups for i, k in enumerate(g)}
+    for k in _sorted_keys(data):
+        xs, ys = zip(*data[k])
+        ax.plot(xs, ys, dashes.get(k, "-"), marker="o", ms=3, label=series_label(series, k) if series else None)
+    labelled = [[series_label(series, k) for k in g] for g in groups]
+    fig.longhaul_coinciding = labelled
+    if labelled:
+        ax.text(0.01, 0.01, "; ".join(f"{', '.join(g)}: coincide" for g in labelled), transform=ax.transAxes,
+                fontsize="x-small", color="#444", va="bottom")
+
+
 def _num(v):
     try:
         f = float(v)
@@ -100,34 +186,38 @@ def bandwidth_vs_size(records: Sequence[dict], out=None, value: str = "bw_MBps",
     """One curve per delay (or another ``series`` column), message size on a log2 axis."""
     data = _series(records, "size_bytes", value, series)
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for k in _sorted_keys(data):
-        xs, ys = zip(*data[k])
-        label = _delay_label(float(k)) if series == "delay_us" and _num(k) is not None else f"{series}={k}"
-        ax.plot(xs, ys, marker="o", ms=3, label=label)
+    _plot_series(fig, ax, data, series)
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel(f"{value} (MB/s, MB = 10^6 B)" if "MBps" in value else value)
+    ax.set_xlabel(words("size_bytes"))
+    ax.set_ylabel(words(value))
     ax.set_title(title)
-    return _finish(fig, ax, out, "one-way delay" if series == "delay_us" else series)
+    return _finish(fig, ax, out, _legend_title(series))
+
+
+def _legend_title(series: str | None) -> str | None:
+    if series in ("delay_us", "one_way_delay_us"):
+        return "one-way delay"
+    if series in ("distance_km", "fibre_km"):
+        return "distance"
+    return words(series) if series else None
 
 
 def bandwidth_vs_delay(records: Sequence[dict], out=None, value: str = "bw_MBps", series: str | None = "streams",
-                       title: str = "Bandwidth vs WAN delay") -> plt.Figure:
-    """One curve per ``series`` value (stream count, MTU, message size), delay on a log axis
-    (symmetric-log so that 0 us, the back-to-back case, is shown)."""
-    data = _series(records, "delay_us", value, series)
+                       title: str = "Bandwidth vs WAN delay", x: str = "delay_us") -> plt.Figure:
+    """One curve per ``series`` value (stream count, MTU, message size) over the delay (``x``:
+    ``delay_us`` or ``one_way_delay_us``, on a symmetric-log axis so that 0 us, the back-to-back
+    case, is shown) or the distance (``distance_km``, a linear axis)."""
+    data = _series(records, x, value, series)
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for k in _sorted_keys(data):
-        xs, ys = zip(*data[k])
-        label = _size_label(k) + " B" if series == "size_bytes" else f"{series}={k}" if series else None
-        ax.plot(xs, ys, marker="o", ms=3, label=label)
-    ax.set_xscale("symlog", linthresh=1.0)
+    _plot_series(fig, ax, data, series)
+    if x.endswith("_us"):
+        ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlim(left=0)
-    ax.set_xlabel("one-way delay (us); 5 us = 1 km of fibre")
-    ax.set_ylabel(f"{value} (MB/s, MB = 10^6 B)" if "MBps" in value else value)
+    ax.set_xlabel(words(x))
+    ax.set_ylabel(words(value))
     ax.set_title(title)
-    return _finish(fig, ax, out, series)
+    return _finish(fig, ax, out, _legend_title(series))
 
 
 def before_after(before: Sequence[dict], after: Sequence[dict], out=None, value: str = "bw_MBps",
@@ -145,8 +235,8 @@ def before_after(before: Sequence[dict], after: Sequence[dict], out=None, value:
     if log_y:
         ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel(value)
+    ax.set_xlabel(words("size_bytes"))
+    ax.set_ylabel(words(value))
     ax.set_title(title)
     return _finish(fig, ax, out)
 
@@ -163,25 +253,26 @@ def bcast_latency(default, hierarchical, out=None, value: str = "lat_us", where:
 
 
 def normalised_time_vs_delay(records: Sequence[dict], out=None, value: str = "time_s", series: str = "benchmark",
-                             title: str = "NAS run time normalised to 0 us vs WAN delay") -> plt.Figure:
+                             title: str = "NAS run time normalised to 0 us vs WAN delay",
+                             x: str = "delay_us") -> plt.Figure:
     """Each series' ``value`` divided by its value at the smallest delay (NAS normalised time)."""
-    data = _series(records, "delay_us", value, series)
+    data = _series(records, x, value, series)
+    data = {k: [(xv, yv / (pts[0][1] or 1.0)) for xv, yv in pts] for k, pts in data.items()}
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for k in _sorted_keys(data):
-        xs, ys = zip(*data[k])
-        ref = ys[0] if ys[0] else 1.0
-        ax.plot(xs, [y / ref for y in ys], marker="o", ms=3, label=str(k))
-    ax.set_xscale("symlog", linthresh=1.0)
+    _plot_series(fig, ax, data, series)
+    if x.endswith("_us"):
+        ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlim(left=0)
     ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("one-way delay (us)")
-    ax.set_ylabel("normalised run time")
+    ax.set_xlabel(words(x))
+    ax.set_ylabel("run time / run time at the shortest distance")
     ax.set_title(title)
     return _finish(fig, ax, out, series)
 
 
-def nfs_throughput_vs_delay(records: Sequence[dict], out=None, value: str = "bw_MBps", series: str = "transport"):
-    return bandwidth_vs_delay(records, out, value, series, title="NFS read throughput vs WAN delay")
+def nfs_throughput_vs_delay(records: Sequence[dict], out=None, value: str = "bw_MBps", series: str = "transport",
+                            x: str = "delay_us"):
+    return bandwidth_vs_delay(records, out, value, series, title="NFS read throughput vs WAN delay", x=x)
 
 
 def close(fig) -> None:

@@ -1,4 +1,5 @@
-"""``longhaul study``: run the default study and write study/<timestamp>/report.html."""
+"""``longhaul study [--site FILE]``: study a site (the default: S1's testbed) and write
+study/<timestamp>/report.html."""
 
 from __future__ import annotations
 
@@ -14,12 +15,17 @@ from longhaul.sweep import EXECUTORS
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "study", help="run the whole study (simulator, validation, your measurements) and write the report",
-        description="Runs every study part (the S1 verbs matrix on the simulator, the validation against every "
-                    "published point, your ingested measurements, the emulator), each skipped with a stated "
-                    "reason when it cannot run, and writes a self-contained report.html plus a Markdown summary. "
-                    "Results are cached in the store by scenario hash: a re-run reuses them, and an interrupted "
-                    "run resumes.")
+        "study", help="study a site (your clusters and link; default S1's) and write the report",
+        description="Reads the site file (two clusters, the link between them, the workloads that matter, the "
+                    "distances to explore; default examples/sites/s1-2008.toml, S1's testbed), runs every study "
+                    "part (verbs, TCP, MPI and NFS on the simulator, the validation against every published "
+                    "point, your ingested measurements, the emulator), each skipped with a stated reason when it "
+                    "cannot run, and writes a self-contained report.html (a summary per layer first) plus a "
+                    "Markdown summary. Results are cached in the store by scenario hash: a re-run reuses them, "
+                    "and an interrupted run resumes.")
+    p.add_argument("--site", metavar="FILE", default=None,
+                   help="the site file (TOML, or JSON by its .json name; docs/reference/site-file.md); "
+                        "default: examples/sites/s1-2008.toml")
     p.add_argument("--quick", action="store_true", help="a smaller matrix (fewer sizes, delays and transports)")
     p.add_argument("--out", metavar="DIR", help="write the report here (default: study/<UTC timestamp>/)")
     add_store_option(p)
@@ -57,23 +63,28 @@ def _check_out_dir(out_dir: Path) -> None:
 
 def cmd_study(args) -> int:
     from longhaul.errors import UserError
-    from longhaul.study import PARTS, StudyContext, default_out_dir, run_study, write_outputs
+    from longhaul import site as site_mod
+    from longhaul.study import StudyContext, all_parts, default_out_dir, run_study, write_outputs
 
     if args.list_parts:
-        for p in PARTS:
+        for p in all_parts():
             print(f"{p.name:<12} {p.title}")
         return 0
+    # The site is read and checked before anything is made (no store, no report directory).
+    site = site_mod.load(args.site)
     # An empty --parts is a list that lost its names (a variable that expanded to nothing), not "all":
     # refused, before the minutes a full study takes.
     only = None
     if args.parts is not None:
         only = units.list_items(args.parts, "--parts", "a part name")
         if not only:
-            raise UserError(f"--parts: empty list (give part names: {', '.join(p.name for p in PARTS)})")
+            raise UserError(f"--parts: empty list (give part names: {', '.join(p.name for p in all_parts())})")
     out_dir = Path(args.out) if args.out else default_out_dir()
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out '{out_dir}' is a file; give a directory")
     argv = []
+    if args.site:
+        argv += ["--site", args.site]
     if args.quick:
         argv.append("--quick")
     if args.store:
@@ -85,7 +96,7 @@ def cmd_study(args) -> int:
     # Where the results and the report go is checked before the minutes of the study, not after them.
     _check_out_dir(out_dir)
     store = store_from_args(args).check_writable()
-    ctx = StudyContext(quick=args.quick, store=store, out_dir=out_dir, executor=args.executor,
+    ctx = StudyContext(site=site, quick=args.quick, store=store, out_dir=out_dir, executor=args.executor,
                        workers=args.workers, use_cache=not args.no_cache, argv=argv)
     study = run_study(ctx, only=only)
     paths = write_outputs(study, out_dir)

@@ -14,8 +14,12 @@ color:#1d1d1f;background:#fff;line-height:1.45}
 h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #d0d7de;padding-bottom:.2em;margin-top:2em}
 h3{margin-top:1.4em}.meta{color:#57606a;font-size:.92em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.86em}
-th,td{border:1px solid #d0d7de;padding:.25em .55em;text-align:right;vertical-align:top}
+th,td{border:1px solid #d0d7de;padding:.25em .55em;text-align:right;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f3f5f7}td.t{text-align:left;max-width:420px}
+table.summary-layers{width:100%;font-size:.9em}table.summary-layers td,table.summary-layers th{text-align:left}
+th{overflow-wrap:normal}
+table.summary-layers td:last-child{max-width:300px}code{font-size:.92em;overflow-wrap:anywhere}
+ol.refs li{margin:.3em 0}
 .ok{color:#116329;font-weight:600}.skipped{color:#7d4e00;font-weight:600}.failed{color:#a40e26;font-weight:600}
 tr.pass td.v{background:#dafbe1}tr.fail td.v{background:#ffebe9}tr.na td.v{background:#f6f8fa}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eaeef2}figcaption{color:#57606a;font-size:.9em}
@@ -117,27 +121,86 @@ def _figure(fig) -> str:
             f"<figcaption>{html.escape(fig.caption)} (also figures/{html.escape(fig.name)}.png and .svg)</figcaption></figure>")
 
 
+def _references() -> dict[str, dict]:
+    import tomllib
+    from pathlib import Path
+
+    with (Path(__file__).parent / "references.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def reference_key(source: str) -> str | None:
+    """The published source a validation row cites ('S1 section 3.2, Fig 2(a)' -> 'S1')."""
+    head = str(source or "").split(" ", 1)[0].strip("[],")
+    return head if head in _references() else None
+
+
+def references_html(rows: Sequence[dict]) -> str:
+    refs = _references()
+    used = [k for k in refs if any(reference_key(r.get("source", "")) == k for r in rows)] or list(refs)
+    items = "".join(f"<li id='ref-{k}'><b>[{k}]</b> {html.escape(refs[k]['authors'])}, "
+                    f"&ldquo;{html.escape(refs[k]['title'])}&rdquo;, {html.escape(refs[k]['venue'])}. "
+                    f"<span class='meta'>{html.escape(refs[k]['testbed'])}</span></li>" for k in used)
+    return f"<h3>References</h3><ol class='refs'>{items}</ol>"
+
+
+def _gain(v) -> str:
+    return "—" if v is None else f"{v:+.0f}%"
+
+
+def summary_html(study) -> str:
+    """The site in two sentences, then one row per layer: what it gets at the planned distance,
+    what limits it, the change that helps, its predicted gain and the command to reproduce it."""
+    site = study.ctx.site
+    a, b = site.clusters
+    link = (f"IP routers ({site.link['routers']}" + (f" at {site.link['rate_gbps']:g} Gb/s" if "rate_gbps" in site.link
+                                                     else "") + ")" if site.ip else
+            f"{site.link.get('wan_links', 1)} x {site.link['extender']} range extender link(s)")
+    out = [f"<h2>Summary for the site</h2><p>{html.escape(site.description)}" if site.description else
+           "<h2>Summary for the site</h2><p>"]
+    out.append(f" {html.escape(a.name)} ({a.nodes} nodes x {a.cores_per_node} cores) and {html.escape(b.name)} "
+               f"({b.nodes} nodes x {b.cores_per_node} cores), joined by {html.escape(link)}, planned at "
+               f"<b>{site.planned_km:,.6g} km</b> ({site.planned_delay_us:,.6g} us one way); hardware profile "
+               f"<code>{html.escape(site.profile)}</code> (site file <code>{html.escape(site.path)}</code>).</p>")
+    rows = [r for o in study.outcomes for r in o.result.summary]
+    if not rows:
+        out.append("<p class='meta'>No layer ran (see the appendix for each part's status).</p>")
+        return "".join(out)
+    out.append("<table class='summary-layers'><thead><tr><th>layer</th><th>at the planned distance</th>"
+               "<th>limited by</th><th>change that helps</th><th>predicted gain</th><th>reproduce</th></tr></thead><tbody>")
+    for r in rows:
+        out.append(f"<tr><td class=t>{html.escape(r.layer)}</td><td class=t>{html.escape(r.gets)}</td>"
+                   f"<td class=t>{html.escape(r.limited_by)}</td><td class=t>{html.escape(r.change or '—')}</td>"
+                   f"<td>{_gain(r.gain_pct)}</td><td class=t><code>{html.escape(r.command)}</code></td></tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
 def render_html(study) -> str:
     o_all = study.outcomes
+    site = study.ctx.site
     parts = []
     parts.append("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
                  "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-                 f"<title>longhaul study — {html.escape(study.started_utc)}</title><style>{CSS}</style></head><body>")
-    parts.append("<h1>longhaul study: HPC communication between clusters over long-haul links</h1>")
-    parts.append(f"<p class='meta'>{html.escape(study.started_utc)} · {html.escape(study.version)} · "
+                 f"<title>longhaul study — {html.escape(site.name)}</title><style>{CSS}</style></head><body>")
+    parts.append(f"<h1>{html.escape(site.name)}</h1>")
+    parts.append(f"<p class='meta'>longhaul study · {html.escape(study.started_utc)} · {html.escape(study.version)} · "
                  f"host {html.escape(str(study.host.get('hostname')))} ({html.escape(str(study.host.get('cpus')))} cores) · "
                  f"{study.seconds:.1f} s · {html.escape(_scope(study))} · "
-                 "bandwidths in MB/s with MB = 10<sup>6</sup> bytes; delay is one-way, 5 us per km of fibre</p>")
-    # summary of parts
-    parts.append("<h2>Parts</h2><table class='summary'><thead><tr><th>part</th><th>status</th><th>time</th>"
-                 "<th>points</th><th>reason / notes</th></tr></thead><tbody>")
+                 "bandwidths in MB/s with MB = 10<sup>6</sup> bytes; delays are one way, 5 us per km of fibre</p>")
+    parts.append(summary_html(study))
+    advice = [a for o in o_all for a in o.result.advice]
+    if advice:
+        parts.append("<h3>More advice from the model</h3><ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in advice)
+                     + "</ul>")
+    # figures, part by part
+    parts.append("<h2>Figures</h2>")
     for o in o_all:
-        pts = f"{o.result.computed} computed, {o.result.cached} cached" if (o.result.computed or o.result.cached) else ""
-        notes = o.reason or "; ".join(o.result.notes)
-        parts.append(f"<tr><td>{html.escape(o.part.title)} <span class='meta'>({html.escape(o.part.name)})</span></td>"
-                     f"<td class='{o.status}'>{o.status}</td><td>{o.seconds:.1f} s</td><td>{pts}</td>"
-                     f"<td>{html.escape(notes)}</td></tr>")
-    parts.append("</tbody></table>")
+        if not o.result.figures:
+            continue
+        parts.append(f"<h3>{html.escape(o.part.title)}</h3>")
+        for f in o.result.figures:
+            parts.append(_figure(f))
     # validation
     vrows = [r for o in o_all for r in o.result.validation]
     parts.append("<h2>Validation: every published point</h2>")
@@ -145,24 +208,28 @@ def render_html(study) -> str:
         n_pass = sum(1 for r in vrows if r.get("passed") is True)
         n_fail = sum(1 for r in vrows if r.get("passed") is False)
         parts.append(f"<p>{n_pass} pass, {n_fail} fail, {len(vrows) - n_pass - n_fail} not checked yet "
-                     f"(of {len(vrows)} points).</p>")
+                     f"(of {len(vrows)} points). Sources are cited in full below the table.</p>")
         parts.append(validation_table(vrows))
+        parts.append(references_html(vrows))
     else:
-        parts.append("<p class='meta'>No validation rows (the validation part was skipped; see Parts).</p>")
-    # tuning advice
-    advice = [a for o in o_all for a in o.result.advice]
-    parts.append("<h2>Tuning advice</h2>")
-    parts.append("<ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in advice) + "</ul>" if advice
-                 else "<p class='meta'>No advice: no model part ran.</p>")
-    # each part
+        parts.append("<p class='meta'>No validation rows (the validation part was skipped; see the appendix).</p>")
+        parts.append(references_html([]))
+    # appendix
+    parts.append("<h2>Appendix</h2><h3>Parts</h3><table class='summary'><thead><tr><th>part</th><th>status</th>"
+                 "<th>time</th><th>points</th><th>reason / notes</th></tr></thead><tbody>")
     for o in o_all:
-        parts.append(f"<h2>{html.escape(o.part.title)} <span class='{o.status}'>[{o.status}]</span></h2>")
+        pts = f"{o.result.computed} computed, {o.result.cached} cached" if (o.result.computed or o.result.cached) else ""
+        notes = o.reason or "; ".join(o.result.notes)
+        parts.append(f"<tr><td class=t>{html.escape(o.part.title)} <span class='meta'>({html.escape(o.part.name)})</span></td>"
+                     f"<td class='{o.status}'>{o.status}</td><td>{o.seconds:.1f} s</td><td>{pts}</td>"
+                     f"<td class=t>{html.escape(notes)}</td></tr>")
+    parts.append("</tbody></table>")
+    for o in o_all:
         if o.status != "ok":
+            parts.append(f"<h3>{html.escape(o.part.title)} <span class='{o.status}'>[{o.status}]</span></h3>")
             parts.append(f"<p><b>{'Skipped' if o.status == 'skipped' else 'Failed'}:</b> {html.escape(o.reason)}</p>")
-            if o.status == "failed" or not (o.result.figures or o.result.tables):
+            if o.status == "failed" or not o.result.tables:
                 continue
-        for f in o.result.figures:
-            parts.append(_figure(f))
         for t in o.result.tables:
             parts.append(f"<h3>{html.escape(t.caption)}</h3>")
             parts.append(html_table(t.rows, t.columns))
@@ -170,7 +237,8 @@ def render_html(study) -> str:
             parts.append(f"<p class='meta'>{html.escape(n)}</p>")
     # reproduce
     cmds = [study.command] + [c for o in o_all for c in o.result.commands if c != study.command]
-    parts.append("<h2>Reproduce</h2><p>From the repository root (scripts/bootstrap.sh sets up the environment):</p>")
+    cmds += [r.command for o in o_all for r in o.result.summary if r.command]
+    parts.append("<h3>Reproduce</h3><p>From the repository root (scripts/bootstrap.sh sets up the environment):</p>")
     parts.append("<pre>" + html.escape("source scripts/bootstrap.sh\n" + "\n".join(dict.fromkeys(cmds))) + "</pre>")
     parts.append("</body></html>\n")
     return "".join(parts)
@@ -194,17 +262,32 @@ def _md_table(rows: Sequence[dict], columns: Sequence[str] | None = None, max_ro
 
 def _scope(study) -> str:
     """'quick matrix' or 'full matrix', and the parts run when not all were."""
-    from longhaul.study import PARTS
+    from longhaul.study import all_parts
 
     matrix = "quick matrix" if study.ctx.quick else "full matrix"
     names = [o.part.name for o in study.outcomes]
-    return matrix if len(names) == len(PARTS) else f"{matrix}, parts {', '.join(names)}"
+    return matrix if len(names) == len(all_parts()) else f"{matrix}, parts {', '.join(names)}"
+
+
+def summary_markdown(study) -> list[str]:
+    """The report's summary as Markdown lines: one bullet per layer."""
+    site = study.ctx.site
+    lines = [f"## Summary for {site.name} (planned: {site.planned_km:,.6g} km, {site.planned_delay_us:,.6g} us one way)",
+             ""]
+    rows = [r for o in study.outcomes for r in o.result.summary]
+    for r in rows:
+        change = f" Change: {r.change} ({_gain(r.gain_pct)})." if r.change else ""
+        lines.append(f"- **{r.layer}**: {r.gets}; limited by {r.limited_by}.{change} `{r.command}`")
+    if not rows:
+        lines.append("- no layer ran")
+    return lines
 
 
 def render_markdown(study) -> str:
     o_all = study.outcomes
     lines = [f"# longhaul study ({study.started_utc}, {_scope(study)}, {study.seconds:.1f} s)", ""]
-    lines.append("## Parts")
+    lines += summary_markdown(study)
+    lines += ["", "## Parts"]
     for o in o_all:
         extra = o.reason or "; ".join(o.result.notes)
         pts = f" — {o.result.computed} computed, {o.result.cached} cached" if (o.result.computed or o.result.cached) else ""
@@ -221,7 +304,7 @@ def render_markdown(study) -> str:
                                ("id", "expected", "model", "rel_err", "passed")))
     for o in o_all:
         for t in o.result.tables:
-            if "vs published" in t.caption or "Peak bandwidth" in t.caption:
+            if "vs published" in t.caption:
                 lines += ["", f"## {t.caption}", "", _md_table(t.rows, t.columns)]
     advice = [a for o in o_all for a in o.result.advice]
     if advice:

@@ -63,16 +63,3 @@ def sweep(transports: Sequence[str] = TRANSPORTS, delays_us: Sequence[float] = (
     scenarios = [scenario(base, transport=t, delay_us=d, seed=seed, **params) for t in transports for d in delays_us]
     return run_many(scenarios, workers=workers, show_progress=show_progress, description="nfs")
 
-
-# ----------------------------------------------------------------------------- study part
-#: The delays of S1 Fig 9.
-STUDY_DELAYS_US = (0.0, 10.0, 100.0, 1000.0)
-
-
-def study_scenarios(quick: bool) -> list[dict]:
-    """NFS read throughput vs delay for the three transports on the S1 testbed (--quick: 0, 100 and
-    1000 us). Each point reads 32 MiB of the 512 MiB file and measures after the first quarter: by
-    then the slowest case (TCP over IPoIB-UD at 1000 us) has reached its steady rate (8 MiB would
-    still be half-way up slow start)."""
-    delays = (0.0, 100.0, 1000.0) if quick else STUDY_DELAYS_US
-    return [scenario(transport=t, delay_us=d) for t in TRANSPORTS for d in delays]

@@ -9,14 +9,11 @@ cross-product of delays, streams and windows. Records are flat dicts whose keys 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from longhaul import _core
 from longhaul.errors import UserError
 from longhaul.sim import core
 
-if TYPE_CHECKING:
-    from longhaul.study import PartResult
 
 LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
 CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
@@ -110,42 +107,3 @@ def sweep(link: str = "10gige-lan", delays_us: Sequence[float] = (0.0,), streams
     ]
     return run_many(scenarios, workers=workers, show_progress=show_progress, description=f"tcp {link}")
 
-
-# ----------------------------------------------------------------------------- study part
-#: The S1 delays, and the settings of the S1 IPoIB experiments used by the validation
-#: (iperf -w 256K on the hosts of the time gives a 384 KiB window; see points_tcp.toml).
-STUDY_DELAYS_US = (0.0, 10.0, 100.0, 1000.0, 10000.0)
-STUDY_WINDOW_BYTES = 393216
-
-
-def study_scenarios(quick: bool) -> tuple[list[dict], tuple[int, ...]]:
-    """The study's TCP matrix: IPoIB-UD and IPoIB-CM on the S1 hosts, bandwidth vs delay and streams."""
-    streams = (1, 4) if quick else (1, 2, 4, 8)
-    duration = 1.0 if quick else 5.0
-    delays = STUDY_DELAYS_US[::2] if quick else STUDY_DELAYS_US
-    scs = [scenario(link=link, testbed="s1", delay_us=d, streams=s, window_bytes=STUDY_WINDOW_BYTES, duration_s=duration)
-           for link in ("ipoib-ud", "ipoib-cm") for d in delays for s in streams]
-    return scs, streams
-
-
-def study_presentation(recs: list[dict], streams: Sequence[int]) -> PartResult:
-    """Figures, a table and tuning advice for the study's TCP records."""
-    from longhaul import plots
-    from longhaul.study import Figure, PartResult, Table
-
-    out = PartResult(records=recs)
-    for link in ("ipoib-ud", "ipoib-cm"):
-        sel = [r for r in recs if r["link"] == link]
-        out.figures.append(Figure(f"tcp_{link}_bw_vs_delay", f"TCP over {link}: bandwidth vs delay, one curve per stream count (model)",
-                                  plots.bandwidth_vs_delay(sel, series="streams", title=f"TCP over {link} (S1 hosts, 384 KiB window)")))
-    out.tables.append(Table("TCP over IPoIB, aggregate MB/s (model)",
-                            [{k: r[k] for k in ("link", "mtu_bytes", "streams", "delay_us", "bw_MBps", "retransmits")} for r in recs]))
-    one = {(r["link"], r["delay_us"]): r["bw_MBps"] for r in recs if r["streams"] == 1}
-    best = {(r["link"], r["delay_us"]): max(x["bw_MBps"] for x in recs if x["link"] == r["link"] and x["delay_us"] == r["delay_us"]) for r in recs}
-    for (link, d), bw in sorted(one.items()):
-        if bw < 0.7 * best[(link, d)]:
-            out.advice.append(f"{link} at {d:g} us: one stream gets {bw:.0f} MB/s, {max(streams)} streams {best[(link, d)]:.0f}: "
-                              f"the window (not the link) limits a single stream; use parallel streams or a larger socket buffer "
-                              f"(window >= bandwidth x round trip).")
-    out.commands.append("longhaul sim tcp --link ipoib-cm --delay-us 0,10,100,1000,10000 --streams 1,2,4,8 --window 384K --profile s1")
-    return out

@@ -1,0 +1,60 @@
+"""NFS reads across the site's link (NFS/RDMA, NFS over IPoIB-RC and -UD): throughput vs distance,
+and the summary at the planned distance: RPCs in flight over the round trip, and the transport
+that moves most there."""
+
+from __future__ import annotations
+
+from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
+from longhaul.study_parts._common import at, gain_pct, of, per_rtt_MBps, planned, run_workloads, size_text, x_key
+
+
+def run(ctx: StudyContext) -> PartResult:
+    from longhaul import plots
+
+    site = ctx.site
+    ws = site.of("nfs")
+    if not ws:
+        raise SkipPart("the site has no nfs workload")
+    recs, computed, cached = run_workloads(ctx, ws, "nfs")
+    out = PartResult(records=recs, computed=computed, cached=cached)
+    for w in ws:
+        sel = of(recs, w)
+        if len({r["one_way_delay_us"] for r in sel}) > 1:
+            fig = plots.nfs_throughput_vs_delay(sel, x=x_key(site))
+            out.figures.append(Figure(f"nfs_{w.index}_throughput_vs_distance",
+                                      "NFS read throughput vs distance: one curve per transport (IOzone, "
+                                      f"{sel[0]['threads']} threads, rsize {size_text(sel[0]['rsize_bytes'])}; model). "
+                                      f"{plots.coincide_note(fig)}".strip(), fig))
+        out.tables.append(Table("NFS read throughput, MB/s (model; part of the file simulated, measured after its "
+                                "first quarter)",
+                                [{k: r.get(k) for k in ("transport", "one_way_delay_us", "threads", "rsize_bytes",
+                                                        "slots", "bw_MBps")} for r in sel]))
+        out.summary.append(_summary(ctx, w, sel))
+    return out
+
+
+def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
+    site = ctx.site
+    d = planned(site)
+    here = {r["transport"]: r for r in at(recs, d)}
+    if not here:
+        return SummaryRow(w.name, "not simulated at the planned distance", "—")
+    first = w.params["transports"][0]
+    r = here.get(first) or next(iter(here.values()))
+    bw = float(r["bw_MBps"])
+    window = int(r["slots"]) * int(r["rsize_bytes"])
+    bound = per_rtt_MBps(window, d)
+    limited = (f"RPCs in flight / round trip: {r['slots']} RPC slots x {size_text(r['rsize_bytes'])} reads over a "
+               f"{2 * d:,.0f} us round trip allow {bound:,.0f} MB/s" if bw > 0.7 * bound else
+               f"the transport's per-RPC work (below the {bound:,.0f} MB/s that {r['slots']} slots x "
+               f"{size_text(r['rsize_bytes'])} allow over the round trip)")
+    best = max(here.values(), key=lambda x: x["bw_MBps"])
+    change, gain = "", None
+    if best["transport"] != r["transport"]:
+        change = f"NFS over {best['transport']}: {best['bw_MBps']:,.0f} MB/s"
+        gain = gain_pct(bw, best["bw_MBps"])
+    return SummaryRow(f"NFS reads over {r['transport']}", f"{bw:,.0f} MB/s", limited, change, gain,
+                      f"longhaul sim nfs --transport {','.join(here)} {site.options('nfs')}")
+
+
+PART = StudyPart("nfs", "NFS reads across the link (simulator)", run, order=40)
