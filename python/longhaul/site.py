@@ -488,7 +488,7 @@ def where_label(where: dict) -> str:
 def _planned(c: _Checker, link: dict) -> dict:
     given = [k for k in ("distance_km", "distance_miles", "delay_us") if k in link]
     if len(given) != 1:
-        raise c.error("link", f"give exactly one of distance_km, distance_miles, delay_us (the planned distance)"
+        raise c.error("link", "give exactly one of distance_km, distance_miles, delay_us (the planned distance)"
                       + (f"; got {', '.join(given)}" if given else ""))
     k = given[0]
     if k == "delay_us":
@@ -675,7 +675,8 @@ def schema_markdown() -> str:
     """The reference table of every key (docs/reference/site-file.md includes it)."""
     out = []
     for table, keys in SCHEMA.items():
-        out.append(f"\n### `{table or '(top level)'}`\n\n| key | unit | valid | default | meaning |\n|---|---|---|---|---|")
+        out.append(f"\n### `{table or '(top level)'}`\n")
+        out.append("| key | unit | valid | default | meaning |\n|---|---|---|---|---|")
         for k, s in keys.items():
             valid = (f"{_num(s.lo)} to {_num(s.hi or 0)}" if s.lo is not None else
                      ", ".join(names(s.names)) if s.names else "text" if s.kind == "str" else "")

@@ -5,7 +5,39 @@ from __future__ import annotations
 
 from longhaul.site import Site, Workload, one_way_delay_us
 from longhaul.site_scenarios import points
-from longhaul.study import StudyContext, sweep
+from longhaul.study import PartResult, SkipPart, StudyContext, SummaryRow, sweep
+
+
+def start(ctx: StudyContext, kind: str, layers: tuple[str, ...]) -> tuple[list[Workload], PartResult]:
+    """A site part's workloads of ``layers`` and the result holding their records; SkipPart when
+    the site has none."""
+    ws = [w for layer in layers for w in ctx.site.of(layer)]
+    if not ws:
+        raise SkipPart(f"the site has no {' or '.join(layers)} workload" + (
+            " (IP routers: no InfiniBand between the clusters)" if ctx.site.ip and kind in ("verbs", "nfs") else ""))
+    recs, computed, cached = run_workloads(ctx, ws, kind)
+    return ws, PartResult(records=recs, computed=computed, cached=cached)
+
+
+class NotAtPlanned(Exception):
+    """A workload has no record at the planned distance (it runs at distances of its own)."""
+
+
+def at_planned(ctx: StudyContext, recs: list[dict], value: str | None = None) -> tuple[Site, float, list[dict]]:
+    """The site, its planned one-way delay and the records there (those with ``value`` set)."""
+    d = planned(ctx.site)
+    here = [r for r in at(recs, d) if value is None or r.get(value) is not None]
+    if not here:
+        raise NotAtPlanned
+    return ctx.site, d, here
+
+
+def summarise(layer: str, summary, *args) -> SummaryRow:
+    """``summary(*args)``, or a row saying the layer was not simulated at the planned distance."""
+    try:
+        return summary(*args)
+    except NotAtPlanned:
+        return SummaryRow(layer, "not simulated at the planned distance", "—")
 
 
 def run_workloads(ctx: StudyContext, ws: list[Workload], kind: str) -> tuple[list[dict], int, int]:
@@ -99,8 +131,8 @@ def ceilings_MBps(hw: dict) -> dict[str, tuple[float, str]]:
         rate = (FRAMING_GBPS[framing] if framing in FRAMING_GBPS else
                 ext["wan"]["width"] * IB_LANE_DATA_GBPS[ext["wan"]["generation"]])
         rate *= 125.0 * hw["wan_links"]
-        what = (f"{hw['wan_links']} x " if hw["wan_links"] > 1 else "") + (
-            f"{framing} WAN link" if framing != "ib" else f"{ext['wan']['width']}x {ext['wan']['generation'].upper()} WAN link")
+        link = framing if framing != "ib" else f"{ext['wan']['width']}x {ext['wan']['generation'].upper()}"
+        what = (f"{hw['wan_links']} x " if hw["wan_links"] > 1 else "") + f"{link} WAN link"
     else:
         rate = wan["width"] * IB_LANE_DATA_GBPS[wan["generation"]] * 125.0
         what = f"{wan['width']}x {wan['generation'].upper()} link between the switches"

@@ -5,19 +5,17 @@ WAN crossings) and the change that helps, simulated."""
 
 from __future__ import annotations
 
-from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import at, gain_pct, helps, of, per_rtt_MBps, planned, run_workloads, simulate, size_text, x_key
+from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
+from longhaul.study_parts._common import (at, at_planned, gain_pct, helps, of, per_rtt_MBps, simulate, size_text, start,
+                                          summarise, x_key)
 
 P2P = ("latency", "bw", "bibw", "mbw_mr")
 
 
 def run(ctx: StudyContext) -> PartResult:
     site = ctx.site
-    ws = site.of("mpi") + site.of("nas") + site.of("trace")
-    if not ws:
-        raise SkipPart("the site has no mpi, nas or trace workload")
-    recs, computed, cached = run_workloads(ctx, ws, "mpi")
-    out = PartResult(records=recs, computed=computed, cached=cached)
+    ws, out = start(ctx, "mpi", ("mpi", "nas", "trace"))
+    recs = out.records
     for w in ws:
         sel = of(recs, w)
         if w.layer == "mpi":
@@ -29,12 +27,14 @@ def run(ctx: StudyContext) -> PartResult:
                                     [{k: r.get(k) for k in ("one_way_delay_us", "ranks", "run_time_s")} for r in sel]))
     p2p = next((w for w in site.of("mpi") if w.params["bench"] in P2P), None)
     if p2p is not None:
-        out.summary.append(_p2p_summary(ctx, p2p, of(recs, p2p)))
+        out.summary.append(summarise(f"MPI point-to-point ({p2p.params['bench']})", _p2p_summary, ctx, p2p,
+                                     of(recs, p2p)))
     coll = next((w for w in site.of("mpi") if w.params["bench"] not in P2P), None)
     if coll is not None:
-        out.summary.append(_coll_summary(ctx, coll, of(recs, coll)))
+        out.summary.append(summarise(f"MPI collectives ({coll.params['bench']})", _coll_summary, ctx, coll,
+                                     of(recs, coll)))
     for w in site.of("nas"):
-        out.summary.append(_nas_summary(ctx, w, of(recs, w)))
+        out.summary.append(summarise(w.name, _nas_summary, ctx, w, of(recs, w)))
     return out
 
 
@@ -91,14 +91,10 @@ def _opts(site) -> str:
 
 
 def _p2p_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site = ctx.site
-    d = planned(site)
     bench = w.params["bench"]
     value = "lat_us" if bench == "latency" else "bw_MBps"
-    here = [r for r in at(recs, d) if r.get(value) is not None]
+    site, d, here = at_planned(ctx, recs, value)
     layer = f"MPI point-to-point ({bench})"
-    if not here:
-        return SummaryRow(layer, "not simulated at the planned distance", "—")
     # the library's own threshold (the first one listed when the workload compares thresholds)
     t0 = (w.params.get("eager_threshold_bytes") or [None])[0]
     mine = [r for r in here if t0 is None or r.get("eager_threshold_bytes") == t0]
@@ -112,7 +108,7 @@ def _p2p_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
     cmd = f"longhaul sim mpi osu --bench {bench} --sizes {size} {_opts(site)}"
     change, gain = "", None
     if r.get("rendezvous_messages"):
-        limited = (f"protocol round trips: {size_text(size)} is above the eager threshold ({size_text(thr)}), so each "
+        limited = (f"protocol round trips: {size_text(size)} is not below the eager threshold ({size_text(thr)}), so each "
                    f"message waits for the rendezvous handshake, a {2 * d:,.0f} us round trip")
         new = 1 << size.bit_length()    # the next power of two above the message
         key = "eager_limit_bytes" if site.ip else "eager_threshold_bytes"
@@ -144,13 +140,9 @@ def _p2p_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
 
 
 def _coll_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site = ctx.site
-    d = planned(site)
+    site, d, here = at_planned(ctx, recs, "lat_us")
     bench = w.params["bench"]
     layer = f"MPI collectives ({bench})"
-    here = [r for r in at(recs, d) if r.get("lat_us") is not None]
-    if not here:
-        return SummaryRow(layer, "not simulated at the planned distance", "—")
     size = max(r["size_bytes"] for r in here)
     cur = [r for r in here if r["size_bytes"] == size]
     default = next((r for r in cur if "hier" not in str(r["algo"])), cur[0])
@@ -171,12 +163,8 @@ def _coll_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
 
 
 def _nas_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site = ctx.site
-    d = planned(site)
-    here = [r for r in at(recs, d) if r.get("run_time_s") is not None]
+    site, d, here = at_planned(ctx, recs, "run_time_s")
     zero = {r["app"]: r for r in at(recs, 0.0) if r.get("run_time_s") is not None}
-    if not here:
-        return SummaryRow(w.name, "not simulated at the planned distance", "—")
     parts, worst = [], None
     for r in here:
         z = zero.get(r["app"])

@@ -4,19 +4,16 @@ that moves most there."""
 
 from __future__ import annotations
 
-from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import at, gain_pct, of, per_rtt_MBps, planned, run_workloads, size_text, x_key
+from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
+from longhaul.study_parts._common import at_planned, gain_pct, of, per_rtt_MBps, size_text, start, summarise, x_key
 
 
 def run(ctx: StudyContext) -> PartResult:
     from longhaul import plots
 
     site = ctx.site
-    ws = site.of("nfs")
-    if not ws:
-        raise SkipPart("the site has no nfs workload")
-    recs, computed, cached = run_workloads(ctx, ws, "nfs")
-    out = PartResult(records=recs, computed=computed, cached=cached)
+    ws, out = start(ctx, "nfs", ("nfs",))
+    recs = out.records
     for w in ws:
         sel = of(recs, w)
         if len({r["one_way_delay_us"] for r in sel}) > 1:
@@ -29,16 +26,13 @@ def run(ctx: StudyContext) -> PartResult:
                                 "first quarter)",
                                 [{k: r.get(k) for k in ("transport", "one_way_delay_us", "threads", "rsize_bytes",
                                                         "slots", "bw_MBps")} for r in sel]))
-        out.summary.append(_summary(ctx, w, sel))
+        out.summary.append(summarise(w.name, _summary, ctx, w, sel))
     return out
 
 
 def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site = ctx.site
-    d = planned(site)
-    here = {r["transport"]: r for r in at(recs, d)}
-    if not here:
-        return SummaryRow(w.name, "not simulated at the planned distance", "—")
+    site, d, records = at_planned(ctx, recs)
+    here = {r["transport"]: r for r in records}
     first = w.params["transports"][0]
     r = here.get(first) or next(iter(here.values()))
     bw = float(r["bw_MBps"])

@@ -6,50 +6,42 @@ from __future__ import annotations
 
 import math
 
-from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import at, gain_pct, helps, of, planned, run_workloads, simulate, size_text, x_key
+from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
+from longhaul.study_parts._common import (at, at_planned, gain_pct, helps, of, simulate, size_text, start, summarise,
+                                          x_key)
 
 
 def run(ctx: StudyContext) -> PartResult:
-    from longhaul import plots
-
-    site = ctx.site
-    ws = site.of("tcp")
-    if not ws:
-        raise SkipPart("the site has no tcp workload")
-    recs, computed, cached = run_workloads(ctx, ws, "tcp")
-    out = PartResult(records=recs, computed=computed, cached=cached)
-    x = x_key(site)
-    for w in ws:
-        sel = of(recs, w)
-        links = sorted({r["link"] for r in sel})
-        for link in links:
-            one = [r for r in sel if r["link"] == link]
-            windows = sorted({r.get("window_bytes") or 0 for r in one})
-            for win in windows:
-                cur = [r for r in one if (r.get("window_bytes") or 0) == win]
-                if len({r[x] for r in cur}) < 2:
-                    continue
-                wtext = f"{size_text(win)} socket buffer" if win else "Linux buffer auto-tuning"
-                fig = plots.bandwidth_vs_delay(cur, series="streams", x=x, title=f"TCP over {link} ({wtext})")
-                out.figures.append(Figure(f"tcp_{link}_{win}_bw_vs_distance",
-                                          f"TCP over {link}, {wtext}: bandwidth vs distance, one curve per stream count "
-                                          f"(model). {plots.coincide_note(fig)}".strip(), fig))
+    ws, out = start(ctx, "tcp", ("tcp",))
+    # one figure per link and socket buffer, one curve per stream count
+    groups: dict[tuple, list[dict]] = {}
+    for r in out.records:
+        groups.setdefault((r["link"], r.get("window_bytes") or 0), []).append(r)
+    for (link, win), cur in sorted(groups.items()):
+        _figure(ctx, link, win, cur, out)
     out.tables.append(Table("TCP, aggregate MB/s (model)",
                             [{k: r.get(k) for k in ("link", "streams", "window_bytes", "one_way_delay_us", "bw_MBps",
-                                                    "retransmits")} for r in recs]))
+                                                    "retransmits")} for r in out.records]))
     for w in ws:
-        out.summary.append(_summary(ctx, w, of(recs, w)))
+        out.summary.append(summarise(f"TCP ({w.name})", _summary, ctx, w, of(out.records, w)))
     out.commands += [r.command for r in out.summary]
     return out
 
 
+def _figure(ctx: StudyContext, link: str, win: int, recs: list[dict], out: PartResult) -> None:
+    from longhaul import plots
+
+    x = x_key(ctx.site)
+    if len({r[x] for r in recs}) < 2:
+        return
+    wtext = f"{size_text(win)} socket buffer" if win else "Linux buffer auto-tuning"
+    fig = plots.bandwidth_vs_delay(recs, series="streams", x=x, title=f"TCP over {link} ({wtext})")
+    out.figures.append(Figure(f"tcp_{link}_{win}_bw_vs_distance", f"TCP over {link}, {wtext}: bandwidth vs distance, "
+                              f"one curve per stream count (model). {plots.coincide_note(fig)}".strip(), fig))
+
+
 def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site = ctx.site
-    d = planned(site)
-    here = at(recs, d)
-    if not here:
-        return SummaryRow(f"TCP ({w.name})", "not simulated at the planned distance", "—")
+    site, d, here = at_planned(ctx, recs)
     r = min(here, key=lambda r: (r["streams"], r.get("window_bytes") or 0))   # the plainest configuration
     link, streams, win, bw = r["link"], int(r["streams"]), r.get("window_bytes"), float(r["bw_MBps"])
     rtt = float(r.get("min_rtt_us") or 2 * d)

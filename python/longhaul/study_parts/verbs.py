@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from longhaul.errors import UserError
 from longhaul.results import Store
-from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import (at, ceilings_MBps, gain_pct, helps, of, per_rtt_MBps, planned, run_workloads,
-                                          simulate, size_text, x_key)
+from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
+from longhaul.study_parts._common import (at, at_planned, ceilings_MBps, gain_pct, helps, of, per_rtt_MBps, simulate,
+                                          size_text, start, summarise, x_key)
 
 UD_MTU_BYTES = 2048   # S1's UD messages: one IB MTU
 
@@ -21,12 +21,8 @@ def run(ctx: StudyContext) -> PartResult:
     from longhaul import plots
 
     site = ctx.site
-    ws = site.of("verbs")
-    if not ws:
-        raise SkipPart("the site has no verbs workload" + (" (IP routers: no InfiniBand between the clusters)"
-                                                            if site.ip else ""))
-    recs, computed, cached = run_workloads(ctx, ws, "verbs")
-    out = PartResult(records=recs, computed=computed, cached=cached)
+    ws, out = start(ctx, "verbs", ("verbs",))
+    recs = out.records
     x = x_key(site)
     for w in ws:
         sel = of(recs, w)
@@ -56,10 +52,10 @@ def run(ctx: StudyContext) -> PartResult:
         rows = half_peak_sizes(of(recs, rc))
         if rows:
             out.tables.append(Table(f"Smallest {rc.name} message reaching 90% of its peak, per distance (model)", rows))
-        out.summary.append(_rc_summary(ctx, rc, of(recs, rc)))
+        out.summary.append(summarise(rc.name, _rc_summary, ctx, rc, of(recs, rc)))
     ud = _first(ws, "ud", "bw")
     if ud is not None:
-        out.summary.append(_ud_summary(ctx, ud, of(recs, ud)))
+        out.summary.append(summarise(ud.name, _ud_summary, ctx, ud, of(recs, ud)))
     if site.profile == "s1":
         _s1_comparison(ctx, recs, ws, out)
     out.commands.append(f"longhaul results ls --kind verbs{' --store ' + str(ctx.store.root) if ctx.store else ''}")
@@ -97,11 +93,7 @@ def half_peak_sizes(records: Sequence[dict], fraction: float = 0.9) -> list[dict
 
 def _rc_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
     """RC at the planned distance with the workload's largest message: the bound that binds."""
-    site = ctx.site
-    d = planned(site)
-    here = at(recs, d)
-    if not here:
-        return SummaryRow(w.name, "not simulated at the planned distance", "—")
+    site, d, here = at_planned(ctx, recs, "bw_MBps")
     # The largest message the distance still hurts (below 90% of its bandwidth at 0 km), else the largest.
     zero = {int(x["size_bytes"]): float(x["bw_MBps"]) for x in at(recs, 0.0) if x.get("bw_MBps")}
     hurt = [x for x in here if zero.get(int(x["size_bytes"])) and x["bw_MBps"] < 0.9 * zero[int(x["size_bytes"])]]
@@ -161,11 +153,7 @@ def _rc_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
 
 
 def _ud_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site = ctx.site
-    d = planned(site)
-    here = [r for r in at(recs, d) if r.get("bw_MBps") is not None]
-    if not here:
-        return SummaryRow(w.name, "not simulated at the planned distance", "—")
+    site, d, here = at_planned(ctx, recs, "bw_MBps")
     r = max(here, key=lambda r: int(r["size_bytes"]))
     size, bw = int(r["size_bytes"]), float(r["bw_MBps"])
     bounds = ceilings_MBps(site.hardware)
