@@ -2,7 +2,11 @@
 the default (S1) full matrix < 120 s, --quick < 20 s, a re-run with a warm cache < 5 s (issue 6),
 and `longhaul study --site` on each shipped example under examples/sites/ < 120 s (issue 23).
 
-    python bench/study_bench.py [--skip-full] [--sites] [--only-sites]
+    python bench/study_bench.py [--skip-full] [--sites] [--only-sites] [--anchor DIR]
+
+--anchor DIR runs the default full study with another checkout's python/ directory too (its built
+_core inside, e.g. a `git worktree add` of main), right before this tree's, and prints the ratio:
+the S1 default must not become slower than it was.
 
 Each run uses a fresh store under bench/out/ (cold), then the quick study is run again on its
 store (warm). Prints one line per case and writes bench/out/study_bench.json. The emulated part
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,22 +33,29 @@ SITES = sorted((ROOT / "examples" / "sites").glob("*.toml"))
 SIM_PARTS = "verbs,tcp,mpi,nfs,validation"
 
 
-def run(name: str, args: list[str], store: Path, fresh: bool, target: float | None = None) -> dict:
+def run(name: str, args: list[str], store: Path, fresh: bool, target: float | None = None,
+        python_dir: Path = ROOT / "python") -> dict:
     if fresh and store.exists():
         shutil.rmtree(store)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": str(python_dir) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "longhaul.cli", "study", *args, "--store", str(store),
            "--out", str(OUT / "reports" / name.replace(" ", "_").replace("(", "").replace(")", "")), "--no-summary"]
     t = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     seconds = time.perf_counter() - t
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds: what a busy shared machine changes least (wall time waits for other work)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     ok = proc.returncode == 0
     target = target or TARGETS_S[name]
-    line = f"{name:<34} {seconds:7.1f} s   target < {target:g} s   {'OK' if ok and seconds < target else 'MISSED' if ok else 'FAILED'}"
+    verdict = "OK" if ok and seconds < target else "MISSED" if ok else "FAILED"
+    line = f"{name:<34} {seconds:7.1f} s ({cpu:6.1f} s CPU)   target < {target:g} s   {verdict}"
     print(line, flush=True)
     if not ok:
         print(proc.stderr[-2000:], file=sys.stderr)
-    return {"case": name, "seconds": round(seconds, 2), "target_s": target, "returncode": proc.returncode,
+    return {"case": name, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2), "target_s": target,
+            "returncode": proc.returncode,
             "met": ok and seconds < target}
 
 
@@ -52,13 +64,21 @@ def main() -> int:
     p.add_argument("--skip-full", action="store_true", help="only the quick cases")
     p.add_argument("--sites", action="store_true", help="also each shipped site example (full matrix, cold)")
     p.add_argument("--only-sites", action="store_true", help="only the shipped site examples")
+    p.add_argument("--anchor", type=Path, help="another checkout's python/ directory: its default full study too")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}")
     results = []
     if not args.only_sites:
+        if args.anchor:
+            anchor = run("anchor full (cold)", [], OUT / "store-anchor", fresh=True, target=TARGETS_S["full (cold)"],
+                         python_dir=args.anchor.resolve())
+            results.append(anchor)
         if not args.skip_full:
             results.append(run("full (cold)", [], OUT / "store-full", fresh=True))
+            if args.anchor:
+                ratio, cpu_ratio = (results[-1][k] / anchor[k] for k in ("seconds", "cpu_s"))
+                print(f"{'full / anchor full':<34} {ratio:7.2f} x ({cpu_ratio:.2f} x CPU)", flush=True)
         results.append(run("quick (cold)", ["--quick"], OUT / "store-quick", fresh=True))
         results.append(run("quick (warm cache)", ["--quick"], OUT / "store-quick", fresh=False))
     if args.sites or args.only_sites:

@@ -84,14 +84,20 @@ def validators() -> dict:
 
 
 def points(site: Site, w: Workload, quick: bool = False) -> list[dict]:
-    """The sweep points of workload ``w``: one per (model, distance), holding that distance's
-    scenarios (run one after another by ``run_point``; the sweep runs points in parallel).
-    ``quick``: every other distance and every other scenario of each (the last always kept)."""
+    """The sweep points of workload ``w`` (the sweep runs points in parallel): a verbs workload's
+    message sizes at one distance make one point, run one after another by ``run_point`` (each takes
+    milliseconds to seconds); every other scenario is a point of its own. ``quick``: every other
+    distance, and every other scenario at each (the last always kept)."""
     groups: dict[tuple, list[dict]] = {}
     for model, sc in scenarios(site, w, quick):
         where = json.dumps(sc.get("path", {}), sort_keys=True)
         groups.setdefault((model, where), []).append(sc)
-    return [{"model": k[0], "workload": w.name, "scenarios": _thin(v) if quick else v} for k, v in groups.items()]
+    out = []
+    for (model, _), scs in groups.items():
+        scs = _thin(scs) if quick else scs
+        out += ([{"model": model, "workload": w.name, "scenarios": scs}] if model == "verbs" else
+                [{"model": model, "workload": w.name, "scenarios": [sc]} for sc in scs])
+    return out
 
 
 def _thin(items: list) -> list:

@@ -104,6 +104,8 @@ def validation_table(rows: Sequence[dict]) -> str:
                 out.append(f"<td class='v'>{verdict(r, 'not checked')}</td>")
             elif c == "rel_err":
                 out.append(f"<td>{html.escape(_pct(v) if isinstance(v, (int, float)) else _fmt(v))}</td>")
+            elif c == "source" and reference_key(v):
+                out.append(f"<td class=t><a href='#ref-{reference_key(v)}'>{html.escape(str(v))}</a></td>")
             elif c == "detail" and isinstance(v, str) and len(v) > DETAIL_SHOWN_CHARS:
                 out.append(f"<td class=t>{_folded(v)}</td>")
             else:
@@ -135,12 +137,12 @@ def reference_key(source: str) -> str | None:
     return head if head in _references() else None
 
 
-def references_html(rows: Sequence[dict]) -> str:
+def references_html() -> str:
+    """Every published source the validation compares with, in full."""
     refs = _references()
-    used = [k for k in refs if any(reference_key(r.get("source", "")) == k for r in rows)] or list(refs)
     items = "".join(f"<li id='ref-{k}'><b>[{k}]</b> {html.escape(refs[k]['authors'])}, "
                     f"&ldquo;{html.escape(refs[k]['title'])}&rdquo;, {html.escape(refs[k]['venue'])}. "
-                    f"<span class='meta'>{html.escape(refs[k]['testbed'])}</span></li>" for k in used)
+                    f"<span class='meta'>{html.escape(refs[k]['testbed'])}</span></li>" for k in refs)
     return f"<h3>References</h3><ol class='refs'>{items}</ol>"
 
 
@@ -210,10 +212,10 @@ def render_html(study) -> str:
         parts.append(f"<p>{n_pass} pass, {n_fail} fail, {len(vrows) - n_pass - n_fail} not checked yet "
                      f"(of {len(vrows)} points). Sources are cited in full below the table.</p>")
         parts.append(validation_table(vrows))
-        parts.append(references_html(vrows))
+        parts.append(references_html())
     else:
         parts.append("<p class='meta'>No validation rows (the validation part was skipped; see the appendix).</p>")
-        parts.append(references_html([]))
+        parts.append(references_html())
     # appendix
     parts.append("<h2>Appendix</h2><h3>Parts</h3><table class='summary'><thead><tr><th>part</th><th>status</th>"
                  "<th>time</th><th>points</th><th>reason / notes</th></tr></thead><tbody>")

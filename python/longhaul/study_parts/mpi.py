@@ -110,11 +110,17 @@ def _p2p_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
     if r.get("rendezvous_messages"):
         limited = (f"protocol round trips: {size_text(size)} is not below the eager threshold ({size_text(thr)}), so each "
                    f"message waits for the rendezvous handshake, a {2 * d:,.0f} us round trip")
-        new = 1 << size.bit_length()    # the next power of two above the message
+        # the workload's own higher threshold when it compares some, else the next power of two above the message
+        higher = sorted((x for x in here if int(x.get("eager_threshold_bytes") or 0) > size
+                         and x["size_bytes"] == size), key=lambda x: x["eager_threshold_bytes"])
+        new = int(higher[0]["eager_threshold_bytes"]) if higher else 1 << size.bit_length()
         key = "eager_limit_bytes" if site.ip else "eager_threshold_bytes"
-        sc = (site.mpi_tcp(site.planned, osu={"bench": bench, "size_bytes": size}, eager_limit_bytes=new) if site.ip else
-              site.mpi(site.planned, osu={"bench": bench, "size_bytes": size}, eager_threshold_bytes=new))
-        tuned = simulate(ctx, "mpi-tcp" if site.ip else "mpi", [sc], f"{w.name} threshold")[0]
+        if higher:
+            tuned = higher[0]
+        else:
+            sc = (site.mpi_tcp(site.planned, osu={"bench": bench, "size_bytes": size}, eager_limit_bytes=new) if site.ip
+                  else site.mpi(site.planned, osu={"bench": bench, "size_bytes": size}, eager_threshold_bytes=new))
+            tuned = simulate(ctx, "mpi-tcp" if site.ip else "mpi", [sc], f"{w.name} threshold")[0]
         gain = gain_pct(v, tuned[value]) if value == "bw_MBps" else gain_pct(tuned[value], v)
         change = f"eager threshold {size_text(new)} ({key}): {tuned[value]:,.0f} {unit}"
         cmd = (f"longhaul sim mpi osu --bench {bench} --sizes {size} {_opts(site)} "
