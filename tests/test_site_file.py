@@ -126,3 +126,17 @@ def test_names_come_from_the_simulator():
 def test_the_reference_page_lists_every_key():
     page = (ROOT / "docs" / "reference" / "site-file.md").read_text()
     assert site_mod.schema_markdown().strip() in page, "regenerate the table: python -m longhaul.site --reference"
+
+
+@pytest.mark.parametrize("profile", ["s1", "s1-connectx", "s3", "ndr"])
+def test_the_summarys_rate_ceilings_match_the_simulator(profile):
+    """The summary names 'line rate' or 'PCIe' from rates restated in Python: a large RC write at
+    0 km, where no window limits it, reaches the lower of them and never passes it."""
+    from longhaul.sim import verbs
+    from longhaul.study_parts._common import ceilings_MBps
+
+    sc = verbs.scenario(testbed=profile, transport="rc", op="write", test="bw", size_bytes=1 << 20, iterations=100,
+                        tx_depth=64)
+    ceiling = min(v for v, _ in ceilings_MBps(verbs.validate(sc)).values())
+    bw = verbs.run(sc)["bw_MBps"]
+    assert 0.85 * ceiling <= bw <= ceiling, (bw, ceiling)
