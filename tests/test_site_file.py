@@ -73,15 +73,15 @@ BAD = [
     ("negative explored distance", "distances_km = [0, 200]", "distances_km = [0, -1]",
      "explore.distances_km[1]: -1 is out of range (valid: 0 to 40000 km)"),
     ("adapter the fabric cannot carry", 'fabric = "ddr"', 'fabric = "ndr"',
-     "clusters.a.fabric: a ndr fabric cannot carry the infinihost3 adapter at its rate: the adapter's port is ddr "
-     "(valid for infinihost3: sdr, ddr)"),
+     ("clusters.a.fabric: a ndr fabric cannot carry the infinihost3 adapter at its rate: the adapter's port is ddr "
+     "(valid for infinihost3: sdr, ddr)")),
     ("a slot that is not the adapter's", 'hca = "infinihost3"', 'hca = "infinihost3"\npcie_gen = 5',
      "clusters.a.pcie_gen: 5 is not the infinihost3 adapter's (1;"),
     ("too many ranks", "nodes = 2\nppn = 2", "nodes = 8\nppn = 2",
-     "workloads[4].nodes: needs 8 nodes x 2 processes in each cluster, but the smaller cluster has 4 nodes of 2 cores "
-     "(valid: at most 8 ranks per cluster)"),
-    ("more ppn than cores", "nodes = 2\nppn = 2", "nodes = 2\nppn = 3", "workloads[4].ppn: 3 processes per node, but a node "
-     "has 2 cores (valid: 1 to 2)"),
+     ("workloads[4].nodes: needs 8 nodes x 2 processes in each cluster, but the smaller cluster has 4 nodes of 2 cores "
+     "(valid: at most 8 ranks per cluster)")),
+    ("more ppn than cores", "nodes = 2\nppn = 2", "nodes = 2\nppn = 3", ("workloads[4].ppn: 3 processes per node, but a node "
+     "has 2 cores (valid: 1 to 2)")),
     ("unknown adapter", 'hca = "infinihost3"', 'hca = "connectx9"', 'clusters.a.hca: unknown "connectx9" ('),
     ("two distances", "distance_km = 200", "distance_km = 200\ndelay_us = 5",
      "link: give exactly one of distance_km, distance_miles, delay_us (the planned distance); got distance_km, delay_us"),

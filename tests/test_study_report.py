@@ -4,6 +4,7 @@ axes in words, validation with full references, appendix), and its layout in hea
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys

@@ -638,7 +638,8 @@ def _check_ranks(c: _Checker, site: Site, w: Workload) -> None:
         if w.layer == "trace":
             from longhaul.site_scenarios import trace_ranks
 
-            need_nodes = -(-(-(-trace_ranks(p["text"]) // 2)) // ppn)
+            per_cluster = -(-trace_ranks(p["text"]) // 2)   # ceiling: half the ranks in each cluster
+            need_nodes = -(-per_cluster // ppn)
         if need_nodes > nodes:
             raise c.error(f"{where}.{'nodes' if w.layer != 'trace' else 'file'}",
                           f"needs {need_nodes} nodes x {ppn} processes in each cluster, but the smaller cluster has "

@@ -93,8 +93,8 @@ def points(site: Site, w: Workload, quick: bool = False) -> list[dict]:
         where = json.dumps(sc.get("path", {}), sort_keys=True)
         groups.setdefault((model, where), []).append(sc)
     out = []
-    for (model, _), scs in groups.items():
-        scs = _thin(scs) if quick else scs
+    for (model, _), group in groups.items():
+        scs = _thin(group) if quick else group
         out += ([{"model": model, "workload": w.name, "scenarios": scs}] if model == "verbs" else
                 [{"model": model, "workload": w.name, "scenarios": [sc]} for sc in scs])
     return out

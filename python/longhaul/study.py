@@ -23,8 +23,8 @@ from pathlib import Path
 
 from longhaul import sweep as _sweep
 from longhaul.errors import UserError
+from longhaul.results import Store, host_facts, software_version
 from longhaul.site import Site
-from longhaul.results import Store, software_version, host_facts
 
 
 class SkipPart(Exception):

@@ -62,8 +62,8 @@ def _check_out_dir(out_dir: Path) -> None:
 
 
 def cmd_study(args) -> int:
-    from longhaul.errors import UserError
     from longhaul import site as site_mod
+    from longhaul.errors import UserError
     from longhaul.study import StudyContext, all_parts, default_out_dir, run_study, write_outputs
 
     if args.list_parts:

@@ -14,7 +14,6 @@ from longhaul import _core
 from longhaul.errors import UserError
 from longhaul.sim import core
 
-
 LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
 CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
 TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "modern", "ideal")

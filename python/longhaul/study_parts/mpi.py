@@ -6,8 +6,19 @@ WAN crossings) and the change that helps, simulated."""
 from __future__ import annotations
 
 from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import (at, at_planned, gain_pct, helps, of, per_rtt_MBps, simulate, size_text, start,
-                                          summarise, x_key)
+from longhaul.study_parts._common import (
+    at,
+    at_planned,
+    gain_pct,
+    helps,
+    of,
+    per_rtt_MBps,
+    simulate,
+    size_text,
+    start,
+    summarise,
+    x_key,
+)
 
 P2P = ("latency", "bw", "bibw", "mbw_mr")
 
@@ -169,7 +180,7 @@ def _coll_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
 
 
 def _nas_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site, d, here = at_planned(ctx, recs, "run_time_s")
+    site, _d, here = at_planned(ctx, recs, "run_time_s")
     zero = {r["app"]: r for r in at(recs, 0.0) if r.get("run_time_s") is not None}
     parts, worst = [], None
     for r in here:

@@ -7,8 +7,18 @@ from __future__ import annotations
 import math
 
 from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import (at, at_planned, gain_pct, helps, of, simulate, size_text, start, summarise,
-                                          x_key)
+from longhaul.study_parts._common import (
+    at,
+    at_planned,
+    gain_pct,
+    helps,
+    of,
+    simulate,
+    size_text,
+    start,
+    summarise,
+    x_key,
+)
 
 
 def run(ctx: StudyContext) -> PartResult:
@@ -55,8 +65,8 @@ def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
     if rate:
         bounds["line rate"] = (rate, f"the {link} WAN link at {rate / 125:g} Gb/s")
     window = win or int(r.get("rmem_max_bytes") or 6291456)
-    bounds["data in flight / round trip"] = (streams * window / rtt, f"{streams} x {size_text(window)} of window over "
-                                                                   f"a {rtt:,.0f} us round trip")
+    bounds["data in flight / round trip"] = (streams * window / rtt, (f"{streams} x {size_text(window)} of window over "
+                                                                   f"a {rtt:,.0f} us round trip"))
     if bw0:
         bounds["host stack"] = (bw0, f"the hosts' TCP/IP stack, {bw0:,.0f} MB/s at 0 km")
     mech, (limit, why) = min(bounds.items(), key=lambda kv: kv[1][0])
@@ -81,8 +91,8 @@ def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
         if best is tuned[0]:
             change = (f"socket buffers of {size_text(need)} (window >= rate x round trip; raise net.core.rmem_max/"
                       f"wmem_max to match): {best['bw_MBps']:,.0f} MB/s")
-            cmd = f"longhaul sim tcp --link {link} {site.options('tcp')} --window {need} --streams {streams} " \
-                  f"--duration-s {r['duration_s']:g}"
+            cmd = (f"longhaul sim tcp --link {link} {site.options('tcp')} --window {need} --streams {streams} "
+                   f"--duration-s {r['duration_s']:g}")
         else:
             change = f"{best['streams']} parallel streams: {best['bw_MBps']:,.0f} MB/s"
             cmd = f"longhaul sim tcp {opts} --streams {best['streams']} --duration-s {r['duration_s']:g}"

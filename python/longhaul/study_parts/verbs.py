@@ -11,8 +11,20 @@ from collections.abc import Sequence
 from longhaul.errors import UserError
 from longhaul.results import Store
 from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import (at, at_planned, ceilings_MBps, gain_pct, helps, of, per_rtt_MBps, simulate,
-                                          size_text, start, summarise, x_key)
+from longhaul.study_parts._common import (
+    at,
+    at_planned,
+    ceilings_MBps,
+    gain_pct,
+    helps,
+    of,
+    per_rtt_MBps,
+    simulate,
+    size_text,
+    start,
+    summarise,
+    x_key,
+)
 
 UD_MTU_BYTES = 2048   # S1's UD messages: one IB MTU
 
@@ -104,13 +116,13 @@ def _rc_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
                                                                  if bw0 else "")
     hw = site.hardware
     bounds = {"data in flight / round trip": (per_rtt_MBps(depth * qps * size, d),
-                                              f"{depth} work requests x {qps} QP x {size_text(size)} in flight over a "
-                                              f"{2 * d:,.0f} us round trip")}
+                                              (f"{depth} work requests x {qps} QP x {size_text(size)} in flight over a "
+                                              f"{2 * d:,.0f} us round trip"))}
     ext = hw.get("extender")
     if ext:
         bounds["extender credits"] = (per_rtt_MBps(ext["buffer_bytes"], d),
-                                      f"the {ext['name']} extenders' {size_text(ext['buffer_bytes'])} of buffer "
-                                      f"(credits) over a {2 * d:,.0f} us round trip")
+                                      (f"the {ext['name']} extenders' {size_text(ext['buffer_bytes'])} of buffer "
+                                      f"(credits) over a {2 * d:,.0f} us round trip"))
     bounds.update(ceilings_MBps(hw))
     mech, (limit, why) = min(bounds.items(), key=lambda kv: kv[1][0])
     if bw < 0.8 * limit:   # no bound is met: the adapter's and host's per-message work
@@ -153,7 +165,7 @@ def _rc_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
 
 
 def _ud_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
-    site, d, here = at_planned(ctx, recs, "bw_MBps")
+    site, _d, here = at_planned(ctx, recs, "bw_MBps")
     r = max(here, key=lambda r: int(r["size_bytes"]))
     size, bw = int(r["size_bytes"]), float(r["bw_MBps"])
     bounds = ceilings_MBps(site.hardware)
