@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -105,9 +106,13 @@ def coinciding(data: dict) -> list[list]:
     return [g for g in groups if len(g) > 1]
 
 
+#: each figure's coinciding curves, by their legend labels (for its caption)
+_COINCIDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def coincide_note(fig) -> str:
     """The sentence a caption adds for the figure's coinciding curves ('' when none do)."""
-    groups = getattr(fig, "longhaul_coinciding", [])
+    groups = _COINCIDING.get(fig, [])
     return " ".join(f"The curves for {', '.join(g[:-1])} and {g[-1]} coincide (within "
                     f"{COINCIDE_REL:.0%}), drawn on top of each other." for g in groups)
 
@@ -120,7 +125,7 @@ def _plot_series(fig, ax, data: dict, series: str | None) -> None:
         xs, ys = zip(*data[k])
         ax.plot(xs, ys, dashes.get(k, "-"), marker="o", ms=3, label=series_label(series, k) if series else None)
     labelled = [[series_label(series, k) for k in g] for g in groups]
-    fig.longhaul_coinciding = labelled
+    _COINCIDING[fig] = labelled
     if labelled:
         ax.text(0.01, 0.01, "; ".join(f"{', '.join(g)}: coincide" for g in labelled), transform=ax.transAxes,
                 fontsize="x-small", color="#444", va="bottom")

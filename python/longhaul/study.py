@@ -24,7 +24,7 @@ from pathlib import Path
 from longhaul import sweep as _sweep
 from longhaul.errors import UserError
 from longhaul.results import Store, host_facts, software_version
-from longhaul.site import Site
+from longhaul.site import Site, load as load_site
 
 
 class SkipPart(Exception):
@@ -93,7 +93,7 @@ class PartOutcome:
 
 @dataclass
 class StudyContext:
-    site: Site | None = None     # None: the default site (examples/sites/s1-2008.toml)
+    site: Site = field(default_factory=load_site)   # default: examples/sites/s1-2008.toml
     quick: bool = False
     store: Store | None = None
     out_dir: Path = Path(".")
@@ -101,12 +101,6 @@ class StudyContext:
     workers: int | None = None
     use_cache: bool = True
     argv: list[str] = field(default_factory=list)
-
-    def __post_init__(self):
-        if self.site is None:
-            from longhaul import site
-
-            self.site = site.load()
 
 
 @dataclass

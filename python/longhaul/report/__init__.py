@@ -131,7 +131,7 @@ def _references() -> dict[str, dict]:
         return tomllib.load(f)
 
 
-def reference_key(source: str) -> str | None:
+def reference_key(source: object) -> str | None:
     """The published source a validation row cites ('S1 section 3.2, Fig 2(a)' -> 'S1')."""
     head = str(source or "").split(" ", 1)[0].strip("[],")
     return head if head in _references() else None

@@ -76,7 +76,7 @@ def _osu_figures(site, w, sel: list[dict], out: PartResult) -> None:
             where = ""
         else:
             continue
-        out.figures.append(Figure(f"{stem}{'_' + str(int(d)) if where else ''}",
+        out.figures.append(Figure(f"{stem}{'_' + str(int(d)) if where and d is not None else ''}",
                                   f"{w.name}{where}, one curve per {plots.words(series).split(' (')[0]} (model). "
                                   f"{plots.coincide_note(fig)}".strip(), fig))
     cols = ["bench", "size_bytes", "one_way_delay_us", "algo", "eager_threshold_bytes", "ranks", value]
