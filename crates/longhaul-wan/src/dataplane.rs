@@ -1,6 +1,9 @@
-//! One direction of the emulated link as a single thread: read packets from the sending
-//! cluster's TUN devices, decide their fate with the `LinkModel`, hold them in a FIFO delay
-//! line and write each into the receiving host's TUN device at its release time.
+//! One direction of the emulated links as a single thread: read packets from the sending
+//! cluster's TUN devices, decide their fate with the `LinkModel` of the link (lane) whose
+//! device they came from, hold them in that lane's FIFO delay line and write each into the
+//! receiving host's TUN device of the same link at its release time. With several links
+//! (`--links N`) the hosts' routes spread flows over the devices; a lane that is down drops
+//! what it is given and what was on its fibre (`LinkStates`, set by the control thread).
 //!
 //! Waiting is a timerfd/busy-poll hybrid: the thread sleeps in epoll (TUN fds + a timerfd
 //! armed with an absolute CLOCK_MONOTONIC deadline `spin_ns` before the next release) and
@@ -27,6 +30,43 @@ const READ_BATCH: usize = 32;
 /// Spare big buffers kept for reuse (~64 MB).
 const POOL_MAX: usize = 1024;
 
+/// Counters of one link in one direction (the direction's totals are in `Counters`).
+#[derive(Default)]
+pub struct LaneCounters {
+    pub packets_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub packets_out: AtomicU64,
+    pub bytes_out: AtomicU64,
+    pub drops_queue: AtomicU64,
+    pub drops_loss: AtomicU64,
+    pub drops_down: AtomicU64,
+    pub queue_bytes: AtomicU64,
+    pub queue_packets: AtomicU64,
+}
+
+/// Which links are up: written by the control thread, read by the direction threads.
+pub struct LinkStates {
+    up: Vec<AtomicBool>,
+}
+
+impl LinkStates {
+    pub fn all_up(links: usize) -> LinkStates {
+        LinkStates { up: (0..links).map(|_| AtomicBool::new(true)).collect() }
+    }
+
+    pub fn is_up(&self, link: usize) -> bool {
+        self.up[link].load(Relaxed)
+    }
+
+    pub fn set(&self, link: usize, up: bool) {
+        self.up[link].store(up, Relaxed);
+    }
+
+    pub fn len(&self) -> usize {
+        self.up.len()
+    }
+}
+
 /// Counters of one direction, read by the stats writer while the thread runs.
 #[derive(Default)]
 pub struct Counters {
@@ -39,6 +79,8 @@ pub struct Counters {
     pub drops_loss: AtomicU64,
     pub drops_no_route: AtomicU64,
     pub drops_write: AtomicU64,
+    /// Wire packets lost because their link was down (given to it, or on its fibre when cut).
+    pub drops_down: AtomicU64,
     pub queue_bytes: AtomicU64,
     pub queue_packets: AtomicU64,
     pub queue_bytes_max: AtomicU64,
@@ -48,10 +90,31 @@ pub struct Counters {
     pub lateness: LatenessHistogram,
 }
 
-/// A receiving host: its TUN fd and the addresses it owns.
+/// A receiving host: its TUN fd (of one link) and the addresses it owns.
 pub struct Output {
     pub fd: RawFd,
     pub addresses: Vec<Dest>,
+}
+
+/// A sending host's TUN fd and the link (lane) it belongs to.
+pub struct Input {
+    pub fd: RawFd,
+    pub lane: usize,
+}
+
+/// One link of the direction: its model and its receiving hosts' devices.
+pub struct Lane {
+    pub model: LinkModel,
+    pub outputs: Vec<Output>,
+    pub counters: Arc<LaneCounters>,
+}
+
+/// The delay line of a lane and whether the thread has seen the lane up.
+#[derive(Default)]
+struct Line {
+    held: VecDeque<Held>,
+    bytes: u64,
+    cut: bool,
 }
 
 pub struct LoopOptions {
@@ -69,6 +132,7 @@ struct Held {
     release_ns: u64,
     output: usize,
     wire_bytes: u64,
+    segments: u64,
     len: usize,
     data: Vec<u8>,
 }
@@ -117,10 +181,27 @@ impl Timer {
     }
 }
 
+impl Line {
+    fn hold(&mut self, packet: Held) {
+        self.bytes += packet.wire_bytes;
+        self.held.push_back(packet);
+    }
+}
+
+/// The lane whose head is due first, if any.
+fn next_due(lines: &[Line]) -> Option<(usize, u64)> {
+    lines.iter().enumerate().filter_map(|(k, l)| l.held.front().map(|h| (k, h.release_ns))).min_by_key(|&(_, t)| t)
+}
+
+fn add_both(total: &AtomicU64, lane: &AtomicU64, n: u64) {
+    total.fetch_add(n, Relaxed);
+    lane.fetch_add(n, Relaxed);
+}
+
 pub fn run(
-    inputs: Vec<RawFd>,
-    outputs: Vec<Output>,
-    mut model: LinkModel,
+    inputs: Vec<Input>,
+    mut lanes: Vec<Lane>,
+    links: Arc<LinkStates>,
     counters: Arc<Counters>,
     stop: Arc<AtomicBool>,
     opts: LoopOptions,
@@ -141,48 +222,62 @@ pub fn run(
         // SAFETY: valid epoll fd and event.
         check(unsafe { libc::epoll_ctl(epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(|_| ())
     };
-    for (i, &fd) in inputs.iter().enumerate() {
-        add(fd, i as u64)?;
+    for (i, input) in inputs.iter().enumerate() {
+        add(input.fd, i as u64)?;
     }
     add(timer.fd.as_raw_fd(), timer_token)?;
 
-    let mut line: VecDeque<Held> = VecDeque::new();
+    let mut lines: Vec<Line> = lanes.iter().map(|_| Line::default()).collect();
     let mut pool: Vec<Vec<u8>> = Vec::new();
-    let mut line_bytes: u64 = 0;
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; inputs.len() + 1];
     let mut readable: Vec<bool> = vec![true; inputs.len()];
 
     while !stop.load(Relaxed) {
-        // 1. Release everything that is due.
-        loop {
+        // 0. A link just cut loses what was on its fibre and in its queue.
+        for (k, (lane, line)) in lanes.iter_mut().zip(lines.iter_mut()).enumerate() {
+            let down = !links.is_up(k);
+            if down && !line.cut {
+                let lost: u64 = line.held.drain(..).map(|h| h.segments).sum();
+                add_both(&counters.drops_down, &lane.counters.drops_down, lost);
+                line.bytes = 0;
+                lane.model.cut();
+                lane.counters.queue_bytes.store(0, Relaxed);
+                lane.counters.queue_packets.store(0, Relaxed);
+            }
+            line.cut = down;
+        }
+        // 1. Release everything that is due, earliest first across the lanes.
+        while let Some((k, due)) = next_due(&lines) {
             let now = mono_ns();
-            let Some(head) = line.front() else { break };
-            if head.release_ns > now {
+            if due > now {
                 break;
             }
-            let held = line.pop_front().unwrap();
+            let line = &mut lines[k];
+            let held = line.held.pop_front().unwrap();
             counters.lateness.record(now - held.release_ns);
-            let fd = outputs[held.output].fd;
+            let lane = &lanes[k];
+            let fd = lane.outputs[held.output].fd;
             // SAFETY: writing our own buffer to a TUN fd.
             let n = unsafe { libc::write(fd, held.data.as_ptr().cast(), held.len) };
             if n == held.len as isize {
-                counters.packets_out.fetch_add(1, Relaxed);
-                counters.bytes_out.fetch_add(held.wire_bytes, Relaxed);
+                add_both(&counters.packets_out, &lane.counters.packets_out, 1);
+                add_both(&counters.bytes_out, &lane.counters.bytes_out, held.wire_bytes);
             } else {
                 counters.drops_write.fetch_add(1, Relaxed);
             }
-            line_bytes -= held.wire_bytes;
+            line.bytes -= held.wire_bytes;
             if held.data.len() == FRAME_MAX && pool.len() < POOL_MAX {
                 pool.push(held.data);
             }
         }
         // 2. Take in what the sending side has queued (a bounded batch).
         let mut took = 0;
-        for (i, &fd) in inputs.iter().enumerate() {
+        for (i, input) in inputs.iter().enumerate() {
+            let k = input.lane;
             while readable[i] && took < READ_BATCH {
                 let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; FRAME_MAX]);
                 // SAFETY: buf has FRAME_MAX bytes of room.
-                let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), FRAME_MAX) };
+                let n = unsafe { libc::read(input.fd, buf.as_mut_ptr().cast(), FRAME_MAX) };
                 if n <= 0 {
                     readable[i] = false;
                     pool.push(buf);
@@ -192,19 +287,27 @@ pub fn run(
                 let now = mono_ns();
                 let len = n as usize;
                 let (size, dest) = inspect(&buf[..len]);
+                let (lane, line) = (&mut lanes[k], &mut lines[k]);
+                let lc = &lane.counters;
                 counters.packets_in.fetch_add(1, Relaxed);
                 counters.segments_in.fetch_add(size.segments, Relaxed);
-                counters.bytes_in.fetch_add(size.wire_bytes, Relaxed);
-                let Some(output) = route(&outputs, dest) else {
+                add_both(&counters.bytes_in, &lc.bytes_in, size.wire_bytes);
+                lc.packets_in.fetch_add(1, Relaxed);
+                if line.cut {
+                    add_both(&counters.drops_down, &lc.drops_down, size.segments);
+                    pool.push(buf);
+                    continue;
+                }
+                let Some(output) = route(&lane.outputs, dest) else {
                     counters.drops_no_route.fetch_add(1, Relaxed);
                     pool.push(buf);
                     continue;
                 };
-                match model.admit(now, size) {
+                match lane.model.admit(now, size) {
                     Verdict::Drop(cause) => {
                         match cause {
-                            DropCause::Queue => counters.drops_queue.fetch_add(size.segments, Relaxed),
-                            DropCause::Loss => counters.drops_loss.fetch_add(size.segments, Relaxed),
+                            DropCause::Queue => add_both(&counters.drops_queue, &lc.drops_queue, size.segments),
+                            DropCause::Loss => add_both(&counters.drops_loss, &lc.drops_loss, size.segments),
                         };
                         pool.push(buf);
                     }
@@ -216,8 +319,14 @@ pub fn run(
                         } else {
                             buf
                         };
-                        line_bytes += size.wire_bytes;
-                        line.push_back(Held { release_ns: at_ns, output, wire_bytes: size.wire_bytes, len, data });
+                        line.hold(Held {
+                            release_ns: at_ns,
+                            output,
+                            wire_bytes: size.wire_bytes,
+                            segments: size.segments,
+                            len,
+                            data,
+                        });
                     }
                     Verdict::Release { at_ns, lost } => {
                         // Deliver the wire packets the fibre did not lose (a non-TCP super-packet,
@@ -226,46 +335,53 @@ pub fn run(
                         for data in surviving_runs(&buf[..len], &lost).unwrap_or_default() {
                             let run = inspect(&data).0;
                             delivered += run.segments;
-                            line_bytes += run.wire_bytes;
-                            line.push_back(Held {
+                            let len = data.len();
+                            line.hold(Held {
                                 release_ns: at_ns,
                                 output,
                                 wire_bytes: run.wire_bytes,
-                                len: data.len(),
+                                segments: run.segments,
+                                len,
                                 data,
                             });
                         }
-                        counters.drops_loss.fetch_add(size.segments.saturating_sub(delivered), Relaxed);
+                        add_both(&counters.drops_loss, &lc.drops_loss, size.segments.saturating_sub(delivered));
                         pool.push(buf);
                     }
                 }
-                let (qb, qp) = model.backlog(now);
-                counters.queue_bytes.store(qb, Relaxed);
-                counters.queue_packets.store(qp, Relaxed);
-                counters.queue_bytes_max.fetch_max(qb, Relaxed);
+                let (qb, qp) = lane.model.backlog(now);
+                lc.queue_bytes.store(qb, Relaxed);
+                lc.queue_packets.store(qp, Relaxed);
+                let total_qb = lanes.iter().map(|l| l.counters.queue_bytes.load(Relaxed)).sum();
+                counters.queue_bytes.store(total_qb, Relaxed);
+                counters
+                    .queue_packets
+                    .store(lanes.iter().map(|l| l.counters.queue_packets.load(Relaxed)).sum(), Relaxed);
+                counters.queue_bytes_max.fetch_max(total_qb, Relaxed);
             }
         }
-        counters.line_packets.store(line.len() as u64, Relaxed);
-        counters.line_bytes.store(line_bytes, Relaxed);
+        counters.line_packets.store(lines.iter().map(|l| l.held.len() as u64).sum(), Relaxed);
+        counters.line_bytes.store(lines.iter().map(|l| l.bytes).sum(), Relaxed);
         if took > 0 {
             continue;
         }
-        // 3. Nothing to read: wait for input or for the next release.
+        // 3. Nothing to read: wait for input, for the next release or for a link to change.
         let now = mono_ns();
-        let release_wake = match line.front() {
-            Some(head) if head.release_ns <= now + opts.spin_ns => {
+        let release_wake = match next_due(&lines) {
+            Some((_, due)) if due <= now + opts.spin_ns => {
                 // Busy-poll the last stretch; still look at the inputs each turn.
                 readable.iter_mut().for_each(|r| *r = true);
                 std::hint::spin_loop();
                 continue;
             }
-            Some(head) => head.release_ns - opts.spin_ns,
+            Some((_, due)) => due - opts.spin_ns,
             None => u64::MAX,
         };
         let wake = if opts.idle_wake_ns > 0 { release_wake.min(now + opts.idle_wake_ns) } else { release_wake };
         if wake != u64::MAX {
             timer.arm_at(wake);
         }
+        // A link cut while we sleep is seen within this bound (its fibre's packets are dropped then).
         let timeout_ms = 100;
         // SAFETY: events has room for inputs.len() + 1 entries.
         let n = unsafe { libc::epoll_wait(epfd.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout_ms) };

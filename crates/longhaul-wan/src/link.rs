@@ -1,13 +1,17 @@
-//! `longhaul-wan link`: the data plane process. Creates one TUN device per host in each
-//! cluster's namespaces, runs one thread per direction (A->B and B->A, independent link
-//! models) and writes the stats file every interval, on SIGUSR1 and at exit.
+//! `longhaul-wan link`: the data plane process. Creates one TUN device per host and link in
+//! each cluster's namespaces, runs one thread per direction (A->B and B->A, independent link
+//! models, one per link) and writes the stats file every interval, on SIGUSR1 and at exit;
+//! on SIGUSR2 it reads the control file and takes links down or up (`control.rs`).
 //!
-//! Options (all values; Python's longhaul.emu.dataplane builds them):
+//! Options (all values; Python's longhaul.emu.topology builds them):
 //!   --a NS=IP[,IP..]   a host of cluster A: namespace name and its addresses (repeatable)
 //!   --b NS=IP[,IP..]   the same for cluster B
-//!   --ab SPEC          link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,frame_bytes=,seed=
-//!   --ba SPEC          link B->A
-//!   --ifname NAME      TUN device name inside each host namespace (default wan0)
+//!   --ab SPEC          each link A->B: delay_ns=,jitter_ns=,rate_bps=,queue_bytes=|queue_packets=,loss=,frame_bytes=,seed=
+//!   --ba SPEC          each link B->A (link k draws from seed + 2k)
+//!   --links N          parallel links, 1..16 (default 1), devices IFNAME0 .. IFNAME<N-1>
+//!   --ifname PREFIX    TUN device name prefix inside each host namespace (default wan)
+//!   --control PATH     the control file: links to be down (default: none; links stay up)
+//!   --detect-us N      time from a cut to the hosts losing carrier on the link (default 0)
 //!   --stats PATH       stats JSON file (default: none)
 //!   --interval-ms N    stats period (default 200)
 //!   --spin-us N        busy-poll window before each release (default 50)
@@ -23,10 +27,11 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::args::{parse_kv, Args};
-use crate::dataplane::{self, Counters, LoopOptions, Output};
+use crate::control::{self, Control};
+use crate::dataplane::{self, Counters, Input, Lane, LaneCounters, LinkStates, LoopOptions, Output};
 use crate::model::{DirectionConfig, LinkModel, QueueLimit};
 use crate::packet::Dest;
-use crate::stats::{render, write_atomically, DirectionStats};
+use crate::stats::{render, write_atomically, DirectionStats, LinkStats};
 use crate::sys;
 use crate::tun;
 
@@ -80,6 +85,28 @@ fn parse_host(text: &str) -> Result<Host, String> {
     Ok(Host { ns: ns.to_string(), addresses })
 }
 
+/// Most parallel links, as the simulator's path.wan_links (the S3 study used 4).
+const MAX_LINKS: usize = 16;
+
+/// The lanes of one direction: link k's model (seed + 2k) and the receiving hosts' devices.
+fn lanes(cfg: &DirectionConfig, tuns: &[Vec<tun::Tun>], hosts: &[Host], counters: &[Arc<LaneCounters>]) -> Vec<Lane> {
+    (0..counters.len())
+        .map(|k| Lane {
+            model: LinkModel::new(DirectionConfig { seed: cfg.seed.wrapping_add(2 * k as u64), ..cfg.clone() }),
+            outputs: tuns
+                .iter()
+                .zip(hosts)
+                .map(|(t, h)| Output { fd: t[k].fd.as_raw_fd(), addresses: h.addresses.clone() })
+                .collect(),
+            counters: counters[k].clone(),
+        })
+        .collect()
+}
+
+fn inputs(tuns: &[Vec<tun::Tun>]) -> Vec<Input> {
+    tuns.iter().flat_map(|t| t.iter().enumerate().map(|(k, d)| Input { fd: d.fd.as_raw_fd(), lane: k })).collect()
+}
+
 pub fn main(args: &Args) -> Result<(), String> {
     let hosts_a: Vec<Host> = args.all("a").into_iter().map(parse_host).collect::<Result<_, _>>()?;
     let hosts_b: Vec<Host> = args.all("b").into_iter().map(parse_host).collect::<Result<_, _>>()?;
@@ -88,7 +115,13 @@ pub fn main(args: &Args) -> Result<(), String> {
     }
     let ab = direction_config(args.get("ab").unwrap_or(""))?;
     let ba = direction_config(args.get("ba").unwrap_or(""))?;
-    let ifname = args.get("ifname").unwrap_or("wan0");
+    let links: usize = args.num("links", 1)?;
+    if !(1..=MAX_LINKS).contains(&links) {
+        return Err(format!("--links: {links} is out of range [1, {MAX_LINKS}]"));
+    }
+    let ifname = args.get("ifname").unwrap_or("wan");
+    let control_path = args.get("control").map(str::to_string);
+    let detect_ns = args.num::<u64>("detect-us", 0)?.saturating_mul(1000);
     let stats_path = args.get("stats").map(str::to_string);
     let interval_ms: u64 = args.num("interval-ms", 200)?;
     let spin_ns = args.num::<u64>("spin-us", 50)? * 1000;
@@ -105,7 +138,7 @@ pub fn main(args: &Args) -> Result<(), String> {
     };
     let (cpu_ab, cpu_ba) = (cpu("ab-cpu")?, cpu("ba-cpu")?);
 
-    let signals = sys::signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1]);
+    let signals = sys::signal_set(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2]);
     sys::block_signals(&signals);
     sys::die_with_parent(libc::SIGTERM);
     if let Some(ppid) = args.get("parent-pid") {
@@ -115,52 +148,105 @@ pub fn main(args: &Args) -> Result<(), String> {
         }
     }
 
-    let open_all = |hosts: &[Host]| -> Result<Vec<tun::Tun>, String> {
-        hosts.iter().map(|h| tun::open(&h.ns, ifname).map_err(|e| format!("TUN in namespace {}: {e}", h.ns))).collect()
+    // tuns[host][link]
+    let open_all = |hosts: &[Host]| -> Result<Vec<Vec<tun::Tun>>, String> {
+        hosts
+            .iter()
+            .map(|h| {
+                (0..links)
+                    .map(|k| {
+                        tun::open(&h.ns, &format!("{ifname}{k}"))
+                            .map_err(|e| format!("TUN {ifname}{k} in namespace {}: {e}", h.ns))
+                    })
+                    .collect()
+            })
+            .collect()
     };
     let tuns_a = open_all(&hosts_a)?;
     let tuns_b = open_all(&hosts_b)?;
-    let offload = tuns_a.iter().chain(tuns_b.iter()).all(|t| t.offload);
-    let outputs = |tuns: &[tun::Tun], hosts: &[Host]| -> Vec<Output> {
-        tuns.iter().zip(hosts).map(|(t, h)| Output { fd: t.fd.as_raw_fd(), addresses: h.addresses.clone() }).collect()
-    };
-    let fds = |tuns: &[tun::Tun]| tuns.iter().map(|t| t.fd.as_raw_fd()).collect::<Vec<_>>();
+    let all_tuns = || tuns_a.iter().chain(tuns_b.iter()).flatten();
+    let offload = all_tuns().all(|t| t.offload);
+    // Whether the hosts can be told of a failure (TUNSETCARRIER, Linux 5.0+).
+    let carrier = all_tuns().all(|t| tun::set_carrier(&t.fd, true).is_ok());
 
     let stop = Arc::new(AtomicBool::new(false));
+    let states = Arc::new(LinkStates::all_up(links));
     let counters_ab = Arc::new(Counters::default());
     let counters_ba = Arc::new(Counters::default());
+    let lanes_ab: Vec<Arc<LaneCounters>> = (0..links).map(|_| Arc::default()).collect();
+    let lanes_ba: Vec<Arc<LaneCounters>> = (0..links).map(|_| Arc::default()).collect();
     let start_ns = sys::mono_ns();
-    let spawn = |name: &str, inputs, outs, cfg: DirectionConfig, counters: Arc<Counters>, cpu: Option<usize>| {
-        let stop = stop.clone();
+    let spawn = |name: &str, inputs, lanes, counters: Arc<Counters>, cpu: Option<usize>| {
+        let (stop, states) = (stop.clone(), states.clone());
         std::thread::Builder::new().name(name.to_string()).spawn(move || {
             let opts = LoopOptions { spin_ns, rt_priority, idle_wake_ns, cpu };
-            dataplane::run(inputs, outs, LinkModel::new(cfg), counters, stop, opts)
+            dataplane::run(inputs, lanes, states, counters, stop, opts)
         })
     };
-    let t_ab = spawn("ab", fds(&tuns_a), outputs(&tuns_b, &hosts_b), ab.clone(), counters_ab.clone(), cpu_ab)
+    let t_ab = spawn("ab", inputs(&tuns_a), lanes(&ab, &tuns_b, &hosts_b, &lanes_ab), counters_ab.clone(), cpu_ab)
         .map_err(|e| format!("cannot start thread: {e}"))?;
-    let t_ba = spawn("ba", fds(&tuns_b), outputs(&tuns_a, &hosts_a), ba.clone(), counters_ba.clone(), cpu_ba)
+    let t_ba = spawn("ba", inputs(&tuns_b), lanes(&ba, &tuns_a, &hosts_a, &lanes_ba), counters_ba.clone(), cpu_ba)
         .map_err(|e| format!("cannot start thread: {e}"))?;
 
-    let snapshot = |running: bool| -> String {
+    let mut control = Control::new(states.clone(), detect_ns);
+    let mut control_error: Option<String> = None;
+    let snapshot = |control: &Control, error: &Option<String>, running: bool| -> String {
         let dirs = [
             DirectionStats { name: "ab", config: &ab, counters: &counters_ab },
             DirectionStats { name: "ba", config: &ba, counters: &counters_ba },
         ];
-        render(&dirs, (sys::mono_ns() - start_ns) as f64 * 1e-9, sys::process_cpu_s(), offload, running)
+        let elapsed = |ns: u64| ns.saturating_sub(start_ns) as f64 * 1e-9;
+        let link_stats: Vec<LinkStats> = (0..links)
+            .map(|k| LinkStats {
+                up: control.links.is_up(k),
+                carrier: control.carrier[k],
+                changes: control.changes[k],
+                changed_s: (control.changes[k] > 0).then(|| elapsed(control.changed_ns[k])),
+                ab: &lanes_ab[k],
+                ba: &lanes_ba[k],
+            })
+            .collect();
+        render(&dirs, &link_stats, elapsed(sys::mono_ns()), sys::process_cpu_s(), offload, running, error.as_deref())
     };
-    let publish = |running: bool| {
+    let publish = |control: &Control, error: &Option<String>, running: bool| {
         if let Some(p) = &stats_path {
-            let _ = write_atomically(p, &snapshot(running));
+            let _ = write_atomically(p, &snapshot(control, error, running));
         }
     };
-    publish(true);
-    println!("ready offload={offload}");
+    let set_carrier = |change: control::CarrierChange| {
+        for host in tuns_a.iter().chain(tuns_b.iter()) {
+            let _ = tun::set_carrier(&host[change.link].fd, change.on);
+        }
+    };
+    publish(&control, &control_error, true);
+    println!("ready offload={offload} carrier={carrier}");
     let _ = std::io::stdout().flush();
 
-    // SIGUSR1 or the interval: publish the statistics; any other signal: stop.
-    while let Some(libc::SIGUSR1) | None = sys::wait_signal(&signals, interval_ms) {
-        publish(true);
+    // SIGUSR1 or the interval: publish the statistics; SIGUSR2: read the control file; any
+    // other signal: stop. A pending carrier loss shortens the wait.
+    loop {
+        let now = sys::mono_ns();
+        let wait_ms =
+            control.next_due_ns().map_or(interval_ms, |t| interval_ms.min(t.saturating_sub(now).div_ceil(1_000_000)));
+        match sys::wait_signal(&signals, wait_ms) {
+            None | Some(libc::SIGUSR1) => {}
+            Some(libc::SIGUSR2) => {
+                let text = control_path.as_ref().map(std::fs::read_to_string).transpose();
+                match text
+                    .map_err(|e| format!("control file: {e}"))
+                    .and_then(|t| control::parse_down(t.as_deref().unwrap_or(""), links))
+                {
+                    Ok(down) => {
+                        control_error = None;
+                        control.apply(&down, sys::mono_ns()).into_iter().for_each(set_carrier);
+                    }
+                    Err(e) => control_error = Some(e),
+                }
+            }
+            Some(_) => break,
+        }
+        control.due(sys::mono_ns()).into_iter().for_each(set_carrier);
+        publish(&control, &control_error, true);
         if t_ab.is_finished() || t_ba.is_finished() {
             break;
         }
@@ -168,7 +254,7 @@ pub fn main(args: &Args) -> Result<(), String> {
     stop.store(true, Relaxed);
     let r_ab = t_ab.join();
     let r_ba = t_ba.join();
-    publish(false);
+    publish(&control, &control_error, false);
     for r in [r_ab, r_ba] {
         match r {
             Ok(Ok(())) => {}

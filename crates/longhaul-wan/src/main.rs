@@ -6,6 +6,7 @@
 //! input before it gets here, so these are for direct use and internal faults.
 
 mod args;
+mod control;
 mod dataplane;
 mod histogram;
 mod link;

@@ -157,6 +157,17 @@ impl LinkModel {
         lost
     }
 
+    /// The link was cut: what waited in its bottleneck queue is lost with it (the caller drops
+    /// what was on the fibre), and a link that comes back starts idle. The random stream goes on.
+    pub fn cut(&mut self) {
+        self.in_service.clear();
+        self.last_release_ns = 0;
+        self.backlog_bytes = 0;
+        self.backlog_segments = 0;
+        self.link_free_ns = 0;
+        self.carry = 0;
+    }
+
     /// Bytes and wire packets waiting in (or being serialized by) the bottleneck at `now`.
     pub fn backlog(&mut self, now_ns: u64) -> (u64, u64) {
         self.drain(now_ns);
@@ -240,6 +251,20 @@ mod tests {
             Verdict::Release { at_ns, .. } => at_ns,
             other => panic!("expected release, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_cut_link_forgets_its_queue_and_restarts_idle() {
+        let cfg = DirectionConfig { rate_bps: 1_000_000_000, queue: QueueLimit::Bytes(10_000), ..Default::default() };
+        let mut m = LinkModel::new(cfg);
+        for _ in 0..10 {
+            m.admit(0, one(1000));
+        }
+        assert_eq!(m.backlog(0), (10_000, 10));
+        m.cut();
+        assert_eq!(m.backlog(0), (0, 0));
+        // Idle again: a packet at t = 1 us is serialized from then (8 us for 1000 bytes).
+        assert_eq!(release(m.admit(US, one(1000))), 9 * US);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::sys::check;
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca; // _IOW('T', 202, int)
 const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0; // _IOW('T', 208, unsigned int)
+const TUNSETCARRIER: libc::c_ulong = 0x4004_54e2; // _IOW('T', 226, int), Linux 5.0 and later
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
 const IFF_VNET_HDR: libc::c_short = 0x4000;
@@ -69,4 +70,13 @@ pub fn open(ns_name: &str, ifname: &str) -> io::Result<Tun> {
         let offload = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) } == 0;
         Ok(Tun { fd, offload })
     })
+}
+
+/// Carrier on or off: off, the kernel marks the device NO-CARRIER and a multipath route's
+/// next hop through it `linkdown` (with net.ipv4.conf.*.ignore_routes_with_linkdown = 1 the
+/// route then skips it), as when the light on a host's own port goes out.
+pub fn set_carrier(fd: &OwnedFd, on: bool) -> io::Result<()> {
+    let value: libc::c_int = on.into();
+    // SAFETY: TUNSETCARRIER reads an int through the pointer.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETCARRIER, &value) }).map(|_| ())
 }

@@ -25,11 +25,19 @@ LINK_HELP = """link options (units in the names; lists only for bench):
   --window SIZE        TCP buffer maximum (tcp_rmem/tcp_wmem) per namespace, 64K..1G
   --scenario FILE      the simulator's TCP scenario file (`longhaul sim tcp --scenario FILE`):
                        link, TCP settings and, for bench tcp, the workload; options override it
+  --wan-links N        parallel links, 1..16, each with the options above (shell, run, bench tcp,
+                       drill); take one down and up with `longhaul emu link down|up K`
 """
 
 
-def _link_args(p: argparse.ArgumentParser, lists: bool = False) -> None:
+def _link_args(p: argparse.ArgumentParser, lists: bool = False, links: bool = False) -> None:
     g = p.add_argument_group("link (see 'longhaul emu --help')")
+    if links:
+        g.add_argument("--wan-links", "--links", dest="wan_links",
+                       help="parallel links, 1..16 (default 1), each with the link options below; flows are spread "
+                            "over them by the hosts' multipath routes (a hash of addresses and ports)")
+        g.add_argument("--detect-ms", help="time from a link's cut to the hosts' routes leaving it, ms, 0..60000 "
+                                           "(default 0: at once)")
     many = " (comma list for a grid)" if lists else ""
     g.add_argument("--delay-us", help=f"one-way delay, us, 0..200000 (default 0){many}")
     g.add_argument("--distance-km", help=f"fibre length in km instead of --delay-us (5 us/km){many}")
@@ -50,12 +58,21 @@ def _link_args(p: argparse.ArgumentParser, lists: bool = False) -> None:
 def _link_values(args) -> dict:
     return {"delay_us": args.delay_us, "distance_km": args.distance_km, "distance_miles": args.distance_miles,
             "rate_gbps": args.rate_gbps, "loss": args.loss, "jitter_us": args.jitter_us, "queue": args.queue,
-            "mtu": args.mtu, "window": args.window, "seed": args.seed, "hosts": getattr(args, "hosts", None)}
+            "mtu": args.mtu, "window": args.window, "seed": args.seed, "hosts": getattr(args, "hosts", None),
+            "links": getattr(args, "wan_links", None), "detect_ms": getattr(args, "detect_ms", None)}
 
 
-def _scenario_file(args) -> dict:
+def _scenario_file(args, events: bool = False) -> dict:
+    """The scenario file's values (empty without one); ``events``: whether this verb applies timed
+    failover events (a file with events given to one that does not is refused, not half obeyed)."""
     from longhaul.emu import scenario
-    return scenario.load(args.scenario) if args.scenario is not None else {"link": {}, "bench": {}}
+    if args.scenario is None:
+        return {"link": {}, "bench": {}, "events": None}
+    file = scenario.load(args.scenario)
+    if file["events"] is not None and not events:
+        raise UserError(f"scenario {args.scenario}: events: timed link failures are applied by `longhaul emu drill` "
+                        "and `longhaul compare failover`; here take links down with `longhaul emu link down K`")
+    return file
 
 
 def _link(args):
@@ -71,7 +88,7 @@ def register(subparsers) -> None:
     sub.required = True
 
     sh = sub.add_parser("shell", help="a shell on host A0 with cluster B reachable ($LH_B0 = its address)")
-    _link_args(sh)
+    _link_args(sh, links=True)
     sh.add_argument("--hosts", help="hosts per cluster, 1..16 (default 1)")
     sh.add_argument("--side", choices=["a", "b"], default="a", help="cluster of the shell (default a)")
     sh.set_defaults(func=_shell)
@@ -81,7 +98,7 @@ def register(subparsers) -> None:
                                      "Host labels A:, B: (host 0) or A1:, B2:. The first segment is the client: when "
                                      "it exits, the others get --grace-s, then are stopped. Addresses are in $LH_A0, "
                                      "$LH_B0, ... (quote a segment as one word to have sh expand them).")
-    _link_args(run)
+    _link_args(run, links=True)
     run.add_argument("--hosts", help="hosts per cluster, 1..16 (default 1)")
     run.add_argument("--grace-s", type=float, default=3.0,
                      help="seconds the other commands get after the client ends, 0..3600 (default 3)")
@@ -101,7 +118,7 @@ def register(subparsers) -> None:
     bsub = bench.add_subparsers(dest="bench_kind", metavar="KIND", parser_class=type(p))
     bsub.required = True
     bt = bsub.add_parser("tcp", help="TCP throughput A0 -> B0 (1..N streams, CC, window, duration)")
-    _link_args(bt, lists=True)
+    _link_args(bt, lists=True, links=True)
     bt.add_argument("--streams", help="parallel TCP streams, 1..128 (comma list for a grid; default 1)")
     bt.add_argument("--cc", help="congestion control per socket, e.g. cubic,reno,bbr (default: the system's)")
     bt.add_argument("--duration-s", help="measured seconds, 0.1..3600 (default 5)")
@@ -127,6 +144,8 @@ def register(subparsers) -> None:
 
     from longhaul.emu.mpi_cli import register as register_mpi
     register_mpi(sub, _link_args)
+    from longhaul.emu.failover_cli import register as register_failover
+    register_failover(sub, _link_args)
 
 
 def _shell(args) -> int:
@@ -135,6 +154,9 @@ def _shell(args) -> int:
     with Emulator(link, name=args.name) as emu:
         sys.stderr.write(f"longhaul emu: {emu.name}: host {args.side.upper()}0 ({emu.address(args.side)}); other cluster "
                          f"at {emu.address('b' if args.side == 'a' else 'a')} ($LH_A0, $LH_B0); exit the shell to tear down\n")
+        if link.links > 1:
+            sys.stderr.write(f"longhaul emu: {link.links} links ({', '.join(emu.link_devices)}); from another terminal: "
+                             f"longhaul emu link down|up K --name {emu.name}\n")
         shell = os.environ.get("SHELL", "/bin/bash")
         env = {"PS1": f"[emu {emu.name} {args.side.upper()}0] \\w# "}
         p = emu.popen(args.side, 0, [shell], env=env)

@@ -296,7 +296,7 @@ def _builtin_tcp(emu: Emulator, streams: int, cc: str | None, duration_s: float,
             "rtt_us": s.get("rtt_us")}
 
 
-def _listening(pid: int, address: str, port: int) -> bool:
+def listening(pid: int, address: str, port: int) -> bool:
     """Whether a TCP socket bound to address:port listens in the network namespace of process
     `pid` (its /proc/PID/net/tcp: the namespace's table, read from the host)."""
     a, b, c, d = (int(x) for x in address.split("."))
@@ -333,7 +333,7 @@ def _iperf3(emu: Emulator, streams: int, cc: str | None, duration_s: int, omit_s
     client = None
     try:
         deadline = time.monotonic() + IPERF3_SERVER_START_S
-        while not _listening(server.pid, emu.address("b"), port):
+        while not listening(server.pid, emu.address("b"), port):
             if server.poll() is not None:
                 raise UserError(f"--tool iperf3: iperf3's server stopped before it listened: "
                                 f"{_one_line(server.stderr.read() if server.stderr else '') or f'exit status {server.returncode}'}")

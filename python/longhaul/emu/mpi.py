@@ -333,5 +333,8 @@ def _program_name(argv: list[str]) -> str:
 
 
 def emulator(link, name: str | None = None) -> Emulator:
-    """An emulator with the management namespace the launcher needs."""
+    """An emulator with the management namespace the launcher needs (one link: the MPI libraries'
+    TCP transports are bound to the cluster interface, wan0 with one host per cluster)."""
+    if link.links > 1:
+        raise UserError(f"path.wan_links: {link.links} links; emu mpi runs over one link (valid: 1)")
     return Emulator(link, name=name, management=True)

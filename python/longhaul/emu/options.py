@@ -23,6 +23,10 @@ QUEUE_BYTES_RANGE = (65_536, 1 << 30)  # >= one 64 KB super-packet
 QUEUE_PACKETS_RANGE = (8, 1_000_000)
 WINDOW_RANGE = (65_536, 1 << 30)
 MAX_HOSTS = 16
+#: Parallel WAN links, as the simulator's path.wan_links (1..16).
+MAX_LINKS = 16
+#: Longest failure detection time (a minute: far above BFD's or a subnet manager's sweep).
+MAX_DETECT_MS = 60_000.0
 MAX_FRAME_BYTES = 256  # well above any real link layer's per-packet framing
 MAX_INITCWND_SEGS = 1000
 RTO_MIN_MS_RANGE = (1.0, 60_000.0)
@@ -158,6 +162,10 @@ class LinkOptions:
     link: initcwnd_segs (initial congestion window, segments; None = the kernel's 10),
     rto_min_ms (minimum retransmission time-out; None = the kernel's 200 ms), quickack
     (True = acknowledge every segment at once, no delayed ACKs).
+    links: parallel WAN links (1..16), each with the directions ab/ba, devices wan0 .. wan<N-1>,
+    flows spread over them by the hosts' multipath routes (``longhaul.emu.topology``);
+    detect_ms: how long after a link is cut the hosts' routes stop using it (its devices lose
+    carrier; 0 = at once, as when a host's own port goes dark).
     """
 
     ab: Direction = field(default_factory=Direction)
@@ -172,6 +180,8 @@ class LinkOptions:
     initcwnd_segs: int | None = None
     rto_min_ms: float | None = None
     quickack: bool = False
+    links: int = 1
+    detect_ms: float = 0.0
 
     @staticmethod
     def symmetric(delay_us: float = 0.0, rate_gbps: float = 0.0, loss: float = 0.0, jitter_us: float = 0.0,
@@ -191,6 +201,9 @@ class LinkOptions:
             raise UserError(f"--seed: {self.seed} is out of range [0, {MAX_SEED}]")
         if not isinstance(self.hosts, int) or not 1 <= self.hosts <= MAX_HOSTS:
             raise UserError(f"--hosts: {self.hosts} is out of range [1, {MAX_HOSTS}]")
+        if isinstance(self.links, bool) or not isinstance(self.links, int) or not 1 <= self.links <= MAX_LINKS:
+            raise UserError(f"--wan-links: {self.links} is out of range [1, {MAX_LINKS}]")
+        _check(self.detect_ms, "--detect-ms", 0, MAX_DETECT_MS, " ms")
         for option, value in (("--window", self.window), ("wmem_max_bytes", self.wmem_max)):
             if value is not None and not WINDOW_RANGE[0] <= value <= WINDOW_RANGE[1]:
                 raise UserError(f"{option}: {value} bytes is out of range [{WINDOW_RANGE[0]}, {WINDOW_RANGE[1]}] (64K .. 1G)")
@@ -219,8 +232,8 @@ class LinkOptions:
     def effective_window(self) -> int:
         if self.window is not None:
             return self.window
-        worst = max((d.rate_gbps or UNLIMITED_RATE_FOR_BDP_GBPS) * 1e9 / 8 * (self.ab.delay_us + self.ba.delay_us) * 1e-6
-                    for d in (self.ab, self.ba))
+        worst = max((d.rate_gbps or UNLIMITED_RATE_FOR_BDP_GBPS) * self.links * 1e9 / 8
+                    * (self.ab.delay_us + self.ba.delay_us) * 1e-6 for d in (self.ab, self.ba))
         return int(min(max(4 * worst, 4 << 20), WINDOW_RANGE[1]))
 
     def with_window(self, window: int | None) -> LinkOptions:
@@ -240,6 +253,8 @@ class LinkOptions:
         }
         if self.ab.frame_bytes:
             r["frame_bytes"] = self.ab.frame_bytes
+        if self.links > 1:
+            r.update({"wan_links": self.links, "detect_ms": self.detect_ms})
         if (self.sack, self.rack, self.initcwnd_segs, self.rto_min_ms, self.quickack) != (True, True, None, None, False):
             r.update({"sack": self.sack, "rack": self.rack, "initcwnd_segs": self.initcwnd_segs,
                       "rto_min_ms": self.rto_min_ms, "quickack": self.quickack})

@@ -19,6 +19,11 @@ the Rust core), so it means what it means to the simulator, defaults included, a
   ``duration_s`` for ``bench tcp``; ``cross.gbps`` / ``cross.packet_bytes``: UDP
   constant-bit-rate cross traffic; ``seed``.
 
+Link failover (docs/reference/scenario-files.md, "Link failover"): ``path.wan_links`` parallel
+links (the simulator's name), ``path.detect_ms`` the time from a cut to the hosts' routes leaving
+the link, and the ``[[events]]`` list (``longhaul.failover``) are taken out of the file before the
+simulator's TCP parser reads the rest; ``emu drill`` checks the events against its run.
+
 What the emulator cannot honour is refused with one line naming the parameter: the simulated
 hosts' costs (``stack``; ``testbed`` on Ethernet/SONET, where it only picks the hosts),
 Ethernet/SONET ``extender`` boxes, the IPoIB extender's credit buffer (``queue_bytes``),
@@ -36,8 +41,10 @@ from typing import Any
 
 from longhaul.emu.bench import check_duration_s, check_socket_buffer, check_streams
 from longhaul.emu.options import (
+    MAX_DETECT_MS,
     MAX_HOSTS,
     MAX_JITTER_US,
+    MAX_LINKS,
     MAX_LOSS,
     MAX_SEED,
     MIN_MTU,
@@ -113,6 +120,7 @@ def load(path: str) -> dict:
     from longhaul.sim import tcp
 
     base = load_scenario_file(path)
+    failover_values, events = _take_failover(base)
     try:
         has_link = isinstance(base, dict) and "link" in base
         sc = tcp.scenario(base, link=None if has_link else DEFAULT_LINK)
@@ -137,6 +145,7 @@ def load(path: str) -> dict:
             "initcwnd_segs": sc["tcp"].get("initial_cwnd_segs"),
             "rto_min_ms": sc["tcp"].get("min_rto_ms"),
             "quickack": r["params"]["ack_every_segs"] == 1,
+            **failover_values,
         }
         bench = {
             "streams": r["streams"], "cc": r["cc"], "duration_s": r["duration"] / PS_PER_S,
@@ -148,7 +157,19 @@ def load(path: str) -> dict:
     except UserError as e:  # a value out of the simulator's or the emulator's range: name its key in the file
         raise in_scenario_file(e, path, {**tcp.FILE_KEYS, **_LINK_KEY}) from None
     _check_bench(bench, path)
-    return {"link": link, "bench": bench}
+    return {"link": link, "bench": bench, "events": events}
+
+
+def _take_failover(base: dict) -> tuple[dict, list | None]:
+    """``path.wan_links``, ``path.detect_ms`` (as link values) and the raw ``events`` out of the
+    file's data: the simulator's TCP parser knows none of them."""
+    path = base.get("path")
+    values = {}
+    if isinstance(path, dict):
+        for key, name in (("wan_links", "links"), ("detect_ms", "detect_ms")):
+            if key in path:
+                values[name] = path.pop(key)
+    return values, base.pop("events", None)
 
 
 def key_name(path: str, key: str) -> str:
@@ -169,11 +190,13 @@ def _check_bench(bench: dict, path: str) -> None:
 #: The emulator's link options and the scenario keys that set them.
 _LINK_KEY = {"--delay-us": "path.delay_us + 5 us x path.fibre_km", "--rate-gbps": "the path's WAN rate (path.rate_gbps)",
              "--loss": "path.loss", "--mtu": "tcp.mtu_bytes", "--window": "tcp.rmem_max_bytes",
-             "wmem_max_bytes": "tcp.wmem_max_bytes", "--seed": "seed", "--queue": "path.queue_bytes / queue_packets"}
+             "wmem_max_bytes": "tcp.wmem_max_bytes", "--seed": "seed", "--queue": "path.queue_bytes / queue_packets",
+             "--wan-links": "path.wan_links", "--detect-ms": "path.detect_ms"}
 
 
 #: The emulator's whole-number link options and their ranges (the largest MTU is the TUN device's).
-_WHOLE = {"--mtu": (MIN_MTU, 65535), "--hosts": (1, MAX_HOSTS), "--seed": (0, MAX_SEED)}
+_WHOLE = {"--mtu": (MIN_MTU, 65535), "--hosts": (1, MAX_HOSTS), "--seed": (0, MAX_SEED),
+          "--wan-links": (1, MAX_LINKS)}
 
 
 def _int(value, option: str) -> int:
@@ -230,6 +253,9 @@ def build_link(values: dict) -> LinkOptions:
         initcwnd_segs=values.get("initcwnd_segs"),
         rto_min_ms=values.get("rto_min_ms"),
         quickack=bool(values.get("quickack")),
+        links=_int(values["links"], "--wan-links") if values.get("links") is not None else 1,
+        detect_ms=(parse_one_float(values["detect_ms"], "--detect-ms", 0.0, MAX_DETECT_MS)
+                   if values.get("detect_ms") is not None else 0.0),
     ).validated()
 
 

@@ -139,13 +139,15 @@ def teardown(st: RunState) -> dict:
 
 
 def _remove_session_dirs(name: str) -> None:
-    """Open MPI's session directories of the run's hosts, ``$TMPDIR/ompi.NAME-a0.UID`` ...: an
-    orted killed with its namespace (Ctrl-C, SIGTERM, kill -9 of the controller) leaves them.
-    The host names carry the run's name, which no other run has, so only this run's go."""
+    """Directories named after the run in ``$TMPDIR``: Open MPI's session directories of its hosts,
+    ``ompi.NAME-a0.UID`` ..., which an orted killed with its namespace (Ctrl-C, SIGTERM, kill -9 of
+    the controller) leaves, and a failover drill's transfer files, ``longhaul-NAME-drill``. The names
+    carry the run's name, which no other run has, so only this run's go."""
     if not NAME_RE.match(name):
         return
-    for d in glob.glob(os.path.join(tempfile.gettempdir(), f"ompi.{name}-*")):
-        shutil.rmtree(d, ignore_errors=True)
+    for pattern in (f"ompi.{name}-*", f"longhaul-{name}-*"):
+        for d in glob.glob(os.path.join(tempfile.gettempdir(), pattern)):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def clean() -> list[dict]:

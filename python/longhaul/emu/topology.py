@@ -2,7 +2,11 @@
 
 Per host ``NAME-a<i>`` / ``NAME-b<i>``:
 - ``wan0``: a TUN device owned by the data plane; the route to the other cluster goes
-  through it, so every packet between clusters crosses the emulated link;
+  through it, so every packet between clusters crosses the emulated link; with ``links`` = N > 1,
+  ``wan0 .. wan<N-1>``, one per parallel link, and the route is a multipath (ECMP) route over
+  them: flows are spread by a hash of addresses and ports (``fib_multipath_hash_policy = 1``),
+  and a link whose devices lose carrier (``longhaul emu link down``) is skipped
+  (``ignore_routes_with_linkdown = 1``) until it comes back;
 - with more than one host per cluster, ``lan0``: a veth to the cluster's bridge (namespace
   ``NAME-swa``/``NAME-swb``), so traffic inside a cluster is not delayed;
 - addresses ``10.77.1.<i+1>`` (cluster A) and ``10.77.2.<i+1>`` (cluster B), a range used
@@ -29,12 +33,13 @@ import sys
 import time
 from pathlib import Path
 
-from longhaul.emu import state, system
+from longhaul.emu import links, state, system
 from longhaul.emu.options import LinkOptions
 from longhaul.errors import UserError, terminated_on_signals
 
 SUBNET = {"a": "10.77.1", "b": "10.77.2"}
-TUN_NAME = "wan0"
+TUN_PREFIX = "wan"
+TUN_NAME = TUN_PREFIX + "0"
 LAN_NAME = "lan0"
 MGMT_NAME = "mgmt0"
 MGMT_SUBNET = "10.77.250"
@@ -92,6 +97,15 @@ class Emulator:
     @property
     def stats_path(self) -> Path:
         return self.state_dir / "stats.json"
+
+    @property
+    def control_path(self) -> Path:
+        """The links the data plane is to keep down (``longhaul.emu.links``)."""
+        return self.state_dir / links.CONTROL_FILE
+
+    @property
+    def link_devices(self) -> list[str]:
+        return [f"{TUN_PREFIX}{k}" for k in range(self.link.links)]
 
     # -- life cycle ------------------------------------------------------------------
     def __enter__(self) -> Emulator:
@@ -164,6 +178,17 @@ class Emulator:
             system.sysctl(ns, "net.ipv4.tcp_sack", "1" if self.link.sack else "0")
             # RACK (RFC 8985) is bit 0 of tcp_recovery, Linux's default since 4.18 (ip-sysctl.rst).
             system.sysctl(ns, "net.ipv4.tcp_recovery", "1" if self.link.rack else "0")
+            if self.link.links > 1:
+                # ECMP per flow on addresses and ports (policy 1, "Layer 4"; the default 0 hashes the
+                # addresses only, so one host pair would use one link), and next hops whose device has
+                # no carrier are skipped (ip-sysctl.rst, Linux 4.12+ and 4.3+; both per namespace).
+                system.sysctl(ns, "net.ipv4.fib_multipath_hash_policy", "1")
+                if Path("/proc/sys/net/ipv4/fib_multipath_hash_seed").exists():
+                    # The hash's key (Linux 6.11+; 0 or older kernels: random at boot): from the run's seed,
+                    # so the same flows (addresses and ports) take the same links in every run.
+                    system.sysctl(ns, "net.ipv4.fib_multipath_hash_seed", str((self.link.seed & 0xFFFFFFFF) or 1))
+                for conf in ("all", "default"):
+                    system.sysctl(ns, f"net.ipv4.conf.{conf}.ignore_routes_with_linkdown", "1")
         for side, sw in zip("ab", self.switches):
             system.ip("-n", sw, "link", "add", "br0", "type", "bridge")
             self._set_mtu(sw, "br0")
@@ -185,7 +210,10 @@ class Emulator:
                             "TUN and veth devices take 576..65535 here") from None
 
     def _start_dataplane(self, binary: str, run_state: state.RunState) -> None:
-        args = [binary, "link", "--ifname", TUN_NAME, "--stats", str(self.stats_path),
+        self.control_path.write_text("")
+        args = [binary, "link", "--ifname", TUN_PREFIX, "--links", str(self.link.links),
+                "--control", str(self.control_path), "--detect-us", str(round(self.link.detect_ms * 1000)),
+                "--stats", str(self.stats_path),
                 "--spin-us", str(self.spin_us), "--idle-wake-us", str(self.idle_wake_us), "--rt-priority", str(self.rt_priority), "--parent-pid", str(os.getpid()),
                 "--ab-cpu", str(self.dataplane_cpus[0] if self.dataplane_cpus else -1),
                 "--ba-cpu", str(self.dataplane_cpus[1] if self.dataplane_cpus else -1),
@@ -213,16 +241,24 @@ class Emulator:
             last = said.strip().splitlines()
             raise UserError(f"the data plane '{binary}' did not start: {last[-1] if last else 'no answer'}")
         self.offload = "offload=true" in line
+        if self.link.links > 1 and "carrier=true" not in line:
+            raise UserError(f"--wan-links: this kernel cannot switch a TUN device's carrier (TUNSETCARRIER, Linux "
+                            f"5.0+), which takes a failed link out of the routes; use --wan-links 1")
 
     def _configure_hosts(self) -> None:
+        devices = self.link_devices
         for side, other in (("a", "b"), ("b", "a")):
             for i, ns in enumerate(self.hosts[side]):
-                self._set_mtu(ns, TUN_NAME)
+                for dev in devices:
+                    self._set_mtu(ns, dev)
+                    system.ip("-n", ns, "link", "set", dev, "up")
                 if self.link.hosts == 1:
-                    system.ip("-n", ns, "addr", "add", f"{self.address(side, i)}/32", "dev", TUN_NAME)
-                system.ip("-n", ns, "link", "set", TUN_NAME, "up")
-                system.ip("-n", ns, "route", "add", f"{SUBNET[other]}.0/24", "dev", TUN_NAME,
-                          "src", self.address(side, i), *self.link.route_options())
+                    # On lo with several links: the host's address outlives any one link's carrier.
+                    system.ip("-n", ns, "addr", "add", f"{self.address(side, i)}/32", "dev",
+                              TUN_NAME if len(devices) == 1 else "lo")
+                via = ["dev", TUN_NAME] if len(devices) == 1 else [w for d in devices for w in ("nexthop", "dev", d)]
+                system.ip("-n", ns, "route", "add", f"{SUBNET[other]}.0/24", "src", self.address(side, i),
+                          *self.link.route_options(), *via)
 
     def _create_management(self) -> None:
         mg = self.management_netns
