@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from test_emu_helpers import ENV, cli, cli_json, leaves_nothing, needs_root, netns_and_links  # noqa: F401
+from test_emu_helpers import ENV, cli, cli_json, needs_root, netns_and_links
 
 pytestmark = [pytest.mark.root, needs_root]
 
@@ -150,7 +150,7 @@ def _wait_for_links(name: str, links: int, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            stats = json.loads(open(f"/run/longhaul-emu/{name}/stats.json").read())
+            stats = json.loads(Path(f"/run/longhaul-emu/{name}/stats.json").read_text())
             if len(stats.get("links", [])) == links and subprocess.run(
                     ["ip", "-n", f"{name}-a0", "route"], capture_output=True, text=True).stdout.count("nexthop") == links:
                 return
@@ -187,7 +187,7 @@ def test_sigkill_during_a_drill_leaves_nothing(tmp_path, leaves_nothing):
 
 def test_sigkill_of_drill_and_reaper_then_clean_leaves_nothing(tmp_path, leaves_nothing):
     ctl = _start_drill(tmp_path, "lhdclean")
-    reaper = json.loads(open("/run/longhaul-emu/lhdclean/state.json").read())["reaper_pid"]
+    reaper = json.loads(Path("/run/longhaul-emu/lhdclean/state.json").read_text())["reaper_pid"]
     os.kill(reaper, signal.SIGKILL)
     ctl.kill()
     ctl.wait()

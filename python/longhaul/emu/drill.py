@@ -20,6 +20,7 @@ run's namespaces, which every teardown (the run's, its reaper's, ``emu clean``) 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import shutil
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 from longhaul import failover
-from longhaul.emu import links as linkctl, system
+from longhaul.emu import links as linkctl, state, system
 from longhaul.emu.bench import iperf3_seconds, listening
 from longhaul.emu.options import LinkOptions
 from longhaul.emu.topology import Emulator
@@ -139,7 +140,8 @@ class _Transfer:
         deadline = time.monotonic() + timeout_s
         while not listening(self.daemon.pid, self.emu.address("b"), RSYNC_PORT):
             if self.daemon.poll() is not None or time.monotonic() > deadline:
-                said = self.daemon.stderr.read().strip() if self.daemon.poll() is not None else "no answer"
+                said = (self.daemon.stderr.read() if self.daemon.stderr else "").strip() if self.daemon.poll() is not None \
+                    else "no answer"
                 raise UserError(f"emu drill: the rsync daemon did not start: {said[-200:] or 'no message'}")
             time.sleep(0.01)
 
@@ -253,7 +255,7 @@ def _sample(emu: Emulator) -> dict:
 def series(samples: list[dict], t0: float) -> list[dict]:
     """Throughput A->B between consecutive samples, per link and in total (MB/s of IP bytes)."""
     out = []
-    for prev, cur in zip(samples, samples[1:]):
+    for prev, cur in itertools.pairwise(samples):
         dt = cur["elapsed_s"] - prev["elapsed_s"]
         if dt <= 0:
             continue
@@ -309,12 +311,13 @@ def run(link: LinkOptions, events: list[Event], duration_s: float, streams: int 
             if transfer:
                 transfer.start(wall0)
             samples, applied = [start], []
+            run_state = state.RunState(emu.name).load()
             pending = list(events)
             next_sample = wall0 + interval_s
             while True:
                 while pending and wall0 + pending[0].at_s <= time.monotonic():
                     e = pending.pop(0)
-                    rec = linkctl.set_link(emu.run_state, e.link, e.action == "up")
+                    rec = linkctl.set_link(run_state, e.link, e.action == "up")
                     applied.append({**e.record(), "applied_s": round((rec["changed_s"] or 0.0) - t0, 4)})
                     if progress:
                         progress(f"{time.monotonic() - wall0:6.2f} s: link {e.link} {e.action}")

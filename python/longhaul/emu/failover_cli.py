@@ -4,7 +4,6 @@ work is in longhaul.emu.links and longhaul.emu.drill."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import time
+
 from longhaul.emu import state
 from longhaul.errors import UserError
 

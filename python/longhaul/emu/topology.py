@@ -242,8 +242,8 @@ class Emulator:
             raise UserError(f"the data plane '{binary}' did not start: {last[-1] if last else 'no answer'}")
         self.offload = "offload=true" in line
         if self.link.links > 1 and "carrier=true" not in line:
-            raise UserError(f"--wan-links: this kernel cannot switch a TUN device's carrier (TUNSETCARRIER, Linux "
-                            f"5.0+), which takes a failed link out of the routes; use --wan-links 1")
+            raise UserError("--wan-links: this kernel cannot switch a TUN device's carrier (TUNSETCARRIER, Linux "
+                            "5.0+), which takes a failed link out of the routes; use --wan-links 1")
 
     def _configure_hosts(self) -> None:
         devices = self.link_devices
