@@ -5,6 +5,7 @@ nothing written."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,10 @@ def test_distances_map_onto_the_scenarios_fibre_and_delay():
     model, sc = scs[0]
     assert model == "verbs" and sc["testbed"] == "s1" and sc["hca"] == "infinihost3"
     assert sc["path"]["extender"] == "longbow-xr" and sc["verbs"]["size_bytes"] == 65536
+    # the extenders' WAN port, for the verbs model
+    wan = site_mod.Site.from_dict({**tomllib.loads(TINY.read_text().replace('extender = "longbow-xr"',
+                                   'extender = "longbow-xr"\nwan_generation = "ddr"\nwan_width = 4'))}, "x.toml")
+    assert scenarios(wan, wan.of("verbs")[0])[0][1]["path"]["wan_generation"] == "ddr"
     # miles are converted once, at the edge; up_to spreads the explored distances 0..2x planned
     miles = site_mod.load(ROOT / "examples" / "sites" / "usn-8600mi.toml")
     assert miles.planned == {"fibre_km": pytest.approx(8600 * 1.609344)}

@@ -78,6 +78,10 @@ LINK = {
     "wan_links": Key("int", "parallel WAN links between the extenders", "links", 1, 16, 1),
     "wan_framing": Key("name", "how the extenders carry IB over the WAN (as --wan-framing)",
                        names="wan_framing"),
+    "wan_generation": Key("name", "the extenders' WAN port generation (scenario path.wan_generation); default: "
+                          "the extender's; the verbs model's only (MPI, TCP and NFS take the extender's)", names="fabric"),
+    "wan_width": Key("int", "the extenders' WAN port width in lanes, 1, 4 or 12 (scenario path.wan_width)", "lanes",
+                     1, 12),  # the core refuses widths other than 1, 4, 12 with the valid ones
     "rate_gbps": Key("float", "IP routers: the WAN rate (as --rate-gbps); default: the link's", "Gb/s", 0.001,
                      10_000),
     "loss": Key("float", "probability that a packet is corrupted on the WAN", "", 0, 0.5, 0.0),
@@ -368,7 +372,7 @@ class Site:
         planned = _planned(c, link)
         if ("extender" in link) == ("routers" in link):
             raise c.error("link", "give one of extender (InfiniBand range extenders) or routers (IP routers)")
-        ip_only, ib_only = {"rate_gbps"}, {"wan_links", "wan_framing"}
+        ip_only, ib_only = {"rate_gbps"}, {"wan_links", "wan_framing", "wan_generation", "wan_width"}
         wrong = sorted((ip_only if "extender" in link else ib_only) & set(data["link"]))
         if wrong:
             kind = "range extenders" if "extender" in link else "IP routers"
@@ -412,7 +416,8 @@ class Site:
     # ------------------------------------------------------------------ the models' parameters
     def path_params(self) -> dict:
         """The path parameters every model shares (beside the distance)."""
-        keep = ("extender", "wan_links", "wan_framing", "loss") if not self.ip else ("rate_gbps", "loss")
+        keep = (("extender", "wan_links", "wan_framing", "wan_generation", "wan_width", "loss") if not self.ip
+                else ("rate_gbps", "loss"))
         out = {k: self.link[k] for k in keep if k in self.link}
         if not out.get("loss"):
             out.pop("loss", None)   # lossless: the models' own default, so scenarios stay as the CLI makes them
@@ -436,7 +441,7 @@ class Site:
         from longhaul.sim import mpi
 
         a = self.clusters[0]
-        path = {k: v for k, v in self.path_params().items() if k != "wan_framing"}
+        path = {k: v for k, v in self.path_params().items() if not k.startswith("wan_") or k == "wan_links"}
         return mpi.scenario(testbed=self.profile, hca=a.hca, node=a.node, fabric=a.fabric, seed=self.seed,
                             **{**path, **where, **params})
 
