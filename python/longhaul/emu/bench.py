@@ -250,7 +250,7 @@ def tcp_once(emu: Emulator, streams: int = 1, cc: str | None = None, duration_s:
             for t in cross:
                 t.stop()
     after = emu.stats()
-    rate = emu.link.ab.rate_gbps
+    rate = emu.link.ab.rate_gbps * emu.link.links  # the links together (rate_gbps is each one's)
     gbps = result["throughput_gbps"]
     return {
         "source": "emu", "tool": tool, **emu.link.record(), "streams": streams, "cc": cc or _default_cc(),

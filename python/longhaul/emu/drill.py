@@ -201,7 +201,24 @@ def _iperf3(emu: Emulator, streams: int, seconds: int) -> tuple[subprocess.Popen
                                 "-P", str(streams), "-t", str(seconds), "--cport", str(IPERF3_CLIENT_PORT),
                                 "-i", str(IPERF3_INTERVAL_S), "-J"],
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # iperf3's clock (its intervals, the streams' stalls) starts once every stream is connected: so
+    # does the drill's, within a few milliseconds.
+    deadline = time.monotonic() + 10
+    while _connections(client.pid, IPERF3_PORT) < streams + 1:   # + its control connection
+        if client.poll() is not None or time.monotonic() > deadline:
+            raise UserError("emu drill: iperf3's streams did not connect")
+        time.sleep(0.005)
     return server, client
+
+
+def _connections(pid: int, port: int) -> int:
+    """Established TCP connections to ``port`` in the network namespace of process ``pid``."""
+    try:
+        lines = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return 0
+    remote = f":{port:04X}"
+    return sum(1 for f in (line.split() for line in lines) if len(f) > 3 and f[2].endswith(remote) and f[3] == "01")
 
 
 def _iperf3_result(client: subprocess.Popen, timeout_s: float) -> dict:
@@ -231,18 +248,32 @@ def link_of_flow(emu: Emulator, client_port: int) -> int:
 
 
 def stalls(report: dict) -> list[dict]:
-    """Per iperf3 stream: its client port and the longest time it sent nothing, ``stall_s``
-    (consecutive reporting intervals of 0 bytes: what one TCP flow on a cut link sees, detection
-    and then retransmission time-outs that back off, until its packets take another link)."""
+    """Per iperf3 stream: its client port, the longest time it sent nothing (``stall_s``) and every
+    such stretch (``stalls``: [start_s, length_s], from iperf3's start) of at least two reporting
+    intervals: what one TCP flow on a cut link sees, detection and then retransmission time-outs
+    that back off, until its packets take another link."""
     ports = {c["socket"]: c["local_port"] for c in report["start"]["connected"]}
-    longest: dict[int, float] = {}
-    current: dict[int, float] = {}
+    runs: dict[int, list[list[float]]] = {}
     for interval in report["intervals"]:
         for s in interval["streams"]:
-            sock = s["socket"]
-            current[sock] = current.get(sock, 0.0) + s["seconds"] if s["bytes"] == 0 else 0.0
-            longest[sock] = max(longest.get(sock, 0.0), current[sock])
-    return [{"local_port": ports.get(k), "stall_s": round(longest[k], 2)} for k in sorted(longest, key=lambda k: ports.get(k, 0))]
+            mine = runs.setdefault(s["socket"], [])
+            if s["bytes"] != 0:
+                continue
+            if mine and abs(mine[-1][0] + mine[-1][1] - s["start"]) < 1e-3:
+                mine[-1][1] += s["seconds"]
+            else:
+                mine.append([s["start"], s["seconds"]])
+    out = []
+    for sock in sorted(runs, key=lambda k: ports.get(k, 0)):
+        long = [[round(a, 2), round(b, 2)] for a, b in runs[sock] if b > 1.5 * IPERF3_INTERVAL_S]
+        out.append({"local_port": ports.get(sock), "stall_s": max((b for _, b in long), default=0.0), "stalls": long})
+    return out
+
+
+def stalls_in(streams: list[dict], from_s: float, to_s: float) -> tuple[int, float]:
+    """(streams that began a stall in [from_s, to_s), the longest of those stalls)."""
+    longest = [max(hits) for st in streams if (hits := [b for a, b in st.get("stalls", []) if from_s <= a < to_s])]
+    return len(longest), max(longest, default=0.0)
 
 
 def _sample(emu: Emulator) -> dict:
@@ -352,5 +383,8 @@ def run(link: LinkOptions, events: list[Event], duration_s: float, streams: int 
         "copies_failed": sum(1 for c in copies if c["sha256_ok"] is None),
         "bytes_verified": sum(c["bytes"] for c in arrived if c["sha256_ok"]),
     }
-    return {"phases": phase_records(rows, phase_list, link_MBps), "series": rows, "transfer": copies,
+    phase_rows = phase_records(rows, phase_list, link_MBps)
+    for row in phase_rows:
+        row["streams_stalled"], row["stall_max_s"] = stalls_in(iperf.get("iperf3_streams", []), row["from_s"], row["to_s"])
+    return {"phases": phase_rows, "series": rows, "transfer": copies,
             "summary": summary}

@@ -11,7 +11,7 @@ from longhaul.output import FORMATS, emit
 from longhaul.units import parse_one_float, parse_one_int, parse_size
 
 PHASE_COLUMNS = ["phase", "from_s", "to_s", "event", "links_up", "capacity_MBps", "bw_MBps", "dip_MBps", "recovery_s",
-                 "link_bw_MBps"]
+                 "streams_stalled", "stall_max_s", "link_bw_MBps"]
 SERIES_COLUMNS = ["t_s", "links_up", "bw_MBps", "link_bw_MBps"]
 
 
