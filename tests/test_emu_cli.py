@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.root, needs_root]
     (["run", "--", "A: "], "missing command after 'A: '"),
     (["run", "--", "A:", ""], "missing command after 'A:'"),
     # a device or a wrong file was read without end (/dev/zero: memory grew until killed)
-    (["run", "--scenario", "/dev/zero", "--", "A:", "true"], "--scenario: '/dev/zero' is over 16 MiB"),
+    (["run", "--scenario", "/dev/zero", "--", "A:", "true"], "--scenario: '/dev/zero' is a character device, not a file"),
     (["run"], "no command"),
     (["run", "--", "C:", "true"], "host label"),
     (["run", "--hosts", "2", "--", "B2:", "true"], "B2"),

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from longhaul import commands
 from longhaul.errors import Terminated, UserError
+from longhaul.safeio import printable
 
 
 class Parser(argparse.ArgumentParser):
@@ -30,8 +31,14 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"longhaul: error: {message}\n")
+        say_error(message)
         raise SystemExit(2)
+
+
+def say_error(message: str) -> None:
+    """The one error line, with what the user typed escaped (``--sizes $'\\e[2J'`` cleared the
+    screen: a control character never reaches the terminal, a line break never splits the line)."""
+    sys.stderr.write(f"longhaul: error: {printable(message)}\n")
 
 
 def build_parser() -> Parser:
@@ -56,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except UserError as err:
-        sys.stderr.write(f"longhaul: error: {err}\n")
+        say_error(str(err))
         return 2
     except KeyboardInterrupt:
         # Only sweeps and studies cache their points in the store, so only they resume.

@@ -16,11 +16,12 @@ import sys
 from fractions import Fraction
 
 from longhaul.errors import UserError
+from longhaul.safeio import is_ascii_number
 
 FIBRE_DELAY_US_PER_KM = 5.0  # light in glass: ~2e8 m/s -> 5 us per km (published-points [constants])
 KM_PER_MILE = 1.609344
 
-_SIZE_RE = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([kmgtKMGT]?)(i?[bB])?\s*$")  # 30 digits: no size is longer
+_SIZE_RE = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([kmgtKMGT]?)(i?[bB])?\s*$", re.ASCII)  # 30 digits: no size is longer
 _SUFFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
@@ -114,6 +115,8 @@ def _parse_list(text: str, option: str, convert, kind: str, lo, hi) -> list:
     values = []
     for part in list_items(text, option, f"{kind} in [{range_text(lo)}, {range_text(hi)}]"):
         try:
+            if not is_ascii_number(part):   # int() and float() read '٣' as 3
+                raise ValueError(part)
             v = convert(part)
         except ValueError:
             raise UserError(f"{option}: '{part}' is not {kind} (valid range [{range_text(lo)}, {range_text(hi)}])") from None
@@ -182,9 +185,13 @@ def whole(lo: int, hi: int):
 
     def convert(text: str) -> int:
         try:
+            if not is_ascii_number(text):   # int() reads '٣' as 3
+                raise ValueError(text)
             value = int(text)
         except ValueError:
             try:
+                if not is_ascii_number(text):
+                    raise ValueError(text)
                 f = float(text)
             except ValueError:
                 raise argparse.ArgumentTypeError(f"'{text}' is not a whole number (valid range {span})") from None
@@ -205,6 +212,8 @@ def real(lo: float, hi: float, above_lo: bool = False):
 
     def convert(text: str) -> float:
         try:
+            if not is_ascii_number(text):   # float() reads '٣' as 3
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"'{text}' is not a number (valid range {span})") from None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from longhaul import safeio
 from longhaul.errors import UserError
 
 ENV_PUBLISHED = "LONGHAUL_PUBLISHED"
@@ -40,15 +40,11 @@ def load_published(path: str | os.PathLike | None = None) -> list[dict]:
         from longhaul import validation
 
         return list(validation.points().values())
-    if p is not None and p.is_dir():
-        raise UserError(f"published points: '{p}' is a directory; give the published-points.toml file")
-    if p is None or not p.is_file():
-        raise UserError(f"published points: file not found ({p or 'set $' + ENV_PUBLISHED}); "
-                        "expected published-points.toml")
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise UserError(f"published points: '{p}' is not valid TOML ({err})") from None
+    if p is None:
+        raise UserError(f"published points: file not found (set ${ENV_PUBLISHED}); expected published-points.toml")
+    data = safeio.read_file(p, "published points", safeio.DOCUMENT_BYTES, "the published-points.toml file")
+    text = data.decode("utf-8-sig", errors="replace")   # a byte that is not UTF-8 is not TOML either: said so
+    doc = safeio.parse_toml(text, f"published points: '{p}'")
     points = doc.get("point")
     if not isinstance(points, list) or not points or not all(isinstance(q, dict) and "id" in q for q in points):
         raise UserError(f"published points: '{p}' has no [[point]] tables with an id "

@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from longhaul import safeio
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.results import SOURCES, add_store_option, store_from_args
@@ -98,21 +99,15 @@ def register(subparsers) -> None:
 # --------------------------------------------------------------------------- selection
 def _read_input(path: str) -> list[dict]:
     p = Path(path)
-    if p.is_dir():
-        raise UserError(f"--input: '{p}' is a directory; give a csv, json or parquet file "
-                        "(from `longhaul results export`)")
-    if not p.is_file():
-        raise UserError(f"--input: file '{p}' does not exist")
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise UserError(f"--input: cannot read '{p}' ({err.strerror})") from None
+    # bounded: a FIFO blocked, /dev/zero was read until memory ran out
+    data = safeio.read_file(path, "--input", safeio.TABLE_BYTES,
+                            "a csv, json or parquet file (from `longhaul results export`)")
     if data.startswith(b"PAR1"):  # `results export --format parquet`: one flat record per row
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:
-            return pq.read_table(p).to_pylist()
+            return pq.read_table(pa.BufferReader(data)).to_pylist()
         except (OSError, pa.ArrowException) as err:
             raise UserError(f"--input: '{p}' is not a readable Parquet file "
                             f"({str(err).splitlines()[0][:120]})") from None
@@ -127,10 +122,10 @@ def _read_input(path: str) -> list[dict]:
         raise UserError(f"--input: '{p}' is not a csv, json or parquet file ({bad}); "
                         "give a file from `longhaul results export`")
     if p.suffix == ".json" or text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except ValueError as err:
-            raise UserError(f"--input: '{p}' line {getattr(err, 'lineno', 1)}: not JSON ({err})") from None
+        try:   # bounded: a deep document was a RecursionError traceback
+            data = safeio.parse_json(text, f"--input: '{p}'", finite=False)
+        except safeio.DocumentError as err:
+            raise UserError(f"--input: '{p}' line {err.line}: not JSON ({err.problem})") from None
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise UserError(f"--input: '{p}' must hold a JSON list of records")
         return data
@@ -157,6 +152,8 @@ _TEXT_COLUMNS = ("run_id", "source", "label", "kind")
 def _auto(v: str):
     if v is None or v == "":
         return None
+    if not safeio.is_ascii_number(v):   # int() reads '٣' as 3
+        return v
     for t in (int, float):
         try:
             return t(v)

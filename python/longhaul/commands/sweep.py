@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 
-from longhaul import sweep as _sweep, units
+from longhaul import safeio, sweep as _sweep, units
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.results import Store, add_store_option
@@ -72,10 +71,7 @@ def _verbs_sizes(points: list[dict], base: dict | None) -> list[dict]:
 
 
 def _grid(text: str) -> list[dict]:
-    try:
-        spec = json.loads(text)
-    except ValueError as err:
-        raise UserError(f"--grid: not JSON ({err})") from None
+    spec = safeio.parse_json(text, "--grid")   # bounded: a deep grid was a RecursionError traceback
     if not isinstance(spec, dict) or not spec:
         raise UserError('--grid: give a JSON object of lists, e.g. {"delay_us": [0, 1000]}')
     if any(v == [] for v in spec.values()):
@@ -104,6 +100,7 @@ def _run(args) -> int:
     points = _grid(args.grid)
     if args.model == "verbs":
         points = _verbs_sizes(points, base)
+        _sweep.check_points(len(points), "the grid, one point per message size,")
     tables = ("osu", "app", "trace")
     scenarios = []
     for pt in points:

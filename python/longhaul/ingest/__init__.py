@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from longhaul import safeio
 from longhaul.errors import UserError
 from longhaul.units import km_from_delay_us
 
@@ -102,16 +103,9 @@ def decode_output(data: bytes, tool: str, name: str) -> str:
 
 
 def read_bytes(path: str | os.PathLike, tool: str) -> bytes:
-    """A file's bytes; a missing, unreadable file or a directory is a one-line UserError."""
-    p = Path(path)
-    try:
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"ingest: file '{p}' does not exist") from None
-    except IsADirectoryError:
-        raise UserError(f"ingest: '{p}' is a directory; give a file of {tool} output") from None
-    except OSError as err:
-        raise UserError(f"ingest: cannot read '{p}' ({err.strerror})") from None
+    """A file's bytes, through ``safeio``: a regular file of at most TOOL_OUTPUT_BYTES (a FIFO
+    blocked forever, /dev/zero was read until memory ran out); anything else is a one-line UserError."""
+    return safeio.read_file(path, "ingest", safeio.TOOL_OUTPUT_BYTES, f"a file of {tool} output")
 
 
 #: Point-to-point latency tests: how many times each latency they report crosses the WAN delay at

@@ -33,6 +33,7 @@ import json
 import math
 import re
 
+from longhaul import safeio
 from longhaul.ingest import BANDWIDTH, COUNT, DURATION, LATENCY, PERCENT, SIZE, Bound, IngestError, check_value
 
 TOOL = "iperf3"
@@ -163,12 +164,10 @@ def _json_object(end: dict, key: str, text: str, name: str) -> dict | None:
 
 
 def parse_json(text: str, name: str) -> list[dict]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise IngestError(TOOL, name, err.lineno, f"not iperf3 -J JSON ({err.msg})") from None
-    except ValueError:  # json's only other complaint: an integer of more than 4300 digits
-        raise IngestError(TOOL, name, 1, "not iperf3 -J JSON (a number too long to read)") from None
+    try:   # bounded: a document nested thousands deep was a RecursionError traceback
+        doc = safeio.parse_json(text, name, finite=False)
+    except safeio.DocumentError as err:
+        raise IngestError(TOOL, name, err.line, f"not iperf3 -J JSON ({err.problem})") from None
     if not isinstance(doc, dict):
         raise IngestError(TOOL, name, 1, "JSON is not an object; expected iperf3 -J output")
     if doc.get("error"):  # also with an 'end': an interrupted run writes its partial sums
@@ -414,6 +413,8 @@ def _is_json(text: str) -> bool:
     """Text output's rows start with '[' too ('[  5] 0.00-1.00 sec ...')."""
     try:
         json.loads(text)
+    except RecursionError:   # JSON nested too deep: parse_json says so
+        return True
     except ValueError:
         return False
     return True

@@ -25,24 +25,27 @@ from __future__ import annotations
 
 import re
 
+from longhaul import safeio
 from longhaul.ingest import BANDWIDTH, COUNT, LATENCY, MSG_RATE, PERCENT, SIZE, Bound, IngestError, check_value
 
 TOOL = "perftest"
 MIB = 1048576
 
 _TITLE = re.compile(r"^\s*(Send|RDMA_Write|RDMA_Read|Atomic)\b(.*?)\b(BW|Latency)\s+Test\s*$", re.I)
-_ROW_START = re.compile(r"^-?\d")  # a result row (a negative size is a row, and rejected); not a '----' line
+_ROW_START = re.compile(r"^-?\d", re.ASCII)  # a result row (a negative size is a row, and rejected); not a '----' line
 _ANY_TITLE = re.compile(r"^\s*(.*?)\b(BW|Latency)\s+Test\s*$", re.I)  # a title line, known or not
 _VALID_TITLES = "Send, RDMA_Write, RDMA_Read or Atomic, then 'BW Test' or 'Latency Test'"
 _OPS = {"send": "send", "rdma_write": "write", "rdma_read": "read", "atomic": "atomic"}
 _PARAMS = {
     "transport": re.compile(r"Connection type\s*:\s*([A-Za-z]+)"),
-    "qps": re.compile(r"Number of qps\s*:\s*(\d+)"),
+    "qps": re.compile(r"Number of qps\s*:\s*(\d+)", re.ASCII),
     # "Mtu : 4096[B]", or "Mtu : 2048B" with the unit bare (the older layout of perftest_send_lat_old.txt)
-    "mtu_bytes": re.compile(r"\bMtu\s*:\s*(\d+)\s*(?:\[B\]|B\b)"),
-    "tx_depth": re.compile(r"TX depth\s*:\s*(\d+)"),
+    "mtu_bytes": re.compile(r"\bMtu\s*:\s*(\d+)\s*(?:\[B\]|B\b)", re.ASCII),
+    "tx_depth": re.compile(r"TX depth\s*:\s*(\d+)", re.ASCII),
     "device": re.compile(r"\bDevice\s*:\s*(\S+)"),
 }
+#: the header's whole numbers, as perftest names them
+_HEADER_COUNTS = {"qps": "Number of qps", "mtu_bytes": "Mtu", "tx_depth": "TX depth"}
 # column name in the header -> record key; {u} is the bandwidth unit in brackets
 _COLUMN = re.compile(
     r"#bytes|#iterations|#sl|BW peak\[(?P<u1>[^\]]+)\]|BW average\[(?P<u2>[^\]]+)\]|MsgRate\[Mpps\]"
@@ -179,7 +182,11 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             pm = rx.search(s)
             if pm:
                 v = pm.group(1)
-                ctx[key] = int(v) if v.isdigit() else v.lower() if key == "transport" else v
+                if key in _HEADER_COUNTS:   # 2^64 was stored as is: OverflowError in Parquet
+                    # ASCII digits (the pattern's); a number of thousands of digits is shown as text
+                    ctx[key] = check_value(TOOL, name, lineno, _HEADER_COUNTS[key], int(v) if len(v) <= 40 else v, COUNT)
+                else:
+                    ctx[key] = v.lower() if key == "transport" else v
         if s.startswith("#bytes"):
             # a header may repeat (seen: printed twice in a row); the table under the last one counts
             cols, labels, unit = _header_columns(s, name, lineno)
@@ -197,6 +204,8 @@ def parse(text: str, name: str = "<text>") -> list[dict]:
             raise IngestError(TOOL, name, lineno,
                               f"result row has {len(toks)} fields, the header on line {header_line} has {len(cols)}")
         try:
+            if not safeio.is_ascii_number(s):   # int() and float() read '٣' as 3
+                raise ValueError(s)
             values = [int(t) if c in ("size_bytes", "iterations", "sl") else float(t) for c, t in zip(cols, toks)]
         except ValueError:
             raise IngestError(TOOL, name, lineno, f"result row '{s}' has a field that is not a number") from None

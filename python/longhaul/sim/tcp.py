@@ -47,6 +47,9 @@ def scenario(base: dict | None = None, **params) -> dict:
     the base's auto-tuning ceilings, and "auto" its fixed buffer (a file's window can be overridden
     either way)."""
     sc = core.base_copy(base, ("path", "tcp"))
+    if not isinstance(sc.get("cross", {}), dict):   # `cross = 5` was a TypeError traceback
+        raise UserError(f"scenario: 'cross' must be a table/object ({', '.join(_CROSS_KEYS.values())}), "
+                        f"got {type(sc['cross']).__name__}")
     for key, value in params.items():
         if value is None:
             continue

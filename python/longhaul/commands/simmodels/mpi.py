@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from longhaul import osu_text, units
+from longhaul import osu_text, safeio, units
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -345,13 +345,10 @@ def run_app(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    if not args.trace.strip():   # Path("") is "." : "cannot read the trace (Is a directory)"
-        raise UserError("TRACE: empty file name; give the trace file to replay (format: docs/reference/trace-format.md)")
     path = Path(args.trace)
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a Windows editor's byte-order mark is not the trace's
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{args.trace}: cannot read the trace ({getattr(err, 'strerror', None) or err})") from None
+    # bounded: /dev/zero was read until memory ran out, a FIFO blocked
+    text = safeio.read_text(args.trace, "TRACE", safeio.TRACE_BYTES,
+                            "the trace file to replay (format: docs/reference/trace-format.md)")
     recs = mpi.replay(text, str(path), where=_points(args), workers=args.workers, **_params(args))
     emit(recs, args.format, ["ranks", "delay_us", "distance_km", "run_time_s", "messages", "status"],
          title=f"longhaul sim mpi replay {path.name}")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tomllib
 from collections.abc import Callable, Sequence
 
-from longhaul import units
+from longhaul import safeio, units
 from longhaul.errors import UserError, in_scenario_file
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -78,32 +76,14 @@ def register(models: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_verbs)
 
 
-#: A scenario file's largest size: far above any scenario (a few hundred bytes; a replayed trace is a
-#: file of its own), small enough to refuse a device or a wrong file at once.
-MAX_SCENARIO_BYTES = 16 << 20
-
-
 def load_scenario_file(path: str, option: str = "--scenario") -> dict:
-    """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``."""
-    if not str(path).strip():  # Path("") is the current directory: "Is a directory" would mislead
-        raise UserError(f"{option}: empty file name (give the path of a TOML or JSON scenario file)")
-    try:
-        with open(path, "rb") as f:   # bounded: --scenario /dev/zero read forever, its memory growing
-            data = f.read(MAX_SCENARIO_BYTES + 1)
-        if len(data) > MAX_SCENARIO_BYTES:
-            raise UserError(f"{option}: '{path}' is over {MAX_SCENARIO_BYTES >> 20} MiB: not a scenario file "
-                            "(a scenario is a few lines of TOML or JSON)")
-        text = data.decode("utf-8-sig")  # -sig: a Windows editor's byte-order mark is not TOML
-    except OSError as err:
-        raise UserError(f"{option}: cannot read '{path}': {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{option}: '{path}' is not a text file (UTF-8 TOML or JSON)") from None
-    try:
-        sc = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise UserError(f"{option}: '{path}' is not valid {'JSON' if path.endswith('.json') else 'TOML'}: {err}") from None
+    """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``. Read
+    through ``safeio``: a regular file of at most 16 MiB, nested at most 32 levels, numbers in range
+    (--scenario /dev/zero read forever, a FIFO blocked, a deep file was a RecursionError)."""
+    sc = safeio.load_document(path, option, "a TOML or JSON scenario file")
     if not isinstance(sc, dict):
-        raise UserError(f"{option}: '{path}' must hold a table/object of parameters, not a {type(sc).__name__}")
+        raise UserError(f"{option}: '{safeio.printable(path)}' must hold a table/object of parameters, "
+                        f"not a {type(sc).__name__}")
     return sc
 
 
