@@ -23,7 +23,8 @@ from pathlib import Path
 MARKER = re.compile(r"^<!--\s*runnable(?::\s*(?P<opts>[^>]*?))?\s*-->\s*$")
 FENCE = re.compile(r"^(```+)\s*console\s*$")
 HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
-NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+#: A number, also with thousands separators as the study prints them (1,266 MB/s).
+NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 #: Drawn borders of rich tables: their width follows the widest cell, so they are not substance.
 BOX = re.compile(r"[\u2500-\u257f]")
 
@@ -90,7 +91,7 @@ def _line_pattern(shown: str) -> tuple[re.Pattern, list[float]]:
             parts.append(".*?")
         elif piece and re.fullmatch(NUMBER, piece):
             parts.append(f"({NUMBER})")
-            numbers.append(float(piece))
+            numbers.append(float(piece.replace(",", "")))
         else:
             parts.append(re.escape(piece))
     return re.compile("".join(parts)), numbers
@@ -111,7 +112,7 @@ def line_differs(shown: str, actual: str) -> str | None:
     if m is None:
         return "the words or the columns differ"
     for want, got in zip(numbers, m.groups()):
-        if not close(want, float(got)):
+        if not close(want, float(got.replace(",", ""))):
             return f"{got} is not within a factor of two of {want:g}"
     return None
 

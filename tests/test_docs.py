@@ -157,6 +157,8 @@ def _runnable(emu: bool) -> list[tuple[Path, list[Block]]]:
 def _run_page(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LONGHAUL_STORE"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), str(ROOT / "target" / "release"), env["PATH"]])
+    # A fresh directory (stores and reports land there), with the checkout's example files as a user has them.
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
     regen = os.environ.get("LONGHAUL_REGEN_DOCS") == "1"
     lines = page.read_text().splitlines()
     edits = []
@@ -226,3 +228,9 @@ def test_an_ellipsis_stands_for_lines_and_for_text():
     assert output_differs(shown, ["# study (2026-11-27T19:11:24+00:00, 6.1 s)", "- verbs: ok — 8 computed", "a", "b"]) \
         is None
     assert output_differs(shown, ["# study (2026-11-27, 6.1 s)", "- verbs: failed — 8 computed"]) is not None
+
+
+def test_a_number_with_thousands_separators_is_one_number():
+    assert output_differs(["peak 1,266 MB/s"], ["peak 980 MB/s"]) is None
+    assert "not within a factor of two" in output_differs(["peak 1,266 MB/s"], ["peak 12,660 MB/s"])
+    assert output_differs(["a,5,2026-11-27"], ["a,5,2027-01-02"]) is not None  # csv fields stay apart
