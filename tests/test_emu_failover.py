@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,12 +71,12 @@ def test_drill_over_four_links_loses_capacity_per_link_recovers_and_corrupts_not
     # Replugged: link 1 carries traffic again within a second of the event.
     assert phases[3]["recovery_s"] is not None and phases[3]["recovery_s"] < 1.0
     assert [e["applied_s"] for e in s["events"]] == pytest.approx([3, 5, 7], abs=0.5)
-    # Every stream the kernel hashed onto link 1 sent nothing from its cut for at least the 300 ms the
-    # hosts took to notice (then its packets took another link); iperf3 finished.
+    # Every stream the kernel hashed onto link 1 sent nothing from just after its cut (3 s) until the
+    # hosts noticed (detect_ms = 300): no ACK can come back before its packets take another link.
+    # (A stream may already have been silent before, after a congestion time-out: the stall then began earlier.)
     assert sum(s["streams_per_link"]) == 16 and "iperf3_error" not in s
     cut = [st for st in s["iperf3_streams"] if st["link"] == 1]
-    assert cut and all(any(2.85 <= a < 3.5 and b >= 0.25 for a, b in st["stalls"]) for st in cut), cut
-    assert phases[1]["streams_stalled"] >= len(cut) and phases[1]["stall_max_s"] >= 0.25
+    assert cut and all(any(a <= 3.101 and a + b >= 3.299 for a, b in st["stalls"]) for st in cut), cut
     # Every rsync copy that arrived is the source, byte for byte; none was lost.
     assert s["copies_arrived"] >= 4 and s["copies_corrupt"] == 0 and s["copies_failed"] == 0
     assert s["bytes_verified"] == s["copies_arrived"] * s["transfer_bytes"]
@@ -123,7 +124,27 @@ def test_bad_options_are_one_line_exit_2(args, words, leaves_nothing):
 
 def test_events_only_where_they_are_applied(tmp_path, leaves_nothing):
     p = cli("emu", "bench", "tcp", "--scenario", _scenario(tmp_path))
-    assert p.returncode == 2 and "events: timed link failures are applied by `longhaul emu drill`" in p.stderr
+    assert p.returncode == 2 and "events: timed link failures are applied by `longhaul emu run`" in p.stderr
+    p = cli("emu", "run", "--scenario", _scenario(tmp_path), "--timeout-s", "6", "--", "A: true")
+    assert p.returncode == 2 and p.stderr.strip().endswith("events[2].at_s: 7 is outside the run (valid: 0 < at_s "
+                                                           "< --timeout-s = 6 s)"), p.stderr
+
+
+def test_run_applies_the_files_events_to_the_users_programs(tmp_path, leaves_nothing):
+    # ping-client across 2 links while link 0 goes down at 0.5 s and up at 1.2 s: the route moves.
+    path = tmp_path / "two.toml"
+    path.write_text(DRILL.format(duration=10, events=_events([(0.5, 0, "down"), (1.2, 0, "up"), (30, 1, "down")]))
+                    .replace("wan_links = 4", "wan_links = 2"))
+    route = "ip route show 10.77.2.0/24"
+    p = cli("emu", "run", "--scenario", str(path), "--format", "json", "--",
+            f"A: sleep 0.9; {route}; sleep 1.1; {route}")
+    assert p.returncode == 0, p.stderr
+    (rec,) = json.loads(p.stdout)
+    during, after = rec["stdout"].split("10.77.2.0/24")[1:]
+    assert "wan0 weight 1 dead linkdown" in during and "dead" not in after, rec["stdout"]
+    times = {m[1]: float(m[0]) for m in re.findall(r"run: ([0-9.]+) s: link 0 (down|up)", p.stderr)}
+    assert times == pytest.approx({"down": 0.5, "up": 1.2}, abs=0.3), p.stderr
+    assert "1 of the scenario's events came after the commands ended (30 s and later)" in p.stderr
 
 
 def test_link_down_up_on_a_running_emulator_and_its_bad_input(leaves_nothing):

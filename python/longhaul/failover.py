@@ -43,10 +43,11 @@ def _field(raw: dict, key: str, where: str):
     return raw[key]
 
 
-def parse(raw_events, links: int, duration_s: float, where: str = "events") -> list[Event]:
+def parse(raw_events, links: int, duration_s: float, where: str = "events", length: str = "duration_s") -> list[Event]:
     """The events of a scenario (a list of tables), checked against ``links`` links and a run of
-    ``duration_s`` seconds; ``where`` names them in messages (``scenario f.toml: events``). Any
-    fault is a UserError naming the event (``events[2].link``) and the valid range."""
+    ``duration_s`` seconds (``length``: what sets it, for messages); ``where`` names them in
+    messages (``scenario f.toml: events``). Any fault is a UserError naming the event
+    (``events[2].link``) and the valid range."""
     if raw_events is None:
         return []
     if not isinstance(raw_events, list):
@@ -63,7 +64,7 @@ def parse(raw_events, links: int, duration_s: float, where: str = "events") -> l
             raise UserError(f"{at}: unknown key '{unknown[0]}' (an event has {', '.join(EVENT_KEYS)})")
         t, link, action = (_field(raw, k, at) for k in EVENT_KEYS)
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t < duration_s:
-            raise UserError(f"{at}.at_s: {t!r} is outside the run (valid: 0 < at_s < duration_s = {duration_s:g} s)")
+            raise UserError(f"{at}.at_s: {t!r} is outside the run (valid: 0 < at_s < {length} = {duration_s:g} s)")
         if isinstance(link, bool) or not isinstance(link, int) or not 0 <= link < links:
             raise UserError(f"{at}.link: {link!r} does not exist (valid: 0..{links - 1} for wan_links = {links})")
         if action not in ACTIONS:

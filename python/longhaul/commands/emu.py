@@ -70,8 +70,8 @@ def _scenario_file(args, events: bool = False) -> dict:
         return {"link": {}, "bench": {}, "events": None}
     file = scenario.load(args.scenario)
     if file["events"] is not None and not events:
-        raise UserError(f"scenario {args.scenario}: events: timed link failures are applied by `longhaul emu drill` "
-                        "and `longhaul compare failover`; here take links down with `longhaul emu link down K`")
+        raise UserError(f"scenario {args.scenario}: events: timed link failures are applied by `longhaul emu run`, "
+                        "`emu drill` and `compare failover`; here take links down with `longhaul emu link down K`")
     return file
 
 
@@ -170,14 +170,26 @@ def _shell(args) -> int:
 
 
 def _run(args) -> int:
-    from longhaul.emu import run as runmod
+    from longhaul import failover
+    from longhaul.emu import run as runmod, scenario
     from longhaul.emu.topology import Emulator
     runmod.check_times(args.grace_s, args.timeout_s)
-    link = _link(args)
+    file = _scenario_file(args, events=True)
+    link = scenario.build_link(scenario.merged(file["link"], _link_values(args)))
+    # The run lasts at most --timeout-s: an event later than that could never happen.
+    events = failover.parse(file["events"], link.links, args.timeout_s, f"scenario {args.scenario}: events",
+                            length="--timeout-s")
     commands = runmod.parse(args.command, link.hosts)
+    applied: list[dict] = []
     with Emulator(link, name=args.name) as emu:
-        records = runmod.run(emu, commands, grace_s=args.grace_s, timeout_s=args.timeout_s)
+        records = runmod.run(emu, commands, grace_s=args.grace_s, timeout_s=args.timeout_s, events=events,
+                             applied=applied)
         stats = emu.stats()
+    for e in applied:
+        sys.stderr.write(f"longhaul emu run: {e['applied_s']:.2f} s: link {e['link']} {e['action']}\n")
+    if len(applied) < len(events):
+        sys.stderr.write(f"longhaul: note: {len(events) - len(applied)} of the scenario's events came after the "
+                         f"commands ended ({events[len(applied)].at_s:g} s and later) and were not applied\n")
     if args.format == "table":
         for r in records:
             how = "stopped" if r["stopped"] else f"exit {r['exit_code']}"

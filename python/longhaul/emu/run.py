@@ -18,8 +18,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from longhaul.emu import links, state
 from longhaul.emu.topology import Emulator
 from longhaul.errors import UserError
+from longhaul.failover import Event
 
 _LABEL_RE = re.compile(r"^([ABab])(\d*):(.*)$")
 
@@ -82,12 +84,15 @@ def check_times(grace_s: float, timeout_s: float) -> None:
 
 
 def run(emu: Emulator, commands: list[HostCommand], grace_s: float = 3.0, timeout_s: float = 3600.0,
-        stream_output: bool = False) -> list[dict]:
+        stream_output: bool = False, events: list[Event] | None = None,
+        applied: list[dict] | None = None) -> list[dict]:
     """Start the commands (servers first, the client host's last), wait, return one record
     each: host, command, client (True for the client host's commands), exit_code, seconds,
     stopped (True if we had to stop it: a server after the grace time, anything at the
     timeout), stdout, stderr. Output goes to temporary files (a pipe could fill and stall a
-    chatty program)."""
+    chatty program). ``events``: link failures (``longhaul.failover``) applied at their ``at_s``
+    after the client starts, while the commands run; each one applied is appended to ``applied``
+    with the run's time it took effect (``applied_s``)."""
     check_times(grace_s, timeout_s)
     client = (commands[0].side, commands[0].index)
     is_client = [(c.side, c.index) == client for c in commands]
@@ -116,10 +121,19 @@ def run(emu: Emulator, commands: list[HostCommand], grace_s: float = 3.0, timeou
     for i in range(len(commands)):
         if is_client[i]:
             start(i)
-    deadline = time.monotonic() + timeout_s
+    started_at = time.monotonic()
+    deadline = started_at + timeout_s
+    pending = list(events or [])
+    run_state = state.RunState(emu.name).load() if pending else None
     client_done_at = None
     while len(ended) < len(procs):
         now = time.monotonic()
+        while run_state is not None and pending and now - started_at >= pending[0].at_s:
+            e = pending.pop(0)
+            done = links.set_link(run_state, e.link, e.action == "up")
+            if applied is not None:
+                applied.append({**e.record(), "applied_s": round(time.monotonic() - started_at, 3),
+                                "changed_s": done["changed_s"]})
         for i, p in procs.items():
             if i not in ended and p.poll() is not None:
                 ended[i] = now
