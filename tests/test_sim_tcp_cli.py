@@ -81,7 +81,7 @@ def test_help_lists_units_defaults_and_ranges(cli):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--cc", "vegas"], "--cc"),
+    (["--cc", "westwood"], "--cc"),
     (["--link", "fddi"], "--link"),
     (["--link", "ipoib-ud", "--mtu", "4000"], "mtu_bytes: 4000 is out of range for ipoib-ud [576, 2044]"),
     (["--link", "10gige-lan", "--mtu", "100"], "mtu_bytes: 100 is out of range"),
@@ -171,5 +171,5 @@ def test_a_stack_that_is_neither_a_name_nor_costs_says_what_one_is(cli, tmp_path
     f.write_text(content)
     proc = cli("sim", "tcp", "--scenario", str(f), "--duration-s", "0.01")
     assert proc.returncode == 2 and proc.stderr == (
-        f"longhaul: error: scenario {f}: stack: expected a stack name (s1, s3, modern, ideal) or costs {{per_seg_us, "
+        f"longhaul: error: scenario {f}: stack: expected a stack name (s1, s3, usn, modern, ideal) or costs {{per_seg_us, "
         "per_byte_ns[, ack_us, cores]} (per_seg_us and per_byte_ns both required; no other keys)\n"), proc.stderr

@@ -58,15 +58,3 @@ def test_retry_count_exceeded_says_why_and_what_to_set(cli):
 def test_exponent_zero_is_no_timer(cli):
     r, _ = run(cli, "--qp-timeout", "0")
     assert r["ack_timeout_us"] is None and r["timeouts"] == 0 and r["status"] == "ok"
-
-
-@pytest.mark.parametrize("args, needle", [
-    (("--qp-timeout", "32"), "--qp-timeout"),
-    (("--qp-timeout", "-1"), "--qp-timeout"),
-    (("--retry-count", "8"), "--retry-count"),
-])
-def test_timer_options_out_of_range(cli, args, needle):
-    proc = cli("sim", "verbs", *args)
-    assert proc.returncode == 2
-    line = proc.stderr.strip()
-    assert "\n" not in line and needle in line and ("31" in line or "7" in line), line

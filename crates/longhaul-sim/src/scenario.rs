@@ -182,7 +182,7 @@ fn default_testbed() -> String {
     "s1".into()
 }
 
-pub const TESTBEDS: [&str; 4] = ["s1", "s1-connectx", "s3", "ndr"];
+pub const TESTBEDS: [&str; 5] = ["s1", "s1-connectx", "s3", "ndr", "usn"];
 
 /// perftest's default tx-depth (perftest_parameters.h, DEF_TX_BW).
 pub const PERFTEST_TX_DEPTH: u32 = 128;
@@ -196,33 +196,92 @@ pub const PERFTEST_RETRY_COUNT: u32 = 7;
 /// subnet_timeout, OSM_DEFAULT_SUBNET_TIMEOUT 0x12, the same from OFED 1.x to today.
 pub const SA_PACKET_LIFE_TIME: u32 = 18;
 
-/// Whether a CM-connected queue pair of the testbed's software gets the benchmark's exponent
-/// (perftest since commit ccae524, August 2024, over a kernel with RDMA_OPTION_ID_ACK_TIMEOUT)
-/// rather than the CM's own derivation (every stack of the 2008-2011 testbeds).
-pub fn testbed_cm_sets_ack_timeout(testbed: &str) -> bool {
-    testbed == "ndr"
+/// A hardware profile: the adapters, switches and extender pair of a testbed, and how the runs
+/// published on it used the benchmark. Parameters are set here once per profile, never per
+/// point.
+#[derive(Debug, Clone)]
+pub struct Testbed {
+    pub hca: HcaProfile,
+    pub switch: SwitchParams,
+    pub extender: Option<ExtenderParams>,
+    /// The long link's IB rate when no extender carries it.
+    pub wan: IbLink,
+    /// How the testbed's long link carries IB when an extender can frame it so (None: each
+    /// extender's own).
+    pub framing: Option<WanFraming>,
+    /// The benchmark window of the testbed's runs (its tx-depth); see [`Testbed::of`].
+    pub tx_depth: u32,
+    /// Its runs connected the queue pairs through the RDMA CM.
+    pub cm: bool,
+    /// A CM-connected queue pair of its software gets the benchmark's exponent (perftest since
+    /// commit ccae524, August 2024, over a kernel with RDMA_OPTION_ID_ACK_TIMEOUT) rather than
+    /// the CM's own derivation (every stack of the 2008-2011 testbeds).
+    pub cm_sets_ack_timeout: bool,
 }
 
-/// The bandwidth benchmark's window (messages posted and not completed per queue pair) with
-/// which a testbed's published verbs figures were measured, where the study's runs differ
-/// from perftest's default. Neither value is stated in [S1]:
-/// - `s1` (InfiniHost III, [S1] Fig 2): 16, calibrated once on Fig 2(b): 64 KB messages fall
-///   below the RC peak at 1000 us but not at 100 us, while 8 MB messages fill the pipe at
-///   10000 us. A byte limit cannot do both (64 KB at 1000 us needs < 2 MB in flight, 8 MB at
-///   10000 us > 20 MB), so it is a message window; it is taken as the benchmark's rather than
-///   the adapter's because, as an adapter limit, it also held MPI and NFS/RDMA over the same
-///   adapter, doubling MPI's rendezvous-threshold gain against [S1] Fig 5(b).
-/// - `s1-connectx` ([S1] Fig 10): 64, assumed. Fig 10 shows ConnectX ahead of InfiniHost III
-///   for small and medium messages at 1 ms, which a window-bound run can only show with a
-///   deeper window than Fig 2's; per-message costs cannot (they are microseconds against a
-///   2 ms round trip).
-pub fn testbed_tx_depth(testbed: &str) -> u32 {
-    match testbed {
-        "s1" => 16,
-        "s1-connectx" => 64,
-        _ => PERFTEST_TX_DEPTH,
+impl Testbed {
+    /// The named testbed. Its `tx_depth` is the bandwidth benchmark's window (messages posted and
+    /// not completed per queue pair) with which its published verbs figures were measured, where
+    /// they differ from perftest's default; neither S1 value is stated in [S1]:
+    /// - `s1` (InfiniHost III, [S1] Fig 2): 16, calibrated once on Fig 2(b): 64 KB messages fall
+    ///   below the RC peak at 1000 us but not at 100 us, while 8 MB messages fill the pipe at
+    ///   10000 us. A byte limit cannot do both (64 KB at 1000 us needs < 2 MB in flight, 8 MB at
+    ///   10000 us > 20 MB), so it is a message window; it is taken as the benchmark's rather than
+    ///   the adapter's because, as an adapter limit, it also held MPI and NFS/RDMA over the same
+    ///   adapter, doubling MPI's rendezvous-threshold gain against [S1] Fig 5(b).
+    /// - `s1-connectx` ([S1] Fig 10): 64, assumed. Fig 10 shows ConnectX ahead of InfiniHost III
+    ///   for small and medium messages at 1 ms, which a window-bound run can only show with a
+    ///   deeper window than Fig 2's; per-message costs cannot (they are microseconds against a
+    ///   2 ms round trip).
+    /// - `usn` (ORNL's UltraScience Net, Rao et al. SC08): 100, the ib_rdma_bw of the time
+    ///   (perftest's rdma_bw.c, OFED 1.2/1.3, 2007-2008: `.tx_depth = 100`; ib_write_bw's window
+    ///   was 100 too, ib_send_bw's 300). 16 is not perftest's default of [S1]'s era either: see
+    ///   docs/models/long-haul.md for why it stays a property of [S1]'s runs, not of the adapter.
+    pub fn of(name: &str) -> Option<Testbed> {
+        let sdr = IbLink { width: 4, generation: Generation::Sdr };
+        let s1 = |hca, tx_depth| Testbed {
+            hca,
+            switch: SwitchParams::infiniscale3(),
+            extender: Some(ExtenderParams::longbow_xr()),
+            wan: sdr,
+            framing: None,
+            tx_depth,
+            cm: false,
+            cm_sets_ack_timeout: false,
+        };
+        Some(match name {
+            "s1" => s1(HcaProfile::infinihost3(), 16),
+            "s1-connectx" => s1(HcaProfile::connectx(), 64),
+            "s3" => Testbed {
+                switch: SwitchParams::infiniscale4(),
+                extender: Some(ExtenderParams::longbow_c103()),
+                ..s1(HcaProfile::connectx2(), PERFTEST_TX_DEPTH)
+            },
+            "ndr" => {
+                let l = IbLink { width: 4, generation: Generation::Ndr };
+                Testbed {
+                    hca: HcaProfile::connectx7(),
+                    switch: SwitchParams::quantum2(),
+                    extender: Some(ExtenderParams::generic(l)),
+                    wan: l,
+                    framing: None,
+                    tx_depth: PERFTEST_TX_DEPTH,
+                    cm: false,
+                    cm_sets_ack_timeout: true,
+                }
+            }
+            // Dual-socket quad-core 2 GHz Opteron hosts with Voltaire 4x SDR adapters on 8-lane
+            // PCIe, both extenders at ORNL so the data crosses the whole loop one way, the loop
+            // carried as OC-192 through Ciena CDCI switches (or 10GigE WAN-PHY through Force10
+            // E300s), measured with `ib_rdma_bw -c` (Rao et al., SC08; issue 22). The InfiniBand
+            // switch between host and extender is not described: an InfiniScale III class one is
+            // assumed.
+            "usn" => Testbed { framing: Some(WanFraming::Oc192), cm: true, ..s1(HcaProfile::voltaire_sdr(), 100) },
+            _ => return None,
+        })
     }
 }
+
 pub const MAX_SIZE_BYTES: u64 = 1 << 30;
 pub const MAX_DELAY_US: f64 = 200_000.0;
 
@@ -258,6 +317,9 @@ pub struct Resolved {
     /// the adapter's firmware may still raise the timer (`HcaProfile::ack_timer`).
     pub ack_timeout_exp: u32,
     pub retry_count: u32,
+    /// What the user should know about the hardware combination and distance (an extender
+    /// beyond its rated reach, or slower than the adapters), one line each.
+    pub warnings: Vec<String>,
 }
 
 impl Resolved {
@@ -293,41 +355,18 @@ impl Scenario {
     }
 
     pub fn resolve(&self) -> Result<Resolved, ScenarioError> {
-        let (hca_default, switch, extender_default, wan) = match self.testbed.as_str() {
-            "s1" => (
-                HcaProfile::infinihost3(),
-                SwitchParams::infiniscale3(),
-                Some(ExtenderParams::longbow_xr()),
-                IbLink { width: 4, generation: Generation::Sdr },
-            ),
-            "s1-connectx" => (
-                HcaProfile::connectx(),
-                SwitchParams::infiniscale3(),
-                Some(ExtenderParams::longbow_xr()),
-                IbLink { width: 4, generation: Generation::Sdr },
-            ),
-            "s3" => (
-                HcaProfile::connectx2(),
-                SwitchParams::infiniscale4(),
-                Some(ExtenderParams::longbow_c103()),
-                IbLink { width: 4, generation: Generation::Sdr },
-            ),
-            "ndr" => {
-                let l = IbLink { width: 4, generation: Generation::Ndr };
-                (HcaProfile::connectx7(), SwitchParams::quantum2(), Some(ExtenderParams::generic(l)), l)
-            }
-            other => return err(format!("testbed: unknown '{other}' (valid: {})", TESTBEDS.join(", "))),
+        let Some(testbed) = Testbed::of(&self.testbed) else {
+            return err(format!("testbed: unknown '{}' (valid: {})", self.testbed, TESTBEDS.join(", ")));
         };
-        let tx_depth_default = testbed_tx_depth(&self.testbed);
         let hca = match &self.hca {
-            None => hca_default,
+            None => testbed.hca.clone(),
             Some(n) => HcaProfile::by_name(n).ok_or_else(|| {
                 ScenarioError(format!("hca: unknown '{n}' (valid: {})", HcaProfile::NAMES.join(", ")))
             })?,
         };
         let p = &self.path;
-        let mut switch = switch;
-        let mut wan = wan;
+        let mut switch = testbed.switch.clone();
+        let mut wan = testbed.wan;
         if let Some(w) = p.wan_width {
             if !IbLink::VALID_WIDTHS.contains(&w) {
                 return err(format!("wan_width: {w} is not a link width (valid: 1, 4, 12)"));
@@ -338,11 +377,11 @@ impl Scenario {
             wan.generation = g;
         }
         let mut extender = match p.extender.as_deref() {
-            None => extender_default,
+            None => testbed.extender.clone(),
             Some("none") => None,
             Some("generic") => Some(ExtenderParams::generic(wan)),
             Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| {
-                ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)"))
+                ScenarioError(format!("extender: unknown '{n}' (valid: {})", ExtenderParams::NAMES.join(", ")))
             })?),
         };
         let mtu = p.mtu_bytes.unwrap_or(2048);
@@ -361,8 +400,22 @@ impl Scenario {
             if p.wan_width.is_some() || p.wan_generation.is_some() {
                 ext.wan = wan;
             }
-            if let Some(f) = p.wan_framing {
-                ext.framing = f;
+            match p.wan_framing {
+                Some(f) if !ext.framings.contains(&f) => {
+                    let valid: Vec<&str> = ext.framings.iter().map(|f| f.name()).collect();
+                    return err(format!(
+                        "wan_framing: the {} cannot carry IB over {} (valid for it: {})",
+                        ext.name,
+                        f.name(),
+                        valid.join(", ")
+                    ));
+                }
+                Some(f) => ext.framing = f,
+                None => {
+                    if let Some(f) = testbed.framing.filter(|f| ext.framings.contains(f)) {
+                        ext.framing = f;
+                    }
+                }
             }
             if let Some(b) = p.extender_buffer_bytes {
                 ext.buffer_bytes = in_range_u("extender_buffer_bytes", b, max_packet, 1 << 40)
@@ -378,7 +431,8 @@ impl Scenario {
             switch.buffer_bytes = in_range_u("switch_buffer_bytes", b, max_packet, 1 << 40)
                 .map_err(|_| ScenarioError(format!("switch_buffer_bytes: {b} is smaller than one packet ({max_packet} bytes at MTU {mtu}) or above 1 TiB")))?;
         }
-        let wan_links = in_range_u("wan_links", p.wan_links.unwrap_or(1) as u64, 1, 16)? as u32;
+        let ports = extender.as_ref().map_or(1, |e| e.wan_ports);
+        let wan_links = in_range_u("wan_links", p.wan_links.unwrap_or(ports) as u64, 1, 16)? as u32;
         if wan_links > 1 && extender.is_none() {
             return err("wan_links: parallel WAN links need a range extender pair (extender = none)");
         }
@@ -400,11 +454,20 @@ impl Scenario {
             return err("op: UC has no RDMA read (valid for uc: send, write)");
         }
         let lat = v.test == TestName::Lat;
+        let mut warnings = Vec::new();
+        if let Some(ext) = &extender {
+            let host_gbps = hca.port.data_gbps().min(switch.link.data_gbps());
+            // The testbed's own pairing is its design ([S1]'s DDR adapters behind an SDR WAN): said
+            // only when the user put the two together.
+            let own_pairing = p.extender.is_none() && self.hca.is_none();
+            warnings.extend(ext.rate_warning(host_gbps, wan_links).filter(|_| !own_pairing));
+            warnings.extend(ext.reach_warning(fibre_km + delay_us / 5.0));
+        }
         let timeout_exp =
             in_range_u("timeout_exp", v.timeout_exp.unwrap_or(PERFTEST_QP_TIMEOUT) as u64, 0, MAX_TIMEOUT_EXP as u64)?
                 as u32;
-        let cm = v.cm.unwrap_or(false);
-        let ack_timeout_exp = if cm && !testbed_cm_sets_ack_timeout(&self.testbed) {
+        let cm = v.cm.unwrap_or(testbed.cm);
+        let ack_timeout_exp = if cm && !testbed.cm_sets_ack_timeout {
             timer::cm_ack_timeout(hca.ack_timer.local_ca_ack_delay, SA_PACKET_LIFE_TIME)
         } else {
             timeout_exp
@@ -428,7 +491,7 @@ impl Scenario {
             iterations: in_range_u("iterations", v.iterations.unwrap_or(1000), 1, 100_000_000)?,
             tx_depth: in_range_u(
                 "tx_depth",
-                v.tx_depth.unwrap_or(if lat { 1 } else { tx_depth_default }) as u64,
+                v.tx_depth.unwrap_or(if lat { 1 } else { testbed.tx_depth }) as u64,
                 1,
                 16384,
             )? as u32,
@@ -456,6 +519,7 @@ impl Scenario {
                 0,
                 MAX_RETRY_COUNT as u64,
             )? as u32,
+            warnings,
         })
     }
 }

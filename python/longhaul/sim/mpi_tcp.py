@@ -24,7 +24,7 @@ from longhaul.errors import UserError
 from longhaul.sim import core
 
 BENCHES = ("latency", "bw", "bibw", "bcast")
-STACK_PROFILES = ("modern", "s1", "s3", "ideal")
+STACK_PROFILES = ("modern", "s1", "s3", "usn", "ideal")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "rate_gbps", "queue_bytes", "queue_packets", "loss")
 _TCP_KEYS = ("cc", "mtu_bytes", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs", "sack",

@@ -15,10 +15,10 @@ from longhaul.errors import UserError
 from longhaul.sim import core
 
 LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
-CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr")
-TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "modern", "ideal")
-STACKS = ("s1", "s3", "modern", "ideal")
-EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
+CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr", "vegas")
+TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "usn", "modern", "ideal")
+STACKS = ("s1", "s3", "usn", "modern", "ideal")
+EXTENDERS = ("longbow-xr", "longbow-c103", "abex-2020", "metrox-2", "metrox-3-xc", "generic", "none")
 #: Loss-recovery variants (``TcpParams`` in the Rust core; the first of each is the default).
 RTO_FORMULAS = ("linux", "rfc6298")
 RTO_RESTARTS = ("every-ack", "first-partial-ack")

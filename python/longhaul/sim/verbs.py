@@ -15,11 +15,11 @@ from longhaul.sim import core
 TRANSPORTS = ("rc", "uc", "ud")
 OPS = ("send", "write", "read")
 TESTS = ("bw", "lat", "bibw", "rate")
-TESTBEDS = ("s1", "s1-connectx", "s3", "ndr")
-HCAS = ("infinihost3", "connectx", "connectx2", "connectx7")
-EXTENDERS = ("longbow-xr", "longbow-c103", "generic", "none")
+TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "usn")
+HCAS = ("infinihost3", "voltaire-sdr", "connectx", "connectx2", "connectx7")
+EXTENDERS = ("longbow-xr", "longbow-c103", "abex-2020", "metrox-2", "metrox-3-xc", "generic", "none")
 MTUS = (256, 512, 1024, 2048, 4096)
-WAN_FRAMINGS = ("ib", "oc192", "10gige-lan", "10gige-wan")
+WAN_FRAMINGS = ("ib", "oc192", "10gige-lan", "10gige-wan", "100gige-roce")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
               "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes")

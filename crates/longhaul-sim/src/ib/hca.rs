@@ -100,6 +100,17 @@ impl HcaProfile {
         }
     }
 
+    /// Voltaire's dual-port 4x SDR HCA of the UltraScience Net hosts (Rao et al., SC08): the
+    /// InfiniHost III Ex silicon (mthca) behind 4x SDR ports on 8-lane PCIe, so InfiniHost III's
+    /// costs, limits and timer rule on an SDR port.
+    pub fn voltaire_sdr() -> Self {
+        HcaProfile {
+            name: "voltaire-sdr".into(),
+            port: IbLink { width: 4, generation: Generation::Sdr },
+            ..Self::infinihost3()
+        }
+    }
+
     /// ConnectX (MT25418), 4x DDR, PCIe 2.0 x8: the newer adapter compared in [S1] Fig 10.
     pub fn connectx() -> Self {
         HcaProfile {
@@ -196,6 +207,7 @@ impl HcaProfile {
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "infinihost3" | "mt25208" => Some(Self::infinihost3()),
+            "voltaire-sdr" => Some(Self::voltaire_sdr()),
             "connectx" => Some(Self::connectx()),
             "connectx2" => Some(Self::connectx2()),
             "connectx7" => Some(Self::connectx7()),
@@ -203,5 +215,5 @@ impl HcaProfile {
         }
     }
 
-    pub const NAMES: [&'static str; 4] = ["infinihost3", "connectx", "connectx2", "connectx7"];
+    pub const NAMES: [&'static str; 5] = ["infinihost3", "voltaire-sdr", "connectx", "connectx2", "connectx7"];
 }

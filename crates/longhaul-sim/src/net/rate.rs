@@ -105,9 +105,32 @@ pub enum WanFraming {
     /// 10 Gigabit Ethernet WAN PHY (10GBASE-W, SONET-framed).
     #[serde(rename = "10gige-wan")]
     TenGigEWan,
+    /// 100 Gigabit Ethernet carrying each IB packet in a RoCEv2 packet (NVIDIA MetroX-3's
+    /// long-haul ports: "RoCE sessions").
+    #[serde(rename = "100gige-roce")]
+    HundredGigERoce,
 }
 
 impl WanFraming {
+    pub const ALL: [WanFraming; 5] = [
+        WanFraming::Ib,
+        WanFraming::Oc192,
+        WanFraming::TenGigELan,
+        WanFraming::TenGigEWan,
+        WanFraming::HundredGigERoce,
+    ];
+
+    /// The name scenarios and the CLI use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WanFraming::Ib => "ib",
+            WanFraming::Oc192 => "oc192",
+            WanFraming::TenGigELan => "10gige-lan",
+            WanFraming::TenGigEWan => "10gige-wan",
+            WanFraming::HundredGigERoce => "100gige-roce",
+        }
+    }
+
     /// Data rate available to frames (Gb/s); `ib` is the IB link's data rate.
     pub fn payload_gbps(self, ib: &IbLink) -> f64 {
         match self {
@@ -115,6 +138,8 @@ impl WanFraming {
             WanFraming::Oc192 => 9.584_64,
             WanFraming::TenGigELan => 10.0,
             WanFraming::TenGigEWan => 9.584_64 * 64.0 / 66.0,
+            // 100GBASE-R: 100 Gb/s at the MAC (IEEE 802.3ba).
+            WanFraming::HundredGigERoce => 100.0,
         }
     }
 
@@ -123,10 +148,16 @@ impl WanFraming {
         match self {
             WanFraming::Ib => 0,
             WanFraming::Oc192 => 8,
-            WanFraming::TenGigELan | WanFraming::TenGigEWan => 8 + 12 + 14 + 4,
+            WanFraming::TenGigELan | WanFraming::TenGigEWan => ETHERNET_FRAME_BYTES,
+            // The Ethernet frame plus IPv4 (20), UDP (8), the RoCE BTH (12) and ICRC (4) around
+            // the whole IB packet (assumed: one RoCEv2 packet per IB packet).
+            WanFraming::HundredGigERoce => ETHERNET_FRAME_BYTES + 20 + 8 + 12 + 4,
         }
     }
 }
+
+/// Per Ethernet frame: preamble + SFD (8), inter-frame gap (12), MAC header (14), FCS (4).
+const ETHERNET_FRAME_BYTES: u32 = 8 + 12 + 14 + 4;
 
 /// A serialisation rate in fixed point: picoseconds per byte, scaled by 2^16, so serialisation
 /// times are exact integers and identical on every machine.

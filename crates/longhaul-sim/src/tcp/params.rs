@@ -34,6 +34,15 @@ impl WindowSpec {
     pub fn linux_auto() -> Self {
         WindowSpec::Auto { rmem_initial_bytes: 131_072, rmem_max_bytes: 6_291_456, wmem_max_bytes: 4_194_304 }
     }
+
+    /// Auto-tuning with both ceilings raised to the largest window TCP can use: 65535 << 14 bytes
+    /// (RFC 1323's largest window scale, 14; Linux's tcp_select_initial_window stops rcv_wscale
+    /// there), about 1 GiB. "Buffers raised to the hosts' maximum", as on the UltraScience Net
+    /// (Rao et al., SC08): larger socket buffers than this cannot be advertised.
+    pub fn raised_to_tcp_max() -> Self {
+        let max = 65_535u64 << 14;
+        WindowSpec::Auto { rmem_initial_bytes: 131_072, rmem_max_bytes: max, wmem_max_bytes: max }
+    }
 }
 
 /// How the retransmission timeout is bounded below (RFC 6298 section 2 leaves the bound to the
@@ -222,6 +231,23 @@ impl HostStack {
         }
     }
 
+    /// The UltraScience Net hosts (Rao et al., SC08): dual-socket quad-core 2 GHz Opterons with
+    /// Myricom Myri-10G 10GigE NICs on 8-lane PCIe (checksum offload), Linux 2.6.18-era stacks.
+    /// Assumed: a copy at ~2.5 GB/s sending and ~2 GB/s receiving plus per-segment interrupt and
+    /// protocol work, enough for one stream to fill 10GigE with 9000-byte frames; streams spread
+    /// over the eight cores.
+    pub fn usn() -> Self {
+        HostStack {
+            name: "usn".into(),
+            tx_pkt_ns: 1000.0,
+            tx_byte_ns: 0.4,
+            rx_pkt_ns: 2000.0,
+            rx_byte_ns: 0.5,
+            ack_ns: 500.0,
+            cores: 8,
+        }
+    }
+
     /// A current server with segmentation and receive offloads (TSO/GRO) amortising per-packet
     /// work, checksum offload and multi-queue NICs: assumed ~100 Gb/s of copy bandwidth per core.
     pub fn modern() -> Self {
@@ -255,10 +281,12 @@ impl HostStack {
             "s1" | "s1-connectx" => Some(Self::s1()),
             "s3" => Some(Self::s3()),
             "ndr" | "modern" => Some(Self::modern()),
+            "usn" => Some(Self::usn()),
             "ideal" => Some(Self::ideal()),
             _ => None,
         }
     }
 
-    pub const NAMES: [&'static str; 6] = ["s1", "s1-connectx", "s3", "ndr", "modern", "ideal"];
+    /// The verbs model's testbeds first (IPoIB runs over them), then the Ethernet-only stacks.
+    pub const NAMES: [&'static str; 7] = ["s1", "s1-connectx", "s3", "ndr", "usn", "modern", "ideal"];
 }

@@ -108,7 +108,7 @@ pub struct TcpScenario {
     /// Hardware profile: s1, s1-connectx, s3, ndr (IPoIB: the fabric and hosts; Ethernet: the
     /// hosts), or for Ethernet also "modern" / "ideal". Default: s1 for IPoIB, modern otherwise.
     pub testbed: Option<String>,
-    /// Override the profile's host stack: a profile name (s1, s3, modern, ideal) or explicit
+    /// Override the profile's host stack: a profile name (s1, s3, usn, modern, ideal) or explicit
     /// costs (a stack calibrated on a real machine, see [`StackCosts`]).
     pub stack: Option<StackSpec>,
     /// ipoib-ud, ipoib-cm, 10gige-lan, 10gige-wan, oc192.
@@ -124,7 +124,7 @@ pub struct TcpScenario {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(
     untagged,
-    expecting = "expected a stack name (s1, s3, modern, ideal) or costs {per_seg_us, per_byte_ns[, ack_us, cores]} \
+    expecting = "expected a stack name (s1, s3, usn, modern, ideal) or costs {per_seg_us, per_byte_ns[, ack_us, cores]} \
                  (per_seg_us and per_byte_ns both required; no other keys)"
 )]
 pub enum StackSpec {
@@ -149,7 +149,7 @@ impl StackSpec {
     pub fn resolve(&self) -> Result<HostStack, ScenarioError> {
         match self {
             StackSpec::Profile(name) => HostStack::for_testbed(name)
-                .ok_or_else(|| ScenarioError(format!("stack: unknown '{name}' (valid: s1, s3, modern, ideal, or explicit costs {{per_seg_us, per_byte_ns}})"))),
+                .ok_or_else(|| ScenarioError(format!("stack: unknown '{name}' (valid: s1, s3, usn, modern, ideal, or explicit costs {{per_seg_us, per_byte_ns}})"))),
             StackSpec::Costs(c) => {
                 let seg_ns = in_range_f("stack.per_seg_us", c.per_seg_us, 0.0, 10_000.0)? * 1e3;
                 let byte_ns = in_range_f("stack.per_byte_ns", c.per_byte_ns, 0.0, 1_000.0)?;
@@ -253,7 +253,7 @@ impl TcpScenario {
             other => return err(format!("link: unknown '{other}' (valid: {})", LinkKind::NAMES.join(", "))),
         };
         let testbed = self.testbed.clone().unwrap_or_else(|| if link.is_ipoib() { "s1" } else { "modern" }.into());
-        let valid_testbeds = if link.is_ipoib() { &HostStack::NAMES[..4] } else { &HostStack::NAMES[..] };
+        let valid_testbeds = if link.is_ipoib() { &HostStack::NAMES[..5] } else { &HostStack::NAMES[..] };
         if !valid_testbeds.contains(&testbed.as_str()) {
             return err(format!(
                 "testbed: unknown '{testbed}' for {} (valid: {})",
@@ -277,7 +277,10 @@ impl TcpScenario {
             return err(format!("mtu_bytes: {mtu} is out of range for {} [{lo}, {hi}]", link.name()));
         }
         debug_assert!(mtu >= MIN_MTU);
-        let cc_name = t.cc.clone().unwrap_or_else(|| "cubic".into());
+        let era_2_6_18 = testbed == "usn";
+        // Linux 2.6.18 (the UltraScience Net's stacks) loaded BIC by default; CUBIC became the
+        // default in 2.6.19.
+        let cc_name = t.cc.clone().unwrap_or_else(|| if era_2_6_18 { "bic" } else { "cubic" }.into());
         let cc: CcName = serde_json::from_value(serde_json::Value::String(cc_name.clone()))
             .map_err(|_| ScenarioError(format!("cc: unknown '{cc_name}' (valid: {})", CcName::NAMES.join(", "))))?;
         let streams = in_range_u("streams", t.streams.unwrap_or(1) as u64, 1, STREAMS_MAX)? as u32;
@@ -292,8 +295,8 @@ impl TcpScenario {
         let window = match t.window_bytes {
             Some(w) => WindowSpec::Fixed { bytes: in_range_u("window_bytes", w, mss, 1 << 32)? },
             None => {
-                let WindowSpec::Auto { rmem_initial_bytes, rmem_max_bytes, wmem_max_bytes } = WindowSpec::linux_auto()
-                else {
+                let auto = if era_2_6_18 { WindowSpec::raised_to_tcp_max() } else { WindowSpec::linux_auto() };
+                let WindowSpec::Auto { rmem_initial_bytes, rmem_max_bytes, wmem_max_bytes } = auto else {
                     unreachable!()
                 };
                 WindowSpec::Auto {
@@ -314,6 +317,13 @@ impl TcpScenario {
             }
         };
         let mut params = TcpParams { window, ..TcpParams::default() };
+        if era_2_6_18 {
+            // No HyStart (2.6.29) nor RACK (4.18) yet; the initial window of RFC 3390
+            // (min(4, max(2, 4380 bytes / MSS)) segments; 10 came with 2.6.39).
+            params.hystart = None;
+            params.rack = false;
+            params.initial_cwnd_segs = (4380 / mss).clamp(2, 4) as u32;
+        }
         params.initial_cwnd_segs =
             in_range_u("initial_cwnd_segs", t.initial_cwnd_segs.unwrap_or(params.initial_cwnd_segs) as u64, 1, 1000)?
                 as u32;
@@ -387,7 +397,7 @@ impl TcpScenario {
                 None | Some("none") => None,
                 Some("generic") => Some(ExtenderParams::generic(dummy)),
                 Some(n) => Some(ExtenderParams::by_name(n).ok_or_else(|| {
-                    ScenarioError(format!("extender: unknown '{n}' (valid: longbow-xr, longbow-c103, generic, none)"))
+                    ScenarioError(format!("extender: unknown '{n}' (valid: {})", ExtenderParams::NAMES.join(", ")))
                 })?),
             };
             let one_way_s = (fibre_km * 5.0 + delay_us) * 1e-6;
@@ -491,7 +501,7 @@ mod tests {
     fn bad_input_names_the_parameter_and_range() {
         let cases = [
             (r#"{"link": "fddi"}"#, "link: unknown 'fddi'"),
-            (r#"{"link": "10gige-lan", "tcp": {"cc": "vegas"}}"#, "cc: unknown 'vegas'"),
+            (r#"{"link": "10gige-lan", "tcp": {"cc": "westwood"}}"#, "cc: unknown 'westwood'"),
             (
                 r#"{"link": "ipoib-ud", "tcp": {"mtu_bytes": 4000}}"#,
                 "mtu_bytes: 4000 is out of range for ipoib-ud [576, 2044]",

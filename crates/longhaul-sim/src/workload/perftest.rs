@@ -84,6 +84,9 @@ pub struct VerbsRecord {
     /// What to set when the transport did not get on with the path (a timer shorter than the
     /// round trip), else empty.
     pub advice: String,
+    /// What the hardware and distance imply (an extender beyond its rated reach or slower than
+    /// the adapters), "; "-separated, else empty.
+    pub warnings: String,
 }
 
 /// One requester queue pair driven by the benchmark.
@@ -391,6 +394,7 @@ fn record(
         delivered_bytes: delivered,
         status,
         advice: timer.advice(st.timeouts, st.qp_errors > 0),
+        warnings: r.warnings.join("; "),
     }
 }
 

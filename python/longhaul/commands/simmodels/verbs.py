@@ -59,11 +59,20 @@ def register(models: argparse._SubParsersAction) -> None:
                         "from the path's packet life time and the adapter's ACK delay (2.1 s with OpenSM's defaults), "
                         "except on today's stacks (ndr), which pass --qp-timeout on")
     p.add_argument("--mtu", type=int, default=None, choices=verbs.MTUS, metavar="BYTES", help="IB path MTU: 256, 512, 1024, 2048, 4096, at most the adapter's (2048 on infinihost3; default 2048)")
-    p.add_argument("--profile", choices=verbs.TESTBEDS, default=None, help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + Longbow C103, ndr = ConnectX-7 NDR")
+    p.add_argument("--profile", choices=verbs.TESTBEDS, default=None,
+                   help="hardware profile (testbed; default s1): s1 = [S1] InfiniHost III + Longbow XR, s3 = ConnectX-2 + "
+                        "Longbow C103, ndr = ConnectX-7 NDR, usn = ORNL's UltraScience Net (Voltaire 4x SDR, Longbow XR "
+                        "over OC-192, ib_rdma_bw -c: --distance-miles is the loop length, both extenders at ORNL)")
     p.add_argument("--hca", choices=verbs.HCAS, default=None, help="override the profile's adapter")
-    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair; none = plain IB link over the distance")
+    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None,
+                   help="range extender pair, each with its rated reach (beyond it, a warning and credit-bound "
+                        "bandwidth): longbow-xr (4x SDR, 150,000 km), longbow-c103 (4x SDR, 100 km), abex-2020 (4x SDR "
+                        "over OC-192/10GigE), metrox-2 (HDR, 40 km), metrox-3-xc (EDR in RoCE over 2 x 100GbE, 40 km); "
+                        "none = plain IB link over the distance")
     p.add_argument("--wan-framing", choices=verbs.WAN_FRAMINGS, default=None,
-                   help="how the extenders carry IB on the WAN: ib (4x SDR), oc192 (SONET + GFP), 10gige-lan, 10gige-wan (default: the extender's)")
+                   help="how the extenders carry IB on the WAN: ib (native), oc192 (SONET + GFP), 10gige-lan, "
+                        "10gige-wan, 100gige-roce; each extender carries some of them (default: the profile's, else the "
+                        "extender's first)")
     p.add_argument("--wan-links", type=units.whole(1, 16), default=None, metavar="N", help="parallel WAN links between the extenders (1..16; default 1)")
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
@@ -183,6 +192,8 @@ def run_verbs(args: argparse.Namespace) -> int:
                               verbs.FILE_KEYS) from None
     columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
+    for warning in dict.fromkeys(w for r in records for w in r.get("warnings", "").split("; ") if w):
+        sys.stderr.write(f"longhaul: warning: {warning}\n")
     for advice in dict.fromkeys(r["advice"] for r in records if r.get("advice")):
         sys.stderr.write(f"longhaul: advice: {advice}\n")
     return 0

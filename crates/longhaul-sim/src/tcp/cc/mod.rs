@@ -13,6 +13,7 @@ pub mod htcp;
 pub mod hystart;
 pub mod reno;
 pub mod scalable;
+pub mod vegas;
 
 use serde::{Deserialize, Serialize};
 
@@ -152,10 +153,11 @@ pub enum CcName {
     Scalable,
     Highspeed,
     Bbr,
+    Vegas,
 }
 
 impl CcName {
-    pub const NAMES: [&'static str; 7] = ["reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr"];
+    pub const NAMES: [&'static str; 8] = ["reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr", "vegas"];
 
     /// `hystart`: the slow-start exit CUBIC uses (None: plain slow start). Linux uses HyStart
     /// only in tcp_cubic.c, so the other algorithms ignore it.
@@ -174,6 +176,7 @@ impl CcName {
             CcName::Scalable => Box::new(scalable::Scalable),
             CcName::Highspeed => Box::new(highspeed::HighSpeed),
             CcName::Bbr => Box::new(bbr::Bbr::new(initial_cwnd, phase_seed, mss_bytes)),
+            CcName::Vegas => Box::new(vegas::Vegas::default()),
         }
     }
 }
@@ -204,9 +207,16 @@ mod tests {
     /// window below one segment or a non-finite value.
     #[test]
     fn every_variant_grows_then_backs_off() {
-        for name in
-            [CcName::Reno, CcName::Cubic, CcName::Bic, CcName::Htcp, CcName::Scalable, CcName::Highspeed, CcName::Bbr]
-        {
+        for name in [
+            CcName::Reno,
+            CcName::Cubic,
+            CcName::Bic,
+            CcName::Htcp,
+            CcName::Scalable,
+            CcName::Highspeed,
+            CcName::Bbr,
+            CcName::Vegas,
+        ] {
             let mut cc = name.build(10.0, 1, None, 1448);
             let mut w = Window { cwnd: 100.0, ssthresh: 50.0 };
             for i in 0..2000u64 {
