@@ -16,23 +16,23 @@
 
 pub mod btl;
 pub mod coll;
-pub mod net;
 pub mod ranks;
 pub mod scenario;
-pub mod stream;
 
 use crate::engine::time::{to_s, to_us, S};
-use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::engine::{EventQueue, Stop, Time};
 use crate::mpi::collectives::{Algo, AlgoChoice, AutoRule};
 use crate::mpi::osu;
 use crate::mpi::placement::{Layout, Placement};
 use crate::mpi::MpiRecord;
-use crate::net::{Fabric, NetEvent, NodeId};
+use crate::net::Fabric;
 use crate::scenario::ScenarioError;
+use crate::tcp::hosts::{TcpHosts, TcpOutput};
 use crate::tcp::path;
+use crate::tcp::stream;
 use crate::tcp::TcpPacket;
-use btl::Frame;
-use net::TcpNet;
+use crate::world::{App, TimerPolicy, World};
+use btl::{Frame, FrameKind};
 use ranks::Ranks;
 use scenario::{MpiTcpResolved, MpiTcpScenario};
 
@@ -41,85 +41,84 @@ const SIM_TIME_LIMIT: Time = 3600 * S;
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
-    Net(NetEvent),
-    Timer(u32),
     /// In-order bytes of a direction reached its receiving application.
     Ready(u32, u64),
     /// A rank writes a frame to a direction.
     Write(u32, Frame),
     Resume(u32),
-    /// A host's core may start on its next segment (`TcpNet::restage`).
-    Stage(NodeId),
 }
 
-impl From<NetEvent> for Ev {
-    fn from(e: NetEvent) -> Self {
-        Ev::Net(e)
-    }
+type Cx<'a> = crate::world::Cx<'a, TcpHosts, Ev>;
+
+const KINDS: [FrameKind; 4] = [FrameKind::Eager, FrameKind::Rts, FrameKind::Ack, FrameKind::Rest];
+
+/// A protocol frame as the stream carries it: its kind in the tag's top bits, its message below.
+fn to_stream(f: Frame) -> stream::Frame {
+    let kind = KINDS.iter().position(|&k| k == f.kind).expect("a kind") as u64;
+    stream::Frame { tag: kind << 62 | f.msg, bytes: f.bytes }
 }
 
-struct World {
-    fabric: Fabric<TcpPacket>,
-    net: TcpNet,
+fn from_stream(f: stream::Frame) -> Frame {
+    Frame { kind: KINDS[(f.tag >> 62) as usize], msg: f.tag & ((1 << 62) - 1), bytes: f.bytes }
+}
+
+struct MpiTcp {
     ranks: Ranks,
     /// The direction carrying rank a's frames to rank b.
     dir: Vec<Vec<u32>>,
     /// (sending rank, receiving rank) of each direction.
     ends: Vec<(u32, u32)>,
+    frames: Vec<stream::Frame>,
 }
 
-impl World {
-    fn settle(&mut self, q: &mut EventQueue<Ev>) {
-        let now = q.now();
-        for (t, d) in self.net.timers.drain(..) {
-            q.schedule(t.max(now), Ev::Timer(d));
-        }
-        for (t, d, bytes) in self.net.ready.drain(..) {
-            q.schedule(t.max(now), Ev::Ready(d, bytes));
-        }
+impl MpiTcp {
+    /// Schedule what the ranks asked for while handling an event.
+    fn flush(&mut self, cx: &mut Cx) {
         for (t, a, b, f) in self.ranks.writes.drain(..) {
-            q.schedule(t.max(now), Ev::Write(self.dir[a as usize][b as usize], f));
-        }
-        for (t, n) in self.net.wakes.drain(..) {
-            q.schedule(t.max(now), Ev::Stage(n));
+            cx.schedule(t, Ev::Write(self.dir[a as usize][b as usize], f));
         }
         for (t, r) in self.ranks.resumes.drain(..) {
-            q.schedule(t.max(now), Ev::Resume(r));
+            cx.schedule(t, Ev::Resume(r));
         }
     }
 }
 
-impl Model for World {
+impl App<TcpHosts> for MpiTcp {
     type Event = Ev;
-    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
+
+    fn start(&mut self, cx: &mut Cx) {
+        for rank in 0..self.ranks.size() {
+            self.ranks.advance(rank, 0);
+        }
+        self.flush(cx);
+    }
+
+    fn on_output(&mut self, out: TcpOutput, cx: &mut Cx) {
+        if let TcpOutput::Ready { dir, delivered, at } = out {
+            cx.schedule(at, Ev::Ready(dir, delivered));
+        }
+    }
+
+    fn on_event(&mut self, ev: Ev, cx: &mut Cx) {
+        let now = cx.now;
         match ev {
-            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.net),
-            Ev::Timer(d) => {
-                self.net.on_timer(now, d);
-                let (src, dst) = (self.net.dirs[d as usize].src, self.net.dirs[d as usize].dst);
-                self.fabric.kick(now, src, q, &mut self.net);
-                self.fabric.kick(now, dst, q, &mut self.net);
-            }
             Ev::Ready(d, bytes) => {
-                let frames = self.net.dirs[d as usize].ext.take_frames(bytes);
+                cx.net.take_frames(d, bytes, &mut self.frames);
+                let frames: Vec<Frame> = self.frames.drain(..).map(from_stream).collect();
                 let (a, b) = self.ends[d as usize];
                 self.ranks.on_frames(b, a, &frames, now);
             }
             Ev::Write(d, f) => {
-                self.net.write(d, f);
-                let src = self.net.dirs[d as usize].src;
-                self.net.restage(now, src);
-                self.fabric.kick(now, src, q, &mut self.net);
-            }
-            Ev::Stage(n) => {
-                self.net.restage(now, n);
-                self.fabric.kick(now, n, q, &mut self.net);
+                cx.net.write(now, d, to_stream(f));
+                let src = cx.net.dirs[d as usize].src;
+                cx.kick(src);
             }
             Ev::Resume(r) => self.ranks.advance(r, now),
         }
-        self.settle(q);
+        self.flush(cx);
     }
-    fn finished(&self) -> bool {
+
+    fn done(&self) -> bool {
         self.ranks.finished()
     }
 }
@@ -148,7 +147,7 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
     };
     let mut fabric: Fabric<TcpPacket> = Fabric::new(t.seed);
     let p = path::build(t, &mut fabric, per_cluster);
-    let mut net = TcpNet::new(fabric.nodes.len(), t.framing(), &t.stack, r.btl.per_msg_ns);
+    let mut net = TcpHosts::new(fabric.nodes.len(), t.framing(), &t.stack, r.btl.per_msg_ns);
     let host: Vec<_> = p.hosts_a.iter().chain(&p.hosts_b).copied().collect();
     let ranks = Ranks::new(progs, r.btl.clone());
     let n = ranks.size() as usize;
@@ -156,32 +155,29 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
     let mut ends = Vec::new();
     for a in 0..n {
         for b in a + 1..n {
-            let (ab, ba) = net.connect(host[a], host[b], &t.params, t.cc);
+            let (ab, ba) = net.connect(host[a], host[b], &t.params, t.cc, true, false);
             dir[a][b] = ab;
             dir[b][a] = ba;
             ends.extend([(a as u32, b as u32), (b as u32, a as u32)]);
         }
     }
-    let mut world = World { fabric, net, ranks, dir, ends };
-    let mut q: EventQueue<Ev> = EventQueue::new();
-    for rank in 0..n as u32 {
-        world.ranks.advance(rank, 0);
-    }
-    world.settle(&mut q);
-    let stop = run(&mut world, &mut q, SIM_TIME_LIMIT);
+    let app = MpiTcp { ranks, dir, ends, frames: Vec::new() };
+    let mut world = World::new(fabric, net, app, TimerPolicy::Direct);
+    let mut q = EventQueue::new();
+    let stop = world.run(&mut q, SIM_TIME_LIMIT);
     record(r, &world, &q, stop)
 }
 
-fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiRecord {
+fn record<Q: Copy>(r: &MpiTcpResolved, w: &World<TcpHosts, MpiTcp>, q: &EventQueue<Q>, stop: Stop) -> MpiRecord {
     let t = &r.tcp;
-    let (lat, lat_min, lat_max, bw, rate) = osu::measure(&r.osu, &w.ranks.marks);
+    let (lat, lat_min, lat_max, bw, rate) = osu::measure(&r.osu, &w.app.ranks.marks);
     let status = if stop == Stop::Finished {
         "ok".to_string()
     } else {
         format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
     };
     let one_way = t.one_way_delay_us();
-    let s = &w.ranks.stats;
+    let s = &w.app.ranks.stats;
     MpiRecord {
         testbed: format!("tcp {} Gb/s", t.wan_gbps),
         hca: "none (tcp)".into(),
@@ -193,7 +189,7 @@ fn record(r: &MpiTcpResolved, w: &World, q: &EventQueue<Ev>, stop: Stop) -> MpiR
         class: None,
         algo: r.bcast.as_ref().map_or("p2p".into(), |(_, a)| a.clone()),
         size_bytes: Some(r.osu.size_bytes),
-        ranks: w.ranks.size(),
+        ranks: w.app.ranks.size(),
         nodes: r.coll.ranks_per_cluster,
         ppn: 1,
         crosses_wan: true, // one rank (or ranks_per_cluster) on each side of the TCP path

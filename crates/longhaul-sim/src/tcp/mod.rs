@@ -27,6 +27,7 @@ pub mod rtt;
 pub mod scenario;
 pub mod segment;
 pub mod sender;
+pub mod stream;
 
 pub use cc::CcName;
 pub use link::LinkKind;

@@ -23,6 +23,8 @@ pub enum Kind {
     SynAck,
     /// A cross-traffic UDP datagram (counted at its destination, never acknowledged).
     Cross,
+    /// An application's datagram (an NFS call over UDP-like RPC): `conn` carries its tag.
+    Datagram,
 }
 
 #[derive(Debug, Clone, Copy)]

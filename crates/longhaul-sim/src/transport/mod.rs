@@ -6,11 +6,13 @@
 //! through the one generic [`crate::world::World`].
 //!
 //! Implementations, one file each: [`verbs`] (RC/UC/UD with send/receive and the RDMA write and
-//! read extension, on [`crate::ib::IbHosts`]).
+//! read extension, on [`crate::ib::IbHosts`]) and [`tcp`] (one TCP host layer for iperf, NFS,
+//! MPI and every later application, [`crate::tcp::hosts::TcpHosts`]).
 //!
 //! Adding a transport: implement [`Transport`] (and [`Endpoints`] for its packet type) in a new
 //! file here; every application whose needs it meets runs over it unchanged.
 
+pub mod tcp;
 pub mod verbs;
 
 use crate::engine::Time;

@@ -8,15 +8,17 @@
 
 use serde::Serialize;
 
+use std::collections::VecDeque;
+
 use crate::engine::time::{to_s, to_us};
-use crate::engine::{run, EventQueue, Model, Time};
+use crate::engine::{EventQueue, Time};
 use crate::net::{Fabric, NodeId};
 use crate::tcp::cross::CrossSource;
-use crate::tcp::hosts::TcpHosts;
+use crate::tcp::hosts::{TcpHosts, TcpOutput, TcpTimer};
 use crate::tcp::path::{self, TcpPath};
 use crate::tcp::scenario::TcpResolved;
 use crate::tcp::TcpPacket;
-use crate::workload::Ev;
+use crate::world::{App, Ev, TimerPolicy, World};
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -64,9 +66,37 @@ pub struct TcpRecord {
     pub status: String,
 }
 
-struct World {
-    fabric: Fabric<TcpPacket>,
-    tcp: TcpHosts,
+/// What the receiving application of a stream can have read: bytes become readable once the
+/// receiving core has processed them (a core works in arrival order), so a receiver whose core is
+/// the bottleneck does not count its backlog, up to a window of data, as delivered.
+#[derive(Default)]
+struct Readable {
+    /// (processed at, in-order bytes readable from then), in time order.
+    pending: VecDeque<(Time, u64)>,
+    bytes: u64,
+}
+
+impl Readable {
+    /// In-order bytes the application can have read by `t` (`t` never goes back).
+    fn bytes_by(&mut self, t: Time) -> u64 {
+        while let Some(&(done, bytes)) = self.pending.front() {
+            if done > t {
+                break;
+            }
+            self.bytes = bytes;
+            self.pending.pop_front();
+        }
+        self.bytes
+    }
+}
+
+/// iperf: bulk streams from host A0 to B0 (and cross traffic from A1 to B1), read as they arrive.
+struct Iperf {
+    /// Each stream's direction.
+    streams: Vec<u32>,
+    readable: Vec<Readable>,
+    /// Hosts that send at the start.
+    senders: Vec<NodeId>,
     interval: Time,
     next_sample: Time,
     last_bytes: u64,
@@ -74,81 +104,88 @@ struct World {
     trace: Option<Vec<Vec<f64>>>,
 }
 
-impl World {
+/// iperf has no events of its own.
+type Never = std::convert::Infallible;
+type Cx<'a> = crate::world::Cx<'a, TcpHosts, Never>;
+
+impl Iperf {
     /// Bytes each stream's receiving application can have read by `t`.
     fn read_bytes(&mut self, t: Time) -> Vec<u64> {
-        let mss = self.tcp.framing.mss() as u64;
-        self.tcp.readable.iter_mut().map(|r| r.segs_by(t) * mss).collect()
+        self.readable.iter_mut().map(|r| r.bytes_by(t)).collect()
     }
 
     /// Close every interval that ended by `now` (checked before each event, so nothing read
     /// after the interval's end is in it).
-    fn sample(&mut self, now: Time) {
+    fn sample(&mut self, now: Time, net: &TcpHosts) {
         while now >= self.next_sample {
             let bytes: u64 = self.read_bytes(self.next_sample).iter().sum();
             let mbps = (bytes - self.last_bytes) as f64 / to_s(self.interval) / 1e6;
             self.series.push((to_s(self.next_sample), mbps));
             self.last_bytes = bytes;
             if let Some(t) = self.trace.as_mut() {
-                t.push(self.tcp.conns.iter().map(|c| c.tx.win.cwnd).collect());
+                t.push(self.streams.iter().map(|&d| net.dirs[d as usize].tx.win.cwnd).collect());
             }
             self.next_sample += self.interval;
         }
     }
-
-    fn settle(&mut self, q: &mut EventQueue<Ev>) {
-        let now = q.now();
-        for (t, c) in self.tcp.timers.drain(..) {
-            q.schedule(t.max(now), Ev::Timer(c));
-        }
-    }
 }
 
-impl Model for World {
-    type Event = Ev;
-    fn handle(&mut self, now: Time, ev: Ev, q: &mut EventQueue<Ev>) {
-        if now >= self.next_sample {
-            self.sample(now);
-        }
-        match ev {
-            Ev::Net(e) => self.fabric.handle(now, e, q, &mut self.tcp),
-            Ev::Timer(c) => {
-                self.tcp.on_timer(now, c);
-                let (src, dst) = (self.tcp.conns[c as usize].src, self.tcp.conns[c as usize].dst);
-                self.fabric.kick(now, src, q, &mut self.tcp);
-                self.fabric.kick(now, dst, q, &mut self.tcp);
-            }
-        }
-        if !self.tcp.timers.is_empty() {
-            self.settle(q);
+impl App<TcpHosts> for Iperf {
+    type Event = Never;
+
+    fn start(&mut self, cx: &mut Cx) {
+        for &h in &self.senders {
+            cx.kick(h);
         }
     }
-    fn finished(&self) -> bool {
+
+    fn on_output(&mut self, out: TcpOutput, cx: &mut Cx) {
+        if let TcpOutput::Ready { dir, delivered, at } = out {
+            let r = &mut self.readable[(dir / 2) as usize];
+            r.bytes_by(cx.now); // keeps only the backlog
+            r.pending.push_back((at, delivered));
+        }
+    }
+
+    fn on_event(&mut self, ev: Never, _cx: &mut Cx) {
+        match ev {}
+    }
+
+    fn done(&self) -> bool {
         false
     }
+
+    #[inline]
+    fn before_event(&mut self, now: Time, net: &mut TcpHosts) {
+        if now >= self.next_sample {
+            self.sample(now, net);
+        }
+    }
 }
 
-fn start(r: &TcpResolved) -> (World, TcpPath) {
+type IperfWorld = World<TcpHosts, Iperf>;
+
+fn start(r: &TcpResolved) -> (IperfWorld, TcpPath) {
     let mut fabric: Fabric<TcpPacket> = Fabric::new(r.seed);
     let hosts_per_side = if r.cross.is_some() { 2 } else { 1 };
     let p = path::build(r, &mut fabric, hosts_per_side);
-    let mut tcp = TcpHosts::new(fabric.nodes.len(), r.framing(), &r.stack);
-    for _ in 0..r.streams {
-        tcp.connect(p.hosts_a[0], p.hosts_b[0], &r.params, r.cc);
-    }
+    let mut tcp = TcpHosts::new(fabric.nodes.len(), r.framing(), &r.stack, 0.0);
+    let streams = (0..r.streams).map(|_| tcp.connect(p.hosts_a[0], p.hosts_b[0], &r.params, r.cc, false, true).0);
+    let streams: Vec<u32> = streams.collect();
     if let Some(c) = &r.cross {
         tcp.add_cross(CrossSource::new(p.hosts_a[1], p.hosts_b[1], c.ip_bytes, c.gbps, c.start, c.on, c.off));
     }
-    let world = World {
-        fabric,
-        tcp,
+    let app = Iperf {
+        readable: streams.iter().map(|_| Readable::default()).collect(),
+        streams,
+        senders: [p.hosts_a.clone(), p.hosts_b.clone()].concat(),
         interval: r.interval,
         next_sample: r.interval,
         last_bytes: 0,
         series: Vec::new(),
         trace: r.cwnd_trace.then(Vec::new),
     };
-    (world, p)
+    (World::new(fabric, tcp, app, TimerPolicy::Direct), p)
 }
 
 /// Run one iperf-like test for the scenario's duration.
@@ -157,24 +194,26 @@ pub fn run_tcp(r: &TcpResolved) -> TcpRecord {
     run_world(r, world, p)
 }
 
-fn run_world(r: &TcpResolved, mut world: World, p: TcpPath) -> TcpRecord {
-    let mut q: EventQueue<Ev> = EventQueue::new();
-    let senders: Vec<NodeId> = [p.hosts_a.clone(), p.hosts_b.clone()].concat();
-    for h in senders {
-        world.fabric.kick(0, h, &mut q, &mut world.tcp);
-    }
-    world.settle(&mut q);
-    run(&mut world, &mut q, r.duration);
-    world.sample(r.duration);
-    let read = world.read_bytes(r.duration);
+fn run_world(r: &TcpResolved, mut world: IperfWorld, p: TcpPath) -> TcpRecord {
+    let mut q = EventQueue::new();
+    world.run(&mut q, r.duration);
+    world.app.sample(r.duration, &world.net);
+    let read = world.app.read_bytes(r.duration);
     record(r, &world, &p, &q, &read)
 }
 
-fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>, read_bytes: &[u64]) -> TcpRecord {
+fn record(
+    r: &TcpResolved,
+    w: &IperfWorld,
+    p: &TcpPath,
+    q: &EventQueue<Ev<TcpTimer, Never>>,
+    read_bytes: &[u64],
+) -> TcpRecord {
     let secs = to_s(r.duration);
+    let conns: Vec<_> = w.app.streams.iter().map(|&d| &w.net.dirs[d as usize]).collect();
     let stream_bw: Vec<f64> = read_bytes.iter().map(|&b| b as f64 / secs / 1e6).collect();
-    let stream_retx: Vec<u64> = w.tcp.conns.iter().map(|c| c.tx.stats.retransmits).collect();
-    let min_rtt = w.tcp.conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
+    let stream_retx: Vec<u64> = conns.iter().map(|c| c.tx.stats.retransmits).collect();
+    let min_rtt = conns.iter().map(|c| c.tx.rtt.min_rtt).min().unwrap_or(Time::MAX);
     let (wan_ab, wan_ba) = (&w.fabric.ports[p.wan_ab as usize], &w.fabric.ports[p.wan_ba as usize]);
     let (ab, ba) = (&wan_ab.stats, &wan_ba.stats);
     let (window_bytes, rmem_max_bytes) = match r.params.window {
@@ -186,7 +225,7 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>, read_byte
         testbed: r.testbed.clone(),
         stack: r.stack.name.clone(),
         link: r.link.name().to_string(),
-        cc: w.tcp.conns.first().map(|c| c.tx.cc_name()).unwrap_or_default().to_string(),
+        cc: conns.first().map(|c| c.tx.cc_name()).unwrap_or_default().to_string(),
         mtu_bytes: r.mtu_bytes,
         mss_bytes: r.mss_bytes,
         streams: r.streams,
@@ -205,17 +244,17 @@ fn record(r: &TcpResolved, w: &World, p: &TcpPath, q: &EventQueue<Ev>, read_byte
         stream_bw_MBps: stream_bw,
         retransmits: stream_retx.iter().sum(),
         stream_retransmits: stream_retx,
-        timeouts: w.tcp.conns.iter().map(|c| c.tx.stats.timeouts).sum(),
-        fast_recoveries: w.tcp.conns.iter().map(|c| c.tx.stats.fast_recoveries).sum(),
+        timeouts: conns.iter().map(|c| c.tx.stats.timeouts).sum(),
+        fast_recoveries: conns.iter().map(|c| c.tx.stats.fast_recoveries).sum(),
         min_rtt_us: (min_rtt != Time::MAX).then(|| to_us(min_rtt)),
-        cross_bw_MBps: w.tcp.cross.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / secs / 1e6,
+        cross_bw_MBps: w.net.cross.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / secs / 1e6,
         wan_drops_queue: wan_ab.drops_queue_by(r.duration) + wan_ba.drops_queue_by(r.duration),
         wan_drops_loss: ab.drops_loss + ba.drops_loss,
         link_packets: wan_ab.tx_packets_by(r.duration) + wan_ba.tx_packets_by(r.duration),
         sim_events: q.events_handled(),
-        series_t_s: w.series.iter().map(|s| s.0).collect(),
-        series_bw_MBps: w.series.iter().map(|s| s.1).collect(),
-        cwnd_trace_segs: w.trace.clone().unwrap_or_default(),
+        series_t_s: w.app.series.iter().map(|s| s.0).collect(),
+        series_bw_MBps: w.app.series.iter().map(|s| s.1).collect(),
+        cwnd_trace_segs: w.app.trace.clone().unwrap_or_default(),
         status: "ok".into(),
     }
 }

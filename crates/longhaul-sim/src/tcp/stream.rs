@@ -1,18 +1,29 @@
 //! One direction of a TCP connection seen as a byte stream: what the application wrote, how
-//! the sender cut it into segments, and which protocol frames the receiving application can
-//! take once the bytes before a frame's end have arrived in order.
+//! the sender cut it into segments, and which of the application's frames (an MPI protocol
+//! frame, an RPC reply) the receiving application can take once the bytes before a frame's end
+//! have arrived in order.
 //!
-//! The TCP model counts segments; this maps them to bytes. Segments are cut when the sender
-//! transmits them (the socket has TCP_NODELAY, as the TCP BTL sets it): a segment carries up to
-//! one MSS of whatever is written and not yet sent, so data written while the window is closed
-//! leaves in full segments and a lone small message in a small one.
+//! The sender counts segments; this maps them to bytes. Segments are cut when the sender
+//! transmits them (the socket has TCP_NODELAY, as MPI's TCP BTL and Linux's RPC sockets set
+//! it): a segment carries up to one MSS of whatever is written and not yet sent, so data
+//! written while the window is closed leaves in full segments (Linux's `tcp_sendmsg` appends to
+//! the unsent tail of the queue) and a lone small message in a small one. A bulk stream (iperf)
+//! always has more to send: every segment carries one MSS and nothing is recorded per segment.
 
 use std::collections::VecDeque;
 
-use super::btl::Frame;
+/// A unit the application wrote, told apart by its `tag` (the application's; the stream never
+/// reads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    pub tag: u64,
+    pub bytes: u64,
+}
 
 #[derive(Default)]
 pub struct Stream {
+    /// Always more to send, in whole segments (a bulk sender): nothing below is used.
+    bulk: bool,
     written: u64,
     cut: u64,
     /// First segment whose end is still kept, the byte where it starts, and the end byte of
@@ -30,7 +41,14 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// A stream that always has another full segment to send.
+    pub fn bulk() -> Self {
+        Stream { bulk: true, ..Stream::default() }
+    }
+
+    /// The application writes `f` at the end of the stream.
     pub fn write(&mut self, f: Frame) {
+        debug_assert!(!self.bulk, "a bulk stream is written by nobody");
         self.unsent_starts.push_back(self.written);
         self.written += f.bytes;
         self.frames.push_back((self.written, f));
@@ -38,16 +56,22 @@ impl Stream {
 
     /// Segments the sender may have sent once everything written is cut (the app limit).
     pub fn segments_available(&self, mss: u64) -> u64 {
+        if self.bulk {
+            return u64::MAX;
+        }
         self.next_segment() + (self.written - self.cut).div_ceil(mss)
     }
 
-    pub fn next_segment(&self) -> u64 {
+    fn next_segment(&self) -> u64 {
         self.base + self.ends.len() as u64
     }
 
     /// Cut the next new segment (number `seg`); returns its payload bytes and how many frames
     /// start in it (the frames the sending application hands over with it).
     pub fn cut(&mut self, seg: u64, mss: u64) -> (u64, u64) {
+        if self.bulk {
+            return (mss, 0);
+        }
         debug_assert_eq!(seg, self.next_segment(), "segments are cut in order");
         let len = (self.written - self.cut).min(mss);
         debug_assert!(len > 0, "a segment past what was written");
@@ -76,14 +100,20 @@ impl Stream {
         }
     }
 
-    /// Payload bytes of an already cut segment (`None` if it has been forgotten).
-    pub fn payload(&self, seg: u64) -> Option<u64> {
+    /// Payload bytes of an already cut segment (`None` if it has not been cut yet, or has been
+    /// forgotten).
+    pub fn payload(&self, seg: u64, mss: u64) -> Option<u64> {
+        if self.bulk {
+            return Some(mss);
+        }
         (seg >= self.base && seg < self.next_segment()).then(|| self.end(seg) - self.start(seg))
     }
 
     /// Bytes delivered in order when the receiver expects segment `rcv_nxt` next.
-    pub fn delivered(&self, rcv_nxt: u64) -> u64 {
-        if rcv_nxt == 0 {
+    pub fn delivered(&self, rcv_nxt: u64, mss: u64) -> u64 {
+        if self.bulk {
+            rcv_nxt * mss
+        } else if rcv_nxt == 0 {
             0
         } else {
             self.end(rcv_nxt - 1)
@@ -108,9 +138,8 @@ impl Stream {
         (self.counted - before) as u64
     }
 
-    /// The frames whose every byte is among the first `delivered` bytes, in order.
-    pub fn take_frames(&mut self, delivered: u64) -> Vec<Frame> {
-        let mut out = Vec::new();
+    /// Move the frames whose every byte is among the first `delivered` bytes, in order, to `out`.
+    pub fn take_frames(&mut self, delivered: u64, out: &mut Vec<Frame>) {
         while let Some(&(end, f)) = self.frames.front() {
             if end > delivered {
                 break;
@@ -119,17 +148,21 @@ impl Stream {
             self.counted = self.counted.saturating_sub(1);
             out.push(f);
         }
-        out
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::btl::FrameKind;
     use super::*;
 
     fn frame(bytes: u64) -> Frame {
-        Frame { kind: FrameKind::Eager, msg: 0, bytes }
+        Frame { tag: 0, bytes }
+    }
+
+    fn take(s: &mut Stream, delivered: u64) -> usize {
+        let mut out = Vec::new();
+        s.take_frames(delivered, &mut out);
+        out.len()
     }
 
     #[test]
@@ -142,10 +175,17 @@ mod tests {
         s.write(frame(10));
         assert_eq!(s.segments_available(1000), 4);
         assert_eq!((s.cut(1, 1000), s.cut(2, 1000), s.cut(3, 1000)), ((1000, 1), (1000, 0), (510, 1)));
-        assert_eq!(s.take_frames(s.delivered(1)).len(), 1);
-        assert!(s.take_frames(s.delivered(3)).is_empty());
-        assert_eq!(s.take_frames(s.delivered(4)).len(), 2);
+        let (d1, d3, d4) = (s.delivered(1, 1000), s.delivered(3, 1000), s.delivered(4, 1000));
+        assert_eq!((take(&mut s, d1), take(&mut s, d3), take(&mut s, d4)), (1, 0, 2));
         s.forget_below(3);
-        assert_eq!((s.payload(3), s.payload(2), s.delivered(3)), (Some(510), None, 2100));
+        assert_eq!((s.payload(3, 1000), s.payload(2, 1000), s.delivered(3, 1000)), (Some(510), None, 2100));
+    }
+
+    #[test]
+    fn a_bulk_stream_always_has_a_full_segment() {
+        let mut s = Stream::bulk();
+        assert_eq!(s.segments_available(1448), u64::MAX);
+        assert_eq!(s.cut(7, 1448), (1448, 0));
+        assert_eq!((s.payload(3, 1448), s.delivered(5, 1448)), (Some(1448), 5 * 1448));
     }
 }
