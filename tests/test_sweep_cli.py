@@ -120,8 +120,8 @@ def test_a_sweep_prints_what_sim_prints(cli, tmp_path):
     grid = '{"delay_us": [100], "duration_s": 0.2, "streams": [2]}'
     sweep = ("sweep", "tcp", "--grid", grid, "--store", str(tmp_path))
     table = cli(*sweep, check=True).stdout
-    assert "[" not in table and "168 163.7" in table
-    assert "168 163.7" in cli("sim", "tcp", *args, check=True).stdout
+    assert "[" not in table and "169.2 162.6" in table
+    assert "169.2 162.6" in cli("sim", "tcp", *args, check=True).stdout
     sim_csv = cli("sim", "tcp", *args, "--format", "csv", check=True).stdout.splitlines()
     sweep_csv = cli(*sweep, "--format", "csv", check=True).stdout.splitlines()
     assert set(sweep_csv[0].split(",")) == set(sim_csv[0].split(",")) and "series_t_s" not in sweep_csv[0]
