@@ -25,3 +25,6 @@ def run_mpi_tcp(scenario_json: str, validate_only: bool = False) -> str:
 
 def cancel_runs(on: bool) -> None:
     """Cancel every simulation running in this process, and any started until called with False."""
+
+def names() -> dict[str, list[str]]:
+    """The names each name-valued scenario key accepts ("verbs.transport", "mpi.osu.bench", ...)."""

@@ -5,6 +5,7 @@ use longhaul_sim::engine::{cancel_runs, runs_cancelled};
 use longhaul_sim::ScenarioError;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
+use std::collections::BTreeMap;
 
 /// A run's JSON, or the user's interrupt (the run was cancelled part way: its record means
 /// nothing), or bad input as `ValueError`.
@@ -119,6 +120,13 @@ fn run_mpi_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyRe
     finish(result)
 }
 
+/// The names each name-valued scenario key accepts (`verbs.transport`, `tcp.cc`, `mpi.osu.bench`,
+/// ...), from the core's own enums and profile tables: the CLI's choices come from here.
+#[pyfunction]
+fn names() -> BTreeMap<&'static str, Vec<String>> {
+    longhaul_sim::names::all()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_verbs, m)?)?;
@@ -128,6 +136,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
     m.add_function(wrap_pyfunction!(run_mpi_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
+    m.add_function(wrap_pyfunction!(names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod ib;
 pub mod mpi;
 pub mod mpi_tcp;
+pub mod names;
 pub mod net;
 pub mod nfs;
 pub mod scenario;

@@ -39,7 +39,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Scena
 }
 
 /// The IB path MTUs (IBA vol. 1: 256 to 4096 bytes).
-const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+pub(crate) const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
 /// The IB MTUs up to `max`, for an error message (built only when one is printed).
 fn mtu_list(max: u32) -> String {

@@ -36,14 +36,14 @@ LIMIT = ("the simulator runs allreduce, alltoall and mbw_mr over InfiniBand verb
 TCP_NOTE = ("sim: Open MPI ob1 over the TCP model at {rate:g} Gb/s, cc {cc}, host stack {source}: "
             "{per_seg_us:.2f} us/segment + {per_byte_ns:.3f} ns/byte at each end, {per_msg_us:.1f} us per MPI "
             "protocol frame")
-#: Benchmarks the MPI-over-TCP model runs (bcast with any ranks per cluster); the others use the verbs model.
-TCP_BENCHES = ("latency", "bw", "bibw", "bcast")
 
 
 def over_tcp(bench: str, ranks_per_cluster: int | None) -> bool:
     """Whether the comparison's model is MPI over TCP (one rank pair, or bcast) rather than the
-    profile's verbs model."""
-    return bench in TCP_BENCHES and (bench == "bcast" or ranks_per_cluster in (None, 1))
+    profile's verbs model: the benchmarks the MPI-over-TCP model runs, bcast with any ranks per cluster."""
+    from longhaul.sim import mpi_tcp
+
+    return bench in mpi_tcp.BENCHES and (bench == "bcast" or ranks_per_cluster in (None, 1))
 
 
 #: 0-delay points the stack is calibrated from: small-message latency (per-message and per-segment

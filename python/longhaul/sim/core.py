@@ -5,6 +5,7 @@ the GIL while it simulates)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -65,6 +66,19 @@ def cancel_runs(on: bool) -> None:
     except ImportError:
         return
     _core.cancel_runs(on)
+
+
+@functools.cache
+def _all_names() -> dict[str, tuple[str, ...]]:
+    from longhaul import _core
+
+    return {key: tuple(names) for key, names in _core.names().items()}
+
+
+def names(key: str) -> tuple[str, ...]:
+    """The names the core accepts for a name-valued scenario key (``verbs.transport``,
+    ``mpi.osu.bench``, ...), read from its enums and profile tables: never a copy kept here."""
+    return _all_names()[key]
 
 
 def on_main_thread() -> bool:

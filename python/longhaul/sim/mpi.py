@@ -15,17 +15,16 @@ from collections.abc import Sequence
 from longhaul import _core
 from longhaul.sim import core
 
-BENCHES = ("latency", "bw", "bibw", "mbw_mr", "bcast", "scatter", "alltoall", "allreduce")
-ALGOS = ("default", "hierarchical", "auto", "binomial", "scatter-ring", "scatter-rd", "recursive-doubling",
-         "rabenseifner", "pairwise", "scattered", "bruck", "linear")
-RNDV = ("rput", "rget", "r3")
-TRANSPORTS = ("rc", "ud", "uc")
-APPS = ("is", "ft", "cg", "mg", "lu")
-CLASSES = ("A", "B", "C")
-TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "s2-ct-ddr", "s2-ht-ddr", "s2-nh-ddr", "s2-nh-qdr")
-NODES = ("xeon-2007", "clovertown", "harpertown", "nehalem")
-PLACEMENTS = ("block", "cyclic")
-FABRICS = ("sdr", "ddr", "qdr", "fdr", "edr", "hdr", "ndr")
+BENCHES = core.names("mpi.osu.bench")
+ALGOS = core.names("mpi.algo")
+RNDV = core.names("mpi.rndv_protocol")
+TRANSPORTS = core.names("mpi.transport")
+APPS = core.names("mpi.app.name")
+CLASSES = core.names("mpi.app.class")
+TESTBEDS = core.names("mpi.testbed")
+NODES = core.names("mpi.node")
+PLACEMENTS = core.names("mpi.placement")
+FABRICS = core.names("mpi.fabric")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
               "switch_buffer_bytes")

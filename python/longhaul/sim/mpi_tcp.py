@@ -23,8 +23,8 @@ from longhaul import _core
 from longhaul.errors import UserError
 from longhaul.sim import core
 
-BENCHES = ("latency", "bw", "bibw", "bcast")
-STACK_PROFILES = ("modern", "s1", "s3", "usn", "ideal")
+BENCHES = core.names("mpi_tcp.osu.bench")
+STACK_PROFILES = core.names("mpi_tcp.stack")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "rate_gbps", "queue_bytes", "queue_packets", "loss")
 _TCP_KEYS = ("cc", "mtu_bytes", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs", "sack",

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from longhaul import _core
 from longhaul.sim import core
 
-TRANSPORTS = ("rdma", "ipoib-rc", "ipoib-ud")
-TESTBEDS = ("s1", "s1-connectx")
+TRANSPORTS = core.names("nfs.transport")
+TESTBEDS = core.names("nfs.testbed")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender")
 _NFS_KEYS = ("threads", "record_bytes", "file_bytes", "simulated_bytes", "rsize_bytes", "slots", "server_rpc_ns",
              "client_rpc_ns")

@@ -14,16 +14,16 @@ from longhaul import _core
 from longhaul.errors import UserError
 from longhaul.sim import core
 
-LINKS = ("ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192")
-CCS = ("reno", "cubic", "bic", "htcp", "scalable", "highspeed", "bbr", "vegas")
-TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "usn", "modern", "ideal")
-STACKS = ("s1", "s3", "usn", "modern", "ideal")
-EXTENDERS = ("longbow-xr", "longbow-c103", "abex-2020", "metrox-2", "metrox-3-xc", "generic", "none")
+LINKS = core.names("tcp.link")
+CCS = core.names("tcp.cc")
+TESTBEDS = core.names("tcp.testbed")
+STACKS = core.names("tcp.stack")
+EXTENDERS = core.names("tcp.extender")
 #: Loss-recovery variants (``TcpParams`` in the Rust core; the first of each is the default).
-RTO_FORMULAS = ("linux", "rfc6298")
-RTO_RESTARTS = ("every-ack", "first-partial-ack")
-RTO_SSTHRESHES = ("once-per-episode", "every-timeout")
-CWND_GROWTHS = ("in-order", "cumulative")
+RTO_FORMULAS = core.names("tcp.rto_formula")
+RTO_RESTARTS = core.names("tcp.rto_restart")
+RTO_SSTHRESHES = core.names("tcp.rto_ssthresh")
+CWND_GROWTHS = core.names("tcp.cwnd_growth")
 
 #: Stock Linux (ip-sysctl.rst) and iperf defaults the model uses when a parameter is unset.
 LINUX_DEFAULTS = {"cc": "cubic", "tcp_rmem_max_bytes": 6291456, "tcp_wmem_max_bytes": 4194304,

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from longhaul import _core
 from longhaul.sim import core
 
-TRANSPORTS = ("rc", "uc", "ud")
-OPS = ("send", "write", "read")
-TESTS = ("bw", "lat", "bibw", "rate")
-TESTBEDS = ("s1", "s1-connectx", "s3", "ndr", "usn")
-HCAS = ("infinihost3", "voltaire-sdr", "connectx", "connectx2", "connectx7")
-EXTENDERS = ("longbow-xr", "longbow-c103", "abex-2020", "metrox-2", "metrox-3-xc", "generic", "none")
-MTUS = (256, 512, 1024, 2048, 4096)
-WAN_FRAMINGS = ("ib", "oc192", "10gige-lan", "10gige-wan", "100gige-roce")
+TRANSPORTS = core.names("verbs.transport")
+OPS = core.names("verbs.op")
+TESTS = core.names("verbs.test")
+TESTBEDS = core.names("verbs.testbed")
+HCAS = core.names("verbs.hca")
+EXTENDERS = core.names("verbs.extender")
+MTUS = tuple(int(m) for m in core.names("verbs.mtu_bytes"))
+WAN_FRAMINGS = core.names("verbs.wan_framing")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
               "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes")

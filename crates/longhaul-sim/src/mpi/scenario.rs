@@ -154,6 +154,8 @@ fn default_testbed() -> String {
 }
 
 pub const TESTBEDS: [&str; 8] = ["s1", "s1-connectx", "s3", "ndr", "s2-ct-ddr", "s2-ht-ddr", "s2-nh-ddr", "s2-nh-qdr"];
+/// The rank placements a scenario names (a `rank_map` gives any other).
+pub const PLACEMENTS: [&str; 2] = ["block", "cyclic"];
 pub const NODES: [&str; 4] = ["xeon-2007", "clovertown", "harpertown", "nehalem"];
 
 #[derive(Debug, Clone)]
@@ -340,7 +342,9 @@ impl MpiScenario {
             }
             (None, None | Some("block")) => Placement::Block,
             (None, Some("cyclic")) => Placement::Cyclic,
-            (None, Some(p)) => return err(format!("placement: unknown '{p}' (valid: block, cyclic, or a rank_map)")),
+            (None, Some(p)) => {
+                return err(format!("placement: unknown '{p}' (valid: {}, or a rank_map)", PLACEMENTS.join(", ")))
+            }
         };
         let ranks = self.ranks_needed(nodes * ppn);
         // A trace's own `ranks N` is held to MAX_RANKS where it is parsed; its layout has no more.

@@ -144,18 +144,33 @@ pub struct StackCosts {
     pub cores: Option<u32>,
 }
 
+/// The host-stack profiles a scenario's `stack` names (any testbed's stack is accepted too).
+pub const STACK_PROFILES: [&str; 5] = ["s1", "s3", "usn", "modern", "ideal"];
+
 impl StackSpec {
     /// The costs this spec names, in range ("stack.<field>: ..." errors otherwise).
     pub fn resolve(&self) -> Result<HostStack, ScenarioError> {
         match self {
-            StackSpec::Profile(name) => HostStack::for_testbed(name)
-                .ok_or_else(|| ScenarioError(format!("stack: unknown '{name}' (valid: s1, s3, usn, modern, ideal, or explicit costs {{per_seg_us, per_byte_ns}})"))),
+            StackSpec::Profile(name) => HostStack::for_testbed(name).ok_or_else(|| {
+                ScenarioError(format!(
+                    "stack: unknown '{name}' (valid: {}, or explicit costs {{per_seg_us, per_byte_ns}})",
+                    STACK_PROFILES.join(", ")
+                ))
+            }),
             StackSpec::Costs(c) => {
                 let seg_ns = in_range_f("stack.per_seg_us", c.per_seg_us, 0.0, 10_000.0)? * 1e3;
                 let byte_ns = in_range_f("stack.per_byte_ns", c.per_byte_ns, 0.0, 1_000.0)?;
                 let ack_ns = in_range_f("stack.ack_us", c.ack_us.unwrap_or(0.0), 0.0, 10_000.0)? * 1e3;
                 let cores = in_range_u("stack.cores", c.cores.unwrap_or(1) as u64, 1, 1024)? as u32;
-                Ok(HostStack { name: "measured".into(), tx_pkt_ns: seg_ns, tx_byte_ns: byte_ns, rx_pkt_ns: seg_ns, rx_byte_ns: byte_ns, ack_ns, cores })
+                Ok(HostStack {
+                    name: "measured".into(),
+                    tx_pkt_ns: seg_ns,
+                    tx_byte_ns: byte_ns,
+                    rx_pkt_ns: seg_ns,
+                    rx_byte_ns: byte_ns,
+                    ack_ns,
+                    cores,
+                })
             }
         }
     }
