@@ -42,7 +42,7 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   # Sphinx 9.0 is the last for Python 3.11.
   .venv/bin/pip install -q "maturin==1.16.0" "pytest==9.2.0" "pytest-xdist==3.8.0" "hypothesis==6.170.15" \
     "sphinx==9.0.4" "myst-parser==5.2.0" "furo==2025.12.19" "sphinx-argparse==0.6.1" \
-    "ruff==0.17.5" "mypy==2.4.1" \
+    "ruff==0.17.5" "mypy==2.4.1" "import-linter==2.16" \
     $(.venv/bin/python - <<'PY'
 import tomllib
 print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test: set up (idempotently), then the lints (rustfmt, clippy, ruff, mypy: configured in
+# Every test: set up (idempotently), then the lints (rustfmt, clippy, ruff, mypy, lint-imports: configured in
 # pyproject.toml and rustfmt.toml), the Rust tests and the Python suite. A lint that fails stops here.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
@@ -21,6 +21,9 @@ ruff check -q python tests bench \
   || { echo "ruff: the problems above fail the tests; fix them (ruff check --fix fixes some)"; exit 1; }
 echo "== mypy python/longhaul =="
 mypy python/longhaul || { echo "mypy: the type errors above fail the tests; fix them"; exit 1; }
+echo "== lint-imports (the package's layering) =="
+layering="$(lint-imports --no-cache 2>&1)" || { printf '%s\n' "$layering" | sed -n '/^Broken contracts/,$p'
+  echo "lint-imports: a contract above is broken (pyproject.toml [tool.importlinter]); fix the import"; exit 1; }
 echo "== cargo test (optimised, profile test-opt) =="
 set +e
 cargo test --profile test-opt --workspace > .venv/cargo-test.log 2>&1

@@ -228,8 +228,8 @@ def load_fn(spec: str) -> PointFn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from longhaul.cli import Parser, say_error  # one-line errors, as the longhaul command's
     from longhaul.output import FORMATS, emit
+    from longhaul.parser import Parser, say_error  # one-line errors, as the longhaul command's
 
     p = Parser(prog="python -m longhaul.sweep",
                description="Run a parameter grid through a point function (MPI-ready).")

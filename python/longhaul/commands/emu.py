@@ -9,6 +9,16 @@ import json
 import os
 import sys
 
+from longhaul.commands.emuverbs.link import (
+    add_store_options,
+    bench_link,
+    check_store,
+    link_args,
+    link_of,
+    link_values,
+    save,
+    scenario_file,
+)
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.units import parse_one_float, parse_one_int
@@ -30,56 +40,6 @@ LINK_HELP = """link options (units in the names; lists only for bench):
 """
 
 
-def _link_args(p: argparse.ArgumentParser, lists: bool = False, links: bool = False) -> None:
-    g = p.add_argument_group("link (see 'longhaul emu --help')")
-    if links:
-        g.add_argument("--wan-links", "--links", dest="wan_links",
-                       help="parallel links, 1..16 (default 1), each with the link options below; flows are spread "
-                            "over them by the hosts' multipath routes (a hash of addresses and ports)")
-        g.add_argument("--detect-ms", help="time from a link's cut to the hosts' routes leaving it, ms, 0..60000 "
-                                           "(default 0: at once)")
-    many = " (comma list for a grid)" if lists else ""
-    g.add_argument("--delay-us", help=f"one-way delay, us, 0..200000 (default 0){many}")
-    g.add_argument("--distance-km", help=f"fibre length in km instead of --delay-us (5 us/km){many}")
-    g.add_argument("--distance-miles", help=f"fibre length in miles instead of --delay-us{many}")
-    g.add_argument("--rate-gbps", help=f"link rate, Gb/s; 0 = unlimited (default){many}")
-    g.add_argument("--loss", help="loss probability per wire packet, 0..0.5 (default 0)")
-    g.add_argument("--jitter-us", help="jitter amplitude, us, 0..100000 (default 0)")
-    g.add_argument("--queue", help="bottleneck queue: bytes (e.g. 4MB) or packets (e.g. 1000p); "
-                                   "default one round trip at the rate, >= 256K")
-    g.add_argument("--mtu", help="MTU in bytes, >= 576, at most what the kernel accepts (65535 here; default 1500)")
-    g.add_argument("--window", help="TCP buffer maximum per namespace, e.g. 64M (default 4 x BDP, >= 4M)")
-    g.add_argument("--scenario", help="the simulator's TCP scenario file (TOML/JSON, as `longhaul sim tcp "
-                                      "--scenario`) giving the link; options here override it")
-    g.add_argument("--seed", help="seed of loss and jitter (default 1)")
-    g.add_argument("--name", help="run name (namespaces NAME-a0, NAME-b0, ...); default random lhXXXXXX")
-
-
-def _link_values(args) -> dict:
-    return {"delay_us": args.delay_us, "distance_km": args.distance_km, "distance_miles": args.distance_miles,
-            "rate_gbps": args.rate_gbps, "loss": args.loss, "jitter_us": args.jitter_us, "queue": args.queue,
-            "mtu": args.mtu, "window": args.window, "seed": args.seed, "hosts": getattr(args, "hosts", None),
-            "links": getattr(args, "wan_links", None), "detect_ms": getattr(args, "detect_ms", None)}
-
-
-def _scenario_file(args, events: bool = False) -> dict:
-    """The scenario file's values (empty without one); ``events``: whether this verb applies timed
-    failover events (a file with events given to one that does not is refused, not half obeyed)."""
-    from longhaul.emu import scenario
-    if args.scenario is None:
-        return {"link": {}, "bench": {}, "events": None}
-    file = scenario.load(args.scenario)
-    if file["events"] is not None and not events:
-        raise UserError(f"scenario {args.scenario}: events: timed link failures are applied by `longhaul emu run`, "
-                        "`emu drill` and `compare failover`; here take links down with `longhaul emu link down K`")
-    return file
-
-
-def _link(args):
-    from longhaul.emu import scenario
-    return scenario.build_link(scenario.merged(_scenario_file(args)["link"], _link_values(args)))
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser("emu", help="emulate a long-haul link between two clusters and run real programs on it",
                               description=__doc__ + "\n\n" + LINK_HELP,
@@ -88,7 +48,7 @@ def register(subparsers) -> None:
     sub.required = True
 
     sh = sub.add_parser("shell", help="a shell on host A0 with cluster B reachable ($LH_B0 = its address)")
-    _link_args(sh, links=True)
+    link_args(sh, links=True)
     sh.add_argument("--hosts", help="hosts per cluster, 1..16 (default 1)")
     sh.add_argument("--side", choices=["a", "b"], default="a", help="cluster of the shell (default a)")
     sh.set_defaults(func=_shell)
@@ -98,7 +58,7 @@ def register(subparsers) -> None:
                                      "Host labels A:, B: (host 0) or A1:, B2:. The first segment is the client: when "
                                      "it exits, the others get --grace-s, then are stopped. Addresses are in $LH_A0, "
                                      "$LH_B0, ... (quote a segment as one word to have sh expand them).")
-    _link_args(run, links=True)
+    link_args(run, links=True)
     run.add_argument("--hosts", help="hosts per cluster, 1..16 (default 1)")
     run.add_argument("--grace-s", type=float, default=3.0,
                      help="seconds the other commands get after the client ends, 0..3600 (default 3)")
@@ -118,7 +78,7 @@ def register(subparsers) -> None:
     bsub = bench.add_subparsers(dest="bench_kind", metavar="KIND", parser_class=type(p))
     bsub.required = True
     bt = bsub.add_parser("tcp", help="TCP throughput A0 -> B0 (1..N streams, CC, window, duration)")
-    _link_args(bt, lists=True, links=True)
+    link_args(bt, lists=True, links=True)
     bt.add_argument("--streams", help="parallel TCP streams, 1..128 (comma list for a grid; default 1)")
     bt.add_argument("--cc", help="congestion control per socket, e.g. cubic,reno,bbr (default: the system's)")
     bt.add_argument("--duration-s", help="measured seconds, 0.1..3600 (default 5)")
@@ -129,28 +89,28 @@ def register(subparsers) -> None:
                     help="load generator: the project's own (default) or iperf3")
     bt.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
     bt.add_argument("--format", choices=FORMATS, default="table")
-    _add_store_options(bt)
+    add_store_options(bt)
     bt.set_defaults(func=_bench_tcp)
     bp = bsub.add_parser("ping", help="UDP ping-pong RTT percentiles A0 <-> B0 (rtt_p50_us, rtt_p99_us)")
-    _link_args(bp, lists=True)
+    link_args(bp, lists=True)
     bp.add_argument("--count", default="1000", help="probes, 1..1000000 (default 1000)")
     bp.add_argument("--interval-us", default="1000", help="gap between probes, us, 10..1e7 (default 1000; count x "
                                                           "interval at most a day)")
     bp.add_argument("--size", default="64", help="UDP payload bytes, 24..65000 (default 64)")
     bp.add_argument("--cross-gbps", help="UDP constant-bit-rate cross traffic A0->B0, Gb/s (default 0)")
     bp.add_argument("--format", choices=FORMATS, default="table")
-    _add_store_options(bp)
+    add_store_options(bp)
     bp.set_defaults(func=_bench_ping)
 
-    from longhaul.emu.mpi_cli import register as register_mpi
-    register_mpi(sub, _link_args)
-    from longhaul.emu.failover_cli import register as register_failover
-    register_failover(sub, _link_args)
+    from longhaul.commands.emuverbs.mpi import register as register_mpi
+    register_mpi(sub, link_args)
+    from longhaul.commands.emuverbs.failover import register as register_failover
+    register_failover(sub, link_args)
 
 
 def _shell(args) -> int:
     from longhaul.emu.topology import Emulator
-    link = _link(args)
+    link = link_of(args)
     with Emulator(link, name=args.name) as emu:
         sys.stderr.write(f"longhaul emu: {emu.name}: host {args.side.upper()}0 ({emu.address(args.side)}); other cluster "
                          f"at {emu.address('b' if args.side == 'a' else 'a')} ($LH_A0, $LH_B0); exit the shell to tear down\n")
@@ -174,8 +134,8 @@ def _run(args) -> int:
     from longhaul.emu import run as runmod, scenario
     from longhaul.emu.topology import Emulator
     runmod.check_times(args.grace_s, args.timeout_s)
-    file = _scenario_file(args, events=True)
-    link = scenario.build_link(scenario.merged(file["link"], _link_values(args)))
+    file = scenario_file(args, events=True)
+    link = scenario.build_link(scenario.merged(file["link"], link_values(args)))
     # The run lasts at most --timeout-s: an event later than that could never happen.
     events = failover.parse(file["events"], link.links, args.timeout_s, f"scenario {args.scenario}: events",
                             length="--timeout-s")
@@ -223,55 +183,10 @@ def _clean(args) -> int:
     return 0
 
 
-def _bench_link(args) -> tuple:
-    """The link (scenario file, then options), the grid's delays and rates, and the file's
-    workload values."""
-    from longhaul.emu import scenario
-    from longhaul.emu.options import parse_rates
-    from longhaul.units import delays_from_options
-    file = _scenario_file(args)
-    values = scenario.merged(file["link"], _link_values(args))
-    dist = [values.get(k) for k in ("delay_us", "distance_km", "distance_miles")]
-    delays = delays_from_options(*[None if v is None else str(v) for v in dist])
-    rates = parse_rates(values.get("rate_gbps", 0))
-    for k in ("delay_us", "distance_km", "distance_miles", "rate_gbps"):
-        values.pop(k, None)
-    base = scenario.build_link(values)
-    return base, delays, rates, file["bench"]
-
-
 TCP_COLUMNS = ["delay_us", "rate_gbps", "mtu_bytes", "streams", "cc", "window_bytes", "bw_MBps", "throughput_gbps", "utilization",
                "retransmits", "rtt_us", "drops_queue", "emu_cpu_pct", "lateness_p99_us"]
 PING_COLUMNS = ["delay_us", "rate_gbps", "rtt_configured_us", "rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p99_us",
                 "app_rtt_p50_us", "received", "count", "lateness_p99_us"]
-
-
-def _add_store_options(p) -> None:
-    from longhaul.results import add_store_option
-    add_store_option(p)
-    p.add_argument("--label", default="", help="label stored with the run (e.g. site or test name)")
-    p.add_argument("--no-store", action="store_true", help="print only; do not save the run in the results store")
-
-
-def _check_store(args) -> None:
-    """Before measuring: the label is one line and the store can be written (--no-store wins
-    over --store, so a script's usual --store can stay)."""
-    from longhaul.results import check_label, store_from_args
-    if not args.no_store:
-        check_label(args.label)
-        store_from_args(args).check_writable()
-
-
-def _save(args, kind: str, records: list[dict], started_utc: str) -> None:
-    """One emulated run per invocation, keyed by its options and start time (repeats are kept)."""
-    if args.no_store or not records:
-        return
-    from longhaul.results import now_utc, store_from_args
-    options = {k: v for k, v in vars(args).items() if k not in ("func", "format", "store", "no_store")
-               and isinstance(v, (str, int, float, bool, type(None)))}
-    scenario = {"kind": kind, "options": options, "started_utc": started_utc}
-    store_from_args(args).put(scenario, records, source="emu", label=args.label, started_utc=started_utc,
-                              finished_utc=now_utc())
 
 
 def _given(cli_value, file_value, default):
@@ -303,8 +218,8 @@ def _bench_tcp(args) -> int:
     from longhaul.results import now_utc
     from longhaul.units import parse_int_list, parse_size
     started = now_utc()
-    _check_store(args)
-    link, delays, rates, file = _bench_link(args)
+    check_store(args)
+    link, delays, rates, file = bench_link(args)
     cross, cross_name = _cross(args, file)
     buffer = parse_size(args.socket_buffer, "--socket-buffer") if args.socket_buffer is not None else file.get("socket_buffer_bytes")
     records = bench.tcp(link=link, delay_us=delays, rate_gbps=rates,
@@ -316,7 +231,7 @@ def _bench_tcp(args) -> int:
                         omit_s=parse_one_float(args.omit_s, "--omit-s", 0, 60) if args.omit_s is not None else None,
                         tool=args.tool, cross_gbps=cross, cross_size_bytes=file.get("cross_size_bytes"),
                         socket_buffer_bytes=buffer, name=args.name, cross_name=cross_name)
-    _save(args, "emu-bench-tcp", records, started)
+    save(args, "emu-bench-tcp", records, started)
     emit(records, args.format, columns=TCP_COLUMNS if args.format == "table" else None, title="longhaul emu bench tcp")
     return 0
 
@@ -325,8 +240,8 @@ def _bench_ping(args) -> int:
     from longhaul.emu import bench
     from longhaul.results import now_utc
     started = now_utc()
-    _check_store(args)
-    link, delays, rates, file = _bench_link(args)
+    check_store(args)
+    link, delays, rates, file = bench_link(args)
     cross, cross_name = _cross(args, file)
     records = bench.ping(link=link, delay_us=delays, rate_gbps=rates,
                          count=parse_one_int(args.count, "--count", 1, 1_000_000),
@@ -338,6 +253,6 @@ def _bench_ping(args) -> int:
         if not r["received"]:
             sys.stderr.write(f"longhaul: note: at {r['delay_us']:g} us, {r['rate_gbps']:g} Gb/s none of the "
                              f"{r['count']} probes came back, so the RTT columns are empty\n")
-    _save(args, "emu-bench-ping", records, started)
+    save(args, "emu-bench-ping", records, started)
     emit(records, args.format, columns=PING_COLUMNS if args.format == "table" else None, title="longhaul emu bench ping")
     return 0

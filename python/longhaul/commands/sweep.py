@@ -93,7 +93,8 @@ def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[
 
 
 def _run(args) -> int:
-    from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file, table_of
+    from longhaul.commands.simmodels.verbs import naming_the_file, table_of
+    from longhaul.scenario_file import load_scenario_file
 
     module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
     base = load_scenario_file(args.base, "--base") if args.base is not None else None

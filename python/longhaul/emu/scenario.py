@@ -116,7 +116,7 @@ def load(path: str) -> dict:
     """The emulator's settings from a simulator TCP scenario file: ``link`` (values for
     ``build_link``) and ``bench`` (streams, cc, duration_s, socket_buffer_bytes, cross_gbps,
     cross_size_bytes for ``bench tcp``). Bad or unsupported content: UserError naming the file."""
-    from longhaul.commands.simmodels.verbs import load_scenario_file
+    from longhaul.scenario_file import load_scenario_file
     from longhaul.sim import tcp
 
     base = load_scenario_file(path)

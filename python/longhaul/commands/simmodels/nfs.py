@@ -6,11 +6,12 @@ import argparse
 import sys
 
 from longhaul import units
-from longhaul.commands.simmodels.verbs import load_scenario_file, naming_the_file
+from longhaul.commands.simmodels.verbs import naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
-from longhaul.sim import nfs
+from longhaul.scenario_file import load_scenario_file
+from longhaul.sim import nfs, verbs
 
 COLUMNS = ["transport", "delay_us", "distance_km", "threads", "rsize_bytes", "slots", "chunk_bytes", "bw_MBps", "rpcs",
            "retransmitted_packets", "status"]
@@ -48,7 +49,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="READs outstanding on the connection: RPC-over-RDMA credits (default 16) or the TCP slot table "
                         "(default 16) (1..65536)")
     p.add_argument("--profile", choices=nfs.TESTBEDS, default=None, help="hardware profile (default s1: the [S1] testbed)")
-    p.add_argument("--extender", choices=("longbow-xr", "longbow-c103", "generic", "none"), default=None,
+    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None,
                    help="range extender pair (none = a plain IB link between the switches)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
                    help="random seed (default: the scenario file's, else 1; same seed, same result)")

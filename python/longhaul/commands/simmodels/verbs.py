@@ -6,10 +6,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from longhaul import safeio, units
+from longhaul import units
 from longhaul.errors import UserError, in_scenario_file
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
+from longhaul.scenario_file import load_scenario_file
 from longhaul.sim import verbs
 
 BW_COLUMNS = ["transport", "op", "test", "size_bytes", "delay_us", "distance_km", "qps", "bw_MBps", "rx_bw_MBps", "msg_rate_Mps",
@@ -83,17 +84,6 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.set_defaults(func=run_verbs)
-
-
-def load_scenario_file(path: str, option: str = "--scenario") -> dict:
-    """A scenario file (TOML, or JSON by its .json name) as a dict; errors name ``option``. Read
-    through ``safeio``: a regular file of at most 16 MiB, nested at most 32 levels, numbers in range
-    (--scenario /dev/zero read forever, a FIFO blocked, a deep file was a RecursionError)."""
-    sc = safeio.load_document(path, option, "a TOML or JSON scenario file")
-    if not isinstance(sc, dict):
-        raise UserError(f"{option}: '{safeio.printable(path)}' must hold a table/object of parameters, "
-                        f"not a {type(sc).__name__}")
-    return sc
 
 
 def naming_the_file(err: UserError, path: str | None, file_alone: Callable[[], object],

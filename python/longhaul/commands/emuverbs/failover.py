@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
+from longhaul.commands.emuverbs.link import link_values, scenario_file
 from longhaul.output import FORMATS, emit
 from longhaul.units import parse_one_float, parse_one_int, parse_size
 
@@ -74,10 +75,9 @@ def _link_show(args) -> int:
 
 def drill_inputs(args) -> tuple:
     """(link, events, duration_s, streams) from the scenario file and the options, all checked."""
-    from longhaul.commands.emu import _link_values, _scenario_file
     from longhaul.emu import drill, scenario
-    file = _scenario_file(args, events=True)
-    link = scenario.build_link(scenario.merged(file["link"], _link_values(args)))
+    file = scenario_file(args, events=True)
+    link = scenario.build_link(scenario.merged(file["link"], link_values(args)))
     events, duration, streams = drill.plan(file, link, args.duration_s, args.streams, args.scenario)
     return link, events, duration, streams
 

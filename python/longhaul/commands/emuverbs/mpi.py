@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from longhaul.commands.emuverbs.link import add_store_options, bench_link, check_store, link_of, save
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.units import parse_one_int
@@ -59,8 +60,7 @@ def register(emu_subparsers, link_args) -> None:
     o.add_argument("--pairs", help="mbw_mr: communicating pairs, 1..16 (default --ranks-per-cluster)")
     _job_options(o, None)
     o.add_argument("--format", choices=FORMATS, default="table")
-    from longhaul.commands.emu import _add_store_options
-    _add_store_options(o)
+    add_store_options(o)
     o.set_defaults(func=_osu)
 
 
@@ -90,12 +90,11 @@ def _warn_mpich(library: str, ranks_per_cluster: int) -> None:
 
 
 def _run(args) -> int:
-    from longhaul.commands.emu import _link
     from longhaul.emu import mpi
     ranks = parse_one_int(args.ranks_per_cluster, "--ranks-per-cluster", 1, mpi.MAX_RANKS_PER_CLUSTER)
     if args.hosts is None:
         args.hosts = ranks
-    link = _link(args)
+    link = link_of(args)
     argv = args.command[1:] if args.command[:1] == ["--"] else args.command
     job = mpi.MpiJob(argv=argv, ranks_per_cluster=ranks, placement=args.placement, library=args.mpi,
                      mca=_pairs(args.mca), env=_env(args.env),
@@ -116,13 +115,12 @@ def _run(args) -> int:
 
 
 def _osu(args) -> int:
-    from longhaul.commands.emu import _bench_link, _check_store, _save
     from longhaul.emu import mpi, mpi_bench
     from longhaul.results import now_utc
     from longhaul.units import parse_sizes
     started = now_utc()
-    _check_store(args)
-    base, delays, rates, _ = _bench_link(args)
+    check_store(args)
+    base, delays, rates, _ = bench_link(args)
     if len(rates) != 1:
         raise UserError("--rate-gbps: give one rate for emu mpi osu")
     link = base.at(delays[0], rates[0])
@@ -141,7 +139,7 @@ def _osu(args) -> int:
         pairs=parse_one_int(args.pairs, "--pairs", 1, mpi.MAX_RANKS_PER_CLUSTER) if args.pairs is not None else 0,
         placement=args.placement, library=args.mpi, mca=_pairs(args.mca), env=_env(args.env),
         timeout_s=float(parse_one_int(args.timeout_s, "--timeout-s", 1, 86400)))
-    _save(args, "emu-mpi-osu", records, started)
+    save(args, "emu-mpi-osu", records, started)
     cols = [c for c in OSU_COLUMNS if any(c in r for r in records)]
     emit(records, args.format, columns=cols if args.format == "table" else None, title=f"longhaul emu mpi osu {args.bench}")
     return 0
