@@ -136,6 +136,19 @@ def _drain(proc: subprocess.Popen, readers: list[threading.Thread]) -> None:
                 pipe.close()
 
 
+def _start(readers: list[threading.Thread]) -> None:
+    """Start the readers with SIGINT, SIGTERM and SIGHUP held: a handler raising inside
+    ``Thread.start()`` leaves its lock released twice (RuntimeError, and a traceback at exit). The
+    readers inherit the mask, so the main thread takes each signal, as soon as the readers run."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        for t in readers:
+            t.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _last_line(data: bytes) -> str | None:
     lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
     if not lines:
@@ -168,8 +181,7 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
     # own session it would not get them, and a left-over ib_write_bw would keep the adapter busy.
     with terminated_on_signals(f"the measured command {shown} was stopped; nothing stored"):
         try:
-            for t in readers:
-                t.start()
+            _start(readers)
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
