@@ -18,11 +18,13 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from longhaul.errors import UserError, terminated_on_signals
 from longhaul.ingest import ingest_output
 from longhaul.results import now_utc
+from longhaul.safeio import TOOL_OUTPUT_BYTES
 
 #: seconds a stopped command gets to exit after SIGTERM before the group gets SIGKILL
 STOP_GRACE_S = 2.0
@@ -81,14 +83,19 @@ class _Shown:
                 self._at_line_start = True
 
 
-def _pump(fd: int, keep: bytearray, tail: int | None, shown: _Shown) -> None:
-    """Copy the pipe ``fd`` to longhaul's stderr as it comes, keeping everything (or the last ``tail`` bytes)."""
+def _pump(fd: int, keep: bytearray, tail: int | None, shown: _Shown, over: Callable[[], None] = lambda: None) -> None:
+    """Copy the pipe ``fd`` to longhaul's stderr as it comes, keeping everything (or the last ``tail`` bytes).
+    Without ``tail``, more than TOOL_OUTPUT_BYTES (what ``ingest`` reads of a file) calls ``over()`` and
+    stops: `measure -- yes` held 6 GB after 30 s."""
     while True:
         try:
             chunk = os.read(fd, 65536)
         except OSError:
             break
         if not chunk:
+            break
+        if tail is None and len(keep) + len(chunk) > TOOL_OUTPUT_BYTES:
+            over()
             break
         keep += chunk
         if tail is not None and len(keep) > 2 * tail:
@@ -174,7 +181,13 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
         raise UserError(f"measure: cannot run '{argv[0]}' ({err.strerror or err}); nothing stored") from None
     assert proc.stdout is not None and proc.stderr is not None  # PIPE
     out, said, echoed = bytearray(), bytearray(), _Shown()
-    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None, echoed), daemon=True),
+    too_much = threading.Event()
+
+    def over() -> None:
+        too_much.set()
+        _signal_group(proc.pid, signal.SIGKILL)
+
+    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None, echoed, over), daemon=True),
                threading.Thread(target=_pump, args=(proc.stderr.fileno(), said, STDERR_TAIL, echoed), daemon=True)]
     timed_out = False
     # SIGTERM/SIGHUP (a batch system's kill, a closed terminal) stop the command as Ctrl-C does: in its
@@ -198,6 +211,10 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
             echoed.end_line()
     finished = now_utc()
     status = proc.returncode
+    if too_much.is_set():
+        raise UserError(f"measure: {shown} printed more than {TOOL_OUTPUT_BYTES >> 20} MiB on stdout, more than any "
+                        "benchmark's output (ingest reads at most that of a file); it was stopped (its process "
+                        "group killed); nothing stored")
     if timed_out:
         raise UserError(f"measure: {shown} was still running after --timeout-s {timeout_s:g} and was stopped "
                         "(its process group killed); nothing stored")

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from longhaul import osu_text, safeio, units
+from longhaul import admission, osu_text, safeio, units
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -104,6 +104,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="measured iterations (1..1e6; default 10)")
     o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (1..65536; default 64)")
     _common(o, formats=(*FORMATS, "osu"))
+    admission.add_option(o)
     t = o.add_argument_group("MPI over TCP (--transport tcp)")
     t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
     t.add_argument("--stack", default=None, metavar="NAME|SEG_US,BYTE_NS",
@@ -128,12 +129,14 @@ def register(models: argparse._SubParsersAction) -> None:
     a.add_argument("--iterations", type=units.whole(1, 100000), default=None, metavar="N",
                    help="iterations to simulate and report (default: the class's, at most 10 simulated)")
     _common(a, nodes_default="1")
+    admission.add_option(a)
     a.set_defaults(func=run_app)
 
     r = sub.add_parser("replay", help="replay a text trace", formatter_class=fmt,
                        description="Replay a trace (format: docs/reference/trace-format.md; 'ranks N' then 'RANK EVENT ...' lines).")
     r.add_argument("trace", metavar="TRACE", help="trace file")
     _common(r, nodes_default="enough for the trace's ranks, half in each cluster, --ppn per node")
+    admission.add_option(r)
     r.set_defaults(func=run_replay)
 
     t = sub.add_parser("tune", help="eager threshold and process pairs that maximise bandwidth", formatter_class=fmt,
@@ -298,6 +301,17 @@ def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
     print("\n\n".join(blocks))
 
 
+_FEWER = "give fewer --nodes or --ppn, fewer --workers (points simulated at once), or a larger --max-memory"
+
+
+def _admit(args: argparse.Namespace, ranks: int, points: int, alltoall: bool, what: str) -> None:
+    """Refuse a job whose memory estimate (``admission.mpi_bytes``) is over --max-memory, before it starts."""
+    if ranks <= admission.MAX_MPI_RANKS:  # more is the core's to refuse, with its own message
+        at_once = admission.at_once(points, args.workers)
+        admission.admit(admission.mpi_bytes(ranks, alltoall, at_once), args.max_memory,
+                        f"{what} ({ranks} ranks, {at_once} point(s) at once)", _FEWER)
+
+
 def run_osu(args: argparse.Namespace) -> int:
     if args.transport == "tcp":
         return _run_osu_tcp(args, units.parse_sizes(args.sizes if args.sizes is not None else ("1:1M" if args.bench == "latency" else "1:4M"),
@@ -315,6 +329,9 @@ def run_osu(args: argparse.Namespace) -> int:
         raise UserError(f"--algo: only for the collectives (bcast, scatter, alltoall, allreduce), not {args.bench}")
     default = "1:1M" if coll or args.bench == "latency" else "1:4M"
     sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
+    ranks = 2 * (args.nodes or (4 if coll else 1)) * (args.ppn or 1)
+    ranks = max(ranks, 2 * (args.pairs or 1)) if args.bench == "mbw_mr" else ranks
+    _admit(args, ranks, len(sizes) * len(_points(args)), args.bench == "alltoall", f"osu_{args.bench}")
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
                          iterations=args.iterations, window=args.window, **_params(args))
     if args.format == "osu":
@@ -338,6 +355,7 @@ def run_osu(args: argparse.Namespace) -> int:
 
 def run_app(args: argparse.Namespace) -> int:
     apps = units.parse_name_list(args.app, "--app", mpi.APPS)
+    _admit(args, 2 * (args.nodes or 1) * (args.ppn or 1), len(apps) * len(_points(args)), False, "the NAS skeletons")
     recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
                          iterations=args.iterations, workers=args.workers, **_params(args))
     emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")
@@ -349,6 +367,8 @@ def run_replay(args: argparse.Namespace) -> int:
     # bounded: /dev/zero was read until memory ran out, a FIFO blocked
     text = safeio.read_text(args.trace, "TRACE", safeio.TRACE_BYTES,
                             "the trace file to replay (format: docs/reference/trace-format.md)")
+    ranks = max(admission.trace_ranks(text), 2 * (args.nodes or 0) * (args.ppn or 1))
+    _admit(args, ranks, len(_points(args)), False, f"the replay of {safeio.printable(path.name)}")
     recs = mpi.replay(text, str(path), where=_points(args), workers=args.workers, **_params(args))
     emit(recs, args.format, ["ranks", "delay_us", "distance_km", "run_time_s", "messages", "status"],
          title=f"longhaul sim mpi replay {path.name}")
