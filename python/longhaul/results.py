@@ -430,6 +430,12 @@ class Store:
             raise UserError("--store: empty path (give a results directory; it is created when missing)")
         self.root = Path(root)
         self.must_exist = must_exist
+        try:
+            os.stat(self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as err:  # a name too long, a loop of links, no permission to look
+            raise UserError(f"--store: cannot use '{printable(str(root))[:200]}' ({err.strerror or err})") from None
         #: damaged run files met so far (path -> why), each named once on stderr (``skip``)
         self.skipped: dict[Path, str] = {}
         self._strays_noted = False
