@@ -43,6 +43,9 @@ SEED = [
     ["sim", "verbs", "--sizes", "\x1b[2J\x1b[H"], ["sim", "verbs", "--workers", "٣"], ["compare", "failover", "FILE"],
     ["sweep", "verbs", "--grid", '{"delay_us": [' + ",".join(["1"] * 3000) + '], "size_bytes": [' + ",".join(["2"] * 6000) + "]}"],
     ["results", "rm", "0000"], ["results", "show", "\x1b[2J"], ["measure", "--tool", "perftest", "--", "\x1b]0;x\x07"],
+    # found by the fuzzing itself: names over NAME_MAX were OSError tracebacks
+    ["results", "ls", "--store", "9" * 5000], ["results", "export", "--out", "[" * 5000],
+    ["analyse", "profile", "--plot", "9" * 300],
 ]
 
 

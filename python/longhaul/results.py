@@ -206,6 +206,12 @@ def check_output_path(path: Path, make_parents: bool = True) -> Path:
     """``path`` as a file to write, or a one-line UserError: it is a directory, or (without
     ``make_parents``, as ``cp`` does) its directory is missing or is not a directory."""
     path = Path(path)
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as err:  # a name too long, a loop of links
+        raise UserError(f"cannot write '{printable(str(path))[:200]}' ({err.strerror or err})") from None
     if path.is_dir():
         raise UserError(f"cannot write '{path}': it is a directory (give a file name)")
     if not make_parents and not path.parent.is_dir():
