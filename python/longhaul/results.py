@@ -355,9 +355,9 @@ def _unseal(path: Path, data: bytes) -> tuple[dict, int]:
     import pyarrow.parquet as pq
     try:
         md = pq.read_metadata(pa.BufferReader(data))
-    except (OSError, pa.ArrowException) as err:
-        raise DamagedRun(path, f"is not a readable Parquet file ({printable(str(err).splitlines()[0][:120])})") from None
-    kv = md.metadata or {}
+        kv = md.metadata or {}
+    except Exception as err:  # noqa: BLE001 - damaged bytes fail the decoder in any way (UnicodeDecodeError, ...)
+        raise DamagedRun(path, f"is not a readable Parquet file ({_first_line(err)})") from None
     if META_KEY not in kv:
         raise DamagedRun(path, "is a Parquet file without longhaul run metadata (a foreign file)")
     stored = kv.get(CHECKSUM_KEY)
@@ -377,6 +377,11 @@ def _unseal(path: Path, data: bytes) -> tuple[dict, int]:
     if meta["scenario_hash"] != path.stem:
         raise DamagedRun(path, f"holds run {printable(meta['scenario_hash'][:12])} under another run's name")
     return meta, md.num_rows
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).splitlines() or [type(err).__name__]
+    return printable(lines[0][:120])
 
 
 def _run_bytes(path: Path) -> bytes:
@@ -726,10 +731,10 @@ class Store:
             raise UserError(f"run '{run_id[:12]}': no such run in store '{self.root}'") from None
         meta, _ = _unseal(path, data)
         try:
-            table = pq.read_table(pa.BufferReader(data))
-        except (OSError, pa.ArrowException) as err:
-            raise DamagedRun(path, f"is not a readable Parquet file ({printable(str(err).splitlines()[0][:120])})") from None
-        return meta, table_to_records(table)
+            records = table_to_records(pq.read_table(pa.BufferReader(data)))
+        except Exception as err:  # noqa: BLE001 - damaged bytes fail the decoder in any way
+            raise DamagedRun(path, f"is not a readable Parquet file ({_first_line(err)})") from None
+        return meta, records
 
     # ---------------------------------------------------------------- writing
     def put(self, scenario: dict, records: Sequence[dict], *, source: str, label: str = "",
