@@ -138,7 +138,7 @@ def at_once(points: int, workers: int | None) -> int:
     return max(1, min(points, workers or os.cpu_count() or 1))
 
 
-def add_option(parser) -> None:
+def add_option(parser, what: str = "a job") -> None:
     parser.add_argument("--max-memory", metavar="SIZE", default=None,
-                        help="refuse a job estimated to need more memory than this, e.g. 8G "
+                        help=f"refuse {what} estimated to need more memory than this, e.g. 8G "
                              "(default: 80%% of the memory available when it starts)")

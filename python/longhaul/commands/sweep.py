@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--executor", choices=_sweep.EXECUTORS, default=None, help="threads (default), mpi or serial")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, help="parallel points (default: all cores)")
     p.add_argument("--label", default="", help="label stored with the runs")
-    admission.add_option(p)
+    admission.add_option(p, "an mpi grid (the model whose memory grows with the ranks)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=_run)
 
