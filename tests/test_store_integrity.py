@@ -176,3 +176,27 @@ def test_rm_of_a_directory_named_like_a_run_is_one_line_and_removes_nothing(two_
     assert run_dir.is_dir() and (root / "runs" / f"{a}.parquet").exists()
     assert main(["results", "rm", "****", "--store", str(root)]) == 2   # a glob is no run id
     assert (root / "runs" / f"{a}.parquet").exists()
+
+
+@pytest.fixture
+def measured(tmp_path):
+    fixture = Path(__file__).parent / "fixtures" / "ingest" / "perftest_write_bw_mb.txt"
+    store = tmp_path / "measured"
+    for d in ("0", "1000", "10000"):
+        assert main(["ingest", str(fixture), "--tool", "perftest", "--delay-us", d, "--label", f"d{d}",
+                     "--store", str(store), "--format", "csv"]) == 0
+    return store
+
+
+def test_analyse_reads_a_read_only_store_and_skips_a_damaged_run(measured, capsys):
+    argv = ["analyse", "profile", "--store", str(measured), "--where", "size_bytes=65536", "--format", "json"]
+    ro = _read_only(measured, argv)
+    assert ro.returncode == 0, ro.stderr
+    assert [r["delay_us"] for r in json.loads(ro.stdout)] == [0.0, 1000.0, 10000.0]
+    damaged = next(e for e in Store(measured).runs() if e["label"] == "d1000")
+    _flip(measured / damaged["file"], 500)
+    capsys.readouterr()
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert [r["delay_us"] for r in json.loads(out)] == [0.0, 10000.0]   # the others carry on
+    assert f"skipped damaged run {damaged['run_id'][:12]}" in err
