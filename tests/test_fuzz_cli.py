@@ -24,7 +24,6 @@ def isolated(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path_factory.mktemp("cwd"))
         mp.setenv("LONGHAUL_STORE", str(tmp_path_factory.mktemp("store") / "results"))
-        mp.setenv("LONGHAUL_NO_PROGRESS", "1")
         yield
 
 
