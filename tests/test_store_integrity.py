@@ -200,3 +200,15 @@ def test_analyse_reads_a_read_only_store_and_skips_a_damaged_run(measured, capsy
     out, err = capsys.readouterr()
     assert [r["delay_us"] for r in json.loads(out)] == [0.0, 10000.0]   # the others carry on
     assert f"skipped damaged run {damaged['run_id'][:12]}" in err
+
+
+def test_the_sweep_command_says_how_many_damaged_points_it_computed_again(tmp_path, capsys):
+    argv = ["sweep", "verbs", "--grid", '{"delay_us": [0, 100], "size_bytes": [65536]}', "--store", str(tmp_path / "s"),
+            "--format", "csv"]
+    assert main(argv) == 0
+    _flip(next((tmp_path / "s" / "runs").glob("*.parquet")), 100)
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "1 computed (1 of them damaged in the store, computed again), 1 cached" in err
+    assert Store(tmp_path / "s").verify() == ([], 0)

@@ -138,12 +138,14 @@ def _run(args) -> int:
         scenarios.append(sc)
     if args.model == "mpi":
         _admit_mpi(scenarios, args)
-    res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store).check_writable(), source="sim",
+    store = Store(args.store).check_writable()
+    res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=store, source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")
     emit(res.records, args.format, _table_columns(args.model, res.records, points), title=f"longhaul sweep {args.model}")
     if args.model == "nfs":
         from longhaul.commands.simmodels.nfs import note_warm_up
         note_warm_up(res.records, "simulated_bytes in the grid")
-    sys.stderr.write(f"{res.computed} computed, {res.cached} cached, {res.seconds:.2f} s\n")
+    damaged = f" ({len(store.skipped)} of them damaged in the store, computed again)" if store.skipped else ""
+    sys.stderr.write(f"{res.computed} computed{damaged}, {res.cached} cached, {res.seconds:.2f} s\n")
     return 0
