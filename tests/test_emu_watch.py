@@ -71,3 +71,20 @@ def test_bench_tcp_whose_data_plane_dies_stores_nothing(tmp_path, leaves_nothing
     assert err.count("\n") == 1 and f"data plane (pid {pid}) died" in err and "nothing was stored" in err
     assert not list(store.rglob("*.parquet"))
     assert "lhwbench" not in netns_and_links()[0]
+
+
+def test_emu_mpi_run_whose_data_plane_dies_stops_and_leaves_no_rank(leaves_nothing):
+    ctl = _start("mpi", "run", "--name", "lhwmpi", "--", "sleep", "100")
+    try:
+        pid = _dataplane_pid("lhwmpi")
+        time.sleep(2.0)   # mpirun has started the ranks
+        os.kill(pid, signal.SIGKILL)
+        _out, err = ctl.communicate(timeout=60)
+    finally:
+        ctl.kill()
+    assert ctl.returncode == 2, err
+    assert err.splitlines()[-1].startswith(f"longhaul: error: the emulator's data plane (pid {pid}) died"), err
+    assert "lhwmpi" not in netns_and_links()[0]
+    ranks = subprocess.run(["pgrep", "-f", "^sleep 100$"], capture_output=True, text=True).stdout.split()
+    assert not [r for r in ranks if Path(f"/proc/{r}/ns/net").exists()
+                and os.readlink(f"/proc/{r}/ns/net") != os.readlink("/proc/self/ns/net")]
