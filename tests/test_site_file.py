@@ -133,7 +133,7 @@ def test_the_reference_page_lists_every_key():
     assert site_mod.schema_markdown().strip() in page, "regenerate the table: python -m longhaul.site --reference"
 
 
-@pytest.mark.parametrize("profile", ["s1", "s1-connectx", "s3", "ndr"])
+@pytest.mark.parametrize("profile", ["s1", "s1-connectx", "s3", "usn", "fdr", "edr", "hdr", "ndr", "xdr"])
 def test_the_summarys_rate_ceilings_match_the_simulator(profile):
     """The summary names 'line rate' or 'PCIe' from rates restated in Python: a large RC write at
     0 km, where no window limits it, reaches the lower of them and never passes it."""

@@ -49,17 +49,24 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
                         "auto (hierarchical from 50 us one-way or 64 KiB), or one flat algorithm pinned: bcast "
                         "binomial|scatter-ring|scatter-rd, allreduce recursive-doubling|rabenseifner, alltoall "
                         "pairwise|scattered|bruck, scatter binomial|linear (apps and traces: where it fits)")
+    p.add_argument("--mpi-library", choices=mpi.LIBRARIES, default=None,
+                   help="the MPI library whose parameters apply (default: mvapich2-1.0 on the published testbeds, "
+                        "mvapich2-2.3 on fdr..xdr); the options below override them")
     p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
-                   help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default 8K, MVAPICH2's)")
-    p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
+                   help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default: the library's, 8K in "
+                        "MVAPICH2 1.0, 16K in 2.3, 8K with openmpi-ucx)")
+    p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None,
+                   help="rendezvous: rput, rget, r3 (default: the library's, rput in MVAPICH2 1.0, rget in 2.3 and UCX)")
     p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
                    help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
                         "latency/bw/bibw, and bcast with --nodes ranks per cluster; options under 'MPI over TCP')")
     p.add_argument("--eager-credits", type=units.whole(1, 4096), default=None, metavar="N",
-                   help="eager buffers per peer (1..4096; default 16, MVAPICH2's RDMA fast path)")
+                   help="eager buffers per peer (1..4096; default: the library's, 16 in MVAPICH2's RDMA fast path, "
+                        "512 in UCX's flow-control window)")
     p.add_argument("--send-wqes", type=units.whole(1, 16384), default=None, metavar="N",
                    help="send work requests a connection may have posted and not completed; more wait in the "
-                        "library's queue (1..16384; default 180, MVAPICH2 1.0's 200 less 20; 64 in MVAPICH2 1.4+)")
+                        "library's queue (1..16384; default: the library's, 180 in MVAPICH2 1.0 (200 less 20), 64 in "
+                        "2.3, 256 in UCX)")
     p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
                    help="hardware profile (default s1: the S1 testbed; s2-* = S2's platforms)")
     p.add_argument("--node", choices=mpi.NODES, default=None, help="override the profile's node (CPU/memory)")
@@ -171,7 +178,7 @@ def _params(args) -> dict:
         thr = None if text.startswith("-") else units.parse_size(text, "--rndv-threshold")
         if thr is None or thr > 1 << 30:
             raise UserError(f"--rndv-threshold: {text} is out of range [0, 1G] bytes")
-    return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
+    return dict(testbed=args.profile, node=args.node, library=args.mpi_library, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
                 placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns,
                 copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
                 core_mops=args.core_mops, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
@@ -180,7 +187,7 @@ def _params(args) -> dict:
 
 
 _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
-            ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
+            ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"), ("mpi_library", "--mpi-library"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
             ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
             ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
