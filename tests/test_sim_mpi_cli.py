@@ -394,6 +394,8 @@ def test_each_library_brings_its_own_protocol_and_today_s_profiles_default_to_mv
     assert (params()["eager_threshold_bytes"], params()["rndv"]) == (8192, "rput")
     v23 = params(library="mvapich2-2.3")
     assert (v23["eager_threshold_bytes"], v23["rndv"], v23["max_send_wqe"]) == (16384, "rget", 64)
+    # MVAPICH2 1.0 asked for 4 outstanding RDMA reads per queue pair; 2.3 takes the adapter's maximum.
+    assert (params()["outstanding_reads"], v23["outstanding_reads"]) == (4, None)
     ucx = params(library="openmpi-ucx")
     assert (ucx["eager_threshold_bytes"], ucx["eager_credits"], ucx["max_send_wqe"]) == (8192, 512, 256)
     assert params(testbed="hdr") == v23

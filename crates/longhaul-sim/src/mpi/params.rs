@@ -47,6 +47,12 @@ pub struct MpiParams {
     /// Largest RDMA operation the library posts; longer rendezvous data is split
     /// (RDMA_MAX_RDMA_SIZE = 4 MiB in ibv_param.h).
     pub max_rdma_bytes: u32,
+    /// RDMA reads the library lets one queue pair have outstanding (RGET rendezvous); None: the
+    /// adapter's maximum. MVAPICH2 1.0 asks for 4 (rdma_default_qp_ous_rd_atom, ibv_param.c);
+    /// MVAPICH2 2.3.7 sets 4 and then raises it to the device's max_qp_rd_atom unless
+    /// MV2_DEFAULT_QP_OUS_RD_ATOM is set (rdma_iba_priv.c); UCX asks for the hardware's maximum
+    /// (UCX_RC_MAX_RD_ATOMIC = auto, rc_iface.c).
+    pub outstanding_reads: Option<u32>,
     /// Chunk of R3 (copy-based rendezvous) data: one eager buffer.
     pub r3_chunk_bytes: u32,
     /// Message coalescing over RC (MVAPICH2 since 1.0, gen2 `ibv_send.c`, `rdma_use_coalesce`
@@ -114,6 +120,7 @@ impl Default for MpiParams {
             credit_update_after: 9,
             header_bytes: 64,
             max_rdma_bytes: 4 << 20,
+            outstanding_reads: Some(4),
             r3_chunk_bytes: 8192,
             coalesce_after: 6,
             max_send_wqe: 180,
@@ -157,7 +164,8 @@ impl MpiParams {
     ///   EPYC entries; the fallback for an unlisted CPU, as a 2023 Xeon is, is 16 KiB and 16
     ///   fast-path buffers at every cluster size), so no job-size rule;
     /// - rendezvous by RDMA read: `rdma_rndv_protocol = MV2_RNDV_PROTOCOL_RGET` (RPUT only on
-    ///   the listed EPYC + HDR hosts);
+    ///   the listed EPYC + HDR hosts, where, its comment says, 16 outstanding reads cannot fill
+    ///   HDR), with as many reads outstanding as the adapter allows (rdma_iba_priv.c);
     /// - 16 RDMA fast-path buffers per peer (num_rdma_buffer) and the same credit rule;
     /// - RDMA_DEFAULT_MAX_SEND_WQE = 64 send work requests per connection;
     /// - coalescing (DEFAULT_USE_COALESCE 1, threshold 6) and RDMA_MAX_RDMA_SIZE 4 MiB as 1.0.
@@ -167,6 +175,7 @@ impl MpiParams {
         MpiParams {
             eager_threshold_bytes: 16 * 1024,
             rndv: Rndv::Rget,
+            outstanding_reads: None,
             max_send_wqe: 64,
             vbuf_bytes: 16 * 1024,
             r3_chunk_bytes: 16 * 1024,
@@ -191,6 +200,7 @@ impl MpiParams {
         MpiParams {
             eager_threshold_bytes: 8192,
             rndv: Rndv::Rget,
+            outstanding_reads: None,
             eager_credits: 512,
             credit_update_after: 257,
             max_send_wqe: 256,
