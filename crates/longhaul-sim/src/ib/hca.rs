@@ -249,7 +249,8 @@ impl HcaProfile {
     /// ConnectX-4 (MT27700), 4x EDR, PCIe 3.0 x16 (2015-): MCX455A/456A-ECAT ("NVIDIA
     /// ConnectX-4 InfiniBand/Ethernet Adapter Cards User Manual", docs.nvidia.com: EDR 100 Gb/s,
     /// PCIe Gen 3.0 x16 at 8 GT/s). Its PCIe (~100.8 Gb/s of DMA) just clears EDR's 100 Gb/s.
-    /// Product brief (Mellanox, 2015): 150 million messages per second, sub-0.6 us latency.
+    /// Product brief (Mellanox, 2015): 150 million messages per second, sub-0.6 us latency (the
+    /// brief's figures as recalled, not re-read here).
     pub fn connectx4() -> Self {
         Self::mlx5("connectx4", Generation::Edr, 3, [90.0, 50.0, 88.0, 11.0, 80.0])
     }
@@ -258,7 +259,7 @@ impl HcaProfile {
     /// Summit/Sierra era): the user manual (docs.nvidia.com "ConnectX-5 InfiniBand/Ethernet
     /// Adapter Cards User Manual", Interfaces): PCIe Gen 3.0/4.0 x16 at up to 16 GT/s. Product
     /// brief ("ConnectX-5 EN Card", Mellanox): sub-600 ns latency; 200 million messages per
-    /// second (the VPI brief's figure).
+    /// second (the VPI brief's figure, as recalled, not re-read here).
     pub fn connectx5() -> Self {
         Self::mlx5("connectx5", Generation::Edr, 4, [80.0, 40.0, 66.0, 8.0, 60.0])
     }
@@ -273,7 +274,8 @@ impl HcaProfile {
 
     /// ConnectX-7, 4x NDR, PCIe 5.0 x16 (2022-): "NVIDIA ConnectX-7 Cards for OCP Spec 3.0 User
     /// Manual" / ConnectX-7 PCIe user manual (docs.nvidia.com: a single NDR 400 Gb/s port, PCIe
-    /// Gen 5.0 x16). Product brief (NVIDIA, 2021): 330-370 million messages per second. Its costs
+    /// Gen 5.0 x16). Product brief (NVIDIA, 2021): 330-370 million messages per second (as recalled,
+    /// not re-read here). Its costs
     /// were set before the newer profiles and are their reference (see above).
     pub fn connectx7() -> Self {
         HcaProfile {

@@ -37,7 +37,7 @@ impl SwitchParams {
         }
     }
     /// SwitchX-2 class 4x FDR switch (SX6036, 2012-): 170 ns port-to-port (Mellanox's SX6036
-    /// product brief); buffer assumed 32 KiB per port, as InfiniScale IV.
+    /// product brief, as recalled, not re-read here); buffer assumed 32 KiB per port, as InfiniScale IV.
     pub fn switchx2() -> Self {
         SwitchParams {
             name: "switchx2".into(),
@@ -47,7 +47,7 @@ impl SwitchParams {
         }
     }
     /// Switch-IB class 4x EDR switch (SB7700/SB7800, 2015-): 130 ns port-to-port (Mellanox's
-    /// Switch-IB product brief; Switch-IB 2 claims 90 ns); buffer assumed 64 KiB per port.
+    /// Switch-IB product brief, as recalled, not re-read here; Switch-IB 2 claims 90 ns); buffer assumed 64 KiB per port.
     pub fn switch_ib() -> Self {
         SwitchParams {
             name: "switch-ib".into(),
@@ -57,7 +57,7 @@ impl SwitchParams {
         }
     }
     /// Quantum class 4x HDR switch (QM8700, 2019-): 130 ns port-to-port (Mellanox's QM8700
-    /// product brief); buffer assumed 64 KiB per port.
+    /// product brief, as recalled, not re-read here); buffer assumed 64 KiB per port.
     pub fn quantum() -> Self {
         SwitchParams {
             name: "quantum".into(),
