@@ -731,7 +731,9 @@ class Store:
             raise UserError(f"run '{run_id[:12]}': no such run in store '{self.root}'") from None
         meta, _ = _unseal(path, data)
         try:
-            records = table_to_records(pq.read_table(pa.BufferReader(data)))
+            # One thread, no pre-buffering: a run is small, and Arrow's thread pools still running at exit
+            # abort the process now and then ('terminate called without an active exception', apache/arrow#34314).
+            records = table_to_records(pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False))
         except Exception as err:  # noqa: BLE001 - damaged bytes fail the decoder in any way
             raise DamagedRun(path, f"is not a readable Parquet file ({_first_line(err)})") from None
         return meta, records
