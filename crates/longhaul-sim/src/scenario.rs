@@ -4,9 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::time::{MS, S};
+use crate::engine::Time;
 use crate::ib::timer::{self, MAX_RETRY_COUNT, MAX_TIMEOUT_EXP};
 use crate::ib::HcaProfile;
-use crate::net::{ExtenderParams, Generation, IbLink, SwitchParams, WanFraming};
+use crate::net::{CrossResolved, CrossSpec, ExtenderParams, Generation, IbLink, SwitchParams, WanFraming};
 
 /// A problem with a scenario, worded for the user: the parameter, what was given, the valid range.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -114,6 +116,8 @@ pub struct PathSpec {
     pub loss: Option<f64>,
     /// IB path MTU (256, 512, 1024, 2048 or 4096 bytes).
     pub mtu_bytes: Option<u32>,
+    /// With cross traffic: the WAN switches' drop-tail queue toward the long-haul link (bytes).
+    pub queue_bytes: Option<u64>,
 }
 
 /// A perftest-like verbs benchmark. Unset fields take perftest's defaults
@@ -173,6 +177,9 @@ pub struct Scenario {
     #[serde(default)]
     pub path: PathSpec,
     pub verbs: VerbsSpec,
+    /// UDP cross traffic from a second host pair on the WAN switches (framed WANs only).
+    #[serde(default)]
+    pub cross: Option<CrossSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -329,6 +336,10 @@ pub struct Resolved {
     /// What the user should know about the hardware combination and distance (an extender
     /// beyond its rated reach, or slower than the adapters), one line each.
     pub warnings: Vec<String>,
+    /// Cross traffic on the WAN switches, and their drop-tail queue toward the long-haul link
+    /// (bytes; 0 without cross traffic: no WAN switch is built).
+    pub cross: Option<CrossResolved>,
+    pub queue_bytes: u64,
 }
 
 impl Resolved {
@@ -357,6 +368,51 @@ pub(crate) fn in_range_u(name: &str, v: u64, lo: u64, hi: u64) -> Result<u64, Sc
     }
     Ok(v)
 }
+
+/// A `[cross]` table in range, or a one-line error naming the key: the rate in (0, `wan_gbps`]
+/// (the WAN line rate of `wan`), datagrams of 64 bytes up to `mtu` (`default_bytes` unset). The
+/// same check for every model with cross traffic.
+pub(crate) fn resolve_cross(
+    c: &CrossSpec,
+    wan_gbps: f64,
+    wan: &str,
+    default_bytes: u32,
+    mtu: u32,
+) -> Result<CrossResolved, ScenarioError> {
+    if !c.gbps.is_finite() || c.gbps <= 0.0 || c.gbps > wan_gbps {
+        return err(format!("cross_gbps: {} is out of range (0, {wan_gbps:.4}] (the WAN line rate of {wan})", c.gbps));
+    }
+    let start = in_range_f("cross.start_s", c.start_s.unwrap_or(0.0), 0.0, 3600.0)?;
+    let on = in_range_f("cross.on_ms", c.on_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
+    let off = in_range_f("cross.off_ms", c.off_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
+    if (on > 0.0) != (off > 0.0) {
+        return err("cross.on_ms, cross.off_ms: give both (bursts) or neither (constant rate)");
+    }
+    let ip = in_range_u("cross.packet_bytes", c.packet_bytes.unwrap_or(default_bytes) as u64, 64, mtu as u64)? as u32;
+    Ok(CrossResolved {
+        gbps: c.gbps,
+        start: (start * S as f64) as Time,
+        on: (on * MS as f64) as Time,
+        off: (off * MS as f64) as Time,
+        ip_bytes: ip,
+    })
+}
+
+/// A drop-tail queue floor when it is sized by the bandwidth-delay product: ns-3's default
+/// drop-tail queue (100 packets), so short paths still absorb a burst.
+const MIN_QUEUE_PACKETS: u64 = 100;
+
+/// The default bottleneck queue of a WAN router or switch: one bandwidth-delay product at
+/// `wan_gbps` over a round trip of twice `one_way_s` (Villamizar & Song, 1994), at least 100
+/// frames of `frame_bytes`. The same for TCP's routers and the verbs model's WAN switches.
+pub(crate) fn bdp_queue_bytes(wan_gbps: f64, one_way_s: f64, frame_bytes: u64) -> u64 {
+    ((wan_gbps * 1e9 / 8.0 * 2.0 * one_way_s) as u64).max(MIN_QUEUE_PACKETS * frame_bytes)
+}
+
+/// Cross traffic's datagrams on an Ethernet/SONET WAN: Ethernet's MTU by default (iperf -u's
+/// datagrams fill it), jumbo frames at most.
+const CROSS_DEFAULT_BYTES: u32 = 1500;
+const CROSS_MAX_BYTES: u32 = 9000;
 
 impl Scenario {
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
@@ -449,6 +505,9 @@ impl Scenario {
         let fibre_km = in_range_f("fibre_km", p.fibre_km.unwrap_or(0.0), 0.0, MAX_DELAY_US / 5.0)?;
         let loss = in_range_f("loss", p.loss.unwrap_or(0.0), 0.0, 0.5)?;
 
+        let (cross, queue_bytes) =
+            self.resolve_cross(extender.as_ref(), wan_links, (fibre_km * 5.0 + delay_us) * 1e-6)?;
+
         let v = &self.verbs;
         let size = in_range_u("size_bytes", v.size_bytes, 1, MAX_SIZE_BYTES)? as u32;
         if v.transport == TransportName::Ud && size > mtu {
@@ -529,7 +588,51 @@ impl Scenario {
                 MAX_RETRY_COUNT as u64,
             )? as u32,
             warnings,
+            cross,
+            queue_bytes,
         })
+    }
+
+    /// Cross traffic and the WAN switches' queue: only where the extenders frame IB in
+    /// Ethernet or SONET, whose switches other traffic shares (native IB on dark fibre, or a
+    /// plain IB link, has no shared switch).
+    fn resolve_cross(
+        &self,
+        ext: Option<&ExtenderParams>,
+        wan_links: u32,
+        one_way_s: f64,
+    ) -> Result<(Option<CrossResolved>, u64), ScenarioError> {
+        let Some(c) = &self.cross else {
+            if self.path.queue_bytes.is_some() {
+                return err("queue_bytes: the WAN switches' queue exists only with cross traffic (set cross_gbps)");
+            }
+            return Ok((None, 0));
+        };
+        let framed = ext.filter(|e| e.framing != WanFraming::Ib);
+        let Some(e) = framed else {
+            let what = if ext.is_some() {
+                "this path's extenders carry IB natively (wan_framing ib)"
+            } else {
+                "this path is a plain IB link (extender none)"
+            };
+            return err(format!(
+                "cross_gbps: cross traffic shares a WAN switch, found only where the extenders frame IB in \
+                 Ethernet or SONET (wan_framing oc192, 10gige-lan, 10gige-wan or 100gige-roce); {what}"
+            ));
+        };
+        if wan_links != 1 {
+            return err(format!(
+                "cross_gbps: cross traffic is modelled on one WAN link (set wan_links = 1, not {wan_links})"
+            ));
+        }
+        let wan_gbps = e.framing.payload_gbps(&e.wan);
+        let cross = resolve_cross(c, wan_gbps, e.framing.name(), CROSS_DEFAULT_BYTES, CROSS_MAX_BYTES)?;
+        let frame = (CROSS_DEFAULT_BYTES + e.framing.frame_overhead_bytes()) as u64;
+        let queue = match self.path.queue_bytes {
+            Some(b) => in_range_u("queue_bytes", b, frame, 1 << 40)?,
+            None => bdp_queue_bytes(wan_gbps, one_way_s, frame),
+        };
+        Ok((Some(cross), queue))
     }
 }
 

@@ -3,20 +3,37 @@
 //! ```text
 //! host A -- switch A -- extender A ==== WAN ==== extender B -- switch B -- host B
 //! ```
-//! (without an extender, switch A and switch B are joined directly by a long IB link).
+//! (without an extender, switch A and switch B are joined directly by a long IB link). With cross
+//! traffic the extenders' WAN ports meet the long-haul link at a WAN switch on each side
+//! (Ethernet or SONET, where IB is framed so), which a second host pair shares:
+//!
+//! ```text
+//! extender A -- WAN switch A ==== WAN ==== WAN switch B -- extender B
+//!                    |                          |
+//!               cross host A               cross host B
+//! ```
+//! The WAN switches drop from the tail of their queue toward the long-haul link; the extenders'
+//! credits span the whole WAN, switches included ([`Fabric::extend_credits`]).
 
 use crate::engine::time::{from_ns, from_us};
-use crate::net::{Fabric, IbLink, NodeId, NodeKind, PortParams, Rate, Routable};
+use crate::engine::Time;
+use crate::net::{ExtenderParams, Fabric, IbLink, NodeId, NodeKind, PortParams, Rate, Routable, WanFraming};
 use crate::scenario::Resolved;
 
 /// Propagation on an in-room cable (about 1 m of copper).
 const CABLE_NS: f64 = 5.0;
 /// Adapter receive buffer (bytes) advertised to the switch; assumed (adapters drain at link rate).
 const HCA_BUFFER_BYTES: u64 = 64 * 1024;
+/// Store-and-forward latency of a WAN switch (assumed, as the TCP model's IP routers).
+const WAN_SWITCH_LATENCY_NS: f64 = 1000.0;
+/// The cross-traffic hosts' NICs: 10GBASE-R (IEEE 802.3ae), or the WAN's rate if faster.
+const CROSS_NIC_GBPS: f64 = 10.0;
 
 pub struct TwoClusters {
     pub hosts_a: Vec<NodeId>,
     pub hosts_b: Vec<NodeId>,
+    /// The cross-traffic host on each side, when the scenario has cross traffic.
+    pub cross: Option<(NodeId, NodeId)>,
 }
 
 fn local(link: IbLink, peer_buffer: u64) -> PortParams {
@@ -55,6 +72,7 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
         }
     }
     let one_way = from_us(r.one_way_delay_us());
+    let mut cross = None;
     match &r.extender {
         Some(ext) => {
             let lat = from_ns(ext.latency_ns);
@@ -74,8 +92,12 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
                 queue_limit_bytes: None,
                 loss: r.loss,
             };
-            for _ in 0..r.wan_links {
-                fabric.connect(ex_a, ex_b, wan.clone(), wan.clone());
+            if r.cross.is_some() {
+                cross = Some(shared_wan(r, ext, fabric, (ex_a, ex_b), wan, one_way));
+            } else {
+                for _ in 0..r.wan_links {
+                    fabric.connect(ex_a, ex_b, wan.clone(), wan.clone());
+                }
             }
         }
         None => {
@@ -86,5 +108,49 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
         }
     }
     fabric.compute_routes();
-    TwoClusters { hosts_a, hosts_b }
+    TwoClusters { hosts_a, hosts_b, cross }
+}
+
+/// The extenders' WAN through a WAN switch on each side, with a cross-traffic host on each:
+/// returns the two hosts. `wan`: the extenders' WAN port as it would be without the switches.
+fn shared_wan<P: Routable>(
+    r: &Resolved,
+    ext: &ExtenderParams,
+    fabric: &mut Fabric<P>,
+    (ex_a, ex_b): (NodeId, NodeId),
+    wan: PortParams,
+    one_way: Time,
+) -> (NodeId, NodeId) {
+    let lat = from_ns(WAN_SWITCH_LATENCY_NS);
+    let ws_a = fabric.add_node(NodeKind::Switch, "wan-switch-a", lat, false);
+    let ws_b = fabric.add_node(NodeKind::Switch, "wan-switch-b", lat, false);
+    let cable = from_ns(CABLE_NS);
+    // Extender to switch: the extender's WAN port, its credits for the far extender's buffer.
+    let to_switch = PortParams { propagation: cable, loss: 0.0, ..wan.clone() };
+    // Switch to extender: no flow control of its own (the far extender's credits cover it).
+    let to_extender = PortParams { peer_buffer_bytes: None, min_packet_gap: 0, ..to_switch.clone() };
+    let long = PortParams { min_packet_gap: 0, peer_buffer_bytes: None, queue_limit_bytes: Some(r.queue_bytes), ..wan };
+    let (ea, _) = fabric.connect(ex_a, ws_a, to_switch.clone(), to_extender.clone());
+    let (ab, ba) = fabric.connect(ws_a, ws_b, long.clone(), long);
+    let (_, eb) = fabric.connect(ws_b, ex_b, to_extender, to_switch);
+    let back = 2 * cable + one_way;
+    let into_b = fabric.ports[eb as usize].peer;
+    let into_a = fabric.ports[ea as usize].peer;
+    fabric.extend_credits(&[ea, ab, into_b], back);
+    fabric.extend_credits(&[eb, ba, into_a], back);
+    let nic_gbps = CROSS_NIC_GBPS.max(ext.framing.payload_gbps(&ext.wan));
+    let access = PortParams {
+        rate: Rate::from_gbps(nic_gbps),
+        frame_overhead_bytes: WanFraming::TenGigELan.frame_overhead_bytes(),
+        min_packet_gap: 0,
+        propagation: cable,
+        peer_buffer_bytes: None,
+        queue_limit_bytes: None,
+        loss: 0.0,
+    };
+    let ca = fabric.add_node(NodeKind::Host, "cross-a", 0, false);
+    let cb = fabric.add_node(NodeKind::Host, "cross-b", 0, false);
+    fabric.connect(ca, ws_a, access.clone(), access.clone());
+    fabric.connect(cb, ws_b, access.clone(), access);
+    (ca, cb)
 }

@@ -19,6 +19,7 @@ fn scenario(testbed: &str, transport: TransportName, size: u64, iters: u64, km: 
         hca: None,
         path: PathSpec { fibre_km: Some(km), ..Default::default() },
         verbs,
+        cross: None,
     }
 }
 

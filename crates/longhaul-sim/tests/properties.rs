@@ -24,6 +24,7 @@ fn scenario(transport: TransportName, op: OpName, size: u64, iters: u64, path: P
             retry_count: Some(7),
             cm: None,
         },
+        cross: None,
     }
 }
 

@@ -46,6 +46,34 @@ def file_keys(tables: dict[str, Iterable[str]], renamed: dict[str, str] | None =
     return {key: f"{table}.{key}" for table, keys in tables.items() for key in keys} | (renamed or {})
 
 
+#: Cross traffic's parameters as the models' functions take them, and their keys in a scenario's
+#: ``[cross]`` table (the same for every model with cross traffic: tcp, verbs).
+CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
+              "cross_packet_bytes": "packet_bytes"}
+
+
+def check_cross_table(sc: dict) -> None:
+    """A scenario's ``cross`` must be a table (``cross = 5`` was a TypeError traceback)."""
+    if not isinstance(sc.get("cross", {}), dict):
+        raise UserError(f"scenario: 'cross' must be a table/object ({', '.join(CROSS_KEYS.values())}), "
+                        f"got {type(sc['cross']).__name__}")
+
+
+def set_cross(sc: dict, key: str, value) -> None:
+    """Set cross-traffic parameter ``key`` (a ``CROSS_KEYS`` key) in scenario ``sc``;
+    ``cross_gbps`` = 0 removes the cross traffic."""
+    if key == "cross_gbps" and value == 0:
+        sc.pop("cross", None)
+        return
+    sc.setdefault("cross", {})[CROSS_KEYS[key]] = value
+
+
+def check_cross_rate(sc: dict) -> None:
+    """Other cross options without the rate: one line, not the core's missing-field message."""
+    if "cross" in sc and "gbps" not in sc["cross"]:
+        raise UserError("cross_gbps: the cross-traffic rate is required when other cross options are given")
+
+
 def unknown_parameter(model: str, key: str, valid: Iterable[str]) -> UserError:
     """The error for a parameter ``model``'s scenarios do not have: the closest valid name, if one
     is close (a typo), and every valid name."""

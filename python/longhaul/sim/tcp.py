@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from longhaul import _core
-from longhaul.errors import UserError
 from longhaul.sim import core
 
 LINKS = core.names("tcp.link")
@@ -34,8 +33,7 @@ _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_framing", "rate_gbps", "q
 _TCP_KEYS = ("cc", "mtu_bytes", "streams", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs",
              "sack", "hystart", "rack", "rto_formula", "rto_restart", "rto_ssthresh", "cwnd_growth",
              "delayed_ack", "min_rto_ms", "duration_s", "interval_s", "cwnd_trace")
-_CROSS_KEYS = {"cross_gbps": "gbps", "cross_start_s": "start_s", "cross_on_ms": "on_ms", "cross_off_ms": "off_ms",
-               "cross_packet_bytes": "packet_bytes"}
+_CROSS_KEYS = core.CROSS_KEYS
 #: a parameter's key in a scenario file, for messages about the file's values
 FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "tcp": _TCP_KEYS},
                            {k: f"cross.{v}" for k, v in _CROSS_KEYS.items()})
@@ -47,9 +45,7 @@ def scenario(base: dict | None = None, **params) -> dict:
     the base's auto-tuning ceilings, and "auto" its fixed buffer (a file's window can be overridden
     either way)."""
     sc = core.base_copy(base, ("path", "tcp"))
-    if not isinstance(sc.get("cross", {}), dict):   # `cross = 5` was a TypeError traceback
-        raise UserError(f"scenario: 'cross' must be a table/object ({', '.join(_CROSS_KEYS.values())}), "
-                        f"got {type(sc['cross']).__name__}")
+    core.check_cross_table(sc)
     for key, value in params.items():
         if value is None:
             continue
@@ -65,16 +61,12 @@ def scenario(base: dict | None = None, **params) -> dict:
         elif key in _TCP_KEYS:
             sc["tcp"][key] = value
         elif key in _CROSS_KEYS:
-            if key == "cross_gbps" and value == 0:
-                sc.pop("cross", None)
-                continue
-            sc.setdefault("cross", {})[_CROSS_KEYS[key]] = value
+            core.set_cross(sc, key, value)
         elif key in ("seed", "testbed", "stack", "link"):
             sc[key] = value
         else:
             raise core.unknown_parameter("", key, [*FILE_KEYS, "seed", "testbed", "stack", "link"])
-    if "cross" in sc and "gbps" not in sc["cross"]:
-        raise UserError("cross_gbps: the cross-traffic rate is required when other cross options are given")
+    core.check_cross_rate(sc)
     sc.setdefault("link", "10gige-lan")
     return sc
 

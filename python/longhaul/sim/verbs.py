@@ -22,20 +22,26 @@ MTUS = tuple(int(m) for m in core.names("verbs.mtu_bytes"))
 WAN_FRAMINGS = core.names("verbs.wan_framing")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
-              "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes")
+              "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes", "queue_bytes")
 _VERBS_KEYS = ("transport", "op", "test", "size_bytes", "iterations", "tx_depth", "rx_depth", "qps",
                "outstanding_reads", "timeout_exp", "retry_count", "cm")
 #: a parameter's key in a scenario file, for messages about the file's values
-FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "verbs": _VERBS_KEYS})
+FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "verbs": _VERBS_KEYS},
+                           {k: f"cross.{v}" for k, v in core.CROSS_KEYS.items()})
 
 
 def scenario(base: dict | None = None, **params) -> dict:
-    """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset)."""
+    """A scenario dict: ``base`` (e.g. read from a file) updated with ``params`` (None = unset).
+    ``cross_gbps`` (and the other ``cross_*`` keys, as for tcp) adds UDP cross traffic on the WAN
+    switches; 0 means none."""
     sc = core.base_copy(base, ("path", "verbs"))
+    core.check_cross_table(sc)
     for key, value in params.items():
         if value is None:
             continue
-        if key in _PATH_KEYS:
+        if key in core.CROSS_KEYS:
+            core.set_cross(sc, key, value)
+        elif key in _PATH_KEYS:
             sc["path"][key] = value
         elif key in _VERBS_KEYS:
             sc["verbs"][key] = value
@@ -43,6 +49,7 @@ def scenario(base: dict | None = None, **params) -> dict:
             sc[key] = value
         else:
             raise core.unknown_parameter("", key, [*FILE_KEYS, "seed", "testbed", "hca"])
+    core.check_cross_rate(sc)
     return sc
 
 

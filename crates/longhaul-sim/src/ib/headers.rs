@@ -32,6 +32,9 @@ pub enum Kind {
     ReadReq,
     /// RDMA read response data.
     ReadResp,
+    /// Not IB: another network's datagram sharing the fabric (cross traffic on a WAN switch),
+    /// never handed to an adapter.
+    Datagram,
 }
 
 /// Verbs operation of a work request.

@@ -2,7 +2,7 @@
 //! the protocol (no payload bytes are stored: memory stays proportional to packets in flight).
 
 use super::headers::{Kind, Op};
-use crate::net::{NodeId, Routable};
+use crate::net::{Datagram, NodeId, Routable};
 
 #[derive(Debug, Clone, Copy)]
 pub struct IbPacket {
@@ -44,5 +44,29 @@ impl Routable for IbPacket {
     #[inline]
     fn flow(&self) -> u32 {
         self.qp >> 1
+    }
+}
+
+impl Datagram for IbPacket {
+    /// Cross traffic's datagram: `qp` holds its source (and so its flow).
+    fn datagram(src: NodeId, dst: NodeId, source: u32, wire_bytes: u32) -> Self {
+        IbPacket {
+            src,
+            dst,
+            qp: source,
+            kind: Kind::Datagram,
+            op: Op::Send,
+            psn: 0,
+            len: wire_bytes,
+            first: true,
+            last: true,
+            ack_req: false,
+            wire: wire_bytes,
+            imm: 0,
+        }
+    }
+
+    fn source(&self) -> u32 {
+        self.qp
     }
 }

@@ -4,7 +4,7 @@
 //! that reach it. The fabric knows nothing about what the packets mean.
 
 use super::port::{
-    credit_blocks, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT,
+    credit_blocks, CreditReturn, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT,
 };
 use crate::engine::{EventQueue, RngStream, Time};
 
@@ -123,6 +123,11 @@ impl<P: Routable> Fabric<P> {
         self.ports.push(Port::new(b, ba, ends(nb, a, na), RngStream::new(self.seed, 1000 + pb as u64)));
         self.ports[pa as usize].peer = pb;
         self.ports[pb as usize].peer = pa;
+        // Space a packet takes at a's ingress goes back to b's port, and the other way round.
+        self.ports[pa as usize].credit =
+            CreditReturn { to: pb, delay: self.ports[pb as usize].params.propagation, on_forward: true };
+        self.ports[pb as usize].credit =
+            CreditReturn { to: pa, delay: self.ports[pa as usize].params.propagation, on_forward: true };
         self.nodes[a as usize].ports.push(pa);
         self.nodes[b as usize].ports.push(pb);
         (pa, pb)
@@ -256,25 +261,54 @@ impl<P: Routable> Fabric<P> {
     }
 
     /// Give back the ingress-buffer space a packet held at the node of `in_port`, effective at
-    /// the sender after the flow-control update crosses the link.
+    /// the sender after the flow-control update crosses the link. `onward`: the packet left
+    /// for the next hop (false: it was dropped here). Inside a credit domain (see
+    /// [`Fabric::extend_credits`]) the space is the far end's, given back when the packet leaves
+    /// the domain or is dropped in it.
     #[inline(always)]
     fn return_credits<E: From<NetEvent> + Copy>(
         &mut self,
         in_port: PortId,
         left_at: Time,
         wire_bytes: u32,
+        onward: bool,
         q: &mut EventQueue<E>,
     ) {
-        let up = self.ports[in_port as usize].peer;
+        let ingress = &self.ports[in_port as usize];
+        if onward && !ingress.credit.on_forward {
+            return;
+        }
+        let (up, delay) = (ingress.credit.to, ingress.credit.delay);
         let sender = &mut self.ports[up as usize];
         if !sender.credit_controlled {
             return;
         }
-        let at = left_at + sender.params.propagation;
+        let at = left_at + delay;
         sender.push_credit_return(at, credit_blocks(wire_bytes) * CREDIT_BLOCK_BYTES);
         if sender.credit_starved {
             sender.credit_starved = false;
             self.wake(up, at, q);
+        }
+    }
+
+    /// Make the link-level credits of `chain[0]` (a port with flow control) stand for the
+    /// ingress buffer at the far end of the last port of `chain`, a path of links without flow
+    /// control of their own (an extender pair's credits across the WAN switches between them):
+    /// the buffer space a packet takes there is given back when it leaves that node, or when it
+    /// is dropped on the way (a drop-tail queue, corruption), a round trip of the domain later
+    /// (the receiver learns of the loss from the sender's next flow-control packet: IB's credits
+    /// are absolute counts, IBA vol. 1 7.9.4, so a lost packet's space is not lost). `back`: the
+    /// propagation of the credit updates from the far end to `chain[0]`.
+    pub fn extend_credits(&mut self, chain: &[PortId], back: Time) {
+        let owner = chain[0];
+        let ahead: Time = chain.iter().map(|&p| self.ports[p as usize].params.propagation).sum();
+        let mut travelled = 0;
+        for (i, &p) in chain.iter().enumerate() {
+            travelled += self.ports[p as usize].params.propagation;
+            let last = i + 1 == chain.len();
+            let ingress = self.ports[p as usize].peer as usize;
+            self.ports[ingress].credit =
+                CreditReturn { to: owner, delay: if last { back } else { ahead - travelled + back }, on_forward: last };
         }
     }
 
@@ -293,12 +327,12 @@ impl<P: Routable> Fabric<P> {
         if sender.rng.chance(sender.params.loss) {
             // Corrupted on the wire: the receiver's CRC check discards it and frees its buffer.
             sender.stats.drops_loss += 1;
-            self.return_credits(in_port, item.tail_at, item.wire_bytes, q);
+            self.return_credits(in_port, item.tail_at, item.wire_bytes, false, q);
             return;
         }
         if sender.ends.to_host {
             // The adapter drains its receive buffer into host memory as packets arrive.
-            self.return_credits(in_port, item.tail_at, item.wire_bytes, q);
+            self.return_credits(in_port, item.tail_at, item.wire_bytes, true, q);
             eps.deliver(now, node, item.pkt);
             // The host's one port is this link's far end.
             debug_assert_eq!(in_port, self.host_port(node));
@@ -340,7 +374,7 @@ impl<P: Routable> Fabric<P> {
             0 => {
                 // Unroutable: impossible in a validated topology; count it as a queue drop.
                 self.ports[from as usize].stats.drops_queue += 1;
-                self.return_credits(in_port, now, item.wire_bytes, q);
+                self.return_credits(in_port, now, item.wire_bytes, false, q);
                 return None;
             }
             n => self.route_ports[(route.start + item.pkt.flow() % n) as usize],
@@ -357,10 +391,12 @@ impl<P: Routable> Fabric<P> {
         if let Some(limit) = port.params.queue_limit_bytes {
             if port.waiting_bytes(clock, now) + item.wire_bytes as u64 > limit {
                 port.stats.drops_queue += 1;
+                self.ports[in_port as usize].stats.ingress_drops += 1;
+                let port = &mut self.ports[out as usize];
                 if now > clock {
                     port.early_drops.push_back(now);
                 }
-                self.return_credits(in_port, now, item.wire_bytes, q);
+                self.return_credits(in_port, now, item.wire_bytes, false, q);
                 return None;
             }
         }
@@ -525,7 +561,7 @@ impl<P: Routable> Fabric<P> {
             self.forward(now, p, InFlight { deliver_at, tail_at, wire_bytes, pkt }, q, eps);
         }
         if in_port != NO_PORT {
-            self.return_credits(in_port, start + ser, wire_bytes, q);
+            self.return_credits(in_port, start + ser, wire_bytes, true, q);
         }
     }
 

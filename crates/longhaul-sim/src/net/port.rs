@@ -79,12 +79,28 @@ pub(crate) struct Ends {
     pub to_latency: Time,
 }
 
+/// Where the buffer space a packet holds at a port's node (having arrived through it) is given
+/// back: the sending port at the other end of its link by default, or the first port of a
+/// credit domain (`Fabric::extend_credits`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CreditReturn {
+    pub to: PortId,
+    /// From the packet leaving (or being dropped) to the credits reaching `to`.
+    pub delay: Time,
+    /// Given back when the packet is forwarded from here (false inside a domain: the space is
+    /// further on, and only a drop here gives it back).
+    pub on_forward: bool,
+}
+
 /// Per-port counters.
 #[derive(Debug, Clone, Default)]
 pub struct PortStats {
     pub tx_packets: u64,
     pub drops_loss: u64,
     pub drops_queue: u64,
+    /// As an ingress port: packets that came in through it and were dropped from a full queue
+    /// at its node (whose traffic a drop-tail queue turned away).
+    pub ingress_drops: u64,
 }
 
 pub struct Port<P> {
@@ -114,6 +130,8 @@ pub struct Port<P> {
     /// Credits on their way back: (time they arrive here, bytes), kept in time order.
     pub(crate) credit_returns: VecDeque<(Time, u64)>,
     pub(crate) credit_starved: bool,
+    /// As an ingress port: where the space of the packets that came in through it goes back.
+    pub(crate) credit: CreditReturn,
     pub(crate) wire: VecDeque<InFlight<P>>,
     pub(crate) wake_at: Time,
     pub(crate) rng: RngStream,
@@ -139,6 +157,7 @@ impl<P> Port<P> {
             credits,
             credit_returns: VecDeque::new(),
             credit_starved: false,
+            credit: CreditReturn { to: NO_PORT, delay: 0, on_forward: true },
             wire: VecDeque::new(),
             wake_at: NEVER,
             rng,

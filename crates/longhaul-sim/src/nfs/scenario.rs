@@ -168,8 +168,15 @@ impl NfsScenario {
                 };
                 let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Write, params.chunk_bytes as u64);
                 NfsPath::Rdma(Box::new(
-                    Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }
-                        .resolve()?,
+                    Scenario {
+                        seed: self.seed,
+                        testbed: testbed.clone(),
+                        hca: None,
+                        path: verbs_path,
+                        verbs,
+                        cross: None,
+                    }
+                    .resolve()?,
                 ))
             }
             NfsTransport::IpoibRc | NfsTransport::IpoibUd => {

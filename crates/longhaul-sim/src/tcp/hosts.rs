@@ -27,7 +27,6 @@
 use std::collections::VecDeque;
 
 use super::cc::CcName;
-use super::cross::CrossSource;
 use super::flow::Flow;
 use super::link::{Framing, TCP_IP_HEADER_BYTES};
 use super::params::{HostStack, TcpParams};
@@ -37,6 +36,7 @@ use super::sender::{Next, NEVER};
 use super::stream::{Frame, Stream};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
+use crate::net::CrossSource;
 use crate::net::{Endpoints, NodeId, Pull};
 
 /// What a direction keeps besides its sender and receiver.

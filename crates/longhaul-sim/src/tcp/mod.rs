@@ -16,7 +16,6 @@
 //! - host stack costs are one CPU timeline per core, charged per packet and per byte.
 
 pub mod cc;
-pub mod cross;
 pub mod flow;
 pub mod hosts;
 pub mod link;

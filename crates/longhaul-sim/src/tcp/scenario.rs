@@ -12,10 +12,11 @@ use super::link::{Framing, LinkKind, MIN_MTU};
 use super::params::{CwndGrowth, HostStack, RtoFormula, RtoRestart, RtoSsthresh, TcpParams, WindowSpec};
 use crate::engine::time::{MS, S};
 use crate::engine::Time;
+pub use crate::net::{CrossResolved, CrossSpec};
 use crate::net::{ExtenderParams, WanFraming};
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
-    MAX_DELAY_US,
+    bdp_queue_bytes, err, in_range_f, in_range_u, resolve_cross, OpName, PathSpec, Resolved, Scenario, ScenarioError,
+    TransportName, VerbsSpec, MAX_DELAY_US,
 };
 
 /// The long-haul path (every field optional).
@@ -84,20 +85,6 @@ pub struct TcpSpec {
     pub interval_s: Option<f64>,
     /// Record each stream's cwnd at every interval.
     pub cwnd_trace: Option<bool>,
-}
-
-/// Constant-bit-rate UDP cross traffic on the WAN, from a second host pair.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct CrossSpec {
-    /// IP-level rate while on (Gb/s).
-    pub gbps: f64,
-    pub start_s: Option<f64>,
-    /// On/off bursts: on for on_ms, off for off_ms (unset: always on).
-    pub on_ms: Option<f64>,
-    pub off_ms: Option<f64>,
-    /// Datagram size (IP bytes; default the MTU).
-    pub packet_bytes: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -194,15 +181,6 @@ pub struct EthPath {
     pub extender: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct CrossResolved {
-    pub gbps: f64,
-    pub start: Time,
-    pub on: Time,
-    pub off: Time,
-    pub ip_bytes: u32,
-}
-
 /// Every parameter the TCP model uses, in range.
 #[derive(Debug, Clone, Serialize)]
 pub struct TcpResolved {
@@ -247,9 +225,6 @@ const ROUTER_LATENCY_NS: f64 = 1000.0;
 /// 10GBASE-R: the hosts' NIC rate on the 10 Gb/s Ethernet/SONET paths (IEEE 802.3ae); the
 /// 25-400 GbE links give the hosts NICs of the link's rate.
 const HOST_NIC_GBPS: f64 = 10.0;
-/// Bottleneck queue floor when it is sized by the bandwidth-delay product: ns-3's default
-/// drop-tail queue (100 packets), so short paths still absorb a burst.
-const MIN_QUEUE_PACKETS: u64 = 100;
 
 pub const STREAMS_MAX: u64 = 1024;
 
@@ -382,7 +357,8 @@ impl TcpScenario {
             };
             let verbs = VerbsSpec::bw_test(TransportName::Ud, OpName::Send, 1);
             let r =
-                Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs }.resolve()?;
+                Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs, cross: None }
+                    .resolve()?;
             let wan = match &r.extender {
                 Some(e) => e.framing.payload_gbps(&e.wan),
                 None => r.wan.data_gbps(),
@@ -432,7 +408,7 @@ impl TcpScenario {
                 // Default: one bandwidth-delay product (Villamizar & Song, 1994), at least 100 packets.
                 (None, None) => match &ext {
                     Some(e) => e.buffer_bytes,
-                    None => ((wan_gbps * 1e9 / 8.0 * 2.0 * one_way_s) as u64).max(MIN_QUEUE_PACKETS * frame),
+                    None => bdp_queue_bytes(wan_gbps, one_way_s, frame),
                 },
             };
             let eth = EthPath {
@@ -451,29 +427,7 @@ impl TcpScenario {
 
         let cross = match &self.cross {
             None => None,
-            Some(c) => {
-                if !c.gbps.is_finite() || c.gbps <= 0.0 || c.gbps > wan_gbps {
-                    return err(format!(
-                        "cross_gbps: {} is out of range (0, {wan_gbps:.4}] (the WAN line rate of {})",
-                        c.gbps,
-                        link.name()
-                    ));
-                }
-                let start = in_range_f("cross.start_s", c.start_s.unwrap_or(0.0), 0.0, 3600.0)?;
-                let on = in_range_f("cross.on_ms", c.on_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
-                let off = in_range_f("cross.off_ms", c.off_ms.unwrap_or(0.0), 0.0, 3.6e6)?;
-                if (on > 0.0) != (off > 0.0) {
-                    return err("cross.on_ms, cross.off_ms: give both (bursts) or neither (constant rate)");
-                }
-                let ip = in_range_u("cross.packet_bytes", c.packet_bytes.unwrap_or(mtu) as u64, 64, mtu as u64)? as u32;
-                Some(CrossResolved {
-                    gbps: c.gbps,
-                    start: (start * S as f64) as Time,
-                    on: (on * MS as f64) as Time,
-                    off: (off * MS as f64) as Time,
-                    ip_bytes: ip,
-                })
-            }
+            Some(c) => Some(resolve_cross(c, wan_gbps, link.name(), mtu, mtu)?),
         };
 
         Ok(TcpResolved {

@@ -7,11 +7,13 @@
 //!
 //! Implementations, one file each: [`verbs`] (RC/UC/UD with send/receive and the RDMA write and
 //! read extension, on [`crate::ib::IbHosts`]) and [`tcp`] (one TCP host layer for iperf, NFS,
-//! MPI and every later application, [`crate::tcp::hosts::TcpHosts`]).
+//! MPI and every later application, [`crate::tcp::hosts::TcpHosts`]); [`cross`] puts cross
+//! traffic's hosts beside any of them.
 //!
 //! Adding a transport: implement [`Transport`] (and [`Endpoints`] for its packet type) in a new
 //! file here; every application whose needs it meets runs over it unchanged.
 
+pub mod cross;
 pub mod tcp;
 pub mod verbs;
 

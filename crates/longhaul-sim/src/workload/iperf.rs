@@ -12,8 +12,8 @@ use std::collections::VecDeque;
 
 use crate::engine::time::{to_s, to_us};
 use crate::engine::{EventQueue, Time};
+use crate::net::CrossSource;
 use crate::net::{Fabric, NodeId};
-use crate::tcp::cross::CrossSource;
 use crate::tcp::hosts::{TcpHosts, TcpOutput, TcpTimer};
 use crate::tcp::path::{self, TcpPath};
 use crate::tcp::scenario::TcpResolved;

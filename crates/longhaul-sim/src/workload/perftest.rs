@@ -12,13 +12,16 @@ use serde::Serialize;
 use crate::engine::time::{from_ns, from_us, to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{timer, Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
-use crate::net::{Fabric, NodeId};
+use crate::net::{CrossHosts, CrossSource, Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
+use crate::transport::cross::WithCross;
 use crate::world::{App, Ev, TimerPolicy, World};
 
+/// The adapters, and the cross traffic's hosts when the WAN is shared.
+type Hosts = WithCross<IbHosts>;
 /// perftest has no events of its own.
-type Cx<'a> = crate::world::Cx<'a, IbHosts, Never>;
+type Cx<'a> = crate::world::Cx<'a, Hosts, Never>;
 type Never = std::convert::Infallible;
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 per second).
@@ -87,6 +90,14 @@ pub struct VerbsRecord {
     /// What the hardware and distance imply (an extender beyond its rated reach or slower than
     /// the adapters), "; "-separated, else empty.
     pub warnings: String,
+    /// UDP cross traffic on the WAN switches (IP-level Gb/s while on; 0: none), what of it
+    /// arrived (IP bytes over the run), and the datagrams the WAN switch dropped.
+    pub cross_gbps: f64,
+    pub cross_bw_MBps: f64,
+    pub cross_packets_dropped: u64,
+    /// IB packets the WAN switches dropped from a full queue, both directions (RC resends them;
+    /// UD and UC lose them).
+    pub wan_drops_queue: u64,
 }
 
 /// One requester queue pair driven by the benchmark.
@@ -113,10 +124,18 @@ struct Perftest {
     done: bool,
     ud_responders: Vec<u32>,
     tx_depth: u64,
+    /// Cross traffic's source host (started with the benchmark).
+    cross_src: Option<NodeId>,
+    /// With cross traffic the fabric is never idle: the run stops when a queue pair has failed,
+    /// or after `stall_limit` without a completion (a lost UD/UC message a side waits for), and
+    /// says so (`stalled`).
+    stall_limit: Time,
+    last_progress: Time,
+    stalled: bool,
 }
 
 impl Perftest {
-    fn post(&mut self, ib: &mut IbHosts, f: usize, at: Time) -> NodeId {
+    fn post(&mut self, ib: &mut Hosts, f: usize, at: Time) -> NodeId {
         let qp = self.flows[f].qp;
         let node = ib.node_of(qp);
         let cpu = &mut self.cpu_free[node as usize];
@@ -173,14 +192,18 @@ impl Perftest {
     }
 }
 
-impl App<IbHosts> for Perftest {
+impl App<Hosts> for Perftest {
     type Event = Never;
 
     fn start(&mut self, cx: &mut Cx) {
         self.post_first(cx);
+        if let Some(n) = self.cross_src {
+            cx.kick(n);
+        }
     }
 
     fn on_output(&mut self, c: Completion, cx: &mut Cx) {
+        self.last_progress = cx.now;
         if self.test == TestName::Lat {
             return self.on_latency_completion(c, cx);
         }
@@ -204,6 +227,18 @@ impl App<IbHosts> for Perftest {
 
     fn done(&self) -> bool {
         self.done
+    }
+
+    #[inline(always)]
+    fn before_event(&mut self, now: Time, net: &mut Hosts) {
+        if self.cross_src.is_some() && !self.done {
+            if net.stats.qp_errors > 0 {
+                self.done = true;
+            } else if now > self.last_progress + self.stall_limit {
+                self.done = true;
+                self.stalled = true;
+            }
+        }
     }
 }
 
@@ -240,6 +275,7 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     let mut hca = r.hca.clone();
     hca.max_rd_atomic = hca.max_rd_atomic.min(r.outstanding_reads);
     let mut ib = IbHosts::new(hca, fabric.nodes.len(), r.ack_timeout_exp, r.retry_count);
+    let ib_timeout = ib.ack_timeout();
     let transport = transport_of(r.transport);
     // Initial PSN near the top of the 24-bit space, so long runs exercise the wrap.
     let initial_psn = 0x00FF_FF00;
@@ -279,8 +315,16 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
         done: false,
         ud_responders,
         tx_depth: r.tx_depth as u64,
+        cross_src: pairs.cross.map(|(src, _)| src),
+        stall_limit: stall_limit(r, ib_timeout),
+        last_progress: 0,
+        stalled: false,
     };
-    let mut world = World::new(fabric, ib, app, TimerPolicy::Direct);
+    let mut cross = CrossHosts::default();
+    if let (Some(c), Some((src, dst))) = (&r.cross, pairs.cross) {
+        cross.add(CrossSource::new(src, dst, c.ip_bytes, c.gbps, c.start, c.on, c.off));
+    }
+    let mut world = World::new(fabric, WithCross::new(ib, cross), app, TimerPolicy::Direct);
     let mut q: EventQueue<Ev<u32, Never>> = EventQueue::new();
     let limit = until.unwrap_or(SIM_TIME_LIMIT);
     let stop = world.run(&mut q, limit);
@@ -289,15 +333,35 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
         // the run goes on until what is still on the path has landed, so `delivered_bytes` counts
         // what the receiver got (at most a few round trips more: nothing is resent).
         world.draining = true;
-        let drain_until = q.now() + DRAIN_LIMIT;
+        let drain_until = q.now() + drain_limit(r);
         world.resume(&mut q, drain_until);
     }
     record(r, &world, &q, stop, until)
 }
 
+/// How long a UD/UC run goes on after the sender is done. With cross traffic the fabric never
+/// falls idle: long enough for a packet just sent to cross a full WAN switch queue and the path.
+fn drain_limit(r: &Resolved) -> Time {
+    match (&r.cross, &r.extender) {
+        (Some(_), Some(e)) => {
+            let queue_s = r.queue_bytes as f64 * 8.0 / (e.framing.payload_gbps(&e.wan) * 1e9);
+            (2 * from_us(r.one_way_delay_us()) + (queue_s * S as f64) as Time + S / 1000).min(DRAIN_LIMIT)
+        }
+        _ => DRAIN_LIMIT,
+    }
+}
+
+/// With cross traffic: how long without a completion before the run is called stalled: the
+/// drain limit, or longer if the ACK timer may still recover a queue pair ((retry count + 1)
+/// timeouts and a round trip).
+fn stall_limit(r: &Resolved, timeout: Option<Time>) -> Time {
+    let retries = timeout.map_or(0, |t| t * (r.retry_count as Time + 1));
+    DRAIN_LIMIT.max(retries + 2 * from_us(r.one_way_delay_us()))
+}
+
 fn record(
     r: &Resolved,
-    w: &World<IbHosts, Perftest>,
+    w: &World<Hosts, Perftest>,
     q: &EventQueue<Ev<u32, Never>>,
     stop: Stop,
     until: Option<Time>,
@@ -305,8 +369,25 @@ fn record(
     let app = &w.app;
     let st = &w.net.stats;
     let timer = AckTimer::of(r, w.net.ack_timeout());
+    let fabric = &w.fabric;
+    // What the WAN switch turned away from the cross host (the ingress its datagrams come in by).
+    let cross_dropped: u64 = w
+        .net
+        .cross
+        .sources
+        .iter()
+        .map(|c| fabric.ports[fabric.ports[fabric.host_port(c.src) as usize].peer as usize].stats.ingress_drops)
+        .sum();
+    let queue_drops: u64 = fabric.ports.iter().map(|p| p.stats.drops_queue).sum();
     let status = if st.qp_errors > 0 {
         format!("qp error: retry count exceeded: {}", timer.why_exceeded(r))
+    } else if app.stalled {
+        format!(
+            "incomplete: no completion for {:.0} s while cross traffic ran{} (stopped after {:.3} s simulated)",
+            to_s(app.stall_limit),
+            if r.transport == TransportName::Rc { "" } else { ": a lost message is never resent over UD or UC" },
+            to_s(q.now())
+        )
     } else if stop == Stop::Finished {
         "ok".to_string()
     } else if until.is_some() {
@@ -395,6 +476,14 @@ fn record(
         status,
         advice: timer.advice(st.timeouts, st.qp_errors > 0),
         warnings: r.warnings.join("; "),
+        cross_gbps: r.cross.as_ref().map_or(0.0, |c| c.gbps),
+        cross_bw_MBps: if q.now() > 0 {
+            w.net.cross.sources.iter().map(|c| c.received_bytes).sum::<u64>() as f64 / to_s(q.now()) / 1e6
+        } else {
+            0.0
+        },
+        cross_packets_dropped: cross_dropped,
+        wan_drops_queue: queue_drops - cross_dropped,
     }
 }
 

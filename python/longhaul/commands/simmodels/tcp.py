@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from longhaul import units
-from longhaul.commands.simmodels.verbs import naming_the_file
+from longhaul.commands.simmodels.verbs import add_cross_arguments, cross_options, naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -48,10 +48,7 @@ def register(models: argparse._SubParsersAction) -> None:
                         "auto-tuning; mss..4G; default: the scenario file's, else auto)")
     p.add_argument("--cc", choices=tcp.CCS, default=None, help="congestion control (default cubic)")
     p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN, each direction (0..0.5; default 0)")
-    p.add_argument("--cross-gbps", type=units.real(0, 400, above_lo=True), default=None, metavar="G",
-                   help="constant-rate UDP cross traffic on the WAN from a second host pair, IP-level Gb/s "
-                        "(0 < G <= the WAN line rate; default none)")
-    p.add_argument("--cross-on-off-ms", default=None, metavar="ON,OFF", help="cross traffic in bursts: on ms, off ms (default: always on)")
+    add_cross_arguments(p)
     p.add_argument("--duration-s", type=units.real(0.001, 3600), default=None, metavar="S", help="test length in simulated seconds, iperf -t (0.001..3600; default 10)")
     p.add_argument("--interval-s", type=units.real(1e-7, 3600), default=None, metavar="S", help="throughput time-series interval, iperf -i (duration/10000..duration; default 1, or a tenth of a "
                         "shorter test)")
@@ -130,16 +127,7 @@ def run_tcp(args: argparse.Namespace) -> int:
     if args.streams is not None:
         streams = units.parse_int_list(args.streams, "--streams", 1, 1024)
     windows = _windows(args.window)
-    cross = {}
-    if args.cross_gbps is not None:
-        cross["cross_gbps"] = args.cross_gbps
-    if args.cross_on_off_ms is not None:
-        # A pair, not a list of points: each half parsed alone, so that ON = OFF is not "given twice".
-        halves = units.list_items(args.cross_on_off_ms, "--cross-on-off-ms", "a time in ms in [0.001, 3600000]")
-        if len(halves) != 2:
-            raise UserError("--cross-on-off-ms: give two numbers, ON,OFF in ms")
-        on_off = [units.parse_float_list(h, "--cross-on-off-ms", 0.001, 3.6e6)[0] for h in halves]
-        cross.update(cross_on_ms=on_off[0], cross_off_ms=on_off[1])
+    cross = cross_options(args)
     common = dict(
         link=args.link or (None if base and "link" in base else DEFAULT_LINK),
         testbed=args.profile, stack=args.stack, seed=args.seed, cc=args.cc, mtu_bytes=args.mtu, loss=args.loss,

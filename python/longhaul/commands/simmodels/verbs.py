@@ -15,6 +15,8 @@ from longhaul.sim import verbs
 
 BW_COLUMNS = ["transport", "op", "test", "size_bytes", "delay_us", "distance_km", "qps", "bw_MBps", "rx_bw_MBps", "msg_rate_Mps",
               "retransmitted_packets", "status"]
+#: Shown when the WAN carries cross traffic.
+CROSS_COLUMNS = ["cross_gbps", "cross_bw_MBps", "wan_drops_queue", "uc_messages_dropped"]
 LAT_COLUMNS = ["transport", "op", "size_bytes", "delay_us", "distance_km", "lat_us", "lat_min_us", "lat_max_us", "status"]
 
 
@@ -78,12 +80,41 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
     p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
+    add_cross_arguments(p, where=" on the WAN switches, where the extenders frame IB in SONET or Ethernet "
+                                 "(wan_framing oc192, 10gige-lan, 10gige-wan, 100gige-roce): what the switch drops, "
+                                 "RC resends and UD/UC lose")
+    p.add_argument("--queue", default=None, metavar="SIZE",
+                   help="with --cross-gbps: the WAN switches' drop-tail queue toward the long-haul link, in bytes "
+                        "(64K, 8M; default one bandwidth-delay product, >= 100 frames)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
                    help="random seed (default: the scenario file's, else 1; same seed, same result)")
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.set_defaults(func=run_verbs)
+
+
+def add_cross_arguments(p: argparse.ArgumentParser, where: str = " on the WAN") -> None:
+    """--cross-gbps and --cross-on-off-ms, the same for every model with cross traffic."""
+    p.add_argument("--cross-gbps", type=units.real(0, 400, above_lo=True), default=None, metavar="G",
+                   help=f"constant-rate UDP cross traffic{where} from a second host pair, IP-level Gb/s "
+                        "(0 < G <= the WAN line rate; default none)")
+    p.add_argument("--cross-on-off-ms", default=None, metavar="ON,OFF", help="cross traffic in bursts: on ms, off ms (default: always on)")
+
+
+def cross_options(args: argparse.Namespace) -> dict:
+    """The scenario parameters --cross-gbps and --cross-on-off-ms give."""
+    cross: dict = {}
+    if args.cross_gbps is not None:
+        cross["cross_gbps"] = args.cross_gbps
+    if args.cross_on_off_ms is not None:
+        # A pair, not a list of points: each half parsed alone, so that ON = OFF is not "given twice".
+        halves = units.list_items(args.cross_on_off_ms, "--cross-on-off-ms", "a time in ms in [0.001, 3600000]")
+        if len(halves) != 2:
+            raise UserError("--cross-on-off-ms: give two numbers, ON,OFF in ms")
+        on_off = [units.parse_float_list(h, "--cross-on-off-ms", 0.001, 3.6e6)[0] for h in halves]
+        cross.update(cross_on_ms=on_off[0], cross_off_ms=on_off[1])
+    return cross
 
 
 def naming_the_file(err: UserError, path: str | None, file_alone: Callable[[], object],
@@ -170,6 +201,7 @@ def run_verbs(args: argparse.Namespace) -> int:
         wan_links=args.wan_links, wan_framing=args.wan_framing, loss=args.loss,
         extender_buffer_bytes=units.parse_optional_size(args.extender_buffer, "--extender-buffer"),
         switch_buffer_bytes=units.parse_optional_size(args.switch_buffer, "--switch-buffer"),
+        queue_bytes=units.parse_optional_size(args.queue, "--queue"), **cross_options(args),
     )
     scenarios = [verbs.scenario(base, **common, **where, qps=q, size_bytes=s)
                  for where in points for q in qps_list for s in sizes]
@@ -181,6 +213,8 @@ def run_verbs(args: argparse.Namespace) -> int:
         raise naming_the_file(err, args.scenario, lambda: verbs.validate(verbs.scenario(base, **left_out_of_file)),
                               verbs.FILE_KEYS) from None
     columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
+    if any(r.get("cross_gbps") for r in records):
+        columns = [*columns[:-1], *CROSS_COLUMNS, columns[-1]]
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
     for warning in dict.fromkeys(w for r in records for w in r.get("warnings", "").split("; ") if w):
         sys.stderr.write(f"longhaul: warning: {warning}\n")
