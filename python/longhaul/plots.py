@@ -57,6 +57,8 @@ WORDS = {
     "transport": "transport",
     "benchmark": "benchmark",
     "window_bytes": "socket buffer (bytes)",
+    "cv_pct": "spread over seeds: coefficient of variation (%)",
+    "configuration": "configuration",
 }
 
 
@@ -77,7 +79,7 @@ def series_label(series: str | None, k) -> str:
         return f"{int(float(k))} stream{'s' if float(k) != 1 else ''}"
     if series == "eager_threshold_bytes" and _num(k) is not None:
         return f"eager threshold {_size_label(k)} B"
-    if series in ("transport", "benchmark", "algo", "link", None):
+    if series in ("transport", "benchmark", "algo", "link", "configuration", None):
         return str(k)
     return f"{series}={k}"
 

@@ -149,6 +149,12 @@ WORKLOADS = {
         "threads": Key("int", "client threads (IOzone -t)", "threads", 1, 256),
         "rsize_bytes": Key("int", "NFS read size", "bytes", 4096, 1 << 20),
     },
+    # the study's long-haul part: the UltraScience Net's loops and 20,000 km on the usn profile,
+    # whatever the site's own link (docs/models/long-haul.md)
+    "long-haul": {
+        "repeats": Key("int", "runs per point of the stability profile, each with a seed of its own", "runs", 2, 10,
+                       3),
+    },
 }
 WORKLOAD_COMMON = {"layer": Key("name", "what the workload runs: " + ", ".join(WORKLOADS), names="layer"),
                    "name": Key("str", "the workload's name in the report"), **_WHERE}
@@ -562,6 +568,11 @@ def _workload(c: _Checker, i: int, raw, site: Site) -> Workload:
                                                                   if not x.startswith("ipoib"))
         if t["link"] not in ok:
             raise c.error(f"{where}.link", f"'{t['link']}' is not a link of this site (valid: {', '.join(ok)})")
+    if layer == "long-haul":
+        fixed = [k for k in ("distances_km", "delays_us", "at") if k in raw]
+        if fixed:
+            raise c.error(f"{where}.{fixed[0]}", "the long-haul part runs at the UltraScience Net's loops and 20,000 "
+                          "km on the usn profile (valid keys: name, repeats)")
     if layer == "trace":
         if "file" not in t:
             raise c.error(f"{where}.file", "missing (the trace to replay)")
@@ -587,7 +598,7 @@ def _default_name(layer: str, t: dict) -> str:
     if layer == "nas":
         return f"NAS {', '.join(a.upper() for a in t['apps'])} class {t['class']}"
     return {"tcp": f"TCP over {t.get('link', 'the link')}", "trace": f"trace {t.get('file', '')}",
-            "nfs": "NFS reads"}[layer]
+            "nfs": "NFS reads", "long-haul": "the long-haul range (usn profile)"}[layer]
 
 
 def _unique_names(c: _Checker, ws: list[Workload], raw: list) -> None:

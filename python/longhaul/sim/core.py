@@ -59,7 +59,7 @@ def check_cross_table(sc: dict) -> None:
                         f"got {type(sc['cross']).__name__}")
 
 
-def set_cross(sc: dict, key: str, value) -> None:
+def set_cross(sc: dict, key: str, value: object) -> None:
     """Set cross-traffic parameter ``key`` (a ``CROSS_KEYS`` key) in scenario ``sc``;
     ``cross_gbps`` = 0 removes the cross traffic."""
     if key == "cross_gbps" and value == 0:

@@ -156,7 +156,9 @@ fn default_testbed() -> String {
     "s1".into()
 }
 
-/// The verbs model's testbeds, then [S2]'s platforms.
+/// The verbs model's testbeds, then [S2]'s platforms. `usn` runs MPI over the UltraScience Net's path and
+/// adapters with the default node's copy and memory rates (no Opteron node profile: a known gap,
+/// docs/models/long-haul.md).
 pub const TESTBEDS: [&str; 13] = [
     "s1",
     "s1-connectx",
