@@ -278,13 +278,18 @@ impl<P: Routable> Fabric<P> {
         if onward && !ingress.credit.on_forward {
             return;
         }
-        let (up, delay) = (ingress.credit.to, ingress.credit.delay);
+        let (up, delay, ingress_on_forward) = (ingress.credit.to, ingress.credit.delay, ingress.credit.on_forward);
         let sender = &mut self.ports[up as usize];
         if !sender.credit_controlled {
             return;
         }
         let at = left_at + delay;
-        sender.push_credit_return(at, credit_blocks(wire_bytes) * CREDIT_BLOCK_BYTES);
+        let bytes = credit_blocks(wire_bytes) * CREDIT_BLOCK_BYTES;
+        if ingress_on_forward {
+            sender.push_credit_return(at, bytes);
+        } else {
+            sender.push_drop_return(at, bytes);
+        }
         if sender.credit_starved {
             sender.credit_starved = false;
             self.wake(up, at, q);
@@ -533,8 +538,8 @@ impl<P: Routable> Fabric<P> {
     /// when one is sent back (nothing in flight toward it yet).
     fn wait_for_credits<E: From<NetEvent> + Copy>(&mut self, p: PortId, q: &mut EventQueue<E>) {
         let port = &mut self.ports[p as usize];
-        match port.credit_returns.front() {
-            Some(&(t, _)) => self.wake(p, t, q),
+        match port.next_credit_return() {
+            Some(t) => self.wake(p, t, q),
             None => port.credit_starved = true,
         }
     }

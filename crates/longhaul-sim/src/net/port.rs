@@ -129,6 +129,10 @@ pub struct Port<P> {
     pub(crate) credits: u64,
     /// Credits on their way back: (time they arrive here, bytes), kept in time order.
     pub(crate) credit_returns: VecDeque<(Time, u64)>,
+    /// Credits for packets dropped inside a credit domain, on their way back (time order): kept
+    /// apart because they overtake the returns of the packets queued ahead of the drop, which
+    /// would make every one an insertion deep into `credit_returns`.
+    pub(crate) drop_returns: VecDeque<(Time, u64)>,
     pub(crate) credit_starved: bool,
     /// As an ingress port: where the space of the packets that came in through it goes back.
     pub(crate) credit: CreditReturn,
@@ -156,6 +160,7 @@ impl<P> Port<P> {
             busy_until: 0,
             credits,
             credit_returns: VecDeque::new(),
+            drop_returns: VecDeque::new(),
             credit_starved: false,
             credit: CreditReturn { to: NO_PORT, delay: 0, on_forward: true },
             wire: VecDeque::new(),
@@ -174,6 +179,20 @@ impl<P> Port<P> {
             self.credits += bytes;
             self.credit_returns.pop_front();
         }
+        while let Some(&(t, bytes)) = self.drop_returns.front() {
+            if t > now {
+                break;
+            }
+            self.credits += bytes;
+            self.drop_returns.pop_front();
+        }
+    }
+
+    /// When the next credits on their way arrive.
+    pub(crate) fn next_credit_return(&self) -> Option<Time> {
+        let a = self.credit_returns.front().map(|&(t, _)| t);
+        let b = self.drop_returns.front().map(|&(t, _)| t);
+        a.into_iter().chain(b).min()
     }
 
     /// Take the credits a packet of `wire_bytes` needs if they have arrived by `now`; false
@@ -232,6 +251,16 @@ impl<P> Port<P> {
         }
         let pos = self.credit_returns.iter().rposition(|&(t, _)| t <= at).map_or(0, |i| i + 1);
         self.credit_returns.insert(pos, (at, bytes));
+    }
+
+    /// Record the credits of a packet dropped inside a credit domain, arriving at `at`.
+    pub(crate) fn push_drop_return(&mut self, at: Time, bytes: u64) {
+        if !matches!(self.drop_returns.back(), Some(&(t, _)) if t > at) {
+            self.drop_returns.push_back((at, bytes));
+            return;
+        }
+        let pos = self.drop_returns.iter().rposition(|&(t, _)| t <= at).map_or(0, |i| i + 1);
+        self.drop_returns.insert(pos, (at, bytes));
     }
 
     /// Packets this port had started sending by `t`: on a drop-tail port, `stats.tx_packets`
