@@ -18,7 +18,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "golden"
 
 # Small runs that between them take every path of the engine: RC/UC/UD, send/write/read, loss
 # (NAKs, go-back-N, timeouts), several queue pairs, both directions, latency ping-pong, parallel
-# WAN links, a plain long IB link, SONET framing; TCP and MPI share the engine and the fabric.
+# WAN links, a plain long IB link, SONET framing, cross traffic on the WAN switches (drop-tail,
+# credits across them); TCP and MPI share the engine and the fabric.
 CASES = {
     "verbs_rc_write": ["sim", "verbs", "--sizes", "2,4096,1M", "--delay-us", "0,1000", "--iterations", "100"],
     "verbs_ud_send": ["sim", "verbs", "--transport", "ud", "--sizes", "2,2048", "--delay-us", "0,1000", "--iterations", "200"],
@@ -39,6 +40,8 @@ CASES = {
                           "--iterations", "20"],
     "verbs_oc192": ["sim", "verbs", "--wan-framing", "oc192", "--sizes", "65536", "--delay-us", "100",
                     "--iterations", "100"],
+    "verbs_cross": ["sim", "verbs", "--profile", "usn", "--sizes", "1M", "--distance-km", "100", "--iterations", "10",
+                    "--cross-gbps", "5", "--cross-on-off-ms", "2,1", "--queue", "256K"],
     "tcp_10gige": ["sim", "tcp", "--link", "10gige-wan", "--delay-us", "1000", "--streams", "2", "--duration-s", "0.2",
                    "--loss", "0.0001"],
     "tcp_ipoib": ["sim", "tcp", "--delay-us", "100", "--duration-s", "0.2"],
