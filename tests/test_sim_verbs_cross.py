@@ -70,3 +70,12 @@ def test_rc_delivers_every_byte_whatever_the_cross_traffic(km, gbps, size, seed)
     r = verbs.run(verbs.scenario(testbed="usn", transport="rc", op="write", test="bw", size_bytes=size, iterations=8,
                                  fibre_km=km, cross_gbps=gbps, seed=seed))
     assert r["status"] == "ok" and r["delivered_bytes"] == 8 * size
+
+
+def test_a_lost_ping_under_cross_traffic_ends_the_run_and_says_why(cli):
+    # The fabric never falls idle with cross traffic: a UD ping the switch dropped would be
+    # waited for forever; the run stops after a few of the path's round trips and says so.
+    [r] = run(cli, "--transport", "ud", "--test", "lat", "--sizes", "2048", "--iterations", "2000",
+              "--distance-km", "10", "--cross-gbps", "9.5", "--queue", "16K")
+    assert r["wan_drops_queue"] > 0 and r["sim_time_us"] < 1e5
+    assert r["status"].startswith("incomplete: no completion for") and "never resent over UD or UC" in r["status"]

@@ -351,10 +351,14 @@ fn drain_limit(r: &Resolved) -> Time {
     }
 }
 
-/// With cross traffic: how long without a completion before the run is called stalled: the
+/// With cross traffic: how long without a completion before the run is called stalled. RC: the
 /// drain limit, or longer if the ACK timer may still recover a queue pair ((retry count + 1)
-/// timeouts and a round trip).
+/// timeouts and a round trip). UD and UC, which resend nothing: a few times what a message and
+/// its answer take across full queues.
 fn stall_limit(r: &Resolved, timeout: Option<Time>) -> Time {
+    if r.transport != TransportName::Rc {
+        return 4 * drain_limit(r);
+    }
     let retries = timeout.map_or(0, |t| t * (r.retry_count as Time + 1));
     DRAIN_LIMIT.max(retries + 2 * from_us(r.one_way_delay_us()))
 }
@@ -383,7 +387,7 @@ fn record(
         format!("qp error: retry count exceeded: {}", timer.why_exceeded(r))
     } else if app.stalled {
         format!(
-            "incomplete: no completion for {:.0} s while cross traffic ran{} (stopped after {:.3} s simulated)",
+            "incomplete: no completion for {:.3} s while cross traffic ran{} (stopped after {:.3} s simulated)",
             to_s(app.stall_limit),
             if r.transport == TransportName::Rc { "" } else { ": a lost message is never resent over UD or UC" },
             to_s(q.now())
