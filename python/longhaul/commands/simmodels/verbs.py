@@ -80,9 +80,9 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--extender-buffer", default=None, metavar="SIZE", help="extender WAN receive buffer (bytes, e.g. 64M; >= one packet)")
     p.add_argument("--switch-buffer", default=None, metavar="SIZE", help="switch per-port receive buffer (bytes, e.g. 16K; >= one packet)")
     p.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="probability a packet is corrupted on the WAN (0..0.5; default 0)")
-    add_cross_arguments(p, where=" on the WAN switches, where the extenders frame IB in SONET or Ethernet "
-                                 "(wan_framing oc192, 10gige-lan, 10gige-wan, 100gige-roce): what the switch drops, "
-                                 "RC resends and UD/UC lose")
+    add_cross_arguments(p, where="; it shares the WAN switches, found where the extenders frame IB in SONET or "
+                                 "Ethernet (--wan-framing oc192, 10gige-lan, 10gige-wan, 100gige-roce): what they "
+                                 "drop, RC resends and UD/UC lose")
     p.add_argument("--queue", default=None, metavar="SIZE",
                    help="with --cross-gbps: the WAN switches' drop-tail queue toward the long-haul link, in bytes "
                         "(64K, 8M; default one bandwidth-delay product, >= 100 frames)")
@@ -94,11 +94,12 @@ def register(models: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_verbs)
 
 
-def add_cross_arguments(p: argparse.ArgumentParser, where: str = " on the WAN") -> None:
-    """--cross-gbps and --cross-on-off-ms, the same for every model with cross traffic."""
+def add_cross_arguments(p: argparse.ArgumentParser, where: str = "") -> None:
+    """--cross-gbps and --cross-on-off-ms, the same for every model with cross traffic; ``where``
+    ends the help with where the model puts it."""
     p.add_argument("--cross-gbps", type=units.real(0, 400, above_lo=True), default=None, metavar="G",
-                   help=f"constant-rate UDP cross traffic{where} from a second host pair, IP-level Gb/s "
-                        "(0 < G <= the WAN line rate; default none)")
+                   help="constant-rate UDP cross traffic on the WAN from a second host pair, IP-level Gb/s "
+                        f"(0 < G <= the WAN line rate; default none){where}")
     p.add_argument("--cross-on-off-ms", default=None, metavar="ON,OFF", help="cross traffic in bursts: on ms, off ms (default: always on)")
 
 
