@@ -156,9 +156,15 @@ def _evaluator(run: Run, kind: str, make: Callable[..., dict], base: dict, descr
 
 # -- verbs -----------------------------------------------------------------------------------
 
-def verbs_knobs(run: Run, **params) -> tuple[dict, list[Knob]]:
+#: The knobs of each layer, by the name the command line uses (``--knobs``).
+VERBS_KNOBS = {"size": "size_bytes", "tx-depth": "tx_depth", "qps": "qps"}
+TCP_KNOBS = {"window": "window_bytes", "tcp-rmem": "rmem_max_bytes", "streams": "streams"}
+
+
+def verbs_knobs(run: Run, only: Sequence[str] = tuple(VERBS_KNOBS), **params) -> tuple[dict, list[Knob]]:
     """perftest-like bandwidth (``params``: any verbs scenario parameter; ``size_bytes`` given):
-    message size, send queue depth and queue pairs. Returns where it ran and the knobs."""
+    message size, send queue depth and queue pairs (``only`` those named). Returns where it ran
+    and the knobs."""
     params = {"transport": "rc", "op": "write", "test": "bw", **params}
     if params["test"] != "bw":
         raise UserError(f"test: tune maximises bandwidth (bw), not {params['test']}")
@@ -176,6 +182,7 @@ def verbs_knobs(run: Run, **params) -> tuple[dict, list[Knob]]:
         ("qps", "queue pairs", "--qps (perftest -q)", VERBS_QPS_MAX, "the range offered",
          "each QP has its own send queue"),
     ]
+    specs = [s for s in specs if s[0] in {VERBS_KNOBS[n] for n in only}]
     if params["transport"] == "ud":
         specs = [s for s in specs if s[0] != "size_bytes"]   # one datagram, at most the MTU
     for key, name, setting, top, why_top, why in specs:
@@ -192,9 +199,10 @@ def tcp_duration_s(one_way_delay_us: float) -> float:
     return min(10.0, max(1.0, 50 * 2 * one_way_delay_us / 1e6))
 
 
-def tcp_knobs(run: Run, **params) -> tuple[dict, list[Knob]]:
+def tcp_knobs(run: Run, only: Sequence[str] = tuple(TCP_KNOBS), **params) -> tuple[dict, list[Knob]]:
     """iperf-like streams (``params``: any TCP scenario parameter): the socket buffer, the
-    auto-tuning ceiling and the number of streams."""
+    auto-tuning ceiling (at twice the best buffer, so with the buffer's climb) and the number of
+    streams (``only`` those named)."""
     streams = int(params.pop("streams", None) or 1)
     window = params.pop("window_bytes", None)
     base = {**params, "streams": streams, "window_bytes": window}
@@ -211,8 +219,11 @@ def tcp_knobs(run: Run, **params) -> tuple[dict, list[Knob]]:
                default_text=None if window else f"auto (up to {ceiling})",
                why="a stream's window = its buffer; it must hold rate x round trip")
     buf.tried[buf.default] = bw0
-    knobs.append(climb(buf, ev("window_bytes")))
-    if window is None:
+    if {"window", "tcp-rmem"} & set(only):
+        climb(buf, ev("window_bytes"))
+    if "window" in only:
+        knobs.append(buf)
+    if window is None and "tcp-rmem" in only:
         # Auto-tuning grows each buffer up to tcp_rmem[2] / tcp_wmem[2] and advertises half of it
         # (tcp_adv_win_scale = 1, the model's TcpParams): the ceiling at twice the best buffer found
         # holds the same window (one more point, not a climb of its own).
@@ -228,7 +239,8 @@ def tcp_knobs(run: Run, **params) -> tuple[dict, list[Knob]]:
     more = Knob("tcp", "parallel streams", "--streams (iperf -P)", float(streams), top=TCP_STREAMS_MAX,
                 top_why="the range offered", why="each stream has its own window and congestion control")
     more.tried[more.default] = bw0
-    knobs.append(climb(more, ev("streams")))
+    if "streams" in only:
+        knobs.append(climb(more, ev("streams")))
     return _where(base_rec), knobs
 
 

@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair")
     v.add_argument("--wan-links", type=units.whole(1, 16), default=None, metavar="N", help="parallel WAN links (1..16)")
     v.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="WAN packet corruption (0..0.5)")
+    v.add_argument("--knobs", default=",".join(tune.VERBS_KNOBS), metavar="LIST",
+                   help=f"the knobs to search (comma list of {', '.join(tune.VERBS_KNOBS)})")
     _where(v)
     v.set_defaults(func=run_verbs)
 
@@ -56,10 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--loss", type=units.real(0, 0.5), default=None, metavar="P", help="WAN packet corruption (0..0.5)")
     t.add_argument("--duration-s", type=units.real(0.001, 3600), default=None, metavar="S",
                    help="test length per point (default 50 round trips, 1..10 s)")
+    t.add_argument("--knobs", default=",".join(tune.TCP_KNOBS), metavar="LIST",
+                   help=f"the knobs to search (comma list of {', '.join(tune.TCP_KNOBS)})")
     _where(t)
     t.set_defaults(func=run_tcp)
 
-    add_tune(layers)   # tune mpi
+    add_tune(layers, "mpi")
 
 
 def _where(p: argparse.ArgumentParser) -> None:
@@ -92,7 +96,8 @@ def run_verbs(args: argparse.Namespace) -> int:
     run = tune.simulate(args.workers)
     rows = []
     for w in _points(args):
-        where, knobs = tune.verbs_knobs(run, **params, **w)
+        where, knobs = tune.verbs_knobs(run, units.parse_name_list(args.knobs, "--knobs", tune.VERBS_KNOBS),
+                                        **params, **w)
         rows += tune.rows(where, knobs, transport=args.transport, op=op)
     tune_emit(rows, args.format, f"longhaul tune verbs ({args.transport} {op})")
     return 0
@@ -107,7 +112,8 @@ def run_tcp(args: argparse.Namespace) -> int:
     run = tune.simulate(args.workers)
     rows = []
     for w in _points(args):
-        where, knobs = tune.tcp_knobs(run, **params, **w)
+        where, knobs = tune.tcp_knobs(run, units.parse_name_list(args.knobs, "--knobs", tune.TCP_KNOBS),
+                                      **params, **w)
         rows += tune.rows(where, knobs, link=args.link)
     rate = f" at {args.rate_gbps:g} Gb/s" if args.rate_gbps else ""
     tune_emit(rows, args.format, f"longhaul tune tcp ({args.link}{rate})")

@@ -139,9 +139,9 @@ def register(models: argparse._SubParsersAction) -> None:
     add_tune(sub)
 
 
-def add_tune(sub: argparse._SubParsersAction) -> None:
+def add_tune(sub: argparse._SubParsersAction, name: str = "tune") -> None:
     """The MPI tune command, as ``sim mpi tune`` and ``tune mpi`` (one parser, one run)."""
-    t = sub.add_parser("tune", help="MPI knobs at distance: eager threshold, UD window and retry timeout, process "
+    t = sub.add_parser(name, help="MPI knobs at distance: eager threshold, UD window and retry timeout, process "
                        "pairs", formatter_class=DefaultsHelpFormatter,
                        description="Simulate candidate eager thresholds, UD/UC reliability windows and retry "
                                    "timeouts and numbers of process pairs for one message size and print, for each, "
