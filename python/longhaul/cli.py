@@ -7,6 +7,7 @@ as one line on stderr and exit status 2 (``UserError``), never a traceback.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import pkgutil
 import sys
@@ -21,6 +22,7 @@ def build_parser() -> Parser:
         prog="longhaul",
         description="A lab for HPC communication between clusters joined by long-haul links.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -28,7 +30,34 @@ def build_parser() -> Parser:
             continue
         module = importlib.import_module(f"longhaul.commands.{info.name}")
         module.register(sub)
+    _name_subcommands(sub)
     return parser
+
+
+def _name_subcommands(sub: argparse._SubParsersAction) -> None:
+    """Each command's line in ``longhaul --help`` ends with its subcommands' real names, taken
+    from its parser (a help text that listed them by hand went stale)."""
+    for choice in sub._choices_actions:
+        inner = [a for a in sub.choices[choice.dest]._actions if isinstance(a, argparse._SubParsersAction)]
+        if inner:
+            names = [c.dest for c in inner[0]._choices_actions]
+            choice.help = f"{choice.help} ({', '.join(names)})"
+
+
+class _Version(argparse.Action):
+    """``--version``: the package's version, its git commit when run from a checkout, and the
+    fingerprint of the model code (the built core included) that the store's cache keys carry."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help="print the version and the model's fingerprint, then exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from longhaul import _core
+        from longhaul.results import software_version
+
+        print(f"{software_version()}, core {_core.__version__}")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
