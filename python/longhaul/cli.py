@@ -48,11 +48,12 @@ class _Version(argparse.Action):
     """``--version``: the package's version, its git commit when run from a checkout, and the
     fingerprint of the model code (the built core included) that the store's cache keys carry."""
 
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
                          help="print the version and the model's fingerprint, then exit")
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
         from longhaul import _core
         from longhaul.results import software_version
 
