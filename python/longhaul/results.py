@@ -8,10 +8,15 @@ Layout of a store directory (default ``./results``, or ``--store DIR``, or ``$LO
                                JSON line each (folded into manifest.json, then removed; see
                                ``Store.put``)
       runs/<scenario-hash>.parquet
-                               one Apache Parquet file per run: the records (one row each) and,
+                               one Apache Parquet file per run: the records (one row each,
+                               led by the run's ``run_id``, ``kind`` and ``label`` columns) and,
                                in the file's key-value metadata under ``longhaul``, the run's
                                facts: scenario (JSON), scenario hash, seed, software version,
                                host facts, start/finish timestamps (UTC), source, label
+      kinds/<kind>/<scenario-hash>.parquet
+                               a symbolic link to each run file, by the run's kind, so that
+                               ``pandas.read_parquet("results/kinds/verbs")`` reads one kind's runs
+                               (``_kind_link``; a store that mixes kinds mixes schemas)
 
 Why Parquet files and not DuckDB: the records are append-mostly, written by one process, read
 whole by analysis; Parquet is a file format every data tool reads (pandas, pyarrow, DuckDB,
@@ -64,6 +69,10 @@ JOURNAL = "manifest.journal"
 #: a journal line ``{"run_id": ID, "forget": true}`` drops the run's index entry (see ``Store.put``)
 FORGET = "forget"
 RUNS_DIR = "runs"
+KINDS_DIR = "kinds"
+#: Columns every run file starts with (one value per file), so that a directory read by pandas,
+#: polars or DuckDB tells the runs apart; ``table_to_records`` drops them again.
+RUN_COLUMNS = ("run_id", "kind", "label")
 META_KEY = b"longhaul"
 FORMAT = "longhaul-results/1"
 ENV_STORE = "LONGHAUL_STORE"
@@ -283,7 +292,9 @@ def records_to_table(records: Sequence[dict], meta: dict) -> pa.Table:
     for c in cols:
         values = [r.get(c) for r in records]
         try:
-            data[c] = pa.array(values)
+            # A column with no value in this run (lat_us of a bandwidth test) is written as float64, not
+            # Arrow's null type: a directory of runs read as one table then has one type per column.
+            data[c] = pa.array(values, type=pa.float64() if all(v is None for v in values) else None)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
             raise ValueError(f"column '{c}' mixes types that Parquet cannot hold in one column: {err}") from None
     table = pa.table(data) if cols else pa.table({})
@@ -291,7 +302,19 @@ def records_to_table(records: Sequence[dict], meta: dict) -> pa.Table:
 
 
 def table_to_records(table: pa.Table) -> list[dict]:
-    return table.to_pylist()
+    return table.drop_columns([c for c in RUN_COLUMNS if c in table.column_names]).to_pylist()
+
+
+def with_run_columns(table: pa.Table, run_id: str, kind: str, label: str) -> pa.Table:
+    """``table`` led by the run's ``RUN_COLUMNS`` (its own columns of those names are the run's)."""
+    import pyarrow as pa
+    rest = table.drop_columns([c for c in RUN_COLUMNS if c in table.column_names])
+    n = table.num_rows
+    lead = pa.table({"run_id": pa.array([run_id] * n, pa.string()), "kind": pa.array([kind] * n, pa.string()),
+                     "label": pa.array([label] * n, pa.string())})
+    for name in rest.column_names:
+        lead = lead.append_column(rest.field(name), rest.column(name))
+    return lead.replace_schema_metadata(table.schema.metadata)
 
 
 #: A run id's length: the SHA-256 of its scenario in hex (``scenario_hash``).
@@ -615,7 +638,8 @@ class Store:
         }
         if extra:
             meta["extra"] = _jsonable(extra)
-        table = records_to_table(records, meta)
+        kind = str(scenario.get("kind", ""))
+        table = with_run_columns(records_to_table(records, meta), run_id, kind, label)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         with self._locked():
@@ -626,6 +650,7 @@ class Store:
                 # line then leaves the run re-indexed from its file, not described by the old entry.
                 self._append_journal({"run_id": run_id, FORGET: True})
             atomic_write_bytes(self.run_path(run_id), sink.getvalue().to_pybytes())
+            self._kind_link(run_id, kind)
             journal_bytes = self._append_journal(self._entry(meta, len(records)))
             try:
                 manifest_bytes = (self.root / MANIFEST).stat().st_size
@@ -634,6 +659,15 @@ class Store:
             if journal_bytes > manifest_bytes:
                 self._fold_journal()
         return run_id
+
+    def _kind_link(self, run_id: str, kind: str) -> None:
+        """kinds/<kind>/<run id>.parquet -> ../../runs/<run id>.parquet (made under a temporary
+        name and renamed over, so a reader never meets half of it)."""
+        folder = self.root / KINDS_DIR / (kind.replace(os.sep, "_").strip(".") or "none")
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{run_id}.{secrets.token_hex(4)}.tmp"
+        os.symlink(Path("..", "..", RUNS_DIR, f"{run_id}.parquet"), tmp)
+        os.replace(tmp, folder / f"{run_id}.parquet")
 
     def fold_journal(self) -> None:
         """Bring manifest.json up to date with the runs saved since its last rewrite (the end of a
@@ -670,6 +704,8 @@ class Store:
                 path = self.run_path(run_id)
                 if path.exists():
                     path.unlink()
+                for link in self.root.glob(f"{KINDS_DIR}/*/{run_id}.parquet"):
+                    link.unlink()
                 manifest["runs"].pop(run_id, None)
                 removed.append(run_id)
             self._write_manifest(manifest)
