@@ -35,3 +35,16 @@ def test_one_kind_reads_directly_from_a_mixed_store(cli, tmp_path):
     cli("results", "rm", gone[:12], "--store", str(store), check=True)
     assert gone not in set(pd.read_parquet(store / "kinds" / "verbs")["run_id"])
     assert pq.read_schema(store / "runs" / f"{df['run_id'].iloc[1]}.parquet").names[:3] == ["run_id", "kind", "label"]
+
+
+def test_ls_shows_each_runs_parameters(cli, tmp_path):
+    store = str(tmp_path / "st")
+    cli("sweep", "verbs", "--grid", '{"distance_km": [0, 40], "size_bytes": 4096}', "--store", store, check=True)
+    cli("sweep", "mpi", "--grid", '{"osu": {"bench": "bw", "size_bytes": 8192}, "delay_us": 100}', "--store", store,
+        check=True)
+    rows = json.loads(cli("results", "ls", "--store", store, "--format", "json", check=True).stdout)
+    assert {r["params"] for r in rows} == {"osu.bench=bw osu.size_bytes=8192 delay_us=100",
+                                           "fibre_km=0 op=write size_bytes=4096 test=bw transport=rc",
+                                           "fibre_km=40 op=write size_bytes=4096 test=bw transport=rc"}
+    table = cli("results", "ls", "--store", store, check=True).stdout
+    assert "fibre_km=40 op=write" in table and "software_version" not in table   # that one is in csv and json

@@ -305,6 +305,32 @@ def table_to_records(table: pa.Table) -> list[dict]:
     return table.drop_columns([c for c in RUN_COLUMNS if c in table.column_names]).to_pylist()
 
 
+#: Scenario keys ``scenario_params`` leaves out: the kind has its own column, the rest are bulky.
+_NOT_PARAMS = ("kind", "text", "cwnd_trace")
+_WORKLOADS = ("osu", "app", "trace", "cross")
+
+
+def scenario_params(scenario: dict, limit: int = 160) -> str:
+    """A run's scenario in one line, its values as ``key=value`` under the names a sweep grid takes
+    (``fibre_km=40``; a workload table's with its name: ``osu.bench=bw``), for ``results ls``; cut at
+    ``limit`` characters."""
+    parts: list[str] = []
+
+    def walk(prefix: str, table: dict) -> None:
+        for k in sorted(table):
+            if k in _NOT_PARAMS:
+                continue
+            v = table[k]
+            if isinstance(v, dict):
+                walk(f"{k}.", v) if k in _WORKLOADS else walk("", v)
+            else:
+                parts.append(f"{prefix}{k}={json.dumps(v) if isinstance(v, (list, bool)) or v is None else v}")
+
+    walk("", scenario)
+    text = " ".join(parts)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def with_run_columns(table: pa.Table, run_id: str, kind: str, label: str) -> pa.Table:
     """``table`` led by the run's ``RUN_COLUMNS`` (its own columns of those names are the run's)."""
     import pyarrow as pa
@@ -504,6 +530,7 @@ class Store:
             "run_id": meta["scenario_hash"],
             "file": f"{RUNS_DIR}/{meta['scenario_hash']}.parquet",
             "kind": meta.get("scenario", {}).get("kind", ""),
+            "params": scenario_params(meta.get("scenario", {})),
             "source": meta.get("source", ""),
             "label": meta.get("label", ""),
             "seed": meta.get("seed"),
