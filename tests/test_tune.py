@@ -81,3 +81,19 @@ def test_bad_input_is_one_line(cli, args, message):
     p = cli("tune", *args)
     assert p.returncode == 2 and p.stderr.startswith(f"longhaul: error: {message}"), p.stderr
     assert p.stderr.count("\n") == 1
+
+
+def test_tables_leave_out_empty_columns_and_csv_splits_lists(cli):
+    # issue 23 item 4: a bandwidth table prints no latency column, a latency table no bandwidth column
+    bw = cli("sim", "mpi", "osu", "--bench", "bw", "--sizes", "8K", check=True).stdout
+    lat = cli("sim", "mpi", "osu", "--bench", "latency", "--sizes", "8K", check=True).stdout
+    header = lambda text: next(x for x in text.splitlines() if "size_bytes" in x)  # noqa: E731
+    assert "bw_MBps" in header(bw) and "lat_us" not in header(bw)
+    assert "lat_us" in header(lat) and "bw_MBps" not in header(lat)
+    # csv: a per-stream list is one column per stream, at full precision
+    csv = cli("sim", "tcp", "--streams", "2", "--duration-s", "0.2", "--format", "csv", check=True).stdout
+    head, row = (line.split(",") for line in csv.splitlines()[:2])
+    values = dict(zip(head, row))
+    assert "stream_bw_MBps" not in head and {"stream_bw_MBps.1", "stream_bw_MBps.2"} <= set(head)
+    assert abs(float(values["stream_bw_MBps.1"]) + float(values["stream_bw_MBps.2"]) - float(values["bw_MBps"])) < 1e-6
+    assert not any(v.startswith("[") for v in row)
