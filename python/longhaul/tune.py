@@ -35,6 +35,8 @@ TCP_WINDOW_MAX = 1 << 30      # Linux caps a socket buffer near INT_MAX / 2 (soc
 TCP_STREAMS_MAX = 64
 MPI_PAIRS_MAX = 32           # the costliest points: every pair runs its own messages
 MPI_UD_WINDOW_MAX = 65536     # the model's range for MV2_UD_SENDWINDOW_SIZE
+MPI_SEND_WQES_MAX = 16384     # the model's range for the library's send queue
+MPI_EAGER_CREDITS_MAX = 4096  # the model's range for eager buffers per peer
 
 Run = Callable[[str, Sequence[dict], str], list[dict]]
 MODULES = {"verbs": verbs, "tcp": tcp, "mpi": mpi}
@@ -253,8 +255,9 @@ def _tcp_ceiling(rmem_max_bytes: int, **params) -> dict:
 
 def mpi_knobs(run: Run, size_bytes: int, **params) -> tuple[dict, list[Knob]]:
     """osu_bw / osu_mbw_mr for one message size (``params``: any MPI scenario parameter but the
-    job's size): over UD/UC with loss the retry timeout first, then the eager threshold, the
-    reliability window (UD/UC) and the process pairs (with the best threshold)."""
+    job's size): over UD/UC with loss the retry timeout first, then the eager threshold, over RC
+    the library's send queue and eager credits, over UD/UC its reliability window, and the
+    process pairs (with the best threshold and UD window)."""
     lib = mpi.validate(mpi.scenario(osu={"bench": "bw", "size_bytes": size_bytes}, **params))
     osu = {"bench": "bw", "size_bytes": size_bytes}
     base_rec = run("mpi", [mpi.scenario(osu=osu, **params)], "tune: the defaults")[0]
@@ -280,6 +283,20 @@ def mpi_knobs(run: Run, size_bytes: int, **params) -> tuple[dict, list[Knob]]:
         thr.tried[float(t)] = bw0 if t == default_t and bw0 is not None else first(t)
     knobs.append(thr)
     best_t = int(thr.best)
+    if not ud:
+        # Over RC the library's own windows, each data in flight over the round trip: the send work
+        # requests a connection may have posted (MVAPICH2 1.0's 180, MV2_DEFAULT_MAX_SEND_WQE from
+        # 1.4) and the eager buffers per peer (RDMA fast path, MV2_NUM_RDMA_BUFFER).
+        for key, name, setting, top, why in (
+                ("send_wqes", "send work requests per connection", "--send-wqes (MV2_DEFAULT_MAX_SEND_WQE)",
+                 MPI_SEND_WQES_MAX, "posted and not completed: past it messages wait in the library's queue"),
+                ("eager_credits", "eager buffers per peer (credits)", "--eager-credits (MV2_NUM_RDMA_BUFFER)",
+                 MPI_EAGER_CREDITS_MAX, "eager messages in flight per peer before the sender waits for credits")):
+            k = Knob("mpi", name, setting, float(lib["max_send_wqe" if key == "send_wqes" else key]), top=top,
+                     top_why="the model's range", why=why)
+            if bw0 is not None:
+                k.tried[k.default] = bw0
+            knobs.append(climb(k, ev(key)))
     if ud:
         w = Knob("mpi", "UD reliability window (frames)", "MV2_UD_SENDWINDOW_SIZE (--ud-window)",
                  float(lib["ud_window"]), top=MPI_UD_WINDOW_MAX, top_why="the model's range",
