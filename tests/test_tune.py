@@ -58,6 +58,10 @@ def test_mpi_over_ud_window_and_retry(cli):
     assert win["default_value"] == 400 and win["best_value"] > 400 and win["gain_pct"] > 100
     assert "MV2_UD_SENDWINDOW_SIZE" in win["setting"]
     assert "UD retry timeout (us)" not in k   # no loss: nothing to resend
+    # the window found, given to sim mpi osu, gives the bandwidth tune predicted
+    osu = json.loads(cli("sim", "mpi", "osu", "--bench", "bw", "--transport", "ud", "--sizes", "64K", "--distance-km",
+                         "2000", "--ud-window", str(win["best_value"]), "--format", "json", check=True).stdout)
+    assert osu[0]["bw_MBps"] == win["best_bw_MBps"]
 
 
 def test_tune_prints_delay_as_every_table_does(cli):
