@@ -101,3 +101,12 @@ def test_tables_leave_out_empty_columns_and_csv_splits_lists(cli):
     assert "stream_bw_MBps" not in head and {"stream_bw_MBps.1", "stream_bw_MBps.2"} <= set(head)
     assert abs(float(values["stream_bw_MBps.1"]) + float(values["stream_bw_MBps.2"]) - float(values["bw_MBps"])) < 1e-6
     assert not any(v.startswith("[") for v in row)
+
+
+def test_wide_shows_every_field(cli):
+    narrow = cli("sim", "verbs", "--sizes", "64K", check=True).stdout
+    wide = cli("sim", "verbs", "--sizes", "64K", "--wide", check=True).stdout
+    header = lambda text: next(x for x in text.splitlines() if "size_bytes" in x)  # noqa: E731
+    assert "sim_events" not in header(narrow) and "tx_depth" not in header(narrow)
+    assert "sim_events" in header(wide) and "tx_depth" in header(wide) and "bw_MBps" in header(wide)
+    assert "lat_us" not in header(wide)   # still no empty column

@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sys
 
-from longhaul import commands
+from longhaul import commands, output
 from longhaul.errors import Terminated, UserError
 from longhaul.parser import Parser, say_error
 
@@ -31,7 +31,19 @@ def build_parser() -> Parser:
         module = importlib.import_module(f"longhaul.commands.{info.name}")
         module.register(sub)
     _name_subcommands(sub)
+    _add_wide(parser)
     return parser
+
+
+def _add_wide(parser: argparse.ArgumentParser) -> None:
+    """``--wide`` beside every ``--format`` that offers a table: the table shows every field."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_wide(sub)
+        elif "--format" in action.option_strings and "table" in (action.choices or ()):
+            parser.add_argument("--wide", action="store_true", default=False,
+                                help="table: every field, as csv carries them, not only the columns a reader needs")
 
 
 def _name_subcommands(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Inside the try: Ctrl-C while the commands are imported and parsed is an interrupt too.
         args = build_parser().parse_args(argv)
+        output.WIDE = bool(getattr(args, "wide", False))
         return int(args.func(args) or 0)
     except UserError as err:
         say_error(str(err))

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
 FORMATS = ("table", "csv", "json")
+#: ``--wide``: a table shows every single-valued field, not only the command's columns.
+WIDE = False
 T = TypeVar("T")
 
 
@@ -57,6 +59,8 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
     from rich.console import Console
     from rich.table import Table
 
+    if WIDE:
+        cols += [k for k in every if k not in cols and all(not isinstance(r.get(k), dict) for r in records)]
     if records:
         cols = [c for c in cols if any(_fmt(r.get(c)) != "" for r in records)] or cols
     rows = [[_fmt(r.get(c)) for c in cols] for r in records]
