@@ -691,10 +691,14 @@ class Store:
         """kinds/<kind>/<run id>.parquet -> ../../runs/<run id>.parquet (made under a temporary
         name and renamed over, so a reader never meets half of it)."""
         folder = self.root / KINDS_DIR / (kind.replace(os.sep, "_").strip(".") or "none")
-        folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{run_id}.{secrets.token_hex(4)}.tmp"
-        os.symlink(Path("..", "..", RUNS_DIR, f"{run_id}.parquet"), tmp)
-        os.replace(tmp, folder / f"{run_id}.parquet")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            os.symlink(Path("..", "..", RUNS_DIR, f"{run_id}.parquet"), tmp)
+            os.replace(tmp, folder / f"{run_id}.parquet")
+        except OSError:   # a file system without symbolic links: the run is saved, only its view is missing
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def fold_journal(self) -> None:
         """Bring manifest.json up to date with the runs saved since its last rewrite (the end of a
