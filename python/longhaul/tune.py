@@ -274,7 +274,7 @@ def mpi_knobs(run: Run, size_bytes: int, **params) -> tuple[dict, list[Knob]]:
     default_t = int(lib["eager_threshold_bytes"])
     # Only a threshold above the message changes its protocol: the default, the power of two
     # above the message (eager) and four times that.
-    eager = 1 << size_bytes.bit_length()
+    eager = eager_threshold_for(size_bytes)
     thr = Knob("mpi", "eager threshold (bytes)", "--rndv-threshold (MV2_IBA_EAGER_THRESHOLD, MV2_VBUF_TOTAL_SIZE)",
                float(default_t), top=float(max(default_t, 4 * eager)), top_why="4 x the message size rounded up",
                why="below it a message goes eagerly, without the rendezvous round trip")
@@ -314,6 +314,12 @@ def mpi_knobs(run: Run, size_bytes: int, **params) -> tuple[dict, list[Knob]]:
                  why=f"each pair has its own connection and window (with the best {best_found})")
     knobs.append(climb(pairs, pev, factor=2))
     return where, knobs
+
+
+def eager_threshold_for(size_bytes: int) -> int:
+    """The smallest power-of-two eager threshold that sends a ``size_bytes`` message eagerly (a
+    message goes eagerly below the threshold)."""
+    return 1 << size_bytes.bit_length()
 
 
 def _ud_retry(run: Run, osu: dict, params: dict, now: float, rtt_us: float) -> Knob:
