@@ -37,6 +37,7 @@ CASES = {
     "mpi.osu.bench": lambda n: mpi.validate(mpi.scenario(osu={"bench": n, "size_bytes": 8})),
     "mpi.algo": lambda n: mpi.validate(mpi.scenario(osu=OSU, algo=n)),
     "mpi.rndv_protocol": lambda n: mpi.validate(mpi.scenario(osu=OSU, rndv_protocol=n)),
+    "mpi.library": lambda n: mpi.validate(mpi.scenario(osu=OSU, library=n)),
     "mpi.transport": lambda n: mpi.validate(mpi.scenario(osu=OSU, transport=n)),
     "mpi.app.name": lambda n: mpi.validate(mpi.scenario(app={"name": n, "class": "B"})),
     "mpi.app.class": lambda n: mpi.validate(mpi.scenario(app={"name": "cg", "class": n})),

@@ -307,9 +307,9 @@ def test_a_slow_reply_is_waited_for_and_a_lost_one_costs_what_the_link_allows(le
      "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
     (["ping", "--cross-gbps", "5"], "[path]\nrate_gbps = 1\n[cross]\ngbps = 0.5\n",
      "--cross-gbps: 5 is above the A->B line rate of 1 Gb/s (valid: 0 for none, up to 1)"),
-    # A link value outside the emulator's range.
-    (["tcp"], "[path]\nrate_gbps = 200\n", ("scenario {f}: the path's WAN rate (path.rate_gbps): '200.0' is not a "
-                                            "rate: give 0 (unlimited) or [0.001, 100] Gb/s")),
+    # A rate above the file's link is another link, refused by the simulator's check.
+    (["tcp"], "[path]\nrate_gbps = 200\n", ("scenario {f}: path.rate_gbps: 200 is above the 10gige-lan line rate of "
+                                            "10 Gb/s (valid: (0, 10]; a faster WAN is another link: 200gige, 400gige)")),
     (["tcp"], "[path]\nqueue_packets = 3\n", "scenario {f}: path.queue_packets: 3 packets is out of range [8, 1000000]"),
 ])
 def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, verb, text, message, leaves_nothing):
@@ -317,6 +317,24 @@ def test_scenario_values_out_of_the_emulators_range_name_the_file_key(tmp_path, 
     f.write_text('link = "10gige-lan"\n' + text)
     p = cli("emu", "bench", *verb, "--scenario", str(f), "--no-store")
     assert p.returncode == 2 and p.stderr == f"longhaul: error: {message.format(f=f)}\n", p.stderr
+
+
+@pytest.mark.parametrize("link, ok", [("100gige", True), ("200gige", False), ("400gige", False)])
+def test_todays_ethernet_links_run_where_the_emulator_reaches_their_rate(tmp_path, link, ok):
+    """A file naming a 100 GbE link reads as a 100 Gb/s link; 200 and 400 GbE are above what the emulator
+    carries: one line naming the link and the emulator's range, nothing run."""
+    from longhaul.emu import scenario
+
+    f = tmp_path / "s.toml"
+    f.write_text(f'link = "{link}"\n')
+    if ok:
+        assert scenario.load(str(f))["link"]["rate_gbps"] == 100
+        return
+    p = cli("emu", "bench", "tcp", "--scenario", str(f), "--no-store")
+    gbps = link.removesuffix("gige")
+    assert p.returncode == 2 and p.stderr == (f"longhaul: error: scenario {f}: link: {link} runs at {gbps} Gb/s, above "
+                                              "the emulator's 100 Gb/s (valid: a link, or path.rate_gbps, up to 100 "
+                                              "Gb/s)\n"), p.stderr
 
 
 def _a_cc_the_simulator_knows_and_this_machine_lacks() -> str | None:

@@ -188,14 +188,19 @@ def test_cli_unknown_and_ambiguous_run(filled, capsys):
 
 
 @pytest.mark.parametrize("content", [b"garbage, not parquet at all", b"PAR1" + b"\0" * 20 + b"PAR1"])
-def test_corrupt_parquet_one_line_exit_2_nothing_lost(filled, capsys, content):
-    root, a, _b = filled
+def test_a_damaged_file_is_named_once_and_skipped_and_verify_fails(filled, capsys, content):
+    root, a, b = filled
     bad = root / "runs" / f"{'e' * 64}.parquet"
     bad.write_bytes(content)
-    for argv in (["results", "ls"], ["results", "export"], ["results", "verify"]):
-        assert main([*argv, "--store", str(root)]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "eeeeeeee" in err and "Traceback" not in err
+    for argv in (["results", "ls", "--format", "csv"], ["results", "export"]):
+        assert main([*argv, "--store", str(root)]) == 0
+        out, err = capsys.readouterr()
+        assert a[:12] in out and b[:12] in out   # the good runs are not blocked
+        warnings = [line for line in err.splitlines() if "eeeeeeee" in line]
+        assert len(warnings) == 1 and "damaged" in warnings[0] and "Traceback" not in err
+    assert main(["results", "verify", "--store", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "eeeeeeee" in err and "Traceback" not in err
     assert bad.read_bytes() == content           # nothing lost: the damaged file is untouched
     assert Store(root).read_run(a)[1] == RECS    # and the good runs are intact
     assert main(["results", "rm", "eeeeeeee", "--store", str(root)]) == 0
@@ -203,12 +208,14 @@ def test_corrupt_parquet_one_line_exit_2_nothing_lost(filled, capsys, content):
 
 
 def test_foreign_parquet_named_as_run(filled, capsys):
-    root, _a, _b = filled
+    root, a, _b = filled
     foreign = root / "runs" / f"{'f' * 64}.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), foreign)
-    assert main(["results", "ls", "--store", str(root)]) == 2
-    err = capsys.readouterr().err
-    assert "foreign" in err and err.count("\n") == 1
+    assert main(["results", "ls", "--store", str(root)]) == 0
+    out, err = capsys.readouterr()
+    assert "foreign" in err and err.count("\n") == 1 and a[:12] in out
+    assert main(["results", "verify", "--store", str(root)]) == 2
+    assert "foreign" in capsys.readouterr().err
     assert pq.read_table(foreign).num_rows == 2
 
 
@@ -384,7 +391,7 @@ def test_an_emptied_store_is_still_a_store(filled, cli):
     proc = cli("results", "ls", "--store", str(root), check=True)
     assert proc.stdout.strip() == f"no runs in store '{root}'"
     assert json.loads(cli("results", "ls", "--store", str(root), "--format", "json", check=True).stdout) == []
-    assert "0 run file(s)" in cli("results", "verify", "--store", str(root), check=True).stdout
+    assert "0 run files" in cli("results", "verify", "--store", str(root), check=True).stdout
 
 
 # ------------------------------------------------------------------- filters and run ids

@@ -262,7 +262,7 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--transport", "ud", "--ud-retry-timeout-us", "0"), "--ud-retry-timeout-us: 0 is out of range [1, 1e8]"),
     (("osu", "--bench", "bw", "--send-wqes", "0"), "--send-wqes: 0 is out of range [1, 16384]"),
     (("osu", "--bench", "latency", "--switch-latency-ns", "-1"), "--switch-latency-ns: -1 is out of range [0, 100000]"),
-    (("osu", "--bench", "latency", "--fabric", "xdr"), "invalid choice"),
+    (("osu", "--bench", "latency", "--fabric", "gdr"), "invalid choice"),
     (("osu", "--bench", "latency", "--mem-MBps", "0"), "--mem-MBps: 0 is out of range [1, 1e7]"),
     (("osu", "--bench", "latency", "--sizes", ""), "--sizes: empty list"),
     (("osu", "--bench", "latency", "--algo", "bruck"), "--algo: only for the collectives"),
@@ -381,9 +381,36 @@ def test_malformed_trace_reports_file_and_line(cli, tmp_path):
 def test_help_states_the_ranges_the_options_enforce(cli):
     """--help gives each option's range as the refusal states it (--rndv-threshold said only '>= 0')."""
     text = " ".join(cli("sim", "mpi", "osu", "--help", check=True).stdout.split())
-    assert "(K/M suffixes; 0..1G; default 8K, MVAPICH2's)" in text
+    assert "(K/M suffixes; 0..1G; default: the library's, 8K in MVAPICH2 1.0, 16K in 2.3, 8K with openmpi-ucx)" in text
     assert "messages per window for bw/bibw/mbw_mr (1..65536; default 64)" in text
     assert "65537 is out of range [1, 65536]" in cli("sim", "mpi", "osu", "--bench", "bw", "--window", "65537").stderr
+
+
+def test_each_library_brings_its_own_protocol_and_today_s_profiles_default_to_mvapich2_2_3(cli):
+    """--mpi-library sets the eager threshold, rendezvous protocol, credits and send queue together (each
+    cited in docs/reference/hardware.md); the fdr..xdr profiles start from MVAPICH2 2.3 on a 2023 node."""
+    from longhaul.sim import mpi
+
+    def params(**kw):
+        return mpi.validate(mpi.scenario(osu={"bench": "bw", "size_bytes": 8}, **kw))
+
+    assert (params()["eager_threshold_bytes"], params()["rndv"]) == (8192, "rput")
+    v23 = params(library="mvapich2-2.3")
+    assert (v23["eager_threshold_bytes"], v23["rndv"], v23["max_send_wqe"]) == (16384, "rget", 64)
+    # MVAPICH2 1.0 asked for 4 outstanding RDMA reads per queue pair; 2.3 takes the adapter's maximum.
+    assert (params()["outstanding_reads"], v23["outstanding_reads"]) == (4, None)
+    ucx = params(library="openmpi-ucx")
+    assert (ucx["eager_threshold_bytes"], ucx["eager_credits"], ucx["max_send_wqe"]) == (8192, 512, 256)
+    assert params(testbed="hdr") == v23
+    assert params(testbed="hdr", library="mvapich2-1.0") == params()
+    # A 12 KiB message: rendezvous (a round trip more) under MVAPICH2 1.0, eager under 2.3.
+    lat = {lib: json.loads(cli("sim", "mpi", "osu", "--bench", "latency", "--sizes", "12K", "--delay-us", "1000",
+                               "--mpi-library", lib, "--format", "json", check=True).stdout)[0]["lat_us"]
+           for lib in ("mvapich2-1.0", "mvapich2-2.3")}
+    assert lat["mvapich2-1.0"] > lat["mvapich2-2.3"] + 1500, lat
+    proc = cli("sim", "mpi", "osu", "--bench", "bw", "--mpi-library", "openmpi-ucx", "--transport", "ud")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "valid with openmpi-ucx: rc" in proc.stderr
 
 
 def test_help_gives_each_verb_its_own_default_node_count(cli, tmp_path):

@@ -115,6 +115,22 @@ def test_bad_input_is_one_line_and_exit_2(cli, args, needle):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("profile", nfs.TESTBEDS)
+def test_every_verbs_profile_carries_nfs_and_the_rest_are_refused_naming_them(cli, profile):
+    """NFS runs over RDMA or IPoIB on any fabric (`sim nfs --profile ndr` was refused); a name that is not a
+    verbs profile is refused in one line listing the valid ones."""
+    proc = cli("sim", "nfs", "--profile", profile, "--transport", "rdma", "--file-bytes", "4M", "--simulated-bytes",
+               "1M", "--format", "json", check=True)
+    assert json.loads(proc.stdout)[0]["bw_MBps"] > 0
+
+
+def test_a_profile_that_is_not_a_fabric_is_refused_for_nfs():
+    from longhaul.errors import UserError
+
+    with pytest.raises(UserError, match="testbed: unknown 'modern' for NFS \\(valid: s1, s1-connectx, s3, usn, fdr"):
+        nfs.validate(nfs.scenario(testbed="modern"))
+
+
 def test_same_seed_same_record():
     sc = nfs.scenario(transport="ipoib-ud", delay_us=100.0, simulated_bytes=2 << 20, seed=7)
     assert nfs.run(sc) == nfs.run(sc)

@@ -98,12 +98,44 @@ def test_help_lists_units_defaults_and_ranges(cli):
     (["--cwnd-growth", "fast"], "--cwnd-growth"),
     (["--initial-cwnd", "0"], "--initial-cwnd: 0 is out of range [1, 1000]"),
     (["--seed", "-2"], "--seed: -2 is out of range [0, 18446744073709551615]"),
+    # A rate above the named link's would label every record with a link it is not.
+    (["--link", "10gige-lan", "--rate-gbps", "100"],
+     ("rate_gbps: 100 is above the 10gige-lan line rate of 10 Gb/s (valid: (0, 10]; a faster WAN is another link: "
+      "100gige, 200gige, 400gige)")),
+    (["--link", "25gige", "--rate-gbps", "40"], "a faster WAN is another link: 40gige, 100gige, 200gige, 400gige"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, args, words):
     proc = cli("sim", "tcp", "--duration-s", "0.01", *args)
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("link, gbps", [("25gige", 25), ("40gige", 40), ("100gige", 100), ("200gige", 200),
+                                        ("400gige", 400)])
+def test_todays_ethernet_links_run_at_their_mac_rate_and_never_above_it(cli, link, gbps):
+    """With no host cost, jumbo-frame streams fill the link to its MAC rate less the framing (38 bytes
+    of Ethernet, 52 of IP/TCP per 9000-byte frame), never more; a sub-rate circuit on the link says so
+    in wan_gbps."""
+    proc = cli("sim", "tcp", "--link", link, "--mtu", "9000", "--streams", "8", "--stack", "ideal",
+               "--duration-s", "0.05", "--format", "json", check=True)
+    [r] = json.loads(proc.stdout)
+    goodput = gbps * 1e3 / 8 * (9000 - 52) / (9000 + 38)
+    assert r["link"] == link and r["wan_gbps"] == gbps
+    assert 0.9 * goodput <= r["bw_MBps"] <= goodput * 1.0001, (r["bw_MBps"], goodput)
+    slow = json.loads(cli("sim", "tcp", "--link", link, "--rate-gbps", str(gbps / 2), "--duration-s", "0.01",
+                          "--format", "json", check=True).stdout)[0]
+    assert slow["link"] == link and slow["wan_gbps"] == gbps / 2
+
+
+def test_one_stream_of_the_modern_stack_is_held_by_its_receiving_core(cli):
+    """At 100 GbE and 1500 bytes one stream gets what one core receives (150 ns + 0.06 ns/byte per
+    segment: ~6.1 GB/s), not the link; several streams get the link."""
+    recs = json.loads(cli("sim", "tcp", "--link", "100gige", "--streams", "1,8", "--duration-s", "0.05",
+                          "--format", "json", check=True).stdout)
+    bw = {r["streams"]: r["bw_MBps"] for r in recs}
+    core = 1448 / (150 + 1448 * 0.06) * 1e3
+    assert 0.9 * core <= bw[1] <= core and bw[8] > 1.5 * bw[1], (bw, core)
 
 
 def test_library_sweep_and_determinism():

@@ -133,7 +133,7 @@ def test_the_reference_page_lists_every_key():
     assert site_mod.schema_markdown().strip() in page, "regenerate the table: python -m longhaul.site --reference"
 
 
-@pytest.mark.parametrize("profile", ["s1", "s1-connectx", "s3", "ndr"])
+@pytest.mark.parametrize("profile", ["s1", "s1-connectx", "s3", "usn", "fdr", "edr", "hdr", "ndr", "xdr"])
 def test_the_summarys_rate_ceilings_match_the_simulator(profile):
     """The summary names 'line rate' or 'PCIe' from rates restated in Python: a large RC write at
     0 km, where no window limits it, reaches the lower of them and never passes it."""
@@ -145,3 +145,12 @@ def test_the_summarys_rate_ceilings_match_the_simulator(profile):
     ceiling = min(v for v, _ in ceilings_MBps(verbs.validate(sc)).values())
     bw = verbs.run(sc)["bw_MBps"]
     assert 0.85 * ceiling <= bw <= ceiling, (bw, ceiling)
+
+
+def test_an_ip_sites_mpi_over_tcp_runs_at_its_routers_link_rate():
+    """MPI over TCP takes a rate, not a link: a site of 100 GbE routers runs it at 100 Gb/s (it ran at the
+    model's 10 Gb/s default once the example named its link instead of a rate), and says so in the command."""
+    s = site_mod.load(ROOT / "examples" / "sites" / "ip-100gige-2000km.toml")
+    assert s.link["routers"] == "100gige" and s.routers_gbps() == 100.0
+    assert s.mpi_tcp(s.planned)["path"]["rate_gbps"] == 100.0
+    assert "--transport tcp --rate-gbps 100" in s.options("mpi")

@@ -18,11 +18,13 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from longhaul.errors import UserError, terminated_on_signals
 from longhaul.ingest import ingest_output
 from longhaul.results import now_utc
+from longhaul.safeio import TOOL_OUTPUT_BYTES
 
 #: seconds a stopped command gets to exit after SIGTERM before the group gets SIGKILL
 STOP_GRACE_S = 2.0
@@ -81,14 +83,19 @@ class _Shown:
                 self._at_line_start = True
 
 
-def _pump(fd: int, keep: bytearray, tail: int | None, shown: _Shown) -> None:
-    """Copy the pipe ``fd`` to longhaul's stderr as it comes, keeping everything (or the last ``tail`` bytes)."""
+def _pump(fd: int, keep: bytearray, tail: int | None, shown: _Shown, over: Callable[[], None] = lambda: None) -> None:
+    """Copy the pipe ``fd`` to longhaul's stderr as it comes, keeping everything (or the last ``tail`` bytes).
+    Without ``tail``, more than TOOL_OUTPUT_BYTES (what ``ingest`` reads of a file) calls ``over()`` and
+    stops: `measure -- yes` held 6 GB after 30 s."""
     while True:
         try:
             chunk = os.read(fd, 65536)
         except OSError:
             break
         if not chunk:
+            break
+        if tail is None and len(keep) + len(chunk) > TOOL_OUTPUT_BYTES:
+            over()
             break
         keep += chunk
         if tail is not None and len(keep) > 2 * tail:
@@ -136,6 +143,19 @@ def _drain(proc: subprocess.Popen, readers: list[threading.Thread]) -> None:
                 pipe.close()
 
 
+def _start(readers: list[threading.Thread]) -> None:
+    """Start the readers with SIGINT, SIGTERM and SIGHUP held: a handler raising inside
+    ``Thread.start()`` leaves its lock released twice (RuntimeError, and a traceback at exit). The
+    readers inherit the mask, so the main thread takes each signal, as soon as the readers run."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        for t in readers:
+            t.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _last_line(data: bytes) -> str | None:
     lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
     if not lines:
@@ -161,15 +181,20 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
         raise UserError(f"measure: cannot run '{argv[0]}' ({err.strerror or err}); nothing stored") from None
     assert proc.stdout is not None and proc.stderr is not None  # PIPE
     out, said, echoed = bytearray(), bytearray(), _Shown()
-    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None, echoed), daemon=True),
+    too_much = threading.Event()
+
+    def over() -> None:
+        too_much.set()
+        _signal_group(proc.pid, signal.SIGKILL)
+
+    readers = [threading.Thread(target=_pump, args=(proc.stdout.fileno(), out, None, echoed, over), daemon=True),
                threading.Thread(target=_pump, args=(proc.stderr.fileno(), said, STDERR_TAIL, echoed), daemon=True)]
     timed_out = False
     # SIGTERM/SIGHUP (a batch system's kill, a closed terminal) stop the command as Ctrl-C does: in its
     # own session it would not get them, and a left-over ib_write_bw would keep the adapter busy.
     with terminated_on_signals(f"the measured command {shown} was stopped; nothing stored"):
         try:
-            for t in readers:
-                t.start()
+            _start(readers)
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -186,6 +211,10 @@ def run(argv: list[str], timeout_s: float | None = None) -> Captured:
             echoed.end_line()
     finished = now_utc()
     status = proc.returncode
+    if too_much.is_set():
+        raise UserError(f"measure: {shown} printed more than {TOOL_OUTPUT_BYTES >> 20} MiB on stdout, more than any "
+                        "benchmark's output (ingest reads at most that of a file); it was stopped (its process "
+                        "group killed); nothing stored")
     if timed_out:
         raise UserError(f"measure: {shown} was still running after --timeout-s {timeout_s:g} and was stopped "
                         "(its process group killed); nothing stored")

@@ -25,6 +25,20 @@ copied, shared or deleted on its own, and each file is written atomically (temp 
 ``os.replace``), so an interrupted sweep never leaves a half-written run. DuckDB can still query
 the store directly (``SELECT * FROM 'results/runs/*.parquet'``). See docs/reference/store.md.
 
+Every run file carries its own checksum (``seal``/``_unseal``): the SHA-256 of the whole file's bytes,
+with the 64 hex digits of the checksum itself read as zeros, kept in the file's key-value metadata
+under ``longhaul.sha256``. It covers every byte (data pages, statistics, the run's facts, the footer),
+so any change of a run file, a single flipped bit included, is found on every read and by
+``results verify``; a checksum over the decoded records would miss a flip in bytes the decoder
+ignores, and one kept only in the manifest would be lost with it (the manifest is rebuilt from the
+run files, so the files must prove themselves). A damaged run is named on stderr once and skipped
+by every reader of many runs (``records``, ``manifest``, ``get_cached``: a sweep recomputes it),
+never blocking the others.
+
+Reading needs no write access: a store on a read-only mount, or another user's, is read with a
+shared lock when its lock file can be opened, else without one, and its index is then synchronised
+in memory only.
+
 The cache key of a run is the SHA-256 of the canonical JSON of its scenario (sorted keys, no
 whitespace, UTF-8); ``Store.get_cached(scenario)`` returns the stored records of an identical
 scenario computed by the same model version (package version + fingerprint of the model code),
@@ -49,14 +63,16 @@ import platform
 import secrets
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import longhaul
 from longhaul.errors import UserError
+from longhaul.safeio import printable
 
 # pyarrow is imported where a table is read or written: importing it is a third of the start-up
 # time of every `longhaul` command, and most commands never touch the store.
@@ -74,7 +90,13 @@ KINDS_DIR = "kinds"
 #: polars or DuckDB tells the runs apart; ``table_to_records`` drops them again.
 RUN_COLUMNS = ("run_id", "kind", "label")
 META_KEY = b"longhaul"
-FORMAT = "longhaul-results/1"
+#: the key-value metadata key of a run file's checksum (see ``seal``)
+CHECKSUM_KEY = b"longhaul.sha256"
+_UNSEALED = b"0" * 64
+FORMAT = "longhaul-results/1"  # manifest.json's format, and run files written before checksums
+RUN_FORMAT = "longhaul-results/2"  # a run file with a checksum: one without it is damaged
+#: the largest run file read (a run is its records: a few thousand rows of a sweep point or a trace)
+RUN_FILE_BYTES = 1 << 30
 ENV_STORE = "LONGHAUL_STORE"
 DEFAULT_STORE = "results"
 READ_ONLY_COMMANDS = ("results", "analyse")  # `longhaul COMMAND`s that only read a store: it must exist
@@ -193,6 +215,12 @@ def check_output_path(path: Path, make_parents: bool = True) -> Path:
     """``path`` as a file to write, or a one-line UserError: it is a directory, or (without
     ``make_parents``, as ``cp`` does) its directory is missing or is not a directory."""
     path = Path(path)
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as err:  # a name too long, a loop of links
+        raise UserError(f"cannot write '{printable(str(path))[:200]}' ({err.strerror or err})") from None
     if path.is_dir():
         raise UserError(f"cannot write '{path}': it is a directory (give a file name)")
     if not make_parents and not path.parent.is_dir():
@@ -343,6 +371,90 @@ def with_run_columns(table: pa.Table, run_id: str, kind: str, label: str) -> pa.
     return lead.replace_schema_metadata(table.schema.metadata)
 
 
+class DamagedRun(UserError):
+    """A run file that cannot be trusted: unreadable, foreign, or not the bytes written."""
+
+    def __init__(self, path: Path, why: str):
+        self.path = path
+        self.why = why
+        super().__init__(f"results store: '{path}' {why}; the file was left untouched "
+                         f"(move it away, or `longhaul results rm {path.stem[:12]}` to delete it)")
+
+
+def seal(table: pa.Table) -> bytes:
+    """The Parquet bytes of ``table`` with their checksum inside: written with 64 zeros as the value
+    of ``CHECKSUM_KEY``, which are then replaced by the SHA-256 (hex) of those bytes. The footer is
+    Thrift, never compressed, so the zeros are there verbatim and keep their length."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), CHECKSUM_KEY: _UNSEALED})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    data = bytearray(sink.getvalue().to_pybytes())
+    at = data.rfind(_UNSEALED)
+    data[at:at + 64] = hashlib.sha256(data).hexdigest().encode()
+    return bytes(data)
+
+
+def _unseal(path: Path, data: bytes) -> tuple[dict, int]:
+    """(run metadata, row count) of a run file's bytes, after checking them: readable Parquet, a
+    longhaul run, the checksum matches (a file written before checksums, format 1, has none), and
+    it holds the run its name says. Else a ``DamagedRun``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    try:
+        md = pq.read_metadata(pa.BufferReader(data))
+        kv = md.metadata or {}
+    except Exception as err:  # noqa: BLE001 - damaged bytes fail the decoder in any way (UnicodeDecodeError, ...)
+        raise DamagedRun(path, f"is not a readable Parquet file ({_first_line(err)})") from None
+    if META_KEY not in kv:
+        raise DamagedRun(path, "is a Parquet file without longhaul run metadata (a foreign file)")
+    stored = kv.get(CHECKSUM_KEY)
+    if stored is not None:
+        at = data.rfind(stored)
+        if len(stored) != 64 or at < 0 or \
+                hashlib.sha256(data[:at] + _UNSEALED + data[at + 64:]).hexdigest().encode() != stored:
+            raise DamagedRun(path, "does not match its checksum (its bytes changed after it was written)")
+    try:
+        meta = json.loads(kv[META_KEY])
+        if not isinstance(meta["scenario_hash"], str):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise DamagedRun(path, "has damaged longhaul run metadata") from None
+    if stored is None and meta.get("format") != FORMAT:
+        raise DamagedRun(path, "has no checksum")
+    if meta["scenario_hash"] != path.stem:
+        raise DamagedRun(path, f"holds run {printable(meta['scenario_hash'][:12])} under another run's name")
+    return meta, md.num_rows
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).splitlines() or [type(err).__name__]
+    return printable(lines[0][:120])
+
+
+def _run_bytes(path: Path) -> bytes:
+    """A run file's bytes (bounded; a directory or a FIFO named like a run is a damaged run)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise DamagedRun(path, f"cannot be read ({err.strerror or err})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DamagedRun(path, "is not a regular file")
+        if st.st_size > RUN_FILE_BYTES:
+            raise DamagedRun(path, f"is {st.st_size} bytes, over the {RUN_FILE_BYTES >> 20} MiB of a run file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(RUN_FILE_BYTES + 1)
+    except OSError as err:
+        raise DamagedRun(path, f"cannot be read ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+
+
 #: A run id's length: the SHA-256 of its scenario in hex (``scenario_hash``).
 ID_CHARS = 64
 
@@ -378,6 +490,15 @@ class Store:
             raise UserError("--store: empty path (give a results directory; it is created when missing)")
         self.root = Path(root)
         self.must_exist = must_exist
+        try:
+            os.stat(self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as err:  # a name too long, a loop of links, no permission to look
+            raise UserError(f"--store: cannot use '{printable(str(root))[:200]}' ({err.strerror or err})") from None
+        #: damaged run files met so far (path -> why), each named once on stderr (``skip``)
+        self.skipped: dict[Path, str] = {}
+        self._strays_noted = False
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"--store: '{self.root}' is a file, not a results directory "
                             "(give a directory; it is created when missing)")
@@ -421,7 +542,7 @@ class Store:
 
     @contextlib.contextmanager
     def _locked(self):
-        """Thread lock + advisory file lock around manifest read-modify-write."""
+        """Thread lock + exclusive advisory file lock around manifest read-modify-write."""
         with _thread_lock:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -435,6 +556,36 @@ class Store:
                 finally:
                     fcntl.flock(lockf.fileno(), fcntl.LOCK_UN)
 
+    @contextlib.contextmanager
+    def _read_locked(self):
+        """The write lock when the store can be written (yields True: the index may be saved), else
+        a shared lock on its lock file when that can be opened for reading, else none (a read-only
+        mount or another user's store: yields False, and nothing is written)."""
+        with _thread_lock:
+            writable = True
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                lockf: IO[bytes] = open(self.root / ".lock", "a+b")  # noqa: SIM115 - closed by `with lockf`
+            except OSError as err:
+                if not self.root.is_dir():
+                    raise UserError(f"--store: cannot read '{self.root}' ({err.strerror or err})") from None
+                writable = False
+                try:
+                    lockf = open(self.root / ".lock", "rb")  # noqa: SIM115
+                except OSError:
+                    yield False
+                    return
+            with lockf:
+                try:
+                    fcntl.flock(lockf.fileno(), fcntl.LOCK_EX if writable else fcntl.LOCK_SH)
+                except OSError:
+                    pass
+                try:
+                    yield writable
+                finally:
+                    with contextlib.suppress(OSError):
+                        fcntl.flock(lockf.fileno(), fcntl.LOCK_UN)
+
     # ---------------------------------------------------------------- manifest
     def _read_manifest_file(self) -> dict | None:
         path = self.root / MANIFEST
@@ -446,6 +597,8 @@ class Store:
             return None  # unreadable index: rebuilt from the run files, which are the truth
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("runs"), dict):
             return None
+        if not all(_well_formed(entry) and entry["run_id"] == run_id for run_id, entry in data["runs"].items()):
+            return None  # one malformed entry: the index is damaged, so all of it is rebuilt
         return data
 
     def _write_manifest(self, manifest: dict) -> None:
@@ -468,7 +621,8 @@ class Store:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(entry, dict) and isinstance(entry.get("run_id"), str):
+            if isinstance(entry, dict) and (_well_formed(entry) or (entry.get(FORGET) is True
+                                                                    and isinstance(entry.get("run_id"), str))):
                 entries.append(entry)
         return entries
 
@@ -526,28 +680,30 @@ class Store:
             raise UserError(f"cannot write '{path}' ({err.strerror or err})") from None
 
     def _entry(self, meta: dict, n_records: int) -> dict:
+        scenario = meta.get("scenario")
+        kind = scenario.get("kind", "") if isinstance(scenario, dict) else ""
         return {
             "run_id": meta["scenario_hash"],
             "file": f"{RUNS_DIR}/{meta['scenario_hash']}.parquet",
-            "kind": meta.get("scenario", {}).get("kind", ""),
-            "params": scenario_params(meta.get("scenario", {})),
-            "source": meta.get("source", ""),
-            "label": meta.get("label", ""),
+            **{key: str(value) for key, value in (
+                ("kind", kind), ("source", meta.get("source", "")), ("label", meta.get("label", "")),
+                ("software_version", meta.get("software_version", "")),
+                ("started_utc", meta.get("started_utc", "")), ("finished_utc", meta.get("finished_utc", "")))},
+            "params": scenario_params(scenario) if isinstance(scenario, dict) else "",
             "seed": meta.get("seed"),
-            "software_version": meta.get("software_version", ""),
-            "started_utc": meta.get("started_utc", ""),
-            "finished_utc": meta.get("finished_utc", ""),
             "n_records": n_records,
         }
 
     def manifest(self) -> dict:
         """The index, synchronised with the run files on disk (files are the truth): manifest.json
         with the journal folded in. A missing store reads as empty and is not created (with
-        ``must_exist``, it is an error)."""
+        ``must_exist``, it is an error). A run file without an entry is indexed from its own facts
+        once its checksum holds; a damaged one is named on stderr and left out. A store that cannot
+        be written is synchronised in memory only."""
         self.check_exists()
         if not self.exists():
             return {"format": FORMAT, "runs": {}}
-        with self._locked():
+        with self._read_locked() as writable:
             manifest, changed = self._load()
             on_disk = {p.stem for p in self.runs_dir.glob("*.parquet")} if self.runs_dir.is_dir() else set()
             for run_id in list(manifest["runs"]):
@@ -555,10 +711,18 @@ class Store:
                     del manifest["runs"][run_id]
                     changed = True
             for run_id in sorted(on_disk - set(manifest["runs"])):
-                meta, n = self._read_meta(self.run_path(run_id))
+                try:
+                    meta, n = self._read_meta(self.run_path(run_id))
+                except DamagedRun as err:
+                    self.skip(err)
+                    continue
+                except FileNotFoundError:  # removed while we looked
+                    continue
                 manifest["runs"][run_id] = self._entry(meta, n)
                 changed = True
-            return self._save(manifest, changed)
+            if self.stray_temporaries():
+                self._note_strays()
+            return self._save(manifest, changed) if writable else manifest
 
     def runs(self, source: str | None = None, label: str | None = None, kind: str | None = None) -> list[dict]:
         """Manifest entries, oldest first, optionally filtered (None: no filter; a label of ""
@@ -574,47 +738,55 @@ class Store:
         return resolve_run(ref, list(self.manifest()["runs"]), f"store '{self.root}'", "`longhaul results ls`")
 
     # ---------------------------------------------------------------- reading files
-    def _bad_file(self, path: Path, why: str) -> UserError:
-        return UserError(f"results store: '{path}' {why}; the file was left untouched "
-                         f"(move it away, or `longhaul results rm {path.stem[:12]}` to delete it)")
+    def skip(self, err: DamagedRun) -> None:
+        """Name a damaged run on stderr (once per store and file) and remember it: the reader of
+        many runs carries on without it, and says at its end how many it skipped."""
+        if err.path not in self.skipped:
+            self.skipped[err.path] = err.why
+            sys.stderr.write(f"longhaul: warning: skipped damaged run {err.path.stem[:12]}: '{err.path}' {err.why} "
+                             f"(`longhaul results rm {err.path.stem[:12]}` deletes it)\n")
+
+    def _note_strays(self) -> None:
+        if not self._strays_noted:
+            self._strays_noted = True
+            n = len(self.stray_temporaries())
+            sys.stderr.write(f"longhaul: note: {n} temporary file(s) in '{self.root}' left by an interrupted "
+                             "write (`longhaul results gc` removes them)\n")
+
+    def stray_temporaries(self) -> list[Path]:
+        """Temporary files (``.NAME.XXXXXXXX.tmp``) of writes cut short by a kill: a write in
+        progress holds the lock, so under the lock every one is stray."""
+        found: list[Path] = []
+        for where in (self.root, self.runs_dir):
+            if where.is_dir():
+                found += sorted(p for p in where.glob(".*.tmp") if p.is_file() or p.is_symlink())
+        return found
 
     def _read_meta(self, path: Path) -> tuple[dict, int]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        try:
-            md = pq.read_metadata(path)
-        except (OSError, pa.ArrowException) as err:
-            raise self._bad_file(path, f"is not a readable Parquet file ({str(err).splitlines()[0][:120]})") from None
-        raw = (md.metadata or {}).get(META_KEY)
-        if raw is None:
-            raise self._bad_file(path, "is a Parquet file without longhaul run metadata (a foreign file)")
-        try:
-            meta = json.loads(raw)
-            meta["scenario_hash"]
-        except (ValueError, KeyError, TypeError):
-            raise self._bad_file(path, "has damaged longhaul run metadata") from None
-        if meta["scenario_hash"] != path.stem:
-            raise self._bad_file(path, f"holds run {meta['scenario_hash'][:12]} under another run's name")
-        return meta, md.num_rows
+        return _unseal(path, _run_bytes(path))
 
     def read_meta(self, run_id: str) -> dict:
-        """One run's metadata (its scenario, source, label, times), without reading its records."""
+        """One run's metadata (its scenario, source, label, times), its checksum checked."""
         return self._read_meta(self.run_path(run_id))[0]
 
     def read_run(self, run_id: str) -> tuple[dict, list[dict]]:
-        """(run metadata, records) of one run."""
+        """(run metadata, records) of one run, from bytes whose checksum holds (else ``DamagedRun``)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
         self.check_exists()
         path = self.run_path(run_id)
-        if not path.exists():
-            raise UserError(f"run '{run_id[:12]}': no such run in store '{self.root}'")
-        meta, _ = self._read_meta(path)
         try:
-            table = pq.read_table(path)
-        except (OSError, pa.ArrowException) as err:
-            raise self._bad_file(path, f"is not a readable Parquet file ({str(err).splitlines()[0][:120]})") from None
-        return meta, table_to_records(table)
+            data = _run_bytes(path)
+        except FileNotFoundError:
+            raise UserError(f"run '{run_id[:12]}': no such run in store '{self.root}'") from None
+        meta, _ = _unseal(path, data)
+        try:
+            # One thread, no pre-buffering: a run is small, and Arrow's thread pools still running at exit
+            # abort the process now and then ('terminate called without an active exception', apache/arrow#34314).
+            records = table_to_records(pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False))
+        except Exception as err:  # noqa: BLE001 - damaged bytes fail the decoder in any way
+            raise DamagedRun(path, f"is not a readable Parquet file ({_first_line(err)})") from None
+        return meta, records
 
     # ---------------------------------------------------------------- writing
     def put(self, scenario: dict, records: Sequence[dict], *, source: str, label: str = "",
@@ -633,9 +805,8 @@ class Store:
         ``runs()``, ...), and at the end of a sweep. An interrupt between the two steps leaves a
         run file without an entry: ``manifest()`` indexes it from the file, as before (a
         replaced run's old entry is dropped by a ``forget`` line journalled before its file).
+        The file carries its checksum (``seal``).
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
         if source not in SOURCES:
             raise UserError(f"source '{source}' is not one of {', '.join(SOURCES)}")
         check_label(label)
@@ -650,7 +821,7 @@ class Store:
             seed = scenario.get("seed", seeds.pop() if len(seeds) == 1 else None)
         run_id = scenario_hash(scenario)
         meta = {
-            "format": FORMAT,
+            "format": RUN_FORMAT,
             "scenario": _jsonable(scenario),
             "scenario_json": canonical_json(scenario),
             "scenario_hash": run_id,
@@ -666,9 +837,7 @@ class Store:
         if extra:
             meta["extra"] = _jsonable(extra)
         kind = str(scenario.get("kind", ""))
-        table = with_run_columns(records_to_table(records, meta), run_id, kind, label)
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd")
+        data = seal(with_run_columns(records_to_table(records, meta), run_id, kind, label))
         with self._locked():
             if self.run_path(run_id).exists():
                 # Replacing a run: its index entry (label, times, record count) is stale from the
@@ -676,7 +845,7 @@ class Store:
                 # no reader re-indexes the old file in between); an interrupt before the new entry's
                 # line then leaves the run re-indexed from its file, not described by the old entry.
                 self._append_journal({"run_id": run_id, FORGET: True})
-            atomic_write_bytes(self.run_path(run_id), sink.getvalue().to_pybytes())
+            atomic_write_bytes(self.run_path(run_id), data)
             self._kind_link(run_id, kind)
             journal_bytes = self._append_journal(self._entry(meta, len(records)))
             try:
@@ -713,27 +882,39 @@ class Store:
         With ``same_version`` (the default) a run made by another model version (package version
         or model fingerprint: the built core, longhaul/sim, longhaul/validation) is a miss, so a
         changed simulator never serves stale numbers; commits that touch nothing else keep the cache.
+        A damaged run is a miss too (named on stderr): it is computed again and replaced.
         """
         run_id = scenario_hash(scenario)
         path = self.run_path(run_id)
         if not path.exists():
             return None
-        meta, records = self.read_run(run_id)
+        try:
+            meta, records = self.read_run(run_id)
+        except DamagedRun as err:
+            self.skip(err)
+            return None
         if same_version and meta.get("model_version") != model_version():
             return None
         return records
 
     def remove(self, run_ids: Iterable[str]) -> list[str]:
-        """Delete runs (file and manifest entry) without reading them: works on damaged files."""
+        """Delete runs (file and manifest entry) without reading them: works on damaged files.
+        Removes only files: a directory named like a run is refused before anything is removed."""
         self.check_exists()
         removed: list[str] = []
         if not self.exists():
             return removed
+        run_ids = list(run_ids)
+        for run_id in run_ids:
+            path = self.run_path(run_id)
+            if path.is_dir() and not path.is_symlink():
+                raise UserError(f"results rm: '{printable(str(path))}' is a directory, not a run file; nothing was "
+                                "removed (results rm removes run files only: move the directory away by hand)")
         with self._locked():
             manifest = self._fold_journal()
             for run_id in run_ids:
                 path = self.run_path(run_id)
-                if path.exists():
+                with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                 for link in self.root.glob(f"{KINDS_DIR}/*/{run_id}.parquet"):
                     link.unlink()
@@ -742,38 +923,71 @@ class Store:
             self._write_manifest(manifest)
         return removed
 
+    def gc(self) -> list[Path]:
+        """Remove the temporary files left by writes cut short (``stray_temporaries``), under the
+        lock, so no write in progress loses its file. Returns the files removed."""
+        self.check_exists()
+        if not self.exists():
+            return []
+        removed = []
+        with self._locked():
+            for path in self.stray_temporaries():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                removed.append(path)
+        return removed
+
     def records(self, run_ids: Iterable[str] | None = None, source: str | None = None,
                 label: str | None = None, kind: str | None = None) -> list[dict]:
         """All records of the selected runs, each with ``run_id``, ``kind``, ``source`` and ``label``
         added (a record's own key of the same name wins): what `results export` writes and
-        `analyse --input` selects by."""
+        `analyse --input` selects by. A damaged run is named on stderr and skipped (``skipped``)."""
         if run_ids is None:
             run_ids = [e["run_id"] for e in self.runs(source=source, label=label, kind=kind)]
         out = []
         for run_id in run_ids:
-            meta, recs = self.read_run(run_id)
+            try:
+                meta, recs = self.read_run(run_id)
+            except DamagedRun as err:
+                self.skip(err)
+                continue
             entry = self._entry(meta, len(recs))
             extra = {"run_id": run_id[:12], **{k: entry[k] for k in ("kind", "source", "label")}}
             for r in recs:
                 out.append({**extra, **r})
         return out
 
-    def verify(self) -> list[str]:
-        """One line per damaged or foreign file in the store (empty: all good)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    def verify(self) -> tuple[list[str], int]:
+        """(one line per damaged or foreign run file and per stray temporary file, the number of
+        run files written before checksums, which read back but cannot be checked)."""
         self.check_exists()
         problems = []
+        unchecked = 0
         if self.runs_dir.is_dir():
             for path in sorted(self.runs_dir.glob("*.parquet")):
                 try:
-                    self._read_meta(path)
-                    pq.read_table(path)
-                except UserError as err:
-                    problems.append(str(err))
-                except (OSError, pa.ArrowException) as err:
-                    problems.append(f"'{path}': {str(err).splitlines()[0][:120]}")
-        return problems
+                    meta = self.read_run(path.stem)[0]
+                except DamagedRun as err:
+                    problems.append(f"damaged run {path.stem[:12]}: {err}")
+                    continue
+                except UserError:  # removed while we looked
+                    continue
+                unchecked += meta.get("format") == FORMAT
+        for path in self.stray_temporaries():
+            problems.append(f"stray temporary file '{path}' left by an interrupted write "
+                            "(`longhaul results gc` removes it)")
+        return problems, unchecked
+
+
+def _well_formed(entry: Any) -> bool:
+    """An index entry with every field of ``Store._entry`` of its type (a hand-edited or damaged
+    manifest.json is rebuilt from the run files instead of failing ``ls``)."""
+    if not isinstance(entry, dict):
+        return False
+    text = ("run_id", "file", "kind", "source", "label", "software_version", "started_utc", "finished_utc")
+    return (all(isinstance(entry.get(k), str) for k in text)
+            and isinstance(entry.get("n_records"), int) and not isinstance(entry.get("n_records"), bool)
+            and not isinstance(entry.get("seed"), (dict, list)))
 
 
 MAX_LABEL_CHARS = 200

@@ -449,7 +449,16 @@ class Site:
         from longhaul.sim import mpi_tcp
 
         path = {k: v for k, v in self.path_params().items() if k in ("rate_gbps", "loss")}
-        return mpi_tcp.scenario(seed=self.seed, **{**path, **where, **params})
+        return mpi_tcp.scenario(seed=self.seed, **{"rate_gbps": self.routers_gbps(), **path, **where, **params})
+
+    def routers_gbps(self) -> float:
+        """The routers' WAN rate as the TCP model resolves it (the link's line rate unless the site
+        sets ``rate_gbps``): MPI over TCP takes a rate, not a link."""
+        from longhaul.sim import tcp
+
+        if "rate_gbps" in self.link:
+            return float(self.link["rate_gbps"])
+        return float(tcp.validate(tcp.scenario(link=self.link["routers"]))["wan_gbps"])
 
     def nfs(self, where: dict, **params) -> dict:
         from longhaul.sim import nfs
@@ -465,7 +474,10 @@ class Site:
         a = self.clusters[0]
         if self.ip:
             out += ["--transport tcp"] if model == "mpi" else []
-            out += [f"--rate-gbps {self.link['rate_gbps']:g}"] if "rate_gbps" in self.link else []
+            if model == "mpi":   # MPI over TCP takes the routers' rate, not their link
+                out.append(f"--rate-gbps {self.routers_gbps():g}")
+            elif "rate_gbps" in self.link:
+                out.append(f"--rate-gbps {self.link['rate_gbps']:g}")
             return " ".join(out)
         out.append(f"--profile {self.profile}")
         if model == "verbs":

@@ -51,6 +51,7 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("mpi.osu.bench", variants::<OsuBench>());
     m.insert("mpi.algo", variants::<Algo>());
     m.insert("mpi.rndv_protocol", variants::<Rndv>());
+    m.insert("mpi.library", strs(&crate::mpi::params::LIBRARIES));
     m.insert("mpi.transport", variants::<TransportName>());
     m.insert("mpi.app.name", variants::<AppName>());
     m.insert("mpi.app.class", variants::<NasClass>());

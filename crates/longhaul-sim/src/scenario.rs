@@ -165,7 +165,7 @@ impl VerbsSpec {
 pub struct Scenario {
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// Hardware profile: "s1" (the [S1] testbed), "s1-connectx", "s3", "ndr".
+    /// Hardware profile: one of [`TESTBEDS`].
     #[serde(default = "default_testbed")]
     pub testbed: String,
     /// Override the testbed's adapter by name.
@@ -182,7 +182,8 @@ fn default_testbed() -> String {
     "s1".into()
 }
 
-pub const TESTBEDS: [&str; 5] = ["s1", "s1-connectx", "s3", "ndr", "usn"];
+/// The published testbeds, then one of today's clusters per IB generation (FDR to XDR).
+pub const TESTBEDS: [&str; 9] = ["s1", "s1-connectx", "s3", "usn", "fdr", "edr", "hdr", "ndr", "xdr"];
 
 /// perftest's default tx-depth (perftest_parameters.h, DEF_TX_BW).
 pub const PERFTEST_TX_DEPTH: u32 = 128;
@@ -249,6 +250,19 @@ impl Testbed {
             cm: false,
             cm_sets_ack_timeout: false,
         };
+        let today = |hca: HcaProfile, switch: SwitchParams| {
+            let l = switch.link;
+            Testbed {
+                hca,
+                switch,
+                extender: Some(ExtenderParams::generic(l)),
+                wan: l,
+                framing: None,
+                tx_depth: PERFTEST_TX_DEPTH,
+                cm: false,
+                cm_sets_ack_timeout: true,
+            }
+        };
         Some(match name {
             "s1" => s1(HcaProfile::infinihost3(), 16),
             "s1-connectx" => s1(HcaProfile::connectx(), 64),
@@ -257,19 +271,14 @@ impl Testbed {
                 extender: Some(ExtenderParams::longbow_c103()),
                 ..s1(HcaProfile::connectx2(), PERFTEST_TX_DEPTH)
             },
-            "ndr" => {
-                let l = IbLink { width: 4, generation: Generation::Ndr };
-                Testbed {
-                    hca: HcaProfile::connectx7(),
-                    switch: SwitchParams::quantum2(),
-                    extender: Some(ExtenderParams::generic(l)),
-                    wan: l,
-                    framing: None,
-                    tx_depth: PERFTEST_TX_DEPTH,
-                    cm: false,
-                    cm_sets_ack_timeout: true,
-                }
-            }
+            // One cluster of each IB generation since 2011: its adapter and switch, a generic
+            // extender pair (credits for its rated reach, no packet cap) at the port rate, and
+            // perftest of today (its defaults; the CM gives a QP the benchmark's timeout).
+            "fdr" => today(HcaProfile::connectx3(), SwitchParams::switchx2()),
+            "edr" => today(HcaProfile::connectx5(), SwitchParams::switch_ib()),
+            "hdr" => today(HcaProfile::connectx6(), SwitchParams::quantum()),
+            "ndr" => today(HcaProfile::connectx7(), SwitchParams::quantum2()),
+            "xdr" => today(HcaProfile::connectx8(), SwitchParams::quantum_x800()),
             // Dual-socket quad-core 2 GHz Opteron hosts with Voltaire 4x SDR adapters on 8-lane
             // PCIe, both extenders at ORNL so the data crosses the whole loop one way, the loop
             // carried as OC-192 through Ciena CDCI switches (or 10GigE WAN-PHY through Force10

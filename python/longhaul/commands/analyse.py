@@ -107,7 +107,7 @@ def _read_input(path: str) -> list[dict]:
         import pyarrow.parquet as pq
 
         try:
-            return pq.read_table(pa.BufferReader(data)).to_pylist()
+            return pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False).to_pylist()  # see Store.read_run
         except (OSError, pa.ArrowException) as err:
             raise UserError(f"--input: '{p}' is not a readable Parquet file "
                             f"({str(err).splitlines()[0][:120]})") from None

@@ -1,4 +1,4 @@
-"""``longhaul results ls|show|export|rm|verify``: look into the results store.
+"""``longhaul results ls|show|export|rm|verify|gc``: look into the results store.
 
 Every action needs an existing store: a missing one (a mistyped ``--store``) is a one-line error,
 exit status 2, and nothing is created (``store_from_args`` opens it with ``must_exist``).
@@ -25,6 +25,7 @@ from longhaul.results import (
 
 LS_COLUMNS = ("run_id", "kind", "params", "source", "label", "n_records", "started_utc")
 EXPORT_FORMATS = ("csv", "json", "parquet")
+HEX = "0123456789abcdef"
 
 
 def _filters(p) -> None:
@@ -66,9 +67,14 @@ def register(subparsers) -> None:
     _filters(p)
     p.set_defaults(func=cmd_rm)
 
-    p = sub.add_parser("verify", help="read every run file; list damaged or foreign ones (exit 2 if any)")
+    p = sub.add_parser("verify", help="read every run file and check its checksum; list damaged or foreign ones "
+                                      "and stray temporary files (exit 2 if any)")
     add_store_option(p)
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("gc", help="remove the temporary files left by interrupted writes")
+    add_store_option(p)
+    p.set_defaults(func=cmd_gc)
 
 
 def _no_match(store, args) -> str | None:
@@ -171,8 +177,12 @@ def cmd_export(args) -> int:
             atomic_write_text(args.out, buf.getvalue(), make_parents=False)
         else:
             sys.stdout.write(buf.getvalue())
+    skipped = len(store.skipped)
     if args.out:
-        print(f"exported {_count(len(records), 'record')} of {_count(len(run_ids), 'run')} to {args.out}", file=sys.stderr)
+        print(f"exported {_count(len(records), 'record')} of {_count(len(run_ids) - skipped, 'run')} to {args.out}"
+              + (f" (skipped {_count(skipped, 'damaged run')})" if skipped else ""), file=sys.stderr)
+    elif skipped:
+        print(f"longhaul: note: exported the good runs; skipped {_count(skipped, 'damaged run')}", file=sys.stderr)
     return 0
 
 
@@ -189,8 +199,9 @@ def cmd_rm(args) -> int:
         run_ids = []
         for ref in args.runs:
             # a damaged file is not in the manifest's good entries: accept its file name too
-            path_match = sorted(p.stem for p in store.runs_dir.glob(f"{ref.strip().lower()}*.parquet")) \
-                if store.runs_dir.is_dir() and len(ref.strip()) >= 4 else []
+            prefix = ref.strip().lower()
+            path_match = sorted(p.stem for p in store.runs_dir.glob(f"{prefix}*.parquet")) \
+                if store.runs_dir.is_dir() and len(prefix) >= 4 and all(c in HEX for c in prefix) else []
             if len(path_match) == 1:
                 run_ids.append(path_match[0])
             else:
@@ -204,11 +215,19 @@ def cmd_rm(args) -> int:
 
 def cmd_verify(args) -> int:
     store = store_from_args(args)
-    problems = store.verify()   # a missing store is an error, not a store of 0 good files
+    problems, unchecked = store.verify()   # a missing store is an error, not a store of 0 good files
     for line in problems:
         print(line, file=sys.stderr)
     if problems:
         return 2
     n = len(list(store.runs_dir.glob("*.parquet"))) if store.runs_dir.is_dir() else 0
-    print(f"{n} run file(s) in '{store.root}' read back fine")
+    print(f"{_count(n, 'run file')} in '{store.root}' read back fine and match their checksums"
+          + (f" ({unchecked} written before checksums: read back, not checked)" if unchecked else ""))
+    return 0
+
+
+def cmd_gc(args) -> int:
+    store = store_from_args(args)
+    removed = store.gc()
+    print(f"removed {_count(len(removed), 'stray temporary file')} from '{store.root}'")
     return 0

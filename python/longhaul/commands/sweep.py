@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from longhaul import safeio, sweep as _sweep, units
+from longhaul import admission, safeio, sweep as _sweep, units
 from longhaul.errors import UserError
 from longhaul.output import FORMATS, emit
 from longhaul.results import Store, add_store_option
@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--executor", choices=_sweep.EXECUTORS, default=None, help="threads (default), mpi or serial")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, help="parallel points (default: all cores)")
     p.add_argument("--label", default="", help="label stored with the runs")
+    admission.add_option(p, "an mpi grid (the model whose memory grows with the ranks)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(func=_run)
 
@@ -92,6 +93,19 @@ def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[
     return cols or None
 
 
+def _admit_mpi(scenarios: list[dict], args) -> None:
+    """Refuse an MPI grid whose largest points, simulated --workers at a time, would not fit in memory."""
+    jobs = [admission.mpi_scenario_ranks(sc) for sc in scenarios]
+    sizes = sorted((admission.mpi_point_bytes(ranks, alltoall), ranks) for ranks, alltoall in jobs
+                   if ranks <= admission.MAX_MPI_RANKS)  # more is the core's to refuse
+    at_once = admission.at_once(len(scenarios), args.workers if args.executor != "serial" else 1)
+    largest = sizes[-at_once:]
+    if largest:
+        admission.admit(admission.BASE_BYTES + sum(b for b, _ in largest), args.max_memory,
+                        f"the grid (its largest point {largest[-1][1]} ranks, {len(largest)} point(s) at once)",
+                        "give fewer nodes or ppn in the grid, fewer --workers, or a larger --max-memory")
+
+
 def _run(args) -> int:
     from longhaul.commands.simmodels.verbs import naming_the_file, table_of
     from longhaul.scenario_file import load_scenario_file
@@ -122,12 +136,16 @@ def _run(args) -> int:
                 module.scenario(base, **workload, **_cli_defaults(args.model, {}, base)))  # noqa: B023
             raise naming_the_file(err, args.base, file_alone, module.FILE_KEYS) from None
         scenarios.append(sc)
-    res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=Store(args.store).check_writable(), source="sim",
+    if args.model == "mpi":
+        _admit_mpi(scenarios, args)
+    store = Store(args.store).check_writable()
+    res = _sweep.run(MODELS[args.model], scenarios, kind=args.model, store=store, source="sim",
                      label=args.label, executor=args.executor, workers=args.workers, use_cache=not args.no_cache,
                      description=f"sweep {args.model} ({len(scenarios)} points)")
     emit(res.records, args.format, _table_columns(args.model, res.records, points), title=f"longhaul sweep {args.model}")
     if args.model == "nfs":
         from longhaul.commands.simmodels.nfs import note_warm_up
         note_warm_up(res.records, "simulated_bytes in the grid")
-    sys.stderr.write(f"{res.computed} computed, {res.cached} cached, {res.seconds:.2f} s\n")
+    damaged = f" ({len(store.skipped)} of them damaged in the store, computed again)" if store.skipped else ""
+    sys.stderr.write(f"{res.computed} computed{damaged}, {res.cached} cached, {res.seconds:.2f} s\n")
     return 0

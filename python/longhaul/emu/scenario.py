@@ -5,7 +5,8 @@ The file is read and resolved by the simulator's own parser (``longhaul.sim.tcp.
 the Rust core), so it means what it means to the simulator, defaults included, and then mapped:
 
 - link type and rate: the WAN payload rate the simulator resolves (``path.rate_gbps``, or the
-  link type's: 10gige-lan 10, 10gige-wan 9.29, oc192 9.58 Gb/s; IPoIB: the testbed's WAN rate),
+  link type's: 10gige-lan 10, 10gige-wan 9.29, oc192 9.58, 25gige to 100gige their MAC rates;
+  200gige and 400gige are above what the emulator carries and refused; IPoIB: the testbed's WAN rate),
   with the link type's framing bytes per wire packet (Ethernet/SONET) taking link time;
 - ``path.delay_us`` + 5 us per ``path.fibre_km``: the one-way delay; ``path.loss``: per wire
   packet, each direction; ``tcp.mtu_bytes`` (default the link type's): every interface;
@@ -46,6 +47,7 @@ from longhaul.emu.options import (
     MAX_JITTER_US,
     MAX_LINKS,
     MAX_LOSS,
+    MAX_RATE_GBPS,
     MAX_SEED,
     MIN_MTU,
     QUEUE_BYTES_RANGE,
@@ -125,6 +127,9 @@ def load(path: str) -> dict:
         has_link = isinstance(base, dict) and "link" in base
         sc = tcp.scenario(base, link=None if has_link else DEFAULT_LINK)
         r = tcp.validate(sc)
+        if r["wan_gbps"] > MAX_RATE_GBPS:
+            raise UserError(f"link: {r['link']} runs at {r['wan_gbps']:g} Gb/s, above the emulator's "
+                            f"{MAX_RATE_GBPS:g} Gb/s (valid: a link, or path.rate_gbps, up to {MAX_RATE_GBPS:g} Gb/s)")
         _refuse_what_cannot_be_honoured(sc, r)
         window = r["params"]["window"]
         auto = window["mode"] == "auto"

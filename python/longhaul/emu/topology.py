@@ -19,6 +19,13 @@ Per host ``NAME-a<i>`` / ``NAME-b<i>``:
 
 Use as a context manager; it tears everything down on exit, exception, Ctrl-C, SIGTERM and
 SIGHUP; a reaper process does it if the controller is killed with SIGKILL.
+
+While it is up, a thread watches the data plane (``_watch``): a data plane that exits, or that stops
+publishing its statistics for ``STALL_S`` (stopped, hung), ends the run at once. The watcher wakes
+the main thread with ``WATCH_SIGNAL``, whose handler raises ``DataPlaneFailed`` wherever the command
+is (waiting for iperf3, mpirun, a user's command): it unwinds through the teardown, and the command
+stores nothing and exits with the one error line and status 2, as every failure of the emulated
+run does. A run through a dead data plane measured nothing real (iperf3 once reported 41 MB/s).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -45,6 +53,17 @@ MGMT_NAME = "mgmt0"
 MGMT_SUBNET = "10.77.250"
 MGMT_HOST_OFFSET = {"a": 1, "b": 101}  # A hosts .1.., B hosts .101..; the launcher's namespace is .254
 READY_TIMEOUT_S = 10.0
+#: The data plane publishes its statistics every 200 ms (longhaul-wan's --interval-ms default,
+#: crates/longhaul-wan/src/link.rs) at real-time priority: none for this long is a stalled data plane.
+STALL_S = 5.0
+#: How often the watcher looks (a death is reported within this, plus the teardown)
+WATCH_EVERY_S = 0.1
+#: The signal the watcher sends the main thread (SIGUSR2 goes to the data plane, never to us)
+WATCH_SIGNAL = signal.SIGUSR2
+
+
+class DataPlaneFailed(UserError):
+    """The data plane died or stalled while the run was up: whatever was measured is void."""
 
 
 class Emulator:
@@ -66,6 +85,10 @@ class Emulator:
         self.reaper: subprocess.Popen | None = None
         self.run_state: state.RunState | None = None
         self._signals = contextlib.ExitStack()  # SIGTERM/SIGHUP handling while the run is up
+        self._failure: DataPlaneFailed | None = None  # set by the watcher
+        self._closing = False
+        self._stop_watch = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     # -- addresses -------------------------------------------------------------------
     def address(self, side: str, index: int = 0) -> str:
@@ -123,6 +146,7 @@ class Emulator:
             self._configure_hosts()
             if self.management:
                 self._create_management()
+            self._start_watch()
         except BaseException:
             self.close()
             raise
@@ -130,13 +154,80 @@ class Emulator:
 
     def __exit__(self, *exc) -> None:
         self.close()
+        if exc[0] is None and self._failure is not None:  # it died as the commands ended
+            raise self._failure
+
+    def check_dataplane(self) -> None:
+        """Raise ``DataPlaneFailed`` if the data plane has died or stalled (the watcher's verdict,
+        or a look now): for work outside the main thread, which the watcher's signal cannot reach."""
+        if self._failure is None and self.dataplane is not None:
+            self._failure = self._verdict()
+        if self._failure is not None:
+            raise self._failure
+
+    # -- the watch ---------------------------------------------------------------------
+    def _start_watch(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._signals.enter_context(_raising_on(WATCH_SIGNAL, self._on_watch_signal))
+        self._watcher = threading.Thread(target=self._watch, name=f"watch-{self.name}", daemon=True)
+        self._watcher.start()
+
+    def _on_watch_signal(self, signum, frame) -> None:
+        if self._failure is not None and not self._closing:
+            raise self._failure
+
+    def _stats_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.stats_path)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns
+
+    def _verdict(self, last_sign: float | None = None) -> DataPlaneFailed | None:
+        """Why the data plane is not running (None: it is). ``last_sign``: when its statistics last
+        changed (monotonic seconds), for the stall check."""
+        assert self.dataplane is not None
+        code = self.dataplane.poll()
+        pid = self.dataplane.pid
+        if code is not None:
+            how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
+                   else f"exited with status {code}")
+            return DataPlaneFailed(f"the emulator's data plane (pid {pid}) died during the run (it {how}); "
+                                   "the run was torn down and nothing was stored")
+        if last_sign is not None and time.monotonic() - last_sign > STALL_S:
+            return DataPlaneFailed(f"the emulator's data plane (pid {pid}) stalled during the run (no statistics "
+                                   f"for {STALL_S:g} s; they come every 0.2 s); the run was torn down and nothing "
+                                   "was stored")
+        return None
+
+    def _watch(self) -> None:
+        stamp, last_sign = self._stats_stamp(), time.monotonic()
+        while not self._stop_watch.wait(WATCH_EVERY_S):
+            now_stamp = self._stats_stamp()
+            if now_stamp != stamp:
+                stamp, last_sign = now_stamp, time.monotonic()
+            failure = self._verdict(last_sign)
+            if failure is not None:
+                self._failure = failure
+                if not self._closing:
+                    with contextlib.suppress(OSError, ValueError):
+                        signal.pthread_kill(threading.main_thread().ident or 0, WATCH_SIGNAL)
+                return
 
     def close(self) -> None:
+        self._closing = True
+        self._stop_watch.set()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join()
+            if self._failure is None and self.dataplane is not None:  # died after the watcher's last look
+                self._failure = self._verdict()
         # Ignore further SIGTERM/SIGINT while tearing down, so the run is never half removed.
         old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             if self.dataplane is not None and self.dataplane.poll() is None:
                 self.dataplane.terminate()
+                with contextlib.suppress(OSError):  # a stopped (stalled) one acts on SIGTERM only once continued
+                    self.dataplane.send_signal(signal.SIGCONT)
                 try:
                     self.dataplane.wait(timeout=2)
                 except subprocess.TimeoutExpired:
@@ -297,3 +388,13 @@ class Emulator:
     def popen(self, side: str, index: int, argv: list[str], **kw) -> subprocess.Popen:
         env = {**os.environ, **self.env(), **kw.pop("env", {})}
         return subprocess.Popen(self.host_cmd(side, index, argv), env=env, **kw)
+
+
+@contextlib.contextmanager
+def _raising_on(signum: int, handler):
+    """``handler`` for ``signum`` within the block (main thread only), the old one back after."""
+    old = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signum, old)

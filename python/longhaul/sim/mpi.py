@@ -23,11 +23,12 @@ TESTBEDS = core.names("mpi.testbed")
 NODES = core.names("mpi.node")
 PLACEMENTS = core.names("mpi.placement")
 FABRICS = core.names("mpi.fabric")
+LIBRARIES = core.names("mpi.library")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
               "switch_buffer_bytes")
 _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map", "fabric", "switch_latency_ns")
-_MPI_KEYS = ("transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
+_MPI_KEYS = ("library", "transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
              "ud_retry_timeout_us", "ud_progress_timeout_us")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")
 _NODE_KEYS = ("copy_MBps", "mem_MBps", "shm_latency_ns", "core_mops")

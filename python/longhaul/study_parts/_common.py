@@ -106,10 +106,10 @@ def simulate(ctx: StudyContext, model: str, scs: list[dict], label: str) -> list
 
 #: IB data rate per lane after encoding (Gb/s), as the simulator's `net::rate` sets them: the IBA
 #: signalling rates (SDR 2.5, DDR 5, QDR 10 Gbaud with 8b/10b; FDR 14.0625, EDR 25.78125 with
-#: 64b/66b; HDR 53.125 and NDR 106.25 Gb/s PAM4 with RS-FEC, 50 and 100 of data). Used only to say
-#: which ceiling a bandwidth meets; tests/test_site_file.py checks them against the model.
+#: 64b/66b; HDR 53.125, NDR 106.25 and XDR 212.5 Gb/s PAM4 with RS-FEC, 50, 100 and 200 of data). Used
+#: only to say which ceiling a bandwidth meets; tests/test_site_file.py checks them against the model.
 IB_LANE_DATA_GBPS = {"sdr": 2.0, "ddr": 4.0, "qdr": 8.0, "fdr": 14.0625 * 64 / 66, "edr": 25.78125 * 64 / 66,
-                     "hdr": 50.0, "ndr": 100.0}
+                     "hdr": 50.0, "ndr": 100.0, "xdr": 200.0}
 #: PCIe data rate per lane after encoding (Gb/s: gen 1-2 8b/10b, gen 3+ 128b/130b) and the ~0.8
 #: share that TLP headers leave of it (the simulator's `HcaProfile::pcie_data_gbps`).
 PCIE_LANE_GBPS = {1: 2.0, 2: 4.0, 3: 8.0 * 128 / 130, 4: 16.0 * 128 / 130, 5: 32.0 * 128 / 130, 6: 64.0 * 242 / 256}

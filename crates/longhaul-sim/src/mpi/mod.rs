@@ -217,8 +217,10 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         .map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] })
         .collect();
     let mut hca = r.base.hca.clone();
-    // MVAPICH2 asks for 4 outstanding RDMA reads per QP (rdma_default_qp_ous_rd_atom).
-    hca.max_rd_atomic = hca.max_rd_atomic.min(4);
+    // The RDMA reads the library lets a queue pair have outstanding (at most the adapter's).
+    if let Some(reads) = r.params.outstanding_reads {
+        hca.max_rd_atomic = hca.max_rd_atomic.min(reads);
+    }
     let post_ns = hca.post_ns;
     // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
     let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);

@@ -47,6 +47,12 @@ pub struct MpiParams {
     /// Largest RDMA operation the library posts; longer rendezvous data is split
     /// (RDMA_MAX_RDMA_SIZE = 4 MiB in ibv_param.h).
     pub max_rdma_bytes: u32,
+    /// RDMA reads the library lets one queue pair have outstanding (RGET rendezvous); None: the
+    /// adapter's maximum. MVAPICH2 1.0 asks for 4 (rdma_default_qp_ous_rd_atom, ibv_param.c);
+    /// MVAPICH2 2.3.7 sets 4 and then raises it to the device's max_qp_rd_atom unless
+    /// MV2_DEFAULT_QP_OUS_RD_ATOM is set (rdma_iba_priv.c); UCX asks for the hardware's maximum
+    /// (UCX_RC_MAX_RD_ATOMIC = auto, rc_iface.c).
+    pub outstanding_reads: Option<u32>,
     /// Chunk of R3 (copy-based rendezvous) data: one eager buffer.
     pub r3_chunk_bytes: u32,
     /// Message coalescing over RC (MVAPICH2 since 1.0, gen2 `ibv_send.c`, `rdma_use_coalesce`
@@ -95,6 +101,9 @@ pub struct MpiParams {
     /// on x86_64); larger intra-node messages pipeline through the shared buffer in chunks
     /// of this size.
     pub smp_chunk_bytes: u32,
+    /// The library follows MVAPICH2 1.0's job-size rule for its eager path
+    /// ([`MpiParams::for_job_size`]); later libraries keep their eager sizes whatever the job.
+    pub scales_with_job_size: bool,
     /// When `auto` picks the hierarchical collective (see `collectives::AutoRule`): one-way
     /// delay of 50 us (10 km: a binomial tree's extra WAN crossings then cost more than a
     /// leader's extra intra-cluster step of a few us) or messages of 64 KiB and more (the flat
@@ -111,6 +120,7 @@ impl Default for MpiParams {
             credit_update_after: 9,
             header_bytes: 64,
             max_rdma_bytes: 4 << 20,
+            outstanding_reads: Some(4),
             r3_chunk_bytes: 8192,
             coalesce_after: 6,
             max_send_wqe: 180,
@@ -124,7 +134,81 @@ impl Default for MpiParams {
             ud_progress_timeout_us: 50_000.0,
             ud_recv_window: 2501,
             smp_chunk_bytes: 8192,
+            scales_with_job_size: true,
             auto: AutoRule { min_delay_us: 50.0, min_bytes: 64 << 10 },
+        }
+    }
+}
+
+/// The MPI libraries whose defaults are modelled: [S1]'s MVAPICH2 1.0 (2008), MVAPICH2 2.3
+/// (2.3.7, 2022, its last CH3/gen2 release) and Open MPI 4.x/5.x over UCX (pml ucx, the default
+/// on InfiniBand since Open MPI 4.0: the point-to-point protocol is UCX's).
+pub const LIBRARIES: [&str; 3] = ["mvapich2-1.0", "mvapich2-2.3", "openmpi-ucx"];
+
+impl MpiParams {
+    /// The named library's defaults (see [`LIBRARIES`]).
+    pub fn library(name: &str) -> Option<Self> {
+        match name {
+            "mvapich2-1.0" => Some(Self::default()),
+            "mvapich2-2.3" => Some(Self::mvapich2_2_3()),
+            "openmpi-ucx" => Some(Self::openmpi_ucx()),
+            _ => None,
+        }
+    }
+
+    /// MVAPICH2 2.3.7's gen2 channel on a ConnectX adapter of FDR to HDR, single rail, from its
+    /// `ibv_param.c` / `ibv_param.h` (github.com/kumattau/mvapich2, the 2.3.7 release):
+    /// - eager threshold = the vbuf size (`rdma_iba_eager_threshold = VBUF_BUFFER_SIZE`): 16 KiB
+    ///   (`rdma_set_default_parameters_numrail_1`: 16 KiB for MV2_HCA_MLX_CX_FDR on any CPU, and
+    ///   for EDR/HDR on the Xeon E5 v2-v4 entries; 17 KiB on a Platinum 8280, 12-32 KiB on the
+    ///   EPYC entries; the fallback for an unlisted CPU, as a 2023 Xeon is, is 16 KiB and 16
+    ///   fast-path buffers at every cluster size), so no job-size rule;
+    /// - rendezvous by RDMA read: `rdma_rndv_protocol = MV2_RNDV_PROTOCOL_RGET` (RPUT only on
+    ///   the listed EPYC + HDR hosts, where, its comment says, 16 outstanding reads cannot fill
+    ///   HDR), with as many reads outstanding as the adapter allows (rdma_iba_priv.c);
+    /// - 16 RDMA fast-path buffers per peer (num_rdma_buffer) and the same credit rule;
+    /// - RDMA_DEFAULT_MAX_SEND_WQE = 64 send work requests per connection;
+    /// - coalescing (DEFAULT_USE_COALESCE 1, threshold 6) and RDMA_MAX_RDMA_SIZE 4 MiB as 1.0.
+    ///
+    /// MV2_SMP_EAGERSIZE depends on the CPU in 2.3.7 (8-64 KiB); 8 KiB is kept.
+    pub fn mvapich2_2_3() -> Self {
+        MpiParams {
+            eager_threshold_bytes: 16 * 1024,
+            rndv: Rndv::Rget,
+            outstanding_reads: None,
+            max_send_wqe: 64,
+            vbuf_bytes: 16 * 1024,
+            r3_chunk_bytes: 16 * 1024,
+            scales_with_job_size: false,
+            ..Self::default()
+        }
+    }
+
+    /// Open MPI 4.x/5.x with pml ucx over UCX's rc_mlx5 transport (UCX source, github.com/
+    /// openucx/ucx, 2026; the same defaults since UCX 1.10):
+    /// - eager through 8 KiB bounce buffers: UCX_IB_SEG_SIZE = 8192 (ib_iface.c), one
+    ///   receive buffer per eager fragment. UCX_RNDV_THRESH is "auto" (ucp_context.c): UCX
+    ///   computes it from its performance estimates and may send larger messages eagerly by
+    ///   zero copy, which the model does not have; rendezvous from one segment on is assumed;
+    /// - rendezvous by RDMA read: UCX_RNDV_SCHEME = auto picks get_zcopy for host memory over RC;
+    /// - flow control: UCX_RC_FC_WND_SIZE = 512 active messages per endpoint without an
+    ///   acknowledgement, credits asked back at half the window (UCX_RC_FC_SOFT_THRESH 0.5);
+    /// - UCX_IB_TX_QUEUE_LEN = 256 send work requests per queue pair;
+    /// - no coalescing (UCX batches doorbells, UCX_IB_TX_MAX_BATCH 16, not messages); rendezvous
+    ///   reads split at 4 MiB as MVAPICH2 (UCX's max_get_zcopy is "auto": the adapter's limit).
+    pub fn openmpi_ucx() -> Self {
+        MpiParams {
+            eager_threshold_bytes: 8192,
+            rndv: Rndv::Rget,
+            outstanding_reads: None,
+            eager_credits: 512,
+            credit_update_after: 257,
+            max_send_wqe: 256,
+            vbuf_bytes: 8192,
+            r3_chunk_bytes: 8192,
+            coalesce_after: 0,
+            scales_with_job_size: false,
+            ..Self::default()
         }
     }
 }
@@ -186,6 +270,28 @@ impl NodeParams {
             core_mops: 700.0,
         }
     }
+    /// A 2023 dual-socket server: two Intel Xeon Platinum 8480+ (Sapphire Rapids, 56 cores each,
+    /// 8 DDR5-4800 channels per socket; Intel ARK), 2 x 307 GB/s of theoretical memory
+    /// bandwidth, ~460 GB/s sustained (assumed: 75% of it, the share STREAM-class runs reach);
+    /// one core copies at ~12 GB/s (assumed: a core's outstanding misses, not the channels,
+    /// bound it); a cache line crosses between cores of a socket in ~150 ns (assumed); ~2000
+    /// NAS Mop/s per core (assumed: about three Nehalem cores, from wider vectors and clocks).
+    pub fn sapphire_rapids() -> Self {
+        NodeParams {
+            name: "sapphire-rapids".into(),
+            copy_MBps: 12_000.0,
+            mem_MBps: 460_000.0,
+            shm_latency_ns: 150.0,
+            core_mops: 2000.0,
+        }
+    }
+    /// A 2023 dual-socket AMD server: two EPYC 9654 (Genoa, 96 cores each, 12 DDR5-4800
+    /// channels per socket; AMD's product page), 2 x 461 GB/s theoretical, ~690 GB/s sustained
+    /// (assumed: 75%); per-core copy, cache-line hand-off and compute assumed as Sapphire
+    /// Rapids' (cross-CCD hand-offs are slower: ~200 ns assumed).
+    pub fn genoa() -> Self {
+        NodeParams { name: "genoa".into(), mem_MBps: 690_000.0, shm_latency_ns: 200.0, ..Self::sapphire_rapids() }
+    }
 }
 
 impl MpiParams {
@@ -202,6 +308,9 @@ impl MpiParams {
     /// above), below 256 processes 4 KiB and 8, from 256 on 2 KiB and 4; the eager threshold
     /// is the buffer size. What the user set (`fixed_threshold`, `fixed_credits`) stays.
     pub fn for_job_size(mut self, processes: u32, fixed_threshold: bool, fixed_credits: bool) -> Self {
+        if !self.scales_with_job_size {
+            return self;
+        }
         let (vbuf, credits) = match processes {
             0..=64 => return self,
             65..=255 => (4096, 8),

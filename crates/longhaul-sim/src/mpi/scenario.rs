@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::apps::{AppName, NasClass};
 use super::collectives::Algo;
 use super::osu::OsuBench;
-use super::params::{MpiParams, NodeParams, Rndv};
+use super::params::{MpiParams, NodeParams, Rndv, LIBRARIES};
 use super::placement::{Layout, Placement};
 use super::trace;
 use crate::ib::HcaProfile;
@@ -42,6 +42,9 @@ pub struct ClusterSpec {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MpiSpec {
+    /// The MPI library whose defaults apply (one of [`LIBRARIES`]); default: MVAPICH2 1.0 on the
+    /// published testbeds, MVAPICH2 2.3 on today's (fdr to xdr).
+    pub library: Option<String>,
     pub transport: Option<TransportName>,
     /// Signed so that a negative value is reported, not misparsed.
     pub eager_threshold_bytes: Option<i64>,
@@ -131,7 +134,7 @@ pub struct MpiScenario {
     #[serde(default = "default_testbed")]
     pub testbed: String,
     pub hca: Option<String>,
-    /// Override the node profile: xeon-2007, clovertown, harpertown, nehalem.
+    /// Override the node profile: one of [`NODES`].
     pub node: Option<String>,
     #[serde(default)]
     pub node_params: NodeSpec,
@@ -153,10 +156,27 @@ fn default_testbed() -> String {
     "s1".into()
 }
 
-pub const TESTBEDS: [&str; 8] = ["s1", "s1-connectx", "s3", "ndr", "s2-ct-ddr", "s2-ht-ddr", "s2-nh-ddr", "s2-nh-qdr"];
+/// The verbs model's testbeds, then [S2]'s platforms.
+pub const TESTBEDS: [&str; 13] = [
+    "s1",
+    "s1-connectx",
+    "s3",
+    "usn",
+    "fdr",
+    "edr",
+    "hdr",
+    "ndr",
+    "xdr",
+    "s2-ct-ddr",
+    "s2-ht-ddr",
+    "s2-nh-ddr",
+    "s2-nh-qdr",
+];
+/// The profiles of today's fabrics: a 2023 node and MVAPICH2 2.3 by default.
+const TODAYS_TESTBEDS: [&str; 5] = ["fdr", "edr", "hdr", "ndr", "xdr"];
 /// The rank placements a scenario names (a `rank_map` gives any other).
 pub const PLACEMENTS: [&str; 2] = ["block", "cyclic"];
-pub const NODES: [&str; 4] = ["xeon-2007", "clovertown", "harpertown", "nehalem"];
+pub const NODES: [&str; 6] = ["xeon-2007", "clovertown", "harpertown", "nehalem", "sapphire-rapids", "genoa"];
 
 #[derive(Debug, Clone)]
 pub enum Workload {
@@ -203,6 +223,8 @@ fn node_by_name(n: &str) -> Option<NodeParams> {
         "clovertown" => Some(NodeParams::clovertown()),
         "harpertown" => Some(NodeParams::harpertown()),
         "nehalem" => Some(NodeParams::nehalem()),
+        "sapphire-rapids" => Some(NodeParams::sapphire_rapids()),
+        "genoa" => Some(NodeParams::genoa()),
         _ => None,
     }
 }
@@ -250,7 +272,10 @@ impl MpiScenario {
         let sc = Scenario { seed: self.seed, testbed: base_testbed.into(), hca: self.hca.clone(), path, verbs };
         let mut base = sc.resolve()?;
         base.testbed = self.testbed.clone();
-        let mut node = NodeParams::s1_node();
+        // The 2007 node of [S1]'s era for the published testbeds; a 2023 server for the profiles
+        // of today's fabrics (none of the FDR/EDR era, 2012-2017, is in the table: --node sets one).
+        let today = TODAYS_TESTBEDS.contains(&base_testbed);
+        let mut node = if today { NodeParams::sapphire_rapids() } else { NodeParams::s1_node() };
         if let Some((hca, g, n)) = s2 {
             if self.hca.is_none() {
                 base.hca = hca;
@@ -263,8 +288,16 @@ impl MpiScenario {
                 .ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
         }
         self.node_params.apply(&mut node)?;
-        let mut params = MpiParams::default();
         let m = &self.mpi;
+        let library = m.library.as_deref().unwrap_or(if today { "mvapich2-2.3" } else { "mvapich2-1.0" });
+        let mut params = MpiParams::library(library)
+            .ok_or_else(|| ScenarioError(format!("library: unknown '{library}' (valid: {})", LIBRARIES.join(", "))))?;
+        if library == "openmpi-ucx" && transport != TransportName::Rc {
+            return err(format!(
+                "transport: MPI over {} is modelled with MVAPICH2's reliability layer (valid with openmpi-ucx: rc)",
+                if transport == TransportName::Ud { "UD" } else { "UC" }
+            ));
+        }
         if let Some(t) = m.eager_threshold_bytes {
             if !(0..=(1 << 30)).contains(&t) {
                 return err(format!("eager_threshold_bytes: {t} is out of range [0, 1073741824]"));

@@ -11,6 +11,7 @@ use crate::mpi::osu::OsuBench;
 use crate::mpi::program::Programs;
 use crate::mpi::scenario::OsuSpec;
 use crate::scenario::{err, in_range_f, in_range_u, ScenarioError};
+use crate::tcp::link::LinkKind;
 use crate::tcp::scenario::{StackSpec, TcpPathSpec, TcpResolved, TcpScenario, TcpSpec};
 
 /// Open MPI's TCP BTL limits and the library's per-message CPU time (every field optional).
@@ -107,7 +108,12 @@ impl MpiTcpScenario {
             seed: self.seed,
             testbed: None,
             stack: self.stack.clone(),
-            link: "10gige-lan".into(),
+            // The WAN's rate picks the Ethernet the hosts and routers run (10GigE up to 10 Gb/s,
+            // the slowest named link that carries it above); the rate itself stays the WAN's.
+            link: LinkKind::ethernet_for(self.path.rate_gbps.unwrap_or(10.0))
+                .unwrap_or(LinkKind::GigE400)
+                .name()
+                .into(),
             path: self.path.clone(),
             tcp: t.clone(),
             cross: None,

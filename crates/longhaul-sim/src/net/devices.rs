@@ -36,13 +36,53 @@ impl SwitchParams {
             buffer_bytes: 32 * 1024,
         }
     }
-    /// Quantum-2 class 4x NDR switch: ~130 ns; buffer assumed 64 KiB per port.
+    /// SwitchX-2 class 4x FDR switch (SX6036, 2012-): 170 ns port-to-port (Mellanox's SX6036
+    /// product brief, as recalled, not re-read here); buffer assumed 32 KiB per port, as InfiniScale IV.
+    pub fn switchx2() -> Self {
+        SwitchParams {
+            name: "switchx2".into(),
+            link: IbLink { width: 4, generation: Generation::Fdr },
+            latency_ns: 170.0,
+            buffer_bytes: 32 * 1024,
+        }
+    }
+    /// Switch-IB class 4x EDR switch (SB7700/SB7800, 2015-): 130 ns port-to-port (Mellanox's
+    /// Switch-IB product brief, as recalled, not re-read here; Switch-IB 2 claims 90 ns); buffer assumed 64 KiB per port.
+    pub fn switch_ib() -> Self {
+        SwitchParams {
+            name: "switch-ib".into(),
+            link: IbLink { width: 4, generation: Generation::Edr },
+            latency_ns: 130.0,
+            buffer_bytes: 64 * 1024,
+        }
+    }
+    /// Quantum class 4x HDR switch (QM8700, 2019-): 130 ns port-to-port (Mellanox's QM8700
+    /// product brief, as recalled, not re-read here); buffer assumed 64 KiB per port.
+    pub fn quantum() -> Self {
+        SwitchParams {
+            name: "quantum".into(),
+            link: IbLink { width: 4, generation: Generation::Hdr },
+            latency_ns: 130.0,
+            buffer_bytes: 64 * 1024,
+        }
+    }
+    /// Quantum-2 class 4x NDR switch (QM9700, 2022-): ~130 ns (third-party summaries give
+    /// "under 150 ns" port to port); buffer assumed 64 KiB per port.
     pub fn quantum2() -> Self {
         SwitchParams {
             name: "quantum2".into(),
             link: IbLink { width: 4, generation: Generation::Ndr },
             latency_ns: 130.0,
             buffer_bytes: 64 * 1024,
+        }
+    }
+    /// Quantum-X800 class 4x XDR switch (Q3400, 2025-): 800 Gb/s ports; no port-to-port latency
+    /// is published, so Quantum-2's is assumed, and its buffer.
+    pub fn quantum_x800() -> Self {
+        SwitchParams {
+            name: "quantum-x800".into(),
+            link: IbLink { width: 4, generation: Generation::Xdr },
+            ..Self::quantum2()
         }
     }
 }

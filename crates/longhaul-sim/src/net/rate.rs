@@ -25,10 +25,11 @@ pub enum Generation {
     Edr,
     Hdr,
     Ndr,
+    Xdr,
 }
 
 impl Generation {
-    pub const ALL: [Generation; 7] = [
+    pub const ALL: [Generation; 8] = [
         Generation::Sdr,
         Generation::Ddr,
         Generation::Qdr,
@@ -36,6 +37,7 @@ impl Generation {
         Generation::Edr,
         Generation::Hdr,
         Generation::Ndr,
+        Generation::Xdr,
     ];
 
     /// Per-lane signalling rate (Gbaud for NRZ; Gb/s of raw line bits for PAM4).
@@ -48,6 +50,7 @@ impl Generation {
             Generation::Edr => 25.78125,
             Generation::Hdr => 53.125,
             Generation::Ndr => 106.25,
+            Generation::Xdr => 212.5,
         }
     }
 
@@ -56,8 +59,9 @@ impl Generation {
         match self {
             Generation::Sdr | Generation::Ddr | Generation::Qdr => 8.0 / 10.0,
             Generation::Fdr | Generation::Edr => 64.0 / 66.0,
-            // PAM4 + RS(544,514) FEC + 256b/257b transcoding: 50 of 53.125 and 100 of 106.25.
-            Generation::Hdr | Generation::Ndr => 100.0 / 106.25,
+            // PAM4 + RS(544,514) FEC + 256b/257b transcoding: 50 of 53.125, 100 of 106.25 and
+            // 200 of 212.5.
+            Generation::Hdr | Generation::Ndr | Generation::Xdr => 100.0 / 106.25,
         }
     }
 
@@ -70,6 +74,7 @@ impl Generation {
             Generation::Edr => "edr",
             Generation::Hdr => "hdr",
             Generation::Ndr => "ndr",
+            Generation::Xdr => "xdr",
         }
     }
 }
@@ -198,6 +203,7 @@ mod tests {
         assert!((l(4, Generation::Edr) - 100.0).abs() < 1e-9);
         assert!((l(4, Generation::Hdr) - 200.0).abs() < 1e-9);
         assert!((l(4, Generation::Ndr) - 400.0).abs() < 1e-9);
+        assert!((l(4, Generation::Xdr) - 800.0).abs() < 1e-9);
     }
 
     #[test]

@@ -115,7 +115,9 @@ impl NfsResolved {
     }
 }
 
-pub const TESTBEDS: [&str; 2] = ["s1", "s1-connectx"];
+/// Every verbs testbed: NFS runs over RDMA or IPoIB on any of them (with [S1]'s 2008 Linux
+/// NFS and RPC parameters, `NfsParams::s1`, on all: no later client/server profile is modelled).
+pub const TESTBEDS: [&str; 9] = crate::scenario::TESTBEDS;
 const DEFAULT_THREADS: u32 = 8;
 const DEFAULT_SIMULATED_BYTES: u64 = 32 << 20;
 
@@ -237,7 +239,7 @@ mod tests {
             (r#"{"transport": "rdma", "nfs": {"rsize_bytes": 100}}"#, "rsize_bytes: 100 is out of range"),
             (r#"{"transport": "rdma", "path": {"delay_us": -1}}"#, "delay_us: -1 is out of range"),
             (r#"{"transport": "ipoib-rc", "path": {"delay_us": -1}}"#, "delay_us: -1 is out of range"),
-            (r#"{"transport": "rdma", "testbed": "s3"}"#, "testbed: unknown 's3'"),
+            (r#"{"transport": "rdma", "testbed": "modern"}"#, "testbed: unknown 'modern' for NFS (valid: s1, "),
             (r#"{"transport": "rdma", "nfs": {"bogus": 1}}"#, "unknown field `bogus`"),
         ];
         for (json, want) in cases {

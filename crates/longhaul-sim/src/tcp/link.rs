@@ -7,11 +7,16 @@
 //! DETH 8, ICRC 4, VCRC 2 bytes); RFC 791/9293 (IP and TCP headers, 20 bytes each) with the
 //! RFC 7323 timestamp option (12 bytes with padding, on by default in Linux); IEEE 802.3
 //! (1500-byte MTU, jumbo frames of 9000 by convention); Ethernet and SONET framing overheads
-//! come from [`crate::net::WanFraming`].
+//! come from [`crate::net::WanFraming`]. The MAC data rates of today's Ethernet: 25GBASE-R
+//! (IEEE 802.3by, 25.78125 Gbaud 64b/66b), 40GBASE-R (802.3ba, 4 lanes of 10GBASE-R), 100GBASE-R
+//! (802.3ba/bj/bm), 200GBASE-R and 400GBASE-R (802.3bs/cd, 256b/257b with RS(544,514) FEC below
+//! the MAC): each carries its nominal rate at the MAC, and every frame the same 38 bytes of
+//! preamble, inter-frame gap, header and FCS as 10GigE.
 
 use serde::{Deserialize, Serialize};
 
 use crate::ib::headers::{padded, BASE as IB_BASE, DETH};
+use crate::net::WanFraming;
 
 /// IPv4 + TCP headers + timestamp option: what every segment carries besides payload.
 pub const TCP_IP_HEADER_BYTES: u32 = 20 + 20 + 12;
@@ -45,10 +50,48 @@ pub enum LinkKind {
     /// 10GigE hosts, SONET OC-192c (GFP-F) on the long-haul link.
     #[serde(rename = "oc192")]
     Oc192,
+    /// 25/40/100/200/400 Gigabit Ethernet end to end: hosts, routers and WAN at that rate.
+    #[serde(rename = "25gige")]
+    GigE25,
+    #[serde(rename = "40gige")]
+    GigE40,
+    #[serde(rename = "100gige")]
+    GigE100,
+    #[serde(rename = "200gige")]
+    GigE200,
+    #[serde(rename = "400gige")]
+    GigE400,
 }
 
 impl LinkKind {
-    pub const NAMES: [&'static str; 5] = ["ipoib-ud", "ipoib-cm", "10gige-lan", "10gige-wan", "oc192"];
+    pub const NAMES: [&'static str; 10] = [
+        "ipoib-ud",
+        "ipoib-cm",
+        "10gige-lan",
+        "10gige-wan",
+        "oc192",
+        "25gige",
+        "40gige",
+        "100gige",
+        "200gige",
+        "400gige",
+    ];
+    pub const ALL: [LinkKind; 10] = [
+        LinkKind::IpoibUd,
+        LinkKind::IpoibCm,
+        LinkKind::TenGigELan,
+        LinkKind::TenGigEWan,
+        LinkKind::Oc192,
+        LinkKind::GigE25,
+        LinkKind::GigE40,
+        LinkKind::GigE100,
+        LinkKind::GigE200,
+        LinkKind::GigE400,
+    ];
+
+    pub fn by_name(name: &str) -> Option<LinkKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -57,7 +100,46 @@ impl LinkKind {
             LinkKind::TenGigELan => "10gige-lan",
             LinkKind::TenGigEWan => "10gige-wan",
             LinkKind::Oc192 => "oc192",
+            LinkKind::GigE25 => "25gige",
+            LinkKind::GigE40 => "40gige",
+            LinkKind::GigE100 => "100gige",
+            LinkKind::GigE200 => "200gige",
+            LinkKind::GigE400 => "400gige",
         }
+    }
+
+    /// The line's data rate (Gb/s at the MAC or the SONET payload) and the bytes each frame adds
+    /// on it; None for IPoIB (the IB path decides).
+    pub fn line(self) -> Option<(f64, u32)> {
+        let ib = crate::net::IbLink { width: 4, generation: crate::net::Generation::Sdr }; // unused by these framings
+        let framed = |f: WanFraming| (f.payload_gbps(&ib), f.frame_overhead_bytes());
+        let eth = |gbps: f64| (gbps, WanFraming::TenGigELan.frame_overhead_bytes());
+        match self {
+            LinkKind::IpoibUd | LinkKind::IpoibCm => None,
+            LinkKind::TenGigELan => Some(framed(WanFraming::TenGigELan)),
+            LinkKind::TenGigEWan => Some(framed(WanFraming::TenGigEWan)),
+            LinkKind::Oc192 => Some(framed(WanFraming::Oc192)),
+            LinkKind::GigE25 => Some(eth(25.0)),
+            LinkKind::GigE40 => Some(eth(40.0)),
+            LinkKind::GigE100 => Some(eth(100.0)),
+            LinkKind::GigE200 => Some(eth(200.0)),
+            LinkKind::GigE400 => Some(eth(400.0)),
+        }
+    }
+
+    /// The slowest named Ethernet link that carries `gbps` (hosts and WAN at its rate), for
+    /// models that take a rate rather than a link (MPI over TCP); None above 400 GbE.
+    pub fn ethernet_for(gbps: f64) -> Option<LinkKind> {
+        [
+            LinkKind::TenGigELan,
+            LinkKind::GigE25,
+            LinkKind::GigE40,
+            LinkKind::GigE100,
+            LinkKind::GigE200,
+            LinkKind::GigE400,
+        ]
+        .into_iter()
+        .find(|k| k.line().is_some_and(|(g, _)| gbps <= g))
     }
 
     pub fn is_ipoib(self) -> bool {
@@ -162,5 +244,18 @@ mod tests {
         assert_eq!(eth.mss(), 1448);
         assert_eq!(eth.ack_bytes(0), 52);
         assert_eq!(eth.ack_bytes(3), 52 + 26);
+    }
+
+    #[test]
+    fn every_link_is_named_once_and_ethernet_rates_are_the_macs() {
+        for (k, n) in LinkKind::ALL.iter().zip(LinkKind::NAMES) {
+            assert_eq!(k.name(), n);
+            assert_eq!(LinkKind::by_name(n), Some(*k));
+        }
+        assert_eq!(LinkKind::GigE100.line(), Some((100.0, 38)));
+        assert_eq!(LinkKind::ethernet_for(8.0), Some(LinkKind::TenGigELan));
+        assert_eq!(LinkKind::ethernet_for(100.0), Some(LinkKind::GigE100));
+        assert_eq!(LinkKind::ethernet_for(100.5), Some(LinkKind::GigE200));
+        assert_eq!(LinkKind::ethernet_for(401.0), None);
     }
 }

@@ -280,7 +280,7 @@ impl HostStack {
         match testbed {
             "s1" | "s1-connectx" => Some(Self::s1()),
             "s3" => Some(Self::s3()),
-            "ndr" | "modern" => Some(Self::modern()),
+            "fdr" | "edr" | "hdr" | "ndr" | "xdr" | "modern" => Some(Self::modern()),
             "usn" => Some(Self::usn()),
             "ideal" => Some(Self::ideal()),
             _ => None,
@@ -288,5 +288,6 @@ impl HostStack {
     }
 
     /// The verbs model's testbeds first (IPoIB runs over them), then the Ethernet-only stacks.
-    pub const NAMES: [&'static str; 7] = ["s1", "s1-connectx", "s3", "ndr", "usn", "modern", "ideal"];
+    pub const NAMES: [&'static str; 11] =
+        ["s1", "s1-connectx", "s3", "usn", "fdr", "edr", "hdr", "ndr", "xdr", "modern", "ideal"];
 }

@@ -105,13 +105,13 @@ pub struct CrossSpec {
 pub struct TcpScenario {
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// Hardware profile: s1, s1-connectx, s3, ndr (IPoIB: the fabric and hosts; Ethernet: the
-    /// hosts), or for Ethernet also "modern" / "ideal". Default: s1 for IPoIB, modern otherwise.
+    /// Hardware profile: a verbs testbed (IPoIB: the fabric and hosts; Ethernet: the hosts), or
+    /// for Ethernet also "modern" / "ideal". Default: s1 for IPoIB, modern otherwise.
     pub testbed: Option<String>,
     /// Override the profile's host stack: a profile name (s1, s3, usn, modern, ideal) or explicit
     /// costs (a stack calibrated on a real machine, see [`StackCosts`]).
     pub stack: Option<StackSpec>,
-    /// ipoib-ud, ipoib-cm, 10gige-lan, 10gige-wan, oc192.
+    /// One of [`LinkKind::NAMES`].
     pub link: String,
     #[serde(default)]
     pub path: TcpPathSpec,
@@ -244,8 +244,8 @@ impl TcpResolved {
 
 /// Router forwarding latency for the Ethernet/SONET path (assumed: a store-and-forward lookup).
 const ROUTER_LATENCY_NS: f64 = 1000.0;
-/// 10GBASE-R: the hosts' NIC rate on Ethernet/SONET paths (IEEE 802.3ae). A WAN set faster than
-/// this (`rate_gbps`, a what-if) gets hosts of its own rate, so that the hosts can fill it.
+/// 10GBASE-R: the hosts' NIC rate on the 10 Gb/s Ethernet/SONET paths (IEEE 802.3ae); the
+/// 25-400 GbE links give the hosts NICs of the link's rate.
 const HOST_NIC_GBPS: f64 = 10.0;
 /// Bottleneck queue floor when it is sized by the bandwidth-delay product: ns-3's default
 /// drop-tail queue (100 packets), so short paths still absorb a burst.
@@ -259,16 +259,12 @@ impl TcpScenario {
     }
 
     pub fn resolve(&self) -> Result<TcpResolved, ScenarioError> {
-        let link = match self.link.as_str() {
-            "ipoib-ud" => LinkKind::IpoibUd,
-            "ipoib-cm" => LinkKind::IpoibCm,
-            "10gige-lan" => LinkKind::TenGigELan,
-            "10gige-wan" => LinkKind::TenGigEWan,
-            "oc192" => LinkKind::Oc192,
-            other => return err(format!("link: unknown '{other}' (valid: {})", LinkKind::NAMES.join(", "))),
+        let Some(link) = LinkKind::by_name(&self.link) else {
+            return err(format!("link: unknown '{}' (valid: {})", self.link, LinkKind::NAMES.join(", ")));
         };
         let testbed = self.testbed.clone().unwrap_or_else(|| if link.is_ipoib() { "s1" } else { "modern" }.into());
-        let valid_testbeds = if link.is_ipoib() { &HostStack::NAMES[..5] } else { &HostStack::NAMES[..] };
+        // IPoIB runs over a verbs testbed's fabric; Ethernet takes any profile's hosts.
+        let valid_testbeds = if link.is_ipoib() { &crate::scenario::TESTBEDS[..] } else { &HostStack::NAMES[..] };
         if !valid_testbeds.contains(&testbed.as_str()) {
             return err(format!(
                 "testbed: unknown '{testbed}' for {} (valid: {})",
@@ -398,16 +394,28 @@ impl TcpScenario {
                     "wan_framing: only for IPoIB over a range extender (Ethernet/SONET links are framed by their type)",
                 );
             }
-            let framing = match link {
-                LinkKind::TenGigELan => WanFraming::TenGigELan,
-                LinkKind::TenGigEWan => WanFraming::TenGigEWan,
-                _ => WanFraming::Oc192,
+            let (line_gbps, wan_overhead) = link.line().expect("an Ethernet or SONET link");
+            // A rate is the WAN circuit's, at most the named link's line rate: a faster one would
+            // be a different link, and its records would carry the wrong name.
+            let wan_gbps = match p.rate_gbps {
+                Some(g) if g.is_finite() && g > line_gbps => {
+                    let faster: Vec<&str> = LinkKind::ALL
+                        .iter()
+                        .filter(|k| k.line().is_some_and(|(l, _)| l >= g))
+                        .map(|k| k.name())
+                        .collect();
+                    let line = format!("{}", (line_gbps * 1e4).round() / 1e4);
+                    return err(format!(
+                        "rate_gbps: {g} is above the {} line rate of {line} Gb/s (valid: (0, {line}]; a faster WAN is \
+                         another link: {})",
+                        link.name(),
+                        if faster.is_empty() { "none is named".to_string() } else { faster.join(", ") }
+                    ));
+                }
+                Some(g) => in_range_f("rate_gbps", g, 0.001, line_gbps)?,
+                None => line_gbps,
             };
             let dummy = crate::net::IbLink { width: 4, generation: crate::net::Generation::Sdr };
-            let wan_gbps = match p.rate_gbps {
-                Some(g) => in_range_f("rate_gbps", g, 0.001, 400.0)?,
-                None => framing.payload_gbps(&dummy),
-            };
             let ext = match p.extender.as_deref() {
                 None | Some("none") => None,
                 Some("generic") => Some(ExtenderParams::generic(dummy)),
@@ -416,7 +424,7 @@ impl TcpScenario {
                 })?),
             };
             let one_way_s = (fibre_km * 5.0 + delay_us) * 1e-6;
-            let frame = (mtu + framing.frame_overhead_bytes()) as u64;
+            let frame = (mtu + wan_overhead) as u64;
             let queue = match (p.queue_bytes, p.queue_packets) {
                 (Some(_), Some(_)) => return err("queue_bytes, queue_packets: give only one"),
                 (Some(b), None) => in_range_u("queue_bytes", b, mtu as u64, 1 << 40)?,
@@ -428,10 +436,11 @@ impl TcpScenario {
                 },
             };
             let eth = EthPath {
-                host_gbps: HOST_NIC_GBPS.max(wan_gbps),
+                // 10GigE NICs on the 10 Gb/s links; the link's own rate on the faster ones.
+                host_gbps: HOST_NIC_GBPS.max(line_gbps),
                 host_frame_overhead_bytes: WanFraming::TenGigELan.frame_overhead_bytes(),
                 wan_gbps,
-                wan_frame_overhead_bytes: framing.frame_overhead_bytes(),
+                wan_frame_overhead_bytes: wan_overhead,
                 queue_limit_bytes: queue,
                 box_latency_ns: ext.as_ref().map(|e| e.latency_ns).unwrap_or(ROUTER_LATENCY_NS),
                 box_packet_ns: ext.as_ref().map(|e| e.packet_ns).unwrap_or(0.0),

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from longhaul import osu_text, safeio, tune, units
+from longhaul import admission, osu_text, safeio, tune, units
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -46,17 +46,24 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
                         "auto (hierarchical from 50 us one-way or 64 KiB), or one flat algorithm pinned: bcast "
                         "binomial|scatter-ring|scatter-rd, allreduce recursive-doubling|rabenseifner, alltoall "
                         "pairwise|scattered|bruck, scatter binomial|linear (apps and traces: where it fits)")
+    p.add_argument("--mpi-library", choices=mpi.LIBRARIES, default=None,
+                   help="the MPI library whose parameters apply (default: mvapich2-1.0 on the published testbeds, "
+                        "mvapich2-2.3 on fdr..xdr); the options below override them")
     p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
-                   help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default 8K, MVAPICH2's)")
-    p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None, help="rendezvous: rput (default), rget, r3")
+                   help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default: the library's, 8K in "
+                        "MVAPICH2 1.0, 16K in 2.3, 8K with openmpi-ucx)")
+    p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None,
+                   help="rendezvous: rput, rget, r3 (default: the library's, rput in MVAPICH2 1.0, rget in 2.3 and UCX)")
     p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
                    help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
                         "latency/bw/bibw, and bcast with --nodes ranks per cluster; options under 'MPI over TCP')")
     p.add_argument("--eager-credits", type=units.whole(1, 4096), default=None, metavar="N",
-                   help="eager buffers per peer (1..4096; default 16, MVAPICH2's RDMA fast path)")
+                   help="eager buffers per peer (1..4096; default: the library's, 16 in MVAPICH2's RDMA fast path, "
+                        "512 in UCX's flow-control window)")
     p.add_argument("--send-wqes", type=units.whole(1, 16384), default=None, metavar="N",
                    help="send work requests a connection may have posted and not completed; more wait in the "
-                        "library's queue (1..16384; default 180, MVAPICH2 1.0's 200 less 20; 64 in MVAPICH2 1.4+)")
+                        "library's queue (1..16384; default: the library's, 180 in MVAPICH2 1.0 (200 less 20), 64 in "
+                        "2.3, 256 in UCX)")
     p.add_argument("--profile", choices=mpi.TESTBEDS, default=None,
                    help="hardware profile (default s1: the S1 testbed; s2-* = S2's platforms)")
     p.add_argument("--node", choices=mpi.NODES, default=None, help="override the profile's node (CPU/memory)")
@@ -104,6 +111,7 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="measured iterations (1..1e6; default 10)")
     o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (1..65536; default 64)")
     _common(o, formats=(*FORMATS, "osu"))
+    admission.add_option(o)
     t = o.add_argument_group("MPI over TCP (--transport tcp)")
     t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
     t.add_argument("--stack", default=None, metavar="NAME|SEG_US,BYTE_NS",
@@ -128,12 +136,14 @@ def register(models: argparse._SubParsersAction) -> None:
     a.add_argument("--iterations", type=units.whole(1, 100000), default=None, metavar="N",
                    help="iterations to simulate and report (default: the class's, at most 10 simulated)")
     _common(a, nodes_default="1")
+    admission.add_option(a)
     a.set_defaults(func=run_app)
 
     r = sub.add_parser("replay", help="replay a text trace", formatter_class=fmt,
                        description="Replay a trace (format: docs/reference/trace-format.md; 'ranks N' then 'RANK EVENT ...' lines).")
     r.add_argument("trace", metavar="TRACE", help="trace file")
     _common(r, nodes_default="enough for the trace's ranks, half in each cluster, --ppn per node")
+    admission.add_option(r)
     r.set_defaults(func=run_replay)
 
     add_tune(sub)
@@ -177,7 +187,7 @@ def _params(args) -> dict:
         thr = None if text.startswith("-") else units.parse_size(text, "--rndv-threshold")
         if thr is None or thr > 1 << 30:
             raise UserError(f"--rndv-threshold: {text} is out of range [0, 1G] bytes")
-    return dict(testbed=args.profile, node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
+    return dict(testbed=args.profile, node=args.node, library=args.mpi_library, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
                 placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns,
                 copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
                 core_mops=args.core_mops, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
@@ -186,7 +196,7 @@ def _params(args) -> dict:
 
 
 _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
-            ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
+            ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"), ("mpi_library", "--mpi-library"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
             ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
             ("ud_window", "--ud-window"), ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
@@ -307,6 +317,17 @@ def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
     print("\n\n".join(blocks))
 
 
+_FEWER = "give fewer --nodes or --ppn, fewer --workers (points simulated at once), or a larger --max-memory"
+
+
+def _admit(args: argparse.Namespace, ranks: int, points: int, alltoall: bool, what: str) -> None:
+    """Refuse a job whose memory estimate (``admission.mpi_bytes``) is over --max-memory, before it starts."""
+    if ranks <= admission.MAX_MPI_RANKS:  # more is the core's to refuse, with its own message
+        at_once = admission.at_once(points, args.workers)
+        admission.admit(admission.mpi_bytes(ranks, alltoall, at_once), args.max_memory,
+                        f"{what} ({ranks} ranks, {at_once} point(s) at once)", _FEWER)
+
+
 def run_osu(args: argparse.Namespace) -> int:
     if args.transport == "tcp":
         return _run_osu_tcp(args, units.parse_sizes(args.sizes if args.sizes is not None else ("1:1M" if args.bench == "latency" else "1:4M"),
@@ -324,6 +345,9 @@ def run_osu(args: argparse.Namespace) -> int:
         raise UserError(f"--algo: only for the collectives (bcast, scatter, alltoall, allreduce), not {args.bench}")
     default = "1:1M" if coll or args.bench == "latency" else "1:4M"
     sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
+    ranks = 2 * (args.nodes or (4 if coll else 1)) * (args.ppn or 1)
+    ranks = max(ranks, 2 * (args.pairs or 1)) if args.bench == "mbw_mr" else ranks
+    _admit(args, ranks, len(sizes) * len(_points(args)), args.bench == "alltoall", f"osu_{args.bench}")
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
                          iterations=args.iterations, window=args.window, **_params(args))
     if args.format == "osu":
@@ -347,6 +371,7 @@ def run_osu(args: argparse.Namespace) -> int:
 
 def run_app(args: argparse.Namespace) -> int:
     apps = units.parse_name_list(args.app, "--app", mpi.APPS)
+    _admit(args, 2 * (args.nodes or 1) * (args.ppn or 1), len(apps) * len(_points(args)), False, "the NAS skeletons")
     recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
                          iterations=args.iterations, workers=args.workers, **_params(args))
     emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")
@@ -358,6 +383,8 @@ def run_replay(args: argparse.Namespace) -> int:
     # bounded: /dev/zero was read until memory ran out, a FIFO blocked
     text = safeio.read_text(args.trace, "TRACE", safeio.TRACE_BYTES,
                             "the trace file to replay (format: docs/reference/trace-format.md)")
+    ranks = max(admission.trace_ranks(text), 2 * (args.nodes or 0) * (args.ppn or 1))
+    _admit(args, ranks, len(_points(args)), False, f"the replay of {safeio.printable(path.name)}")
     recs = mpi.replay(text, str(path), where=_points(args), workers=args.workers, **_params(args))
     emit(recs, args.format, ["ranks", "delay_us", "distance_km", "run_time_s", "messages", "status"],
          title=f"longhaul sim mpi replay {path.name}")

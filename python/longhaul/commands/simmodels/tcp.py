@@ -59,7 +59,8 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="bottleneck (WAN egress) drop-tail queue: bytes (64K, 8M) or packets with a p suffix (100p); "
                         "IPoIB: the extender buffer in bytes. Default: one bandwidth-delay product (>= 100 packets); "
                         "IPoIB: the extender's buffer")
-    p.add_argument("--rate-gbps", type=units.real(0.001, 400), default=None, metavar="G", help="Ethernet/SONET only: WAN payload rate instead of the link's (0.001..400)")
+    p.add_argument("--rate-gbps", type=units.real(0.001, 400), default=None, metavar="G", help="Ethernet/SONET only: the WAN circuit's rate, at most the link's line rate (0.001..400; a faster "
+                        "WAN is another --link)")
     p.add_argument("--profile", choices=tcp.TESTBEDS, default=None,
                    help="hardware profile: s1 = [S1] InfiniHost III + Longbow XR hosts, s3 = ConnectX-2 + Longbow C103, "
                         "ndr, modern (current server), ideal (no host cost). Default: s1 for IPoIB, modern otherwise")
