@@ -61,3 +61,21 @@ def test_a_value_starting_with_a_minus_is_checked_as_a_value(cli, args, message)
     p = cli(*args)
     assert p.returncode == 2 and p.stderr.startswith(f"longhaul: error: {message}") and p.stderr.count("\n") == 1, \
         p.stderr
+
+
+def test_top_help_names_the_real_subcommands(cli):
+    # analyse's help once advertised "profiles, decrease-per-mile, calibration", which analyse refuses
+    text = " ".join(cli("--help", check=True).stdout.split())
+    assert "(profile, stability, dpm, balance, calibrate, compare)" in text
+    assert "(verbs, tcp, mpi)" in text and "calibration" not in text
+    for word in ("calibrate", "dpm"):
+        assert cli("analyse", word, "--help").returncode == 0
+
+
+def test_version_names_the_package_and_the_model(cli):
+    import longhaul
+    from longhaul.results import model_fingerprint
+
+    out = cli("--version", check=True).stdout
+    assert out.startswith(f"longhaul {longhaul.__version__}") and f"model {model_fingerprint()}" in out
+    assert out.count("\n") == 1

@@ -129,14 +129,17 @@ def test_app_replay_and_tune(cli, tmp_path):
     trace.write_text("ranks 2\n0 compute 100\n0 send 1 65536\n1 recv 0 65536\n* allreduce 8\n")
     rep = records(cli, "replay", str(trace), "--delay-us", "0,1000")
     assert rep[1]["run_time_s"] > rep[0]["run_time_s"] >= 100e-6
-    tune = records(cli, "tune", "--size", "8K", "--delay-us", "1000")[0]
-    assert tune["best_threshold_bytes"] > 8192 and tune["threshold_gain_pct"] > 0 and tune["best_pairs"] >= 1
-    assert tune["best_ud_retry_timeout_us"] is None  # RC: the adapter resends
+    knobs = {r["knob"]: r for r in records(cli, "tune", "--size", "8K", "--delay-us", "1000")}
+    thr = knobs["eager threshold (bytes)"]
+    assert thr["best_value"] > 8192 and thr["gain_pct"] > 0 and knobs["process pairs across the link"]["best_value"] >= 1
+    assert "UD retry timeout (us)" not in knobs  # RC: the adapter resends
     table = cli("sim", "mpi", "tune", "--size", "8K", "--delay-us", "1000", check=True).stdout
     assert "…" not in table and "eager threshold" in table  # wide tables fold their column names, never cut them
-    ud = records(cli, "tune", "--size", "64K", "--delay-us", "100", "--transport", "ud", "--loss", "0.001")[0]
-    assert ud["ud_retry_timeout_us"] == 500000 and ud["best_ud_retry_timeout_us"] < 10000
-    assert ud["ud_retry_gain_pct"] > 100
+    ud = {r["knob"]: r for r in records(cli, "tune", "--size", "64K", "--delay-us", "100", "--transport", "ud",
+                                        "--loss", "0.001")}
+    retry = ud["UD retry timeout (us)"]
+    assert retry["default_value"] == 500000 and retry["best_value"] < 10000 and retry["gain_pct"] > 100
+    assert "UD reliability window (frames)" in ud
 
 
 def test_the_library_send_queue_is_mpis_window(cli):

@@ -137,3 +137,22 @@ def test_an_mpi_workload_that_is_not_a_table_is_one_line(cli, tmp_path, model, g
     proc = cli("sweep", model, "--grid", grid, "--store", str(tmp_path / "st"))
     assert proc.returncode == 2 and proc.stderr.startswith(f"longhaul: error: {needle}") \
         and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_grid_takes_the_names_the_output_and_the_cli_use(cli, tmp_path):
+    # issue 23: a grid refused distance_km, the output's own column, and knew only testbed/fibre_km/size_bytes
+    store = str(tmp_path / "st")
+    named = json.loads(cli("sweep", "verbs", "--grid", '{"distance_km": [40], "--profile": "ndr", "sizes": ["64K"], '
+                           '"tx-depth": 256}', "--store", store, "--format", "json", check=True).stdout)
+    inner = json.loads(cli("sweep", "verbs", "--grid", '{"fibre_km": [40], "testbed": "ndr", "size_bytes": [65536], '
+                           '"tx_depth": 256}', "--store", store, "--format", "json", check=True).stdout)
+    assert named == inner
+    (r,) = named
+    assert (r["distance_km"], r["testbed"], r["size_bytes"], r["tx_depth"]) == (40, "ndr", 65536, 256)
+    miles = json.loads(cli("sweep", "verbs", "--grid", '{"distance_miles": 100, "size_bytes": 4096}', "--store", store,
+                           "--format", "json", check=True).stdout)
+    assert miles[0]["distance_km"] == pytest.approx(160.9344)
+    p = cli("sweep", "verbs", "--grid", '{"distance_km": [40], "fibre_km": [3]}', "--store", store)
+    assert p.returncode == 2
+    assert p.stderr == ("longhaul: error: sweep parameter 'fibre_km': names the same parameter as 'distance_km' "
+                        "(fibre_km); give one\n")

@@ -7,11 +7,12 @@ as one line on stderr and exit status 2 (``UserError``), never a traceback.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import pkgutil
 import sys
 
-from longhaul import commands
+from longhaul import commands, output
 from longhaul.errors import Terminated, UserError
 from longhaul.parser import Parser, say_error
 
@@ -21,6 +22,7 @@ def build_parser() -> Parser:
         prog="longhaul",
         description="A lab for HPC communication between clusters joined by long-haul links.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -28,7 +30,47 @@ def build_parser() -> Parser:
             continue
         module = importlib.import_module(f"longhaul.commands.{info.name}")
         module.register(sub)
+    _name_subcommands(sub)
+    _add_wide(parser)
     return parser
+
+
+def _add_wide(parser: argparse.ArgumentParser) -> None:
+    """``--wide`` beside every ``--format`` that offers a table: the table shows every field."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_wide(sub)
+        elif "--format" in action.option_strings and "table" in (action.choices or ()):
+            parser.add_argument("--wide", action="store_true", default=False,
+                                help="table: every field, as csv carries them, not only the columns a reader needs")
+
+
+def _name_subcommands(sub: argparse._SubParsersAction) -> None:
+    """Each command's line in ``longhaul --help`` ends with its subcommands' real names, taken
+    from its parser (a help text that listed them by hand went stale)."""
+    for choice in sub._choices_actions:
+        inner = [a for a in sub.choices[choice.dest]._actions if isinstance(a, argparse._SubParsersAction)]
+        if inner:
+            names = [c.dest for c in inner[0]._choices_actions]
+            choice.help = f"{choice.help} ({', '.join(names)})"
+
+
+class _Version(argparse.Action):
+    """``--version``: the package's version, its git commit when run from a checkout, and the
+    fingerprint of the model code (the built core included) that the store's cache keys carry."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help="print the version and the model's fingerprint, then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from longhaul import _core
+        from longhaul.results import software_version
+
+        print(f"{software_version()}, core {_core.__version__}")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Inside the try: Ctrl-C while the commands are imported and parsed is an interrupt too.
         args = build_parser().parse_args(argv)
+        output.WIDE = bool(getattr(args, "wide", False))
         return int(args.func(args) or 0)
     except UserError as err:
         say_error(str(err))

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
 FORMATS = ("table", "csv", "json")
+#: ``--wide``: a table shows every single-valued field, not only the command's columns.
+WIDE = False
 T = TypeVar("T")
 
 
@@ -30,8 +32,10 @@ def count(n: int, noun: str) -> str:
 def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None, title: str | None = None,
          out: IO[str] | None = None) -> None:
     """Write records to stdout in the chosen format. ``columns`` picks and orders the table's
-    columns; csv, being for programs, carries those first and then every other field that holds a
-    single value (json carries everything)."""
+    columns (those with no value in any record are left out of the table: a latency table shows no
+    bandwidth column); csv, being for programs, carries those first and then every other field
+    that holds a single value, a list as one column per item (``stream_bw_MBps.1``, ``.2``, ...),
+    at full precision (json carries everything)."""
     out = out or sys.stdout
     if fmt == "json":
         json.dump(list(records), out, indent=1)
@@ -41,15 +45,24 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
     cols = list(columns) if columns else every
     if fmt == "csv":
         scalar = [k for k in every if k not in cols and all(not isinstance(r.get(k), (dict, list)) for r in records)]
-        w = csv.DictWriter(out, fieldnames=cols + scalar, extrasaction="ignore", lineterminator="\n")
+        fields: list[str] = []
+        for k in cols + scalar:
+            n = max((len(r[k]) for r in records if isinstance(r.get(k), (list, tuple))), default=None)
+            fields += [k] if n is None else [f"{k}.{i}" for i in range(1, n + 1)]
+        w = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for r in records:
-            w.writerow(r)
+            w.writerow({**r, **{f"{k}.{i}": x for k, v in r.items() if isinstance(v, (list, tuple))
+                                for i, x in enumerate(v, 1)}})
         return
     # rich is imported only to draw: json and csv output (what programs read) start faster without it.
     from rich.console import Console
     from rich.table import Table
 
+    if WIDE:
+        cols += [k for k in every if k not in cols and all(not isinstance(r.get(k), dict) for r in records)]
+    if records:
+        cols = [c for c in cols if any(_fmt(r.get(c)) != "" for r in records)] or cols
     rows = [[_fmt(r.get(c)) for c in cols] for r in records]
     # The unit note where a column (or the title) is in MB; no note under a table of latencies.
     in_mb = any("MB" in c for c in cols) or "MB" in (title or "")

@@ -8,10 +8,15 @@ Layout of a store directory (default ``./results``, or ``--store DIR``, or ``$LO
                                JSON line each (folded into manifest.json, then removed; see
                                ``Store.put``)
       runs/<scenario-hash>.parquet
-                               one Apache Parquet file per run: the records (one row each) and,
+                               one Apache Parquet file per run: the records (one row each,
+                               led by the run's ``run_id``, ``kind`` and ``label`` columns) and,
                                in the file's key-value metadata under ``longhaul``, the run's
                                facts: scenario (JSON), scenario hash, seed, software version,
                                host facts, start/finish timestamps (UTC), source, label
+      kinds/<kind>/<scenario-hash>.parquet
+                               a symbolic link to each run file, by the run's kind, so that
+                               ``pandas.read_parquet("results/kinds/verbs")`` reads one kind's runs
+                               (``_kind_link``; a store that mixes kinds mixes schemas)
 
 Why Parquet files and not DuckDB: the records are append-mostly, written by one process, read
 whole by analysis; Parquet is a file format every data tool reads (pandas, pyarrow, DuckDB,
@@ -80,6 +85,10 @@ JOURNAL = "manifest.journal"
 #: a journal line ``{"run_id": ID, "forget": true}`` drops the run's index entry (see ``Store.put``)
 FORGET = "forget"
 RUNS_DIR = "runs"
+KINDS_DIR = "kinds"
+#: Columns every run file starts with (one value per file), so that a directory read by pandas,
+#: polars or DuckDB tells the runs apart; ``table_to_records`` drops them again.
+RUN_COLUMNS = ("run_id", "kind", "label")
 META_KEY = b"longhaul"
 #: the key-value metadata key of a run file's checksum (see ``seal``)
 CHECKSUM_KEY = b"longhaul.sha256"
@@ -311,7 +320,9 @@ def records_to_table(records: Sequence[dict], meta: dict) -> pa.Table:
     for c in cols:
         values = [r.get(c) for r in records]
         try:
-            data[c] = pa.array(values)
+            # A column with no value in this run (lat_us of a bandwidth test) is written as float64, not
+            # Arrow's null type: a directory of runs read as one table then has one type per column.
+            data[c] = pa.array(values, type=pa.float64() if all(v is None for v in values) else None)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
             raise ValueError(f"column '{c}' mixes types that Parquet cannot hold in one column: {err}") from None
     table = pa.table(data) if cols else pa.table({})
@@ -319,7 +330,45 @@ def records_to_table(records: Sequence[dict], meta: dict) -> pa.Table:
 
 
 def table_to_records(table: pa.Table) -> list[dict]:
-    return table.to_pylist()
+    return table.drop_columns([c for c in RUN_COLUMNS if c in table.column_names]).to_pylist()
+
+
+#: Scenario keys ``scenario_params`` leaves out: the kind has its own column, the rest are bulky.
+_NOT_PARAMS = ("kind", "text", "cwnd_trace")
+_WORKLOADS = ("osu", "app", "trace", "cross")
+
+
+def scenario_params(scenario: dict, limit: int = 160) -> str:
+    """A run's scenario in one line, its values as ``key=value`` under the names a sweep grid takes
+    (``fibre_km=40``; a workload table's with its name: ``osu.bench=bw``), for ``results ls``; cut at
+    ``limit`` characters."""
+    parts: list[str] = []
+
+    def walk(prefix: str, table: dict) -> None:
+        for k in sorted(table):
+            if k in _NOT_PARAMS:
+                continue
+            v = table[k]
+            if isinstance(v, dict):
+                walk(f"{k}.", v) if k in _WORKLOADS else walk("", v)
+            else:
+                parts.append(f"{prefix}{k}={json.dumps(v) if isinstance(v, (list, bool)) or v is None else v}")
+
+    walk("", scenario)
+    text = " ".join(parts)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def with_run_columns(table: pa.Table, run_id: str, kind: str, label: str) -> pa.Table:
+    """``table`` led by the run's ``RUN_COLUMNS`` (its own columns of those names are the run's)."""
+    import pyarrow as pa
+    rest = table.drop_columns([c for c in RUN_COLUMNS if c in table.column_names])
+    n = table.num_rows
+    lead = pa.table({"run_id": pa.array([run_id] * n, pa.string()), "kind": pa.array([kind] * n, pa.string()),
+                     "label": pa.array([label] * n, pa.string())})
+    for name in rest.column_names:
+        lead = lead.append_column(rest.field(name), rest.column(name))
+    return lead.replace_schema_metadata(table.schema.metadata)
 
 
 class DamagedRun(UserError):
@@ -640,6 +689,7 @@ class Store:
                 ("kind", kind), ("source", meta.get("source", "")), ("label", meta.get("label", "")),
                 ("software_version", meta.get("software_version", "")),
                 ("started_utc", meta.get("started_utc", "")), ("finished_utc", meta.get("finished_utc", "")))},
+            "params": scenario_params(scenario) if isinstance(scenario, dict) else "",
             "seed": meta.get("seed"),
             "n_records": n_records,
         }
@@ -786,7 +836,8 @@ class Store:
         }
         if extra:
             meta["extra"] = _jsonable(extra)
-        data = seal(records_to_table(records, meta))
+        kind = str(scenario.get("kind", ""))
+        data = seal(with_run_columns(records_to_table(records, meta), run_id, kind, label))
         with self._locked():
             if self.run_path(run_id).exists():
                 # Replacing a run: its index entry (label, times, record count) is stale from the
@@ -795,6 +846,7 @@ class Store:
                 # line then leaves the run re-indexed from its file, not described by the old entry.
                 self._append_journal({"run_id": run_id, FORGET: True})
             atomic_write_bytes(self.run_path(run_id), data)
+            self._kind_link(run_id, kind)
             journal_bytes = self._append_journal(self._entry(meta, len(records)))
             try:
                 manifest_bytes = (self.root / MANIFEST).stat().st_size
@@ -803,6 +855,19 @@ class Store:
             if journal_bytes > manifest_bytes:
                 self._fold_journal()
         return run_id
+
+    def _kind_link(self, run_id: str, kind: str) -> None:
+        """kinds/<kind>/<run id>.parquet -> ../../runs/<run id>.parquet (made under a temporary
+        name and renamed over, so a reader never meets half of it)."""
+        folder = self.root / KINDS_DIR / (kind.replace(os.sep, "_").strip(".") or "none")
+        tmp = folder / f".{run_id}.{secrets.token_hex(4)}.tmp"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            os.symlink(Path("..", "..", RUNS_DIR, f"{run_id}.parquet"), tmp)
+            os.replace(tmp, folder / f"{run_id}.parquet")
+        except OSError:   # a file system without symbolic links: the run is saved, only its view is missing
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def fold_journal(self) -> None:
         """Bring manifest.json up to date with the runs saved since its last rewrite (the end of a
@@ -851,6 +916,8 @@ class Store:
                 path = self.run_path(run_id)
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+                for link in self.root.glob(f"{KINDS_DIR}/*/{run_id}.parquet"):
+                    link.unlink()
                 manifest["runs"].pop(run_id, None)
                 removed.append(run_id)
             self._write_manifest(manifest)

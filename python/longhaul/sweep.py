@@ -48,6 +48,48 @@ ENV_EXECUTOR = "LONGHAUL_EXECUTOR"
 PointFn = Callable[[dict], list]
 
 
+#: A grid's keys may be the names the output uses or the options the CLI takes (``--distance-km``,
+#: ``distance-km`` and ``distance_km`` alike): each is the scenario parameter it sets.
+GRID_NAMES = {"distance_km": "fibre_km", "profile": "testbed", "sizes": "size_bytes", "size": "size_bytes",
+              "mtu": "mtu_bytes", "window": "window_bytes", "qp_timeout": "timeout_exp",
+              "extender_buffer": "extender_buffer_bytes", "switch_buffer": "switch_buffer_bytes",
+              "rndv_threshold": "eager_threshold_bytes", "cross_packet": "cross_packet_bytes"}
+
+
+def scenario_names(params: Mapping[str, object]) -> dict:
+    """A grid with every key the scenario parameter it names (``GRID_NAMES``; ``distance_miles``
+    becomes ``fibre_km``, its values converted; a size given as text, "64K", becomes bytes). Two
+    keys that name one parameter are refused, naming both."""
+    out: dict = {}
+    given: dict[str, str] = {}
+    for key, raw in params.items():
+        name = GRID_NAMES.get(key.lstrip("-").replace("-", "_"), key.lstrip("-").replace("-", "_"))
+        value = _values_of(name, key, raw)
+        if name == "distance_miles":
+            name = "fibre_km"
+        if name in out:
+            raise UserError(f"sweep parameter '{key}': names the same parameter as '{given[name]}' ({name}); give one")
+        out[name], given[name] = value, key
+    return out
+
+
+def _values_of(name: str, key: str, value: object) -> object:
+    """A grid entry's values in the parameter's unit: miles as km, sizes given as text as bytes."""
+    if name == "distance_miles":
+        return _each(value, lambda m: float(m) * units.KM_PER_MILE if isinstance(m, (int, float)) and _number(m) else m)
+    if name.endswith("_bytes"):
+        return _each(value, lambda v: units.parse_size(v, f"sweep parameter '{key}'") if isinstance(v, str) else v)
+    return value
+
+
+def _each(value: object, f: Callable[[object], object]) -> object:
+    return [f(v) for v in value] if isinstance(value, (list, tuple)) else f(value)
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def grid(params: Mapping[str, object]) -> list[dict]:
     """Cross-product of parameter lists, in the order the keys are given (last key varies fastest).
 

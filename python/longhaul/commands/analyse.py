@@ -42,7 +42,7 @@ def _common(p, value: str | None = "bw_MBps") -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("analyse", aliases=["analyze"], help="profiles, decrease-per-mile, balance, calibration",
+    parser = subparsers.add_parser("analyse", aliases=["analyze"], help="analyse stored runs (or an exported file)",
                                    description="Analyse stored runs (or an exported file).")
     sub = parser.add_subparsers(dest="analyse_cmd", metavar="ANALYSIS", parser_class=type(parser))
     sub.required = True

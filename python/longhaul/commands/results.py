@@ -19,10 +19,11 @@ from longhaul.results import (
     atomic_write_text,
     check_output_path,
     records_to_table,
+    scenario_params,
     store_from_args,
 )
 
-LS_COLUMNS = ("run_id", "kind", "source", "label", "n_records", "started_utc", "software_version")
+LS_COLUMNS = ("run_id", "kind", "params", "source", "label", "n_records", "started_utc")
 EXPORT_FORMATS = ("csv", "json", "parquet")
 HEX = "0123456789abcdef"
 
@@ -100,7 +101,10 @@ def _no_match(store, args) -> str | None:
 def cmd_ls(args) -> int:
     store = store_from_args(args)
     entries = store.runs(source=args.source, label=args.label, kind=args.kind)
-    rows = [{**e, "run_id": e["run_id"][:12]} for e in entries]
+    # an index written before runs had their parameters in it: read them from the run's file
+    rows = [{**e, "run_id": e["run_id"][:12],
+             "params": e["params"] if "params" in e else scenario_params(store.read_meta(e["run_id"]).get("scenario", {}))}
+            for e in entries]
     if not rows:
         note = _no_match(store, args)
         if args.format == "table":

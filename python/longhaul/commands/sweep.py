@@ -77,7 +77,7 @@ def _grid(text: str) -> list[dict]:
         raise UserError('--grid: give a JSON object of lists, e.g. {"delay_us": [0, 1000]}')
     if any(v == [] for v in spec.values()):
         raise UserError("--grid: every parameter needs at least one value")
-    return _sweep.grid(spec)
+    return _sweep.grid(_sweep.scenario_names(spec))
 
 
 def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[str] | None:

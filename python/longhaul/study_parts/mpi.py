@@ -5,6 +5,7 @@ WAN crossings) and the change that helps, simulated."""
 
 from __future__ import annotations
 
+from longhaul import tune
 from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
 from longhaul.study_parts._common import (
     at,
@@ -124,7 +125,7 @@ def _p2p_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
         # the workload's own higher threshold when it compares some, else the next power of two above the message
         higher = sorted((x for x in here if int(x.get("eager_threshold_bytes") or 0) > size
                          and x["size_bytes"] == size), key=lambda x: x["eager_threshold_bytes"])
-        new = int(higher[0]["eager_threshold_bytes"]) if higher else 1 << size.bit_length()
+        new = int(higher[0]["eager_threshold_bytes"]) if higher else tune.eager_threshold_for(size)
         key = "eager_limit_bytes" if site.ip else "eager_threshold_bytes"
         if higher:
             tuned = higher[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from longhaul import tune
 from longhaul.errors import UserError
 from longhaul.results import Store
 from longhaul.study import Figure, PartResult, StudyContext, StudyPart, SummaryRow, Table
@@ -133,13 +134,19 @@ def _rc_summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
     opts = f"--transport rc --op {r['op']} --sizes {size} {site.options('verbs')}"
     change, gain, cmd = "", None, f"longhaul sim verbs {opts}"
     if mech == "data in flight / round trip":
-        ceiling = min(v for k, (v, _) in bounds.items() if k in ("line rate", "PCIe"))
-        need = min(16384, int(hw["hca"]["max_qp_wr"]), 2 ** math.ceil(math.log2(max(1.0, ceiling * 2 * d / (size * qps)))))
+        # the send queue depth, searched as `longhaul tune verbs` searches it (one search, longhaul.tune)
+        knob = tune.Knob("verbs", "send queue depth", "--tx-depth", depth, top=max(depth, int(hw["hca"]["max_qp_wr"])),
+                         top_why=f"the {hw['hca']['name']} adapter's max_qp_wr")
+        knob.tried[depth] = bw
+        tune.climb(knob, lambda v: float(simulate(ctx, "verbs", [site.verbs(
+            site.planned, transport="rc", op=r["op"], test="bw", size_bytes=size, qps=qps, tx_depth=int(v))],
+            f"{w.name} tx-depth")[0]["bw_MBps"] or 0.0))
+        need = int(knob.best)
         if need > depth:
-            tuned = simulate(ctx, "verbs", [site.verbs(site.planned, transport="rc", op=r["op"], test="bw",
-                                                       size_bytes=size, qps=qps, tx_depth=need)], f"{w.name} tx-depth")
-            gain = gain_pct(bw, tuned[0]["bw_MBps"])
-            change = f"--tx-depth {need} (a send queue deep enough for the round trip): {tuned[0]['bw_MBps']:,.0f} MB/s"
+            gain = knob.gain_pct
+            edge = f"; {knob.note}" if knob.note.startswith("at the") else ""
+            change = (f"--tx-depth {need} (a send queue deep enough for the round trip{edge}): "
+                      f"{knob.tried[need]:,.0f} MB/s")
             cmd = f"longhaul sim verbs {opts} --tx-depth {need}"
     elif mech == "extender credits":
         buf = 2 ** math.ceil(math.log2(2 * bounds["line rate"][0] * 2 * d))

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from longhaul import admission, osu_text, safeio, units
+from longhaul import admission, osu_text, safeio, tune, units
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -18,9 +18,6 @@ COLL_COLUMNS = ["bench", "algo", "size_bytes", "delay_us", "distance_km", "ranks
                 "status"]
 APP_COLUMNS = ["app", "class", "ranks", "delay_us", "distance_km", "run_time_s", "compute_s", "large_msg_share",
                "messages", "status"]
-TUNE_COLUMNS = ["size_bytes", "delay_us", "default_threshold_bytes", "default_bw_MBps", "best_threshold_bytes",
-                "best_threshold_bw_MBps", "threshold_gain_pct", "best_pairs", "best_pairs_bw_MBps", "pairs_gain_pct"]
-TUNE_UD_COLUMNS = ["ud_retry_timeout_us", "best_ud_retry_timeout_us", "ud_retry_gain_pct"]
 
 
 OSU_NODES = "what the benchmark needs: one rank pair for point-to-point, --pairs for mbw_mr, 4 for collectives"
@@ -85,6 +82,9 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
     p.add_argument("--ud-retry-timeout-us", type=units.real(1, 1e8), default=None, metavar="US",
                    help="UD/UC: resend a frame unacknowledged this long (1..1e8; default 500000, MVAPICH2's "
                         "MV2_UD_RETRY_TIMEOUT; acknowledgements owed go at a tenth of it)")
+    p.add_argument("--ud-window", type=units.whole(1, 65536), default=None, metavar="FRAMES",
+                   help="UD/UC: frames a sender may have unacknowledged per peer (1..65536; default 400, MVAPICH2's "
+                        "MV2_UD_SENDWINDOW_SIZE)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=1, help="random seed (same seed, same result)")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=formats, default="table",
@@ -146,9 +146,17 @@ def register(models: argparse._SubParsersAction) -> None:
     admission.add_option(r)
     r.set_defaults(func=run_replay)
 
-    t = sub.add_parser("tune", help="eager threshold and process pairs that maximise bandwidth", formatter_class=fmt,
-                       description="Simulate candidate eager thresholds and numbers of process pairs for one "
-                                   "message size and print the best with the predicted gain.")
+    add_tune(sub)
+
+
+def add_tune(sub: argparse._SubParsersAction, name: str = "tune") -> None:
+    """The MPI tune command, as ``sim mpi tune`` and ``tune mpi`` (one parser, one run)."""
+    t = sub.add_parser(name, help="MPI knobs at distance: eager threshold, UD window and retry timeout, process "
+                       "pairs", formatter_class=DefaultsHelpFormatter,
+                       description="Simulate candidate eager thresholds, UD/UC reliability windows and retry "
+                                   "timeouts and numbers of process pairs for one message size and print, for each, "
+                                   "the default, the best value with its predicted bandwidth and gain, the range "
+                                   "searched and whether the best sits at its edge (docs/how-to/tune.md).")
     t.add_argument("--size", required=True, metavar="SIZE", help="message size (bytes, K/M suffixes)")
     _common(t)
     # tune sizes the job and searches the threshold itself: these are still parsed, to be refused with
@@ -169,9 +177,10 @@ def _points(args) -> list[dict]:
 def _params(args) -> dict:
     if args.transport == "tcp":
         raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP")
-    if args.ud_retry_timeout_us is not None and args.transport not in ("ud", "uc"):
-        raise UserError("--ud-retry-timeout-us: only for --transport ud or uc (over rc the adapter retransmits, "
-                        "not the library)")
+    for value, option in ((args.ud_retry_timeout_us, "--ud-retry-timeout-us"), (args.ud_window, "--ud-window")):
+        if value is not None and args.transport not in ("ud", "uc"):
+            raise UserError(f"{option}: only for --transport ud or uc (over rc the adapter retransmits, "
+                            "not the library)")
     thr = None
     if args.rndv_threshold is not None:
         text = str(args.rndv_threshold).strip()
@@ -183,14 +192,14 @@ def _params(args) -> dict:
                 copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
                 core_mops=args.core_mops, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
                 transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss,
-                ud_retry_timeout_us=args.ud_retry_timeout_us)
+                ud_retry_timeout_us=args.ud_retry_timeout_us, ud_window=args.ud_window)
 
 
 _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
             ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"), ("mpi_library", "--mpi-library"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
             ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
-            ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
+            ("ud_window", "--ud-window"), ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
             ("mem_MBps", "--mem-MBps"), ("shm_latency_ns", "--shm-latency-ns"), ("core_mops", "--core-mops"))
 _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
              ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
@@ -392,29 +401,34 @@ def run_tune(args: argparse.Namespace) -> int:
         raise UserError(f"--size: {size} bytes is out of range [1, 1073741824]")
     for value, option in ((args.nodes, "--nodes"), (args.ppn, "--ppn"), (args.placement, "--placement")):
         if value is not None:
-            raise UserError(f"{option}: tune sizes the job itself (one pair for the threshold, 1..{max(mpi.TUNE_PAIRS)} "
+            raise UserError(f"{option}: tune sizes the job itself (one pair for the threshold, 1..{tune.MPI_PAIRS_MAX} "
                             "pairs for the pair count, a node per process, each pair across the long-haul link)")
     if args.rndv_threshold is not None:
-        raise UserError(f"--rndv-threshold: tune searches the eager threshold itself ({mpi.TUNE_THRESHOLDS[0]}.."
-                        f"{mpi.TUNE_THRESHOLDS[-1]} bytes, against the library's default)")
+        raise UserError("--rndv-threshold: tune searches the eager threshold itself (the library's default, the "
+                        "power of two above the message and 4 x that)")
     if args.algo is not None:
         raise UserError("--algo: tune runs point-to-point benchmarks (osu_bw, osu_mbw_mr), which use no collective")
     params = {k: v for k, v in _params(args).items() if k not in ("eager_threshold_bytes", "nodes", "ppn")}
+    run = tune.simulate(args.workers)
     rows = []
     for w in _points(args):
-        delay = w.get("delay_us", w.get("fibre_km", 0.0) * units.FIBRE_DELAY_US_PER_KM)
-        rows.append(mpi.tune(size, delay, workers=args.workers, **params))
-    ud = any(r["best_ud_retry_timeout_us"] is not None for r in rows)
-    emit(rows, args.format, TUNE_COLUMNS + (TUNE_UD_COLUMNS if ud else []), title="longhaul sim mpi tune")
-    if args.format == "table":
-        for r in rows:
-            if r["best_ud_retry_timeout_us"] is not None and r["ud_retry_gain_pct"]:
-                print(f"At {r['delay_us']:g} us one way over {args.transport} with loss {args.loss:g}: set the "
-                      f"library's retry timeout (MV2_UD_RETRY_TIMEOUT) to {r['best_ud_retry_timeout_us']:g} us "
-                      f"instead of {r['ud_retry_timeout_us']:g} us: {r['ud_retry_gain_pct']:+.0f}% bandwidth; "
-                      f"with it:")
-            print(f"At {r['delay_us']:g} us one way, {r['size_bytes']} B messages: eager threshold "
-                  f"{r['best_threshold_bytes']} B gives {r['best_threshold_bw_MBps']:.1f} MB/s "
-                  f"({r['threshold_gain_pct']:+.0f}% vs the default {r['default_threshold_bytes']} B); {r['best_pairs']} process pair(s) give "
-                  f"{r['best_pairs_bw_MBps']:.1f} MB/s ({r['pairs_gain_pct']:+.0f}% vs one pair).")
+        where, knobs = tune.mpi_knobs(run, size, **params, **w)
+        rows += tune.rows(where, knobs, size_bytes=size, transport=args.transport or "rc")
+    tune_emit(rows, args.format, f"longhaul {args.command} mpi" if args.command == "tune" else "longhaul sim mpi tune")
     return 0
+
+
+def tune_emit(rows: list[dict], fmt: str, title: str) -> None:
+    """A tune's knobs: the table (or csv/json), then each knob's advice in words."""
+    where = ["distance_km", "delay_us"] if len({(r["distance_km"], r["delay_us"]) for r in rows}) > 1 else []
+    emit(rows, fmt, [*where, "knob", "default", "best", "default_bw_MBps", "best_bw_MBps", "gain_pct", "searched"],
+         title=title + _at(rows[0]) if not where and rows else title)
+    if fmt == "table":
+        for r in rows:
+            print(tune.sentence(r))
+
+
+def _at(r: dict) -> str:
+    """Where a tune ran, for its title: the distance, the delay added and the whole one way."""
+    km = f"{r['distance_km']:g} km, " if r.get("distance_km") else ""
+    return f" at {km}delay_us {r['delay_us']:g} (one way {r['one_way_delay_us']:g} us)"
