@@ -106,6 +106,20 @@ def test_ud_under_loss_resends_and_the_retry_timeout_sets_the_cost(cli):
     assert tuned["bw_MBps"] > 10 * lan_default["bw_MBps"]
 
 
+def test_ud_receive_window_and_retry_limit(cli):
+    # Under loss, a receiver that keeps no frame ahead of a missing one makes the sender resend every
+    # frame after the gap; a retry limit of 1 ends the job at the first frame lost twice.
+    base = ("osu", "--bench", "bw", "--sizes", "64K", "--transport", "ud", "--delay-us", "100", "--loss", "0.01",
+            "--ud-retry-timeout-us", "2000")
+    kept = records(cli, *base)[0]
+    dropped = records(cli, *base, "--ud-recv-window", "1")[0]
+    assert kept["status"] == dropped["status"] == "ok"
+    assert dropped["resent_frames"] > 2 * kept["resent_frames"] > 0
+    assert dropped["bw_MBps"] < kept["bw_MBps"]
+    strict = records(cli, *base, "--ud-max-retries", "1")[0]
+    assert strict["status"] != "ok" and "ud_max_retries" in str(strict), strict
+
+
 def test_mbw_mr_pairs_scale_message_rate(cli):
     one = records(cli, "osu", "--bench", "mbw_mr", "--sizes", "8", "--pairs", "1", "--delay-us", "1000")[0]
     four = records(cli, "osu", "--bench", "mbw_mr", "--sizes", "8", "--pairs", "4", "--delay-us", "1000")[0]
@@ -247,6 +261,8 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "bw", "--transport", "tcp", "--stack", "1,nan"), "--stack: per-byte cost nan ns is out of range"),
     # over rc the adapter retransmits: the library's timeout would change nothing
     (("osu", "--bench", "bw", "--ud-retry-timeout-us", "2000"), "--ud-retry-timeout-us: only for --transport ud or uc"),
+    (("osu", "--bench", "bw", "--ud-recv-window", "8"), "--ud-recv-window: only for --transport ud or uc"),
+    (("osu", "--bench", "bw", "--transport", "ud", "--ud-max-retries", "0"), "--ud-max-retries: 0 is out of range"),
     (("app", "--app", "is", "--nodes", "3"), "ranks: NAS IS needs a power-of-two number of ranks"),
     (("osu", "--bench", "nope"), "invalid choice"),
     (("osu", "--bench", "bcast", "--algo", "fastest"), "invalid choice"),

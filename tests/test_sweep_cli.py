@@ -55,8 +55,8 @@ def test_options_left_out_are_the_sim_commands(cli, tmp_path):
                                          ('{"seed": [1, true], "size_bytes": [64]}', "seed: invalid type: boolean"),
                                          # a typo: the name meant, and every valid one
                                          ('{"delai_us": [1]}', ("unknown scenario parameter 'delai_us' (did you mean "
-                                                               "'delay_us'? valid: cm, delay_us, extender, ")),
-                                         ('{"zz": [1]}', "unknown scenario parameter 'zz' (valid: cm, delay_us, "),
+                                                               "'delay_us'? valid: cm, cross_gbps, ")),
+                                         ('{"zz": [1]}', "unknown scenario parameter 'zz' (valid: cm, cross_gbps, "),
                                          # null ran the model's default as if the key were left out
                                          ('{"testbed": [null], "size_bytes": [64]}',
                                           "sweep parameter 'testbed': null is not a value"),

@@ -29,7 +29,7 @@ _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_byte
               "switch_buffer_bytes")
 _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map", "fabric", "switch_latency_ns")
 _MPI_KEYS = ("library", "transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
-             "ud_retry_timeout_us", "ud_progress_timeout_us")
+             "ud_recv_window", "ud_max_retries", "ud_retry_timeout_us", "ud_progress_timeout_us")
 _TOP_KEYS = ("seed", "testbed", "hca", "node")
 _NODE_KEYS = ("copy_MBps", "mem_MBps", "shm_latency_ns", "core_mops")
 #: a parameter's key in a scenario file, for messages about the file's values

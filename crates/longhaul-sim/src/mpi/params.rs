@@ -88,7 +88,8 @@ pub struct MpiParams {
     pub ud_retry_timeout_us: f64,
     pub ud_max_retry_timeout_us: f64,
     /// A frame resent more than this many times ends the job with a reliability error
-    /// (MVAPICH2's rdma_ud_max_retry_count = 1000).
+    /// (MVAPICH2's rdma_ud_max_retry_count = 1000, set by MV2_UD_RETRY_COUNT: ibv_param.c of
+    /// MVAPICH2 2.x; the user guide calls its default "system size dependent").
     pub ud_max_retries: u32,
     /// The receiver sends the acknowledgements it owes once this long has passed without a
     /// frame to carry them (MV2_UD_PROGRESS_TIMEOUT; its default depends on job size, and the

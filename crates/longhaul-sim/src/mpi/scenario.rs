@@ -54,6 +54,10 @@ pub struct MpiSpec {
     pub send_wqes: Option<u32>,
     pub algo: Option<Algo>,
     pub ud_window: Option<u32>,
+    /// MPI over UD/UC: `MpiParams::ud_recv_window` (MV2_UD_RECVWINDOW_SIZE).
+    pub ud_recv_window: Option<u32>,
+    /// MPI over UD/UC: `MpiParams::ud_max_retries` (MV2_UD_RETRY_COUNT).
+    pub ud_max_retries: Option<u32>,
     /// MPI over UD/UC: `MpiParams::ud_retry_timeout_us`; the progress timeout follows at a
     /// tenth of it (the MVAPICH2 user guide's advice) unless given too.
     pub ud_retry_timeout_us: Option<f64>,
@@ -329,6 +333,18 @@ impl MpiScenario {
             }
             params.ud_window = w;
             params.ud_ack_every = params.ud_ack_every.min(w.div_ceil(2));
+        }
+        if let Some(w) = m.ud_recv_window {
+            if !(1..=65536).contains(&w) {
+                return err(format!("ud_recv_window: {w} is out of range [1, 65536]"));
+            }
+            params.ud_recv_window = w;
+        }
+        if let Some(n) = m.ud_max_retries {
+            if !(1..=65535).contains(&n) {
+                return err(format!("ud_max_retries: {n} is out of range [1, 65535]"));
+            }
+            params.ud_max_retries = n;
         }
         if let Some(us) = m.ud_retry_timeout_us {
             params.ud_retry_timeout_us = in_range_f("ud_retry_timeout_us", us, 1.0, 1e8)?;

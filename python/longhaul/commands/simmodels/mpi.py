@@ -85,6 +85,12 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
     p.add_argument("--ud-window", type=units.whole(1, 65536), default=None, metavar="FRAMES",
                    help="UD/UC: frames a sender may have unacknowledged per peer (1..65536; default 400, MVAPICH2's "
                         "MV2_UD_SENDWINDOW_SIZE)")
+    p.add_argument("--ud-recv-window", type=units.whole(1, 65536), default=None, metavar="FRAMES",
+                   help="UD/UC: frames a receiver keeps that arrive ahead of a missing one, per peer (1..65536; "
+                        "default 2501, MVAPICH2's MV2_UD_RECVWINDOW_SIZE); later ones are dropped and resent")
+    p.add_argument("--ud-max-retries", type=units.whole(1, 65535), default=None, metavar="N",
+                   help="UD/UC: resends of one frame before the job ends with a reliability error (1..65535; "
+                        "default 1000, MVAPICH2's MV2_UD_RETRY_COUNT)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=1, help="random seed (same seed, same result)")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=formats, default="table",
@@ -177,7 +183,8 @@ def _points(args) -> list[dict]:
 def _params(args) -> dict:
     if args.transport == "tcp":
         raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP")
-    for value, option in ((args.ud_retry_timeout_us, "--ud-retry-timeout-us"), (args.ud_window, "--ud-window")):
+    for value, option in ((args.ud_retry_timeout_us, "--ud-retry-timeout-us"), (args.ud_window, "--ud-window"),
+                          (args.ud_recv_window, "--ud-recv-window"), (args.ud_max_retries, "--ud-max-retries")):
         if value is not None and args.transport not in ("ud", "uc"):
             raise UserError(f"{option}: only for --transport ud or uc (over rc the adapter retransmits, "
                             "not the library)")
@@ -192,14 +199,16 @@ def _params(args) -> dict:
                 copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
                 core_mops=args.core_mops, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
                 transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss,
-                ud_retry_timeout_us=args.ud_retry_timeout_us, ud_window=args.ud_window)
+                ud_retry_timeout_us=args.ud_retry_timeout_us, ud_window=args.ud_window,
+                ud_recv_window=args.ud_recv_window, ud_max_retries=args.ud_max_retries)
 
 
 _IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
             ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"), ("mpi_library", "--mpi-library"),
             ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
             ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
-            ("ud_window", "--ud-window"), ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
+            ("ud_window", "--ud-window"), ("ud_recv_window", "--ud-recv-window"), ("ud_max_retries", "--ud-max-retries"),
+            ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
             ("mem_MBps", "--mem-MBps"), ("shm_latency_ns", "--shm-latency-ns"), ("core_mops", "--core-mops"))
 _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
              ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
