@@ -1,6 +1,6 @@
-//! Collective operations on the world communicator: the algorithm choice (MPICH2 1.0's
-//! size-based defaults, the WAN-aware hierarchical variants, or `auto`) and the hierarchical
-//! algorithms themselves.
+//! Collective operations on the world communicator: the algorithm choice (the library's
+//! size-based defaults of [`super::coll_rules`], the WAN-aware hierarchical variants, or
+//! `auto`), the hierarchical algorithms, and Open MPI's unsegmented broadcast trees.
 //!
 //! Hierarchical (leader-based, two-level) variants cross the long-haul link once per message:
 //! the lowest rank of each cluster is its leader; data crosses only between the root (or its
@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::coll_flat::{self as flat, A2a, Data};
+use super::coll_rules::{self as rules, ompi_tree, CollRules, OmpiBcast};
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer};
 
@@ -41,6 +42,9 @@ pub enum Algo {
     Scattered,
     Bruck,
     Linear,
+    Chain,
+    BinaryTree,
+    Knomial,
 }
 
 impl Algo {
@@ -58,6 +62,9 @@ impl Algo {
             Algo::Scattered => "scattered",
             Algo::Bruck => "bruck",
             Algo::Linear => "linear",
+            Algo::Chain => "chain",
+            Algo::BinaryTree => "binary-tree",
+            Algo::Knomial => "knomial",
         }
     }
 
@@ -70,9 +77,17 @@ impl Algo {
     /// The flat algorithms valid for a collective.
     pub fn flat_for(c: Collective) -> &'static [Algo] {
         match c {
-            Collective::Bcast => &[Algo::Binomial, Algo::ScatterRing, Algo::ScatterRd],
+            Collective::Bcast => &[
+                Algo::Binomial,
+                Algo::ScatterRing,
+                Algo::ScatterRd,
+                Algo::Linear,
+                Algo::Chain,
+                Algo::BinaryTree,
+                Algo::Knomial,
+            ],
             Collective::Allreduce => &[Algo::RecursiveDoubling, Algo::Rabenseifner],
-            Collective::Alltoall => &[Algo::Pairwise, Algo::Scattered, Algo::Bruck],
+            Collective::Alltoall => &[Algo::Pairwise, Algo::Scattered, Algo::Bruck, Algo::Linear],
             Collective::Scatter => &[Algo::Binomial, Algo::Linear],
             Collective::Barrier => &[],
         }
@@ -88,35 +103,21 @@ pub struct AutoRule {
     pub min_bytes: u64,
 }
 
-/// How each collective call of a run picks its algorithm: the run's `--algo` and, for `auto`,
-/// the rule and the one-way delay of the path it is applied to.
+/// How each collective call of a run picks its algorithm: the run's `--algo`, the library's
+/// rules for `default` (and inside the hierarchical algorithms), and for `auto` the rule and
+/// the one-way delay of the path it is applied to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AlgoChoice {
     pub algo: Algo,
     pub one_way_delay_us: f64,
     pub auto: AutoRule,
+    pub rules: CollRules,
 }
 
 impl AlgoChoice {
-    /// MPICH2's default whatever the run pinned (the barriers OSU puts between timed calls).
+    /// The library's default whatever the run pinned (the barriers OSU puts between timed calls).
     pub fn mpich_default(self) -> AlgoChoice {
         AlgoChoice { algo: Algo::Default, ..self }
-    }
-}
-
-/// MPICH2 1.0's default choice (Thakur et al. 2005; bcast.c, allreduce.c, alltoall.c).
-pub fn default_flat(c: Collective, bytes: u64, m: usize) -> Algo {
-    match c {
-        Collective::Bcast if bytes < 12288 || m < 8 => Algo::Binomial,
-        Collective::Bcast if bytes < 524_288 && m.is_power_of_two() => Algo::ScatterRd,
-        Collective::Bcast => Algo::ScatterRing,
-        Collective::Allreduce if bytes <= 2048 => Algo::RecursiveDoubling,
-        Collective::Allreduce => Algo::Rabenseifner,
-        Collective::Alltoall if bytes <= 256 && m >= 8 => Algo::Bruck,
-        Collective::Alltoall if bytes <= 32768 => Algo::Scattered,
-        Collective::Alltoall => Algo::Pairwise,
-        Collective::Scatter => Algo::Binomial,
-        Collective::Barrier => Algo::Default,
     }
 }
 
@@ -136,14 +137,15 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
     let world: Vec<u32> = (0..layout.ranks()).collect();
     let n = world.len();
     let spans = layout.spans_clusters();
-    let AlgoChoice { algo, one_way_delay_us, auto } = choice;
+    let AlgoChoice { algo, one_way_delay_us, auto, rules: lib } = choice;
+    let default = || rules::select(lib, c, bytes, n);
     let algo = match algo {
         Algo::Auto if spans && (one_way_delay_us >= auto.min_delay_us || bytes >= auto.min_bytes) => Algo::Hierarchical,
-        Algo::Auto | Algo::Default => default_flat(c, bytes, n),
-        Algo::Hierarchical if !spans => default_flat(c, bytes, n),
+        Algo::Auto | Algo::Default => default(),
+        Algo::Hierarchical if !spans => default(),
         Algo::ScatterRd if c == Collective::Bcast && !n.is_power_of_two() => Algo::ScatterRing,
         a if a.fits(c) => a,
-        _ => default_flat(c, bytes, n),
+        _ => default(),
     };
     if c == Collective::Barrier {
         flat::barrier(p, &world);
@@ -155,14 +157,14 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
         Collective::Bcast => {
             let d = Data { total: bytes, nblocks: n as u32 };
             match algo {
-                Algo::Hierarchical => bcast_hier(p, layout, root, &all, d),
-                a => flat_bcast(p, a, &world, root, &all, d),
+                Algo::Hierarchical => bcast_hier(p, layout, root, &all, d, lib),
+                a => flat_bcast(p, a, &world, root, &all, d, lib),
             }
         }
         Collective::Allreduce => {
             let d = Data { total: bytes, nblocks: n as u32 };
             match algo {
-                Algo::Hierarchical => allreduce_hier(p, layout, &all, d),
+                Algo::Hierarchical => allreduce_hier(p, layout, &all, d, lib),
                 Algo::Rabenseifner => flat::allreduce_rabenseifner(p, &world, &all, d),
                 _ => flat::allreduce_rd(p, &world, &all, d),
             }
@@ -181,6 +183,8 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
             match algo {
                 Algo::Hierarchical => alltoall_hier(p, layout, &a),
                 Algo::Bruck => flat::alltoall_bruck(p, &world, &a),
+                // Open MPI's linear alltoall: every send and receive posted at once.
+                Algo::Linear => flat::alltoall_scattered(p, &world, &a, n),
                 Algo::Scattered => flat::alltoall_scattered(p, &world, &a, 32),
                 _ => flat::alltoall_pairwise(p, &world, &a),
             }
@@ -190,13 +194,36 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
     algo
 }
 
-fn flat_bcast(p: &mut Programs, a: Algo, g: &[u32], root: usize, blocks: &[u32], d: Data) {
-    let a = if a == Algo::Default { default_flat(Collective::Bcast, d.total, g.len()) } else { a };
+fn flat_bcast(p: &mut Programs, a: Algo, g: &[u32], root: usize, blocks: &[u32], d: Data, lib: CollRules) {
+    let a = if a == Algo::Default { rules::select(lib, Collective::Bcast, d.total, g.len()) } else { a };
     match a {
         Algo::ScatterRing => flat::bcast_scatter_ring(p, g, root, blocks, d),
         Algo::ScatterRd if g.len().is_power_of_two() => flat::bcast_scatter_rd(p, g, root, blocks, d),
         Algo::ScatterRd => flat::bcast_scatter_ring(p, g, root, blocks, d),
+        Algo::Linear => bcast_tree(p, OmpiBcast::BasicLinear, g, root, blocks, d),
+        Algo::Chain => bcast_tree(p, OmpiBcast::Chain, g, root, blocks, d),
+        Algo::BinaryTree => bcast_tree(p, OmpiBcast::BinaryTree, g, root, blocks, d),
+        Algo::Knomial => bcast_tree(p, OmpiBcast::Knomial, g, root, blocks, d),
         _ => flat::bcast_binomial(p, g, root, blocks, d),
+    }
+}
+
+/// Open MPI's unsegmented tree broadcast (`ompi_coll_base_bcast_intra_generic` with one
+/// segment, as the fixed rules run it): a rank receives the whole message from its parent, then
+/// posts a send to every child and waits for all. Tree shapes: [`ompi_tree`].
+fn bcast_tree(p: &mut Programs, shape: OmpiBcast, g: &[u32], root: usize, blocks: &[u32], d: Data) {
+    let n = g.len();
+    let rank = |v: usize| g[(v + root) % n];
+    for v in 0..n {
+        let (parent, children) = ompi_tree(shape, n, v).expect("linear, chain and the trees have a shape");
+        let prog = &mut p.ranks[rank(v) as usize];
+        if let Some(up) = parent {
+            prog.push(Action::recv(d.xfer(rank(up), blocks.to_vec(), false)));
+        }
+        if !children.is_empty() {
+            let sends = children.iter().map(|&c| d.xfer(rank(c), blocks.to_vec(), false)).collect();
+            prog.push(Action::Round { sends, recvs: Vec::new() });
+        }
     }
 }
 
@@ -208,17 +235,17 @@ fn sides(layout: &Layout, root: u32) -> (Vec<u32>, Vec<u32>, u32) {
     (home, away, leader)
 }
 
-fn bcast_hier(p: &mut Programs, layout: &Layout, root: usize, blocks: &[u32], d: Data) {
+fn bcast_hier(p: &mut Programs, layout: &Layout, root: usize, blocks: &[u32], d: Data, lib: CollRules) {
     let (home, away, leader) = sides(layout, root as u32);
     p.ranks[root].push(Action::Post { sends: vec![d.xfer(leader, blocks.to_vec(), false)], recvs: Vec::new() });
     p.ranks[leader as usize].push(Action::recv(d.xfer(root as u32, blocks.to_vec(), false)));
     let hr = home.iter().position(|&r| r as usize == root).expect("root is home");
-    flat_bcast(p, Algo::Default, &home, hr, blocks, d);
-    flat_bcast(p, Algo::Default, &away, 0, blocks, d);
+    flat_bcast(p, Algo::Default, &home, hr, blocks, d, lib);
+    flat_bcast(p, Algo::Default, &away, 0, blocks, d, lib);
     p.ranks[root].push(Action::WaitAll);
 }
 
-fn allreduce_hier(p: &mut Programs, layout: &Layout, blocks: &[u32], d: Data) {
+fn allreduce_hier(p: &mut Programs, layout: &Layout, blocks: &[u32], d: Data, lib: CollRules) {
     let groups = [layout.members(0), layout.members(1)];
     for g in &groups {
         flat::reduce_binomial(p, g, 0, blocks, d);
@@ -229,7 +256,7 @@ fn allreduce_hier(p: &mut Programs, layout: &Layout, blocks: &[u32], d: Data) {
             .push(Action::sendrecv(d.xfer(peer, blocks.to_vec(), false), d.xfer(peer, blocks.to_vec(), true)));
     }
     for g in &groups {
-        flat_bcast(p, Algo::Default, g, 0, blocks, d);
+        flat_bcast(p, Algo::Default, g, 0, blocks, d, lib);
     }
 }
 
@@ -316,7 +343,7 @@ mod tests {
     const NO_AUTO: AutoRule = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
 
     fn pinned(algo: Algo) -> AlgoChoice {
-        AlgoChoice { algo, one_way_delay_us: 0.0, auto: NO_AUTO }
+        AlgoChoice { algo, one_way_delay_us: 0.0, auto: NO_AUTO, rules: CollRules::Mpich2 }
     }
 
     fn run(layout: &Layout, c: Collective, root: u32, bytes: u64, algo: Algo) -> Vec<Vec<u64>> {
@@ -427,13 +454,13 @@ mod tests {
 
     #[test]
     fn defaults_follow_mpich_thresholds_and_auto_uses_the_rule() {
-        assert_eq!(default_flat(Collective::Bcast, 1024, 128), Algo::Binomial);
-        assert_eq!(default_flat(Collective::Bcast, 1 << 17, 128), Algo::ScatterRd);
-        assert_eq!(default_flat(Collective::Bcast, 1 << 20, 128), Algo::ScatterRing);
-        assert_eq!(default_flat(Collective::Alltoall, 8, 128), Algo::Bruck);
+        assert_eq!(rules::mpich2(Collective::Bcast, 1024, 128), Algo::Binomial);
+        assert_eq!(rules::mpich2(Collective::Bcast, 1 << 17, 128), Algo::ScatterRd);
+        assert_eq!(rules::mpich2(Collective::Bcast, 1 << 20, 128), Algo::ScatterRing);
+        assert_eq!(rules::mpich2(Collective::Alltoall, 8, 128), Algo::Bruck);
         let layout = Layout::new(2, 1, 4, &Placement::Block).unwrap();
         let auto = AutoRule { min_delay_us: 100.0, min_bytes: 1 << 16 };
-        let at = |one_way_delay_us| AlgoChoice { algo: Algo::Auto, one_way_delay_us, auto };
+        let at = |one_way_delay_us| AlgoChoice { algo: Algo::Auto, one_way_delay_us, auto, rules: CollRules::Mpich2 };
         let mut p = Programs::new(4);
         assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, at(1000.0)), Algo::Hierarchical);
         assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, at(10.0)), Algo::Binomial);

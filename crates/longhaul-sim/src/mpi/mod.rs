@@ -9,6 +9,7 @@
 
 pub mod apps;
 pub mod coll_flat;
+pub mod coll_rules;
 pub mod collectives;
 pub mod engine;
 pub mod osu;
@@ -145,7 +146,7 @@ fn trace_programs(r: &MpiResolved, t: &TraceSpec) -> Result<(Programs, Layout), 
 
 /// The collective algorithm the scenario asks for, and what `auto` decides it by.
 fn algo_choice(r: &MpiResolved) -> AlgoChoice {
-    AlgoChoice { algo: r.algo, one_way_delay_us: r.base.one_way_delay_us(), auto: r.params.auto }
+    AlgoChoice { algo: r.algo, one_way_delay_us: r.base.one_way_delay_us(), auto: r.params.auto, rules: r.params.coll }
 }
 
 /// The library's parameters for a job of `ranks` processes (the eager limits follow its size).

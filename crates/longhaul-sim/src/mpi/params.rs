@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::coll_rules::CollRules;
 use super::collectives::AutoRule;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +111,10 @@ pub struct MpiParams {
     /// leader's extra intra-cluster step of a few us) or messages of 64 KiB and more (the flat
     /// algorithms move several times the message over the WAN).
     pub auto: AutoRule,
+    /// Whose rules `--algo default` follows to pick each collective's algorithm by
+    /// communicator and message size (`coll_rules`): MPICH2 1.0's for MVAPICH2 1.0.
+    #[serde(default)]
+    pub coll: CollRules,
 }
 
 impl Default for MpiParams {
@@ -137,6 +142,7 @@ impl Default for MpiParams {
             smp_chunk_bytes: 8192,
             scales_with_job_size: true,
             auto: AutoRule { min_delay_us: 50.0, min_bytes: 64 << 10 },
+            coll: CollRules::Mpich2,
         }
     }
 }
@@ -172,6 +178,12 @@ impl MpiParams {
     /// - coalescing (DEFAULT_USE_COALESCE 1, threshold 6) and RDMA_MAX_RDMA_SIZE 4 MiB as 1.0.
     ///
     /// MV2_SMP_EAGERSIZE depends on the CPU in 2.3.7 (8-64 KiB); 8 KiB is kept.
+    ///
+    /// Collectives keep MPICH2 1.0's selection (a known gap): 2.3.7 picks from per-CPU and
+    /// per-adapter tuning tables (`src/mpi/coll/bcast_tuning.c`, `allreduce_tuning.c`,
+    /// `alltoall_tuning.c` with their `*_tuning.h` tables) and runs node-aware two-level
+    /// algorithms through shared memory by default (MV2_USE_SHMEM_COLL = 1,
+    /// `ch3_shmem_coll.c`), which the flat rules of the model do not represent.
     pub fn mvapich2_2_3() -> Self {
         MpiParams {
             eager_threshold_bytes: 16 * 1024,
@@ -196,7 +208,9 @@ impl MpiParams {
     ///   acknowledgement, credits asked back at half the window (UCX_RC_FC_SOFT_THRESH 0.5);
     /// - UCX_IB_TX_QUEUE_LEN = 256 send work requests per queue pair;
     /// - no coalescing (UCX batches doorbells, UCX_IB_TX_MAX_BATCH 16, not messages); rendezvous
-    ///   reads split at 4 MiB as MVAPICH2 (UCX's max_get_zcopy is "auto": the adapter's limit).
+    ///   reads split at 4 MiB as MVAPICH2 (UCX's max_get_zcopy is "auto": the adapter's limit);
+    /// - collectives by the coll/tuned component's fixed decision rules (Open MPI 4.1.8's
+    ///   `coll_tuned_decision_fixed.c`; `coll_rules::CollRules::OpenMpi41`).
     pub fn openmpi_ucx() -> Self {
         MpiParams {
             eager_threshold_bytes: 8192,
@@ -209,6 +223,7 @@ impl MpiParams {
             r3_chunk_bytes: 8192,
             coalesce_after: 0,
             scales_with_job_size: false,
+            coll: CollRules::OpenMpi41,
             ..Self::default()
         }
     }

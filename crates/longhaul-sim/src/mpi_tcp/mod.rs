@@ -21,6 +21,7 @@ pub mod scenario;
 
 use crate::engine::time::{to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
+use crate::mpi::coll_rules::CollRules;
 use crate::mpi::collectives::{Algo, AlgoChoice, AutoRule};
 use crate::mpi::osu;
 use crate::mpi::placement::{Layout, Placement};
@@ -141,7 +142,12 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
             let layout = Layout::new(1, 1, 2, &Placement::Block).expect("two ranks fit two nodes");
             // Point-to-point benchmarks: no collective algorithm is ever chosen.
             let never = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
-            let choice = AlgoChoice { algo: Algo::Default, one_way_delay_us: t.one_way_delay_us(), auto: never };
+            let choice = AlgoChoice {
+                algo: Algo::Default,
+                one_way_delay_us: t.one_way_delay_us(),
+                auto: never,
+                rules: CollRules::OpenMpi41,
+            };
             (osu::programs(&r.osu, &layout, choice).0, 1)
         }
     };
