@@ -42,10 +42,12 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
     p.add_argument("--switch-latency-ns", type=units.real(0, 100000), default=None, metavar="NS",
                    help="intra-cluster switch port-to-port latency (0..100000; default: the profile's, 200 on s1)")
     p.add_argument("--algo", choices=mpi.ALGOS, default=None,
-                   help="collective algorithm: default (MPICH2 1.0 choice), hierarchical (one WAN crossing), "
-                        "auto (hierarchical from 50 us one-way or 64 KiB), or one flat algorithm pinned: bcast "
-                        "binomial|scatter-ring|scatter-rd, allreduce recursive-doubling|rabenseifner, alltoall "
-                        "pairwise|scattered|bruck, scatter binomial|linear (apps and traces: where it fits)")
+                   help="collective algorithm: default (the library's choice by ranks and size: MPICH2 1.0's for "
+                        "mvapich2-*, Open MPI 4.1's coll/tuned rules for openmpi-ucx), hierarchical (one WAN "
+                        "crossing), auto (hierarchical from 50 us one-way or 64 KiB), or one flat algorithm pinned: "
+                        "bcast binomial|scatter-ring|scatter-rd|linear|chain|binary-tree|knomial, allreduce "
+                        "recursive-doubling|rabenseifner, alltoall pairwise|scattered|bruck|linear, scatter "
+                        "binomial|linear (apps and traces: where it fits)")
     p.add_argument("--mpi-library", choices=mpi.LIBRARIES, default=None,
                    help="the MPI library whose parameters apply (default: mvapich2-1.0 on the published testbeds, "
                         "mvapich2-2.3 on fdr..xdr); the options below override them")
