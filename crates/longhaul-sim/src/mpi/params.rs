@@ -181,7 +181,9 @@ impl MpiParams {
     ///
     /// Collectives keep MPICH2 1.0's selection (a known gap): 2.3.7 picks from per-CPU and
     /// per-adapter tuning tables (`src/mpi/coll/bcast_tuning.c`, `allreduce_tuning.c`,
-    /// `alltoall_tuning.c` with their `*_tuning.h` tables) and runs node-aware two-level
+    /// `alltoall_tuning.c` with their `*_tuning.h` tables; an unlisted CPU, as a 2023 Xeon is,
+    /// falls back to the table tuned on TACC Stampede's Xeon E5-2680 + ConnectX FDR, e.g. the
+    /// last `else` of MV2_set_bcast_tuning_table) and runs node-aware two-level
     /// algorithms through shared memory by default (MV2_USE_SHMEM_COLL = 1,
     /// `ch3_shmem_coll.c`), which the flat rules of the model do not represent.
     pub fn mvapich2_2_3() -> Self {
