@@ -427,6 +427,33 @@ mod tests {
     }
 
     #[test]
+    fn open_mpi_defaults_pick_its_algorithms_flat_and_inside_the_clusters() {
+        // 16 ranks: knomial below 4 KiB, binomial below 1 MiB, scatter_allgather from 1 MiB; each
+        // cluster of 8 inside the hierarchical bcast runs knomial, then basic_linear from 32 KiB.
+        let layout = Layout::new(4, 2, 16, &Placement::Block).unwrap();
+        let root = 3u32;
+        for (bytes, want) in [(1024, Algo::Knomial), (1 << 16, Algo::Binomial), (1 << 20, Algo::ScatterRd)] {
+            for algo in [Algo::Default, Algo::Hierarchical] {
+                let mut p = Programs::new(16);
+                let used = emit(
+                    &mut p,
+                    &layout,
+                    Collective::Bcast,
+                    root,
+                    bytes,
+                    AlgoChoice { rules: CollRules::OpenMpi41, ..pinned(algo) },
+                );
+                assert_eq!(used, if algo == Algo::Default { want } else { algo });
+                let mut bufs: Vec<Vec<u64>> = (0..16u64)
+                    .map(|r| (0..16).map(|b| if r == root as u64 { init(r, b) } else { 0 }).collect())
+                    .collect();
+                check(&p, &mut bufs, Sends::Buffered).unwrap_or_else(|e| panic!("{algo:?} {bytes}: {}", e.0));
+                assert!(bufs.iter().all(|b| b.iter().enumerate().all(|(i, &v)| v == init(root as u64, i as u64))));
+            }
+        }
+    }
+
+    #[test]
     fn hierarchical_bcast_crosses_the_wan_once() {
         let layout = Layout::new(4, 2, 16, &Placement::Block).unwrap();
         for algo in [Algo::Hierarchical, Algo::Binomial, Algo::ScatterRing] {
