@@ -116,7 +116,7 @@ pub struct AlgoChoice {
 
 impl AlgoChoice {
     /// The library's default whatever the run pinned (the barriers OSU puts between timed calls).
-    pub fn mpich_default(self) -> AlgoChoice {
+    pub fn library_default(self) -> AlgoChoice {
         AlgoChoice { algo: Algo::Default, ..self }
     }
 }

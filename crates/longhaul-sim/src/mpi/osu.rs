@@ -152,7 +152,7 @@ pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, choice: AlgoCh
         }
         OsuBench::Bw | OsuBench::MbwMr => {
             let pairs = n / 2;
-            collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, choice.mpich_default());
+            collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, choice.library_default());
             for k in 0..pairs {
                 let (a, b) = (k, k + pairs);
                 for i in 0..warm + iters {
@@ -192,7 +192,7 @@ pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, choice: AlgoCh
             p.mark_all(START);
             used = collectives::emit(&mut p, layout, c, root, s, choice).name();
             p.mark_all(END);
-            collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, choice.mpich_default());
+            collectives::emit(&mut p, layout, Collective::Barrier, 0, 0, choice.library_default());
             p.repeat = warm + iters;
             p.warmup = warm;
         }
