@@ -688,6 +688,9 @@ impl Endpoints<IbPacket> for IbHosts {
             return;
         }
         if let Some(w) = q.sq.pop_front() {
+            if q.sq.is_empty() {
+                q.sq.shrink_to_fit(); // see `Qp::ack_through`
+            }
             q.cur -= 1;
             q.una_psn = (w.first_psn + w.npkts) & PSN_MASK;
             let poll = self.hosts[q.node as usize].as_ref().map_or(0, |h| h.costs.poll);

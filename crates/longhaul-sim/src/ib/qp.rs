@@ -280,5 +280,9 @@ impl Qp {
             done(self.sq.pop_front().expect("front"));
             self.cur -= 1;
         }
+        if self.sq.is_empty() {
+            // An idle queue pair keeps no buffer: an MPI alltoall leaves ranks^2 of them idle.
+            self.sq.shrink_to_fit();
+        }
     }
 }

@@ -114,13 +114,19 @@ impl Hasher for PairHasher {
 
 pub type PairMap<V> = HashMap<(u32, u32), V, BuildHasherDefault<PairHasher>>;
 
-/// Receives posted without a message, and messages arrived without a receive, per (src, dst).
+/// Receives posted without a message, and messages arrived without a receive, of one (src, dst)
+/// that has either (`Mpi::waiting`).
 #[derive(Default)]
 pub struct Matching {
     pub posted: VecDeque<(u64, bool, Time)>,
     pub unexpected: VecDeque<u32>,
-    pub send_seq: u64,
-    pub recv_seq: u64,
+}
+
+/// The next send and the next receive sequence number of one (src, dst) (the order check).
+#[derive(Default)]
+pub struct Seqs {
+    pub send: u64,
+    pub recv: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -149,7 +155,11 @@ pub struct Mpi {
     /// Shared so that a rank can play its actions by reference while the engine mutates.
     pub progs: Rc<Programs>,
     pub ranks: Vec<RankState>,
-    pub pairs: PairMap<Matching>,
+    /// Every (src, dst) that has sent: a few dozen bytes per pair that talks.
+    pub pairs: PairMap<Seqs>,
+    /// Only the pairs with a receive or a message waiting for the other (most pairs, most of
+    /// the time, have neither: an alltoall's N^2 pairs would otherwise each keep two queues).
+    pub waiting: PairMap<Matching>,
     pub msgs: Vec<Msg>,
     pub free_msgs: Vec<u32>,
     pub wires: Vec<Wire>,
@@ -200,6 +210,7 @@ impl Mpi {
             progs: Rc::new(progs),
             ranks: (0..n).map(|_| RankState::default()).collect(),
             pairs: PairMap::default(),
+            waiting: PairMap::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             wires: Vec::new(),
@@ -316,8 +327,8 @@ impl Mpi {
     /// Rank `src` sends `bytes` to `dst`.
     fn post_send(&mut self, cx: &mut Cx, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
         let pair = self.pairs.entry((src, dst)).or_default();
-        let seq = pair.send_seq;
-        pair.send_seq += 1;
+        let seq = pair.send;
+        pair.send += 1;
         self.stats.messages += 1;
         let proto = if self.layout.same_node(src, dst) {
             Proto::Shm
@@ -349,15 +360,22 @@ impl Mpi {
 
     /// Rank `dst` posts a receive of `bytes` from `src`.
     fn post_recv(&mut self, cx: &mut Cx, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
-        let pair = self.pairs.entry((src, dst)).or_default();
-        match pair.unexpected.pop_front() {
+        match self.waiting.get_mut(&(src, dst)).and_then(|q| q.unexpected.pop_front()) {
             Some(m) => {
+                self.unwait((src, dst));
                 let _ = bytes; // the sender's size rules (MPI allows a larger receive buffer)
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = t;
                 self.matched(cx, m, t);
             }
-            None => pair.posted.push_back((bytes, detached, t)),
+            None => self.waiting.entry((src, dst)).or_default().posted.push_back((bytes, detached, t)),
+        }
+    }
+
+    /// Forget `key`'s queues once both are empty.
+    fn unwait(&mut self, key: (u32, u32)) {
+        if self.waiting.get(&key).is_some_and(|q| q.posted.is_empty() && q.unexpected.is_empty()) {
+            self.waiting.remove(&key);
         }
     }
 
@@ -365,14 +383,14 @@ impl Mpi {
     pub fn arrived(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         self.msgs[m as usize].arrived_at = Some(t);
-        let pair = self.pairs.get_mut(&(src, dst)).expect("pair exists once a message was sent");
-        match pair.posted.pop_front() {
+        match self.waiting.get_mut(&(src, dst)).and_then(|q| q.posted.pop_front()) {
             Some((_, detached, posted_at)) => {
+                self.unwait((src, dst));
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = posted_at;
                 self.matched(cx, m, t);
             }
-            None => pair.unexpected.push_back(m),
+            None => self.waiting.entry((src, dst)).or_default().unexpected.push_back(m),
         }
     }
 
@@ -402,10 +420,10 @@ impl Mpi {
         let msg = &self.msgs[m as usize];
         let (src, dst, seq, det) = (msg.src, msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
         let pair = self.pairs.get_mut(&(src, dst)).expect("pair");
-        if seq != pair.recv_seq {
+        if seq != pair.recv {
             self.stats.order_violations += 1;
         }
-        pair.recv_seq = seq + 1;
+        pair.recv = seq + 1;
         self.stats.delivered += 1;
         self.request_done(cx, dst, det, t);
         self.finish_side(m);

@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 
 use super::engine::{Cx, Mpi, Proto};
 use super::params::Rndv;
-use super::reliable::{Reliable, ACK_TAG, NO_SEQ};
+use super::reliable::{LazyReliable, ACK_TAG, NO_SEQ};
 use crate::engine::Time;
 use crate::ib::{Completion, CompletionKind, Op, Transport};
 
@@ -109,7 +109,7 @@ pub struct Dir {
     pub sends_out: u32,
     pub held: Option<Held>,
     /// UD/UC: sequence numbers, acknowledgements and retransmission.
-    pub rel: Reliable,
+    pub rel: LazyReliable,
 }
 
 /// Two ranks on different nodes: `ranks[0]` < `ranks[1]`, `qps[i]` on `ranks[i]`'s node;
@@ -452,8 +452,12 @@ impl Mpi {
                 if self.transport != Transport::Rc {
                     return self.on_frame(cx, conn, d, c.id as u32, c.at);
                 }
-                let head =
-                    self.conns[conn as usize].dirs[d].inbox.pop_front().expect("a posted wire for every arrival");
+                let inbox = &mut self.conns[conn as usize].dirs[d].inbox;
+                let head = inbox.pop_front().expect("a posted wire for every arrival");
+                if inbox.is_empty() {
+                    // An idle connection keeps no buffer (an alltoall leaves ranks^2 / 2 of them).
+                    inbox.shrink_to_fit();
+                }
                 let mut w = head;
                 while w != NO_WIRE {
                     self.on_arrival(cx, conn, d, w, c.at);

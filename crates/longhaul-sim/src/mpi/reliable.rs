@@ -65,6 +65,35 @@ pub struct Reliable {
     pub ack_timer: bool,
 }
 
+/// A direction's `Reliable`, allocated when first changed: an RC connection (the common case,
+/// and an alltoall has ranks^2 / 2 of them) never uses it, and 88 bytes per direction add up.
+#[derive(Default)]
+pub struct LazyReliable(Option<Box<Reliable>>);
+
+/// What a direction that has never sent or received a sequenced frame reads.
+static UNUSED: Reliable = Reliable {
+    next_seq: 0,
+    unacked: VecDeque::new(),
+    timer_at: None,
+    expect: 0,
+    early: BTreeSet::new(),
+    ack_pending: 0,
+    ack_timer: false,
+};
+
+impl std::ops::Deref for LazyReliable {
+    type Target = Reliable;
+    fn deref(&self) -> &Reliable {
+        self.0.as_deref().unwrap_or(&UNUSED)
+    }
+}
+
+impl std::ops::DerefMut for LazyReliable {
+    fn deref_mut(&mut self) -> &mut Reliable {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
 impl Mpi {
     fn retry_after(&self, retries: u32) -> Time {
         let factor = if retries > 1 { retries.ilog2() } else { 1 } as f64;
