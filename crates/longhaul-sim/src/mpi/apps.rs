@@ -162,14 +162,12 @@ fn large_share(p: &Programs) -> f64 {
     let mut big = 0u64;
     let mut all = 0u64;
     for a in p.ranks.iter().flatten() {
-        if let Action::Round { sends, .. } | Action::Post { sends, .. } = a {
-            for x in sends {
-                all += x.bytes;
-                if x.bytes >= 64 << 10 {
-                    big += x.bytes;
-                }
+        a.for_each_send(|bytes| {
+            all += bytes;
+            if bytes >= 64 << 10 {
+                big += bytes;
             }
-        }
+        });
     }
     if all == 0 {
         0.0

@@ -10,10 +10,12 @@
 //! numbers of the rank buffers (see `program`), so a group algorithm can run on a sub-group
 //! (one cluster) inside a hierarchical algorithm.
 
+use std::sync::Arc;
+
 use super::program::{block_bytes, Action, Programs, Xfer};
 
 /// Bytes and blocks of a message carrying `blocks` of a `total`-byte buffer of `nblocks` blocks.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Data {
     pub total: u64,
     pub nblocks: u32,
@@ -95,15 +97,14 @@ fn scatter_tree(p: &mut Programs, g: &[u32], root: usize, blocks: &[u32], d: Dat
 /// Ring allgather: relative rank c starts with chunk c; m-1 steps to the right neighbour.
 fn allgather_ring(p: &mut Programs, g: &[u32], root: usize, blocks: &[u32], d: Data) {
     let m = g.len();
+    if m < 2 {
+        return;
+    }
+    let (group, blocks): (Arc<[u32]>, Arc<[u32]>) = (g.into(), blocks.into());
     for rel in 0..m {
-        let me = g[(rel + root) % m];
-        let right = g[(rel + 1 + root) % m];
-        let left = g[(rel + m - 1 + root) % m];
-        for s in 0..m - 1 {
-            let send = chunk(blocks, m, (rel + m - s) % m).to_vec();
-            let recv = chunk(blocks, m, (rel + 2 * m - s - 1) % m).to_vec();
-            push(p, me, Action::sendrecv(d.xfer(right, send, false), d.xfer(left, recv, false)));
-        }
+        let ring =
+            Pattern::Ring { group: group.clone(), root: root as u32, rel: rel as u32, blocks: blocks.clone(), d };
+        push(p, g[(rel + root) % m], Action::Rounds(Box::new(ring)));
     }
 }
 
@@ -273,6 +274,7 @@ pub fn allreduce_rabenseifner(p: &mut Programs, g: &[u32], blocks: &[u32], d: Da
 
 /// Alltoall buffer layout (blocks of `per_peer` bytes): send blocks 0..n, receive blocks n..2n,
 /// Bruck's work area 2n..3n, then the hierarchical algorithm's staging area.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct A2a {
     pub n: u32,
     pub per_peer: u64,
@@ -302,15 +304,57 @@ impl A2a {
 /// Pairwise exchange over a group (MPICH: long messages): xor partners for a power-of-two
 /// group, otherwise send to +i and receive from -i.
 pub fn alltoall_pairwise(p: &mut Programs, g: &[u32], a: &A2a) {
-    let m = g.len();
-    let pof2 = m.is_power_of_two();
+    let group: Arc<[u32]> = g.into();
     for (i, &me) in g.iter().enumerate() {
         push(p, me, Action::Local { moves: vec![(a.send_blk(me), a.recv_blk(me))], bytes: a.per_peer });
-        for s in 1..m {
-            let (to, from) = if pof2 { (i ^ s, i ^ s) } else { ((i + s) % m, (i + m - s) % m) };
-            let sx = a.xfer(g[to], vec![a.send_blk(g[to])]);
-            let rx = a.xfer(g[from], vec![a.recv_blk(g[from])]);
-            push(p, me, Action::sendrecv(sx, rx));
+        if g.len() > 1 {
+            let pairwise = Pattern::Pairwise { group: group.clone(), i: i as u32, a: *a };
+            push(p, me, Action::Rounds(Box::new(pairwise)));
+        }
+    }
+}
+
+/// The rounds of one rank in a regular exchange (see `Action::Rounds`): round k of
+/// `rounds()` is one send and one receive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pattern {
+    /// Ring allgather over `group` (global ranks) seen from the member `rel` places after
+    /// `group[root]`: in round k it sends chunk rel - k of `blocks` (split in group-size chunks)
+    /// to the next member and receives chunk rel - k - 1 from the previous one.
+    Ring { group: Arc<[u32]>, root: u32, rel: u32, blocks: Arc<[u32]>, d: Data },
+    /// Pairwise alltoall over `group` seen from member `i`: in round k it exchanges with the xor
+    /// partner i ^ (k + 1) in a power-of-two group, otherwise it sends to i + k + 1 and receives
+    /// from i - k - 1.
+    Pairwise { group: Arc<[u32]>, i: u32, a: A2a },
+}
+
+impl Pattern {
+    pub fn rounds(&self) -> u32 {
+        match self {
+            Pattern::Ring { group, .. } | Pattern::Pairwise { group, .. } => group.len() as u32 - 1,
+        }
+    }
+
+    /// Round `k` as (send, receive), with their blocks if `with_blocks` (the checker needs
+    /// them; the timing engine only the bytes, which it then gets without allocating).
+    pub fn round(&self, k: u32, with_blocks: bool) -> (Xfer, Xfer) {
+        let keep = |v: &[u32]| if with_blocks { v.to_vec() } else { Vec::new() };
+        match self {
+            Pattern::Ring { group, root, rel, blocks, d } => {
+                let (m, rel, root, s) = (group.len(), *rel as usize, *root as usize, k as usize);
+                let send = chunk(blocks, m, (rel + m - s) % m);
+                let recv = chunk(blocks, m, (rel + 2 * m - s - 1) % m);
+                let bytes = |c: &[u32]| block_bytes(d.total, d.nblocks, c.iter().copied());
+                let (right, left) = (group[(rel + 1 + root) % m], group[(rel + m - 1 + root) % m]);
+                (Xfer::new(right, bytes(send), keep(send), false), Xfer::new(left, bytes(recv), keep(recv), false))
+            }
+            Pattern::Pairwise { group, i, a } => {
+                let (m, i, s) = (group.len(), *i as usize, k as usize + 1);
+                let (to, from) = if m.is_power_of_two() { (i ^ s, i ^ s) } else { ((i + s) % m, (i + m - s) % m) };
+                let (to, from) = (group[to], group[from]);
+                let sx = Xfer::new(to, a.per_peer, keep(&[a.send_blk(to)]), false);
+                (sx, Xfer::new(from, a.per_peer, keep(&[a.recv_blk(from)]), false))
+            }
         }
     }
 }

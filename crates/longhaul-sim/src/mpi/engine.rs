@@ -80,6 +80,8 @@ pub struct Msg {
 #[derive(Default)]
 pub struct RankState {
     pub pc: u64,
+    /// Within a `Rounds` action: the next of its rounds to play.
+    pub sub: u32,
     pub cpu_free: Time,
     /// Requests of the current round not yet complete, and when the last one completed.
     pub pending: u32,
@@ -290,6 +292,26 @@ impl Mpi {
                     }
                     t = t.max(self.ranks[ri].round_done);
                 }
+                Action::Rounds(pattern) => {
+                    while self.ranks[ri].sub < pattern.rounds() {
+                        let (send, recv) = pattern.round(self.ranks[ri].sub, false);
+                        self.ranks[ri].sub += 1;
+                        self.ranks[ri].pending = 2;
+                        self.ranks[ri].round_done = t;
+                        self.post_all(cx, r, t, (&[send], &[recv]), false);
+                        if self.ranks[ri].pending > 0 {
+                            // As after a `Round`: resume with the next round, or the next action.
+                            if self.ranks[ri].sub == pattern.rounds() {
+                                self.ranks[ri].sub = 0;
+                                self.ranks[ri].pc += 1;
+                            }
+                            self.ranks[ri].blocked = true;
+                            return;
+                        }
+                        t = t.max(self.ranks[ri].round_done);
+                    }
+                    self.ranks[ri].sub = 0;
+                }
                 Action::Post { sends, recvs } => {
                     self.ranks[ri].detached += (sends.len() + recvs.len()) as u32;
                     self.post_all(cx, r, t, (sends, recvs), true);
@@ -442,7 +464,7 @@ impl Mpi {
             st.detached -= 1;
             st.detached_done = st.detached_done.max(t);
             let pc = st.pc.saturating_sub(1) as usize % self.progs.ranks[r as usize].len().max(1);
-            let waiting_all = st.blocked && matches!(self.progs.ranks[r as usize][pc], Action::WaitAll);
+            let waiting_all = st.blocked && st.sub == 0 && matches!(self.progs.ranks[r as usize][pc], Action::WaitAll);
             if st.detached == 0 && waiting_all {
                 cx.schedule(st.detached_done, Ev::Resume(r));
             }

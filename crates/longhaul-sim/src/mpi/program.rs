@@ -12,8 +12,10 @@
 //! program through [`check`] must leave every rank with the expected checksums whatever the
 //! algorithm, which is how the algorithms are proved equivalent.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
+pub use super::coll_flat::Pattern;
 use crate::engine::Time;
 
 /// One message of a round, seen from the rank that posts it.
@@ -52,6 +54,11 @@ pub enum Action {
     Local { moves: Vec<(u32, u32)>, bytes: u64 },
     /// Record the current time under `label` (measurement points).
     Mark(u32),
+    /// `Pattern::rounds()` rounds of one send and one receive each, as `Round`s would be, whose
+    /// peers and blocks follow from the round number: generated as they are played instead of
+    /// stored (a ring allgather or a pairwise alltoall has ranks - 1 of them on every rank,
+    /// ranks^2 in all, 250 bytes each when stored).
+    Rounds(Box<Pattern>),
 }
 
 impl Action {
@@ -63,6 +70,14 @@ impl Action {
     }
     pub fn sendrecv(s: Xfer, r: Xfer) -> Action {
         Action::Round { sends: vec![s], recvs: vec![r] }
+    }
+    /// Calls `f` with the bytes of every message the action sends.
+    pub fn for_each_send(&self, mut f: impl FnMut(u64)) {
+        match self {
+            Action::Round { sends, .. } | Action::Post { sends, .. } => sends.iter().for_each(|x| f(x.bytes)),
+            Action::Rounds(p) => (0..p.rounds()).for_each(|k| f(p.round(k, false).0.bytes)),
+            _ => {}
+        }
     }
 }
 
@@ -103,15 +118,32 @@ impl Programs {
     pub fn totals(&self) -> (u64, u64) {
         let mut n = 0;
         let mut b = 0;
-        for p in &self.ranks {
-            for a in p {
-                if let Action::Round { sends, .. } | Action::Post { sends, .. } = a {
-                    n += sends.len() as u64;
-                    b += sends.iter().map(|x| x.bytes).sum::<u64>();
-                }
-            }
+        for a in self.ranks.iter().flatten() {
+            a.for_each_send(|bytes| {
+                n += 1;
+                b += bytes;
+            });
         }
         (n, b)
+    }
+
+    /// The same programs with every `Rounds` written out as its `Round`s, blocks included (what
+    /// the data checker plays; the timing engine generates them as it goes).
+    pub fn expanded(&self) -> Cow<'_, Programs> {
+        if !self.ranks.iter().flatten().any(|a| matches!(a, Action::Rounds(_))) {
+            return Cow::Borrowed(self);
+        }
+        let expand = |a: &Action| match a {
+            Action::Rounds(p) => (0..p.rounds())
+                .map(|k| {
+                    let (s, r) = p.round(k, true);
+                    Action::sendrecv(s, r)
+                })
+                .collect(),
+            a => vec![a.clone()],
+        };
+        let ranks = self.ranks.iter().map(|p| p.iter().flat_map(expand).collect()).collect();
+        Cow::Owned(Programs { ranks, ..*self })
     }
 }
 
@@ -119,7 +151,7 @@ impl Programs {
     /// Checksum buffers large enough for every block the programs touch (all zero).
     pub fn zero_buffers(&self) -> Vec<Vec<u64>> {
         let mut top = 0u32;
-        for a in self.ranks.iter().flatten() {
+        for a in self.expanded().ranks.iter().flatten() {
             match a {
                 Action::Round { sends, recvs } | Action::Post { sends, recvs } => {
                     for x in sends.iter().chain(recvs) {
@@ -245,6 +277,7 @@ pub enum Sends<'a> {
 /// the peer's n-th receive from it.
 /// Returns an error if the programs deadlock or a pair's message sizes disagree.
 pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result<(), CheckError> {
+    let progs = &*progs.expanded();
     let n = progs.size();
     let mut pc = vec![0usize; n];
     let mut posted_msgs = Posted::default();
@@ -270,6 +303,7 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result
                 let a = &progs.ranks[r][pc[r] % progs.ranks[r].len()];
                 match a {
                     Action::Compute(_) | Action::Mark(_) => {}
+                    Action::Rounds(_) => unreachable!("expanded above"),
                     Action::Post { sends, recvs } => {
                         posted_msgs.post(r, sends, recvs, &buffers[r], |x| is_rndv(r, x), &mut posted_rndv[r]);
                         detached[r].extend(recvs.iter().cloned());

@@ -137,8 +137,9 @@ impl Ranks {
                     }
                 }
                 Action::WaitAll => self.ranks[ri].blocked = self.ranks[ri].outstanding > 0,
-                // Local copies only occur in collectives, which this transport does not run.
-                Action::Local { .. } => {}
+                // Local copies and patterned rounds only occur in the verbs channel's
+                // collectives, which this transport does not run.
+                Action::Local { .. } | Action::Rounds(_) => {}
             }
         }
     }
