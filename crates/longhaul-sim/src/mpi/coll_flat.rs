@@ -314,8 +314,7 @@ pub fn alltoall_pairwise(p: &mut Programs, g: &[u32], a: &A2a) {
     }
 }
 
-/// The rounds of one rank in a regular exchange (see `Action::Rounds`): round k of
-/// `rounds()` is one send and one receive.
+/// The rounds of one rank in a regular exchange (see `Action::Rounds`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pattern {
     /// Ring allgather over `group` (global ranks) seen from the member `rel` places after
@@ -326,18 +325,22 @@ pub enum Pattern {
     /// partner i ^ (k + 1) in a power-of-two group, otherwise it sends to i + k + 1 and receives
     /// from i - k - 1.
     Pairwise { group: Arc<[u32]>, i: u32, a: A2a },
+    /// Scattered alltoall seen from member `i`: round k covers steps s of k * batch + 1 ..=
+    /// (k + 1) * batch, sending to i + s and receiving from i - s.
+    Scattered { group: Arc<[u32]>, i: u32, a: A2a, batch: u32 },
 }
 
 impl Pattern {
     pub fn rounds(&self) -> u32 {
         match self {
             Pattern::Ring { group, .. } | Pattern::Pairwise { group, .. } => group.len() as u32 - 1,
+            Pattern::Scattered { group, batch, .. } => (group.len() as u32 - 1).div_ceil(*batch),
         }
     }
 
-    /// Round `k` as (send, receive), with their blocks if `with_blocks` (the checker needs
-    /// them; the timing engine only the bytes, which it then gets without allocating).
-    pub fn round(&self, k: u32, with_blocks: bool) -> (Xfer, Xfer) {
+    /// Appends round `k`'s sends and receives, with their blocks if `with_blocks` (the checker
+    /// needs them; the timing engine only the bytes, which it then gets without allocating).
+    pub fn fill(&self, k: u32, with_blocks: bool, sends: &mut Vec<Xfer>, recvs: &mut Vec<Xfer>) {
         let keep = |v: &[u32]| if with_blocks { v.to_vec() } else { Vec::new() };
         match self {
             Pattern::Ring { group, root, rel, blocks, d } => {
@@ -346,14 +349,27 @@ impl Pattern {
                 let recv = chunk(blocks, m, (rel + 2 * m - s - 1) % m);
                 let bytes = |c: &[u32]| block_bytes(d.total, d.nblocks, c.iter().copied());
                 let (right, left) = (group[(rel + 1 + root) % m], group[(rel + m - 1 + root) % m]);
-                (Xfer::new(right, bytes(send), keep(send), false), Xfer::new(left, bytes(recv), keep(recv), false))
+                sends.push(Xfer::new(right, bytes(send), keep(send), false));
+                recvs.push(Xfer::new(left, bytes(recv), keep(recv), false));
             }
             Pattern::Pairwise { group, i, a } => {
                 let (m, i, s) = (group.len(), *i as usize, k as usize + 1);
                 let (to, from) = if m.is_power_of_two() { (i ^ s, i ^ s) } else { ((i + s) % m, (i + m - s) % m) };
                 let (to, from) = (group[to], group[from]);
-                let sx = Xfer::new(to, a.per_peer, keep(&[a.send_blk(to)]), false);
-                (sx, Xfer::new(from, a.per_peer, keep(&[a.recv_blk(from)]), false))
+                sends.push(Xfer::new(to, a.per_peer, keep(&[a.send_blk(to)]), false));
+                recvs.push(Xfer::new(from, a.per_peer, keep(&[a.recv_blk(from)]), false));
+            }
+            Pattern::Scattered { group, i, a, batch } => {
+                let (m, i, batch) = (group.len(), *i as usize, *batch as usize);
+                let steps = k as usize * batch + 1..((k as usize + 1) * batch + 1).min(m);
+                for s in steps.clone() {
+                    let to = group[(i + s) % m];
+                    sends.push(Xfer::new(to, a.per_peer, keep(&[a.send_blk(to)]), false));
+                }
+                for s in steps {
+                    let from = group[(i + m - s) % m];
+                    recvs.push(Xfer::new(from, a.per_peer, keep(&[a.recv_blk(from)]), false));
+                }
             }
         }
     }
@@ -362,15 +378,12 @@ impl Pattern {
 /// Scattered isend/irecv in batches of `batch` peers (MPICH: medium messages; batch 32 is
 /// MPIR_CVAR_ALLTOALL_THROTTLE's default).
 pub fn alltoall_scattered(p: &mut Programs, g: &[u32], a: &A2a, batch: usize) {
-    let m = g.len();
+    let group: Arc<[u32]> = g.into();
     for (i, &me) in g.iter().enumerate() {
         push(p, me, Action::Local { moves: vec![(a.send_blk(me), a.recv_blk(me))], bytes: a.per_peer });
-        let steps: Vec<usize> = (1..m).collect();
-        for b in steps.chunks(batch.max(1)) {
-            // Step s sends to +s and receives from -s, so every batch pairs up across ranks.
-            let sends = b.iter().map(|&s| g[(i + s) % m]).map(|to| a.xfer(to, vec![a.send_blk(to)])).collect();
-            let recvs = b.iter().map(|&s| g[(i + m - s) % m]).map(|from| a.xfer(from, vec![a.recv_blk(from)]));
-            push(p, me, Action::Round { sends, recvs: recvs.collect() });
+        if g.len() > 1 {
+            let scattered = Pattern::Scattered { group: group.clone(), i: i as u32, a: *a, batch: batch.max(1) as u32 };
+            push(p, me, Action::Rounds(Box::new(scattered)));
         }
     }
 }

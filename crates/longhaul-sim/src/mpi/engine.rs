@@ -170,6 +170,8 @@ pub struct Mpi {
     pub conn_of: PairMap<u32>,
     /// (connection, side) of every queue pair.
     pub qp_conn: Vec<(u32, u8)>,
+    /// The sends and receives of the `Rounds` round being posted (reused).
+    round_bufs: (Vec<Xfer>, Vec<Xfer>),
     /// Ranks placed on each node (they share its memory bandwidth).
     pub local_ranks: Vec<u32>,
     /// (label, iteration, time) marks per rank.
@@ -220,6 +222,7 @@ impl Mpi {
             conns: Vec::new(),
             conn_of: PairMap::default(),
             qp_conn: Vec::new(),
+            round_bufs: Default::default(),
             local_ranks,
             marks: vec![Vec::new(); n],
             stats: MpiStats::default(),
@@ -294,11 +297,16 @@ impl Mpi {
                 }
                 Action::Rounds(pattern) => {
                     while self.ranks[ri].sub < pattern.rounds() {
-                        let (send, recv) = pattern.round(self.ranks[ri].sub, false);
+                        // The round goes into buffers kept from round to round (no allocation).
+                        let (mut sends, mut recvs) = std::mem::take(&mut self.round_bufs);
+                        sends.clear();
+                        recvs.clear();
+                        pattern.fill(self.ranks[ri].sub, false, &mut sends, &mut recvs);
                         self.ranks[ri].sub += 1;
-                        self.ranks[ri].pending = 2;
+                        self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
                         self.ranks[ri].round_done = t;
-                        self.post_all(cx, r, t, (&[send], &[recv]), false);
+                        self.post_all(cx, r, t, (&sends, &recvs), false);
+                        self.round_bufs = (sends, recvs);
                         if self.ranks[ri].pending > 0 {
                             // As after a `Round`: resume with the next round, or the next action.
                             if self.ranks[ri].sub == pattern.rounds() {

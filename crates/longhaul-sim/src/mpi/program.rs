@@ -54,10 +54,10 @@ pub enum Action {
     Local { moves: Vec<(u32, u32)>, bytes: u64 },
     /// Record the current time under `label` (measurement points).
     Mark(u32),
-    /// `Pattern::rounds()` rounds of one send and one receive each, as `Round`s would be, whose
-    /// peers and blocks follow from the round number: generated as they are played instead of
-    /// stored (a ring allgather or a pairwise alltoall has ranks - 1 of them on every rank,
-    /// ranks^2 in all, 250 bytes each when stored).
+    /// `Pattern::rounds()` rounds, played as `Round`s would be, whose peers and blocks follow
+    /// from the round number: generated as they are played instead of stored (a ring allgather
+    /// or a pairwise or scattered alltoall has ranks - 1 messages on every rank, ranks^2 in
+    /// all, over 100 bytes each when stored).
     Rounds(Box<Pattern>),
 }
 
@@ -75,7 +75,13 @@ impl Action {
     pub fn for_each_send(&self, mut f: impl FnMut(u64)) {
         match self {
             Action::Round { sends, .. } | Action::Post { sends, .. } => sends.iter().for_each(|x| f(x.bytes)),
-            Action::Rounds(p) => (0..p.rounds()).for_each(|k| f(p.round(k, false).0.bytes)),
+            Action::Rounds(p) => {
+                let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+                for k in 0..p.rounds() {
+                    p.fill(k, false, &mut sends, &mut recvs);
+                }
+                sends.iter().for_each(|x| f(x.bytes));
+            }
             _ => {}
         }
     }
@@ -136,8 +142,9 @@ impl Programs {
         let expand = |a: &Action| match a {
             Action::Rounds(p) => (0..p.rounds())
                 .map(|k| {
-                    let (s, r) = p.round(k, true);
-                    Action::sendrecv(s, r)
+                    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+                    p.fill(k, true, &mut sends, &mut recvs);
+                    Action::Round { sends, recvs }
                 })
                 .collect(),
             a => vec![a.clone()],
