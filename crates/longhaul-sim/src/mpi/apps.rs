@@ -121,7 +121,7 @@ pub fn build(
     let (iterations, mop, dims) = size(app, class);
     let rate = if app == AppName::Is { node.core_mops * IS_KEY_COST } else { node.core_mops };
     let compute_us_per_iter = compute_us.unwrap_or(mop / iterations as f64 / (n as f64 * rate) * 1e6);
-    let mut p = Programs::new(n as usize);
+    let mut p = Programs::timing(n as usize);
     let coll = |p: &mut Programs, c: Collective, bytes: u64| {
         collectives::emit(p, layout, c, 0, bytes, choice);
     };
@@ -134,10 +134,13 @@ pub fn build(
             for r in 0..n {
                 let others: Vec<u32> = (0..n).filter(|&x| x != r).collect();
                 let x = |q: u32| Xfer::plain(q, per_pair);
-                p.ranks[r as usize].push(Action::Round {
-                    sends: others.iter().map(|&q| x(q)).collect(),
-                    recvs: others.iter().map(|&q| x(q)).collect(),
-                });
+                p.push(
+                    r,
+                    Action::Round {
+                        sends: others.iter().map(|&q| x(q)).collect(),
+                        recvs: others.iter().map(|&q| x(q)).collect(),
+                    },
+                );
             }
         }
         AppName::Ft => {
@@ -177,7 +180,7 @@ fn large_share(p: &Programs) -> f64 {
 }
 
 fn sendrecv(p: &mut Programs, me: u32, peer: u32, bytes: u64) {
-    p.ranks[me as usize].push(Action::sendrecv(Xfer::plain(peer, bytes), Xfer::plain(peer, bytes)));
+    p.push(me, Action::sendrecv(Xfer::plain(peer, bytes), Xfer::plain(peer, bytes)));
 }
 
 fn cg(p: &mut Programs, na: u64, n: u32) {
@@ -240,10 +243,13 @@ fn mg(p: &mut Programs, edge: u64, n: u32, layout: &Layout, choice: AlgoChoice) 
                     down[d] = (c[d] + g[d] - 1) % g[d];
                     let rank = |v: [u32; 3]| v[0] + v[1] * g[0] + v[2] * g[0] * g[1];
                     let (u, w) = (rank(up), rank(down));
-                    p.ranks[me as usize].push(Action::Round {
-                        sends: vec![Xfer::plain(u, face), Xfer::plain(w, face)],
-                        recvs: vec![Xfer::plain(w, face), Xfer::plain(u, face)],
-                    });
+                    p.push(
+                        me,
+                        Action::Round {
+                            sends: vec![Xfer::plain(u, face), Xfer::plain(w, face)],
+                            recvs: vec![Xfer::plain(w, face), Xfer::plain(u, face)],
+                        },
+                    );
                 }
             }
         }

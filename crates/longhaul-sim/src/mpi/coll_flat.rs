@@ -39,7 +39,7 @@ fn chunks(blocks: &[u32], m: usize, from: usize, to: usize) -> Vec<u32> {
 }
 
 fn push(p: &mut Programs, rank: u32, a: Action) {
-    p.ranks[rank as usize].push(a);
+    p.push(rank, a);
 }
 
 /// Binomial-tree broadcast of `blocks` from `g[root]` (MPICH: below 12 KB or fewer than 8 ranks).

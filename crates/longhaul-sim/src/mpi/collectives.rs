@@ -237,12 +237,12 @@ fn sides(layout: &Layout, root: u32) -> (Vec<u32>, Vec<u32>, u32) {
 
 fn bcast_hier(p: &mut Programs, layout: &Layout, root: usize, blocks: &[u32], d: Data, lib: CollRules) {
     let (home, away, leader) = sides(layout, root as u32);
-    p.ranks[root].push(Action::Post { sends: vec![d.xfer(leader, blocks.to_vec(), false)], recvs: Vec::new() });
-    p.ranks[leader as usize].push(Action::recv(d.xfer(root as u32, blocks.to_vec(), false)));
+    p.push(root as u32, Action::Post { sends: vec![d.xfer(leader, blocks.to_vec(), false)], recvs: Vec::new() });
+    p.push(leader, Action::recv(d.xfer(root as u32, blocks.to_vec(), false)));
     let hr = home.iter().position(|&r| r as usize == root).expect("root is home");
     flat_bcast(p, Algo::Default, &home, hr, blocks, d, lib);
     flat_bcast(p, Algo::Default, &away, 0, blocks, d, lib);
-    p.ranks[root].push(Action::WaitAll);
+    p.push(root as u32, Action::WaitAll);
 }
 
 fn allreduce_hier(p: &mut Programs, layout: &Layout, blocks: &[u32], d: Data, lib: CollRules) {
@@ -263,13 +263,13 @@ fn allreduce_hier(p: &mut Programs, layout: &Layout, blocks: &[u32], d: Data, li
 fn scatter_hier(p: &mut Programs, layout: &Layout, root: usize, d: Data) {
     let (home, away, leader) = sides(layout, root as u32);
     let away_blocks: Vec<u32> = away.clone();
-    p.ranks[root].push(Action::Post { sends: vec![d.xfer(leader, away_blocks.clone(), false)], recvs: Vec::new() });
-    p.ranks[leader as usize].push(Action::recv(d.xfer(root as u32, away_blocks, false)));
+    p.push(root as u32, Action::Post { sends: vec![d.xfer(leader, away_blocks.clone(), false)], recvs: Vec::new() });
+    p.push(leader, Action::recv(d.xfer(root as u32, away_blocks, false)));
     let own = |g: &[u32]| -> Vec<Vec<u32>> { g.iter().map(|&r| vec![r]).collect() };
     let hr = home.iter().position(|&r| r as usize == root).expect("root is home");
     flat::scatter_binomial(p, &home, hr, &own(&home), d);
     flat::scatter_binomial(p, &away, 0, &own(&away), d);
-    p.ranks[root].push(Action::WaitAll);
+    p.push(root as u32, Action::WaitAll);
 }
 
 /// Alltoall with per-cluster aggregation: pairwise inside each cluster; every rank hands its
@@ -287,18 +287,13 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
         for &r in mine {
             if r == leader {
                 let moves = direct().into_iter().zip(gathered(r)).collect();
-                p.ranks[r as usize].push(Action::Local { moves, bytes: a.per_peer * other.len() as u64 });
+                p.push(r, Action::Local { moves, bytes: a.per_peer * other.len() as u64 });
             } else {
-                p.ranks[r as usize].push(Action::send(Xfer::new(
-                    leader,
-                    a.per_peer * other.len() as u64,
-                    direct(),
-                    false,
-                )));
+                p.push(r, Action::send(Xfer::new(leader, a.per_peer * other.len() as u64, direct(), false)));
                 recvs.push(Xfer::new(r, a.per_peer * other.len() as u64, gathered(r), false));
             }
         }
-        p.ranks[leader as usize].push(Action::Round { sends: Vec::new(), recvs });
+        p.push(leader, Action::Round { sends: Vec::new(), recvs });
     }
     let (la, lb) = (groups[0][0], groups[1][0]);
     for c in 0..2 {
@@ -308,7 +303,7 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
             mine.iter().flat_map(|&s| other.iter().map(move |&t| (s, t))).map(|(s, t)| a.stage_blk(s, t)).collect();
         let inn: Vec<u32> =
             other.iter().flat_map(|&s| mine.iter().map(move |&t| (s, t))).map(|(s, t)| a.stage_blk(s, t)).collect();
-        p.ranks[me as usize].push(Action::sendrecv(a.xfer(peer, out), a.xfer(peer, inn)));
+        p.push(me, Action::sendrecv(a.xfer(peer, out), a.xfer(peer, inn)));
     }
     for c in 0..2 {
         let (mine, other) = (&groups[c], &groups[1 - c]);
@@ -319,18 +314,13 @@ fn alltoall_hier(p: &mut Programs, layout: &Layout, a: &A2a) {
             let final_: Vec<u32> = other.iter().map(|&s| a.recv_blk(s)).collect();
             if t == leader {
                 let moves = staged.into_iter().zip(final_).collect();
-                p.ranks[t as usize].push(Action::Local { moves, bytes: a.per_peer * other.len() as u64 });
+                p.push(t, Action::Local { moves, bytes: a.per_peer * other.len() as u64 });
             } else {
                 sends.push(Xfer::new(t, a.per_peer * other.len() as u64, staged, false));
-                p.ranks[t as usize].push(Action::recv(Xfer::new(
-                    leader,
-                    a.per_peer * other.len() as u64,
-                    final_,
-                    false,
-                )));
+                p.push(t, Action::recv(Xfer::new(leader, a.per_peer * other.len() as u64, final_, false)));
             }
         }
-        p.ranks[leader as usize].push(Action::Round { sends, recvs: Vec::new() });
+        p.push(leader, Action::Round { sends, recvs: Vec::new() });
     }
 }
 

@@ -131,7 +131,7 @@ impl super::scenario::OsuSpec {
 /// The benchmark's programs; returns the collective algorithm used (or "p2p").
 pub fn programs(spec: &super::scenario::OsuSpec, layout: &Layout, choice: AlgoChoice) -> (Programs, &'static str) {
     let n = layout.ranks();
-    let mut p = Programs::new(n as usize);
+    let mut p = Programs::timing(n as usize);
     let iters = spec.iterations.unwrap_or(ITERATIONS);
     let warm = spec.warmup.unwrap_or(WARMUP);
     let s = spec.size_bytes;

@@ -99,11 +99,32 @@ pub struct Programs {
     /// The first `warmup` plays (of `repeat`) are warm-up: their marks are recorded under
     /// [`WARMUP_MARK`] whatever their label, so a measurement reads only the later plays.
     pub warmup: u64,
+    /// Transfers and local copies keep their blocks (what the data checker reads). Without them
+    /// (`timing`) only bytes are kept, all the timing engine reads: a collective's block lists
+    /// grow with ranks^2 (every message of a binomial broadcast names every block).
+    pub blocks: bool,
 }
 
 impl Programs {
     pub fn new(ranks: usize) -> Self {
-        Programs { ranks: vec![Vec::new(); ranks], repeat: 1, warmup: 0 }
+        Programs { ranks: vec![Vec::new(); ranks], repeat: 1, warmup: 0, blocks: true }
+    }
+    /// Programs for the timing engine only: `push` drops the blocks of what it appends.
+    pub fn timing(ranks: usize) -> Self {
+        Programs { blocks: false, ..Programs::new(ranks) }
+    }
+    /// Append `a` to rank `r`'s program (without its blocks unless `self.blocks`).
+    pub fn push(&mut self, r: u32, mut a: Action) {
+        if !self.blocks {
+            match &mut a {
+                Action::Round { sends, recvs } | Action::Post { sends, recvs } => {
+                    sends.iter_mut().chain(recvs.iter_mut()).for_each(|x| x.blocks = Vec::new())
+                }
+                Action::Local { moves, .. } => *moves = Vec::new(),
+                _ => {}
+            }
+        }
+        self.ranks[r as usize].push(a);
     }
     pub fn size(&self) -> usize {
         self.ranks.len()
@@ -412,26 +433,38 @@ mod tests {
     fn rendezvous_sends_wait_for_their_receive_to_be_posted() {
         let send_first =
             |r: usize| vec![Action::send(Xfer::plain(1 - r as u32, 9)), Action::recv(Xfer::plain(1 - r as u32, 9))];
-        let p = Programs { ranks: vec![send_first(0), send_first(1)], repeat: 1, warmup: 0 };
+        let p = Programs { ranks: vec![send_first(0), send_first(1)], repeat: 1, warmup: 0, blocks: true };
         check(&p, &mut [vec![], vec![]], Sends::Buffered).unwrap();
         let e = check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap_err().0;
         assert!(e.contains("ranks [0, 1] wait forever") && e.contains("eager threshold (0 bytes)"), "{e}");
         // Rank 1 receives first: rank 0's send is matched, then rank 1's.
-        let p =
-            Programs { ranks: vec![send_first(0), send_first(1).into_iter().rev().collect()], repeat: 1, warmup: 0 };
+        let p = Programs {
+            ranks: vec![send_first(0), send_first(1).into_iter().rev().collect()],
+            repeat: 1,
+            warmup: 0,
+            blocks: true,
+        };
         check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap();
         // Both as one round each (sendrecv), and both as isend + irecv + waitall.
         let round = |r: u32| vec![Action::sendrecv(Xfer::plain(1 - r, 9), Xfer::plain(1 - r, 9))];
-        check(&Programs { ranks: vec![round(0), round(1)], repeat: 3, warmup: 0 }, &mut [vec![], vec![]], ALL_RNDV)
-            .unwrap();
+        check(
+            &Programs { ranks: vec![round(0), round(1)], repeat: 3, warmup: 0, blocks: true },
+            &mut [vec![], vec![]],
+            ALL_RNDV,
+        )
+        .unwrap();
         let posted = |r: u32| {
             vec![
                 Action::Post { sends: vec![Xfer::plain(1 - r, 9)], recvs: vec![Xfer::plain(1 - r, 9)] },
                 Action::WaitAll,
             ]
         };
-        check(&Programs { ranks: vec![posted(0), posted(1)], repeat: 3, warmup: 0 }, &mut [vec![], vec![]], ALL_RNDV)
-            .unwrap();
+        check(
+            &Programs { ranks: vec![posted(0), posted(1)], repeat: 3, warmup: 0, blocks: true },
+            &mut [vec![], vec![]],
+            ALL_RNDV,
+        )
+        .unwrap();
         // An isend waited for before the peer posts its receive: the peer first waits for its own isend.
         let isend_first = |r: u32| {
             vec![
@@ -440,7 +473,7 @@ mod tests {
                 Action::recv(Xfer::plain(1 - r, 9)),
             ]
         };
-        let p = Programs { ranks: vec![isend_first(0), isend_first(1)], repeat: 1, warmup: 0 };
+        let p = Programs { ranks: vec![isend_first(0), isend_first(1)], repeat: 1, warmup: 0, blocks: true };
         assert!(check(&p, &mut [vec![], vec![]], ALL_RNDV).unwrap_err().0.contains("wait forever"));
     }
 }
