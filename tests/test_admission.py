@@ -19,8 +19,8 @@ def _one_line(capsys) -> str:
 @pytest.mark.parametrize("argv, words", [
     (["sim", "mpi", "osu", "--bench", "alltoall", "--nodes", "2048", "--max-memory", "4G"],
      ["osu_alltoall (4096 ranks", "over the limit of 4G (--max-memory 4G)"]),
-    (["sim", "mpi", "osu", "--bench", "bcast", "--nodes", "2048", "--sizes", "1K", "--max-memory", "1G"],
-     ["osu_bcast (4096 ranks, 1 point(s) at once) would need an estimated 2.7G"]),
+    (["sim", "mpi", "osu", "--bench", "bcast", "--nodes", "2048", "--sizes", "1K", "--max-memory", "512M"],
+     ["osu_bcast (4096 ranks, 1 point(s) at once) would need an estimated 704M"]),
     (["sim", "mpi", "app", "--app", "cg", "--nodes", "1024", "--ppn", "2", "--max-memory", "512M"],
      ["the NAS skeletons (4096 ranks"]),
     (["sweep", "mpi", "--grid", '{"osu": [{"bench": "alltoall", "size_bytes": 8}], "nodes": [2, 2048]}',
@@ -55,11 +55,16 @@ def test_jobs_within_the_limit_run(capsys):
     assert "alltoall" in capsys.readouterr().out
 
 
-def test_the_estimate_grows_with_ranks_squared_where_the_model_does():
-    small, large = admission.mpi_point_bytes(512, True), admission.mpi_point_bytes(1024, True)
+def test_the_estimate_grows_with_ranks_squared_only_where_every_pair_connects():
+    small, large = admission.mpi_point_bytes(512, "alltoall"), admission.mpi_point_bytes(1024, "alltoall")
     assert 3.5 < large / small < 4.1
-    assert admission.mpi_scenario_ranks({"cluster": {"nodes": 8, "ppn": 2}, "osu": {"bench": "alltoall"}}) == (32, True)
-    assert admission.mpi_scenario_ranks({"cluster": {}, "trace": {"text": "ranks 300\n"}}) == (300, False)
+    small, large = admission.mpi_point_bytes(512, "other"), admission.mpi_point_bytes(1024, "other")
+    assert 2 < large / small < 2.5
+    assert admission.mpi_scenario_ranks({"cluster": {"nodes": 8, "ppn": 2}, "osu": {"bench": "alltoall"}}) == (
+        32, "alltoall")
+    assert admission.mpi_scenario_ranks({"cluster": {"nodes": 8}, "osu": {"bench": "bcast"}}) == (16, "other")
+    assert admission.mpi_scenario_ranks({"cluster": {"nodes": 8}, "app": {"name": "ft"}}) == (16, "alltoall")
+    assert admission.mpi_scenario_ranks({"cluster": {}, "trace": {"text": "ranks 300\n"}}) == (300, "trace")
     assert admission.trace_ranks("ranks ٣\n") == 0   # not a number: the core names the problem
 
 

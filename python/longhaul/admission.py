@@ -4,28 +4,39 @@ kernel says is available now, ``MemAvailable`` in /proc/meminfo).
 
 The MPI simulator's memory, measured as the peak resident set (``/usr/bin/time -v``, maximum
 resident set size) of ``longhaul sim mpi ... --workers 1 --iterations 1`` on this repository's
-2-core x86-64 VM (2026-12, core as built then), R = ranks in both clusters:
+2-core x86-64 VM (2026-12-06, after the per-pair state was cut; one rank per node), R = ranks in
+both clusters, MB:
 
-=======================  =====  =====  =====  ======  ======
-job                      R=32   R=256  R=512  R=1024  R=2048
-=======================  =====  =====  =====  ======  ======
-osu alltoall 1K          28 MB  103    321
-osu bcast 1K             28 MB         43
-osu allreduce 1K                       61
-app cg class A                  45            117
-replay (barrier,         38 MB at R=256       154     523
+=========================  =====  =====  =====  ======  ======  ======
+job                        R=32   R=256  R=512  R=1024  R=2048  R=4096
+=========================  =====  =====  =====  ======  ======  ======
+osu alltoall 1K            29     65     162    540
+osu alltoall 64K                  58            (bench/results/mpi_bench.md)
+osu alltoall 8 (Bruck)            32            59
+osu bcast 1K               28            38             121     350
+osu allreduce 1K                         39             126     358
+app cg class A                    44            116
+replay (barrier,                  36            154     520
 allreduce 8)
-=======================  =====  =====  =====  ======  ======
+=========================  =====  =====  =====  ======  ======  ======
 
-A fixed part (the interpreter and the core, ~28 MB), a part per rank and a part per rank *pair*
-(connection state between every two ranks; alltoall also keeps every pair's messages in flight at
-once): alltoall grows by ~1.15 kB x R^2 (103 - 28 MB over 256^2, 293 MB over 512^2), the others by
-at most ~120 B x R^2 (replay: 496 MB over 2048^2; app cg 86 B, bcast 23 B). The estimate rounds
-each up (``MPI_*`` below), so it is an upper bound at the measured sizes; the message size and the
-iteration count barely matter (alltoall at R=256: 103 MB for 1 KiB or 64 KiB, 1 or 10
-iterations). Points simulated at once (``--workers``) each take their own. At R = 4,096 this gives
-20 GB for alltoall (the audit saw 11 GB after 102 s, still growing) and 2.9 GB for the others
-(bcast 494 MB, a replay 2.2 GB).
+A fixed part (the interpreter and the core, ~28 MB), a part per rank, and a part per ordered
+rank pair, of three kinds (``MPI_*`` below, each rounded up so the estimate bounds every
+measurement):
+
+- alltoall (and the NAS skeletons FT and IS, which run one): the pairwise and scattered algorithms
+  connect every pair of ranks, and a connection keeps its state for the run (the MPI connection's
+  two directions and the verbs layer's two queue pairs, ~900 B in all, ~450 B per ordered pair:
+  (540 - 28 - 33) MB over 1024^2). Bruck's (up to 256 bytes) connects log2(R) peers per rank only.
+- a trace: its collectives' block lists, kept for the data check that runs before the replay
+  (each message of a broadcast or allreduce names every rank's block): ~85 B per pair at R=2048.
+- the rest: what grows with R^2 is outside MPI (the fabric's forwarding state, 8 B per pair of
+  hosts at one rank per node), ~11 B per pair at R=4096; connections follow the active pairs
+  (R log R for the tree, ring and recursive-doubling algorithms) and are counted per rank.
+
+Points simulated at once (``--workers``) each take their own. At R = 4,096 this gives 8.3 GiB for
+alltoall (20 GB before the per-pair state was cut, at 1.2 kB per pair), 2.3 GiB for a trace and
+704 MiB for the others (bcast measured 350 MB; 2.7 GB estimated before).
 """
 
 from __future__ import annotations
@@ -38,11 +49,11 @@ from longhaul.errors import UserError
 MiB = 1 << 20
 #: the interpreter, numpy and the core, with margin (measured 28-33 MB for a small job)
 BASE_BYTES = 64 * MiB
-#: per rank: its queues, buffers and counters (bcast and app: 18-30 kB measured)
-MPI_RANK_BYTES = 32 * 1024
-#: per ordered rank pair: alltoall (every pair's messages in flight) and the rest (connections)
-MPI_PAIR_BYTES_ALLTOALL = 1200
-MPI_PAIR_BYTES = 160
+#: per rank: its state, programs and connections to the peers of log-size collectives
+#: (cg class A: 44 MB at 256 ranks)
+MPI_RANK_BYTES = 64 * 1024
+#: per ordered rank pair, by kind (see above): every pair connected; a trace's block lists; the rest
+MPI_PAIR_BYTES = {"alltoall": 512, "trace": 128, "other": 24}
 #: the share of MemAvailable a job may take by default
 DEFAULT_SHARE = 0.8
 
@@ -82,15 +93,24 @@ def limit_bytes(text: str | None) -> tuple[int | None, str]:
     return int(available * DEFAULT_SHARE), f"80% of the {size_text(available)} available now; --max-memory raises it"
 
 
-def mpi_point_bytes(ranks: int, alltoall: bool) -> int:
-    """Estimated memory of simulating one MPI point of ``ranks`` ranks (without ``BASE_BYTES``)."""
-    pair = MPI_PAIR_BYTES_ALLTOALL if alltoall else MPI_PAIR_BYTES
-    return ranks * MPI_RANK_BYTES + ranks * ranks * pair
+def mpi_point_bytes(ranks: int, kind: str) -> int:
+    """Estimated memory of simulating one MPI point of ``ranks`` ranks (without ``BASE_BYTES``);
+    ``kind``: a key of ``MPI_PAIR_BYTES``."""
+    return ranks * MPI_RANK_BYTES + ranks * ranks * MPI_PAIR_BYTES[kind]
 
 
-def mpi_bytes(ranks: int, alltoall: bool, at_once: int = 1) -> int:
+def mpi_bytes(ranks: int, kind: str, at_once: int = 1) -> int:
     """Estimated peak memory of simulating ``at_once`` MPI points of ``ranks`` ranks each."""
-    return BASE_BYTES + max(at_once, 1) * mpi_point_bytes(ranks, alltoall)
+    return BASE_BYTES + max(at_once, 1) * mpi_point_bytes(ranks, kind)
+
+
+#: NAS skeletons that run an alltoall (every pair of ranks connects)
+ALLTOALL_APPS = ("ft", "is")
+
+
+def app_kind(apps: list[str]) -> str:
+    """The ``MPI_PAIR_BYTES`` kind of a run of the NAS skeletons ``apps``."""
+    return "alltoall" if any(a in ALLTOALL_APPS for a in apps) else "other"
 
 
 #: Most ranks an MPI job has (--nodes 4096 per cluster at --ppn 1; the core refuses more)
@@ -109,9 +129,9 @@ def trace_ranks(text: str) -> int:
     return 0
 
 
-def mpi_scenario_ranks(sc: dict) -> tuple[int, bool]:
-    """(ranks, is it alltoall) of an MPI scenario (``longhaul.sim.mpi.scenario``): both clusters'
-    nodes x ppn, at least what its trace declares or its mbw_mr pairs need."""
+def mpi_scenario_ranks(sc: dict) -> tuple[int, str]:
+    """(ranks, ``MPI_PAIR_BYTES`` kind) of an MPI scenario (``longhaul.sim.mpi.scenario``): both
+    clusters' nodes x ppn, at least what its trace declares or its mbw_mr pairs need."""
     cluster = sc.get("cluster") or {}
     osu = sc.get("osu") or {}
     bench = osu.get("bench")
@@ -122,7 +142,10 @@ def mpi_scenario_ranks(sc: dict) -> tuple[int, bool]:
     if sc.get("trace"):
         ranks = max(trace_ranks(str(sc["trace"].get("text", ""))), 2 * int(cluster.get("nodes") or 0)
                     * int(cluster.get("ppn") or 1))
-    return ranks, bench == "alltoall"
+        return ranks, "trace"
+    if sc.get("app"):
+        return ranks, app_kind([str(sc["app"].get("name", ""))])
+    return ranks, "alltoall" if bench == "alltoall" else "other"
 
 
 def admit(estimate: int, max_memory: str | None, what: str, fix: str) -> None:

@@ -331,11 +331,11 @@ def _emit_osu(recs: list[dict], args: argparse.Namespace) -> None:
 _FEWER = "give fewer --nodes or --ppn, fewer --workers (points simulated at once), or a larger --max-memory"
 
 
-def _admit(args: argparse.Namespace, ranks: int, points: int, alltoall: bool, what: str) -> None:
+def _admit(args: argparse.Namespace, ranks: int, points: int, kind: str, what: str) -> None:
     """Refuse a job whose memory estimate (``admission.mpi_bytes``) is over --max-memory, before it starts."""
     if ranks <= admission.MAX_MPI_RANKS:  # more is the core's to refuse, with its own message
         at_once = admission.at_once(points, args.workers)
-        admission.admit(admission.mpi_bytes(ranks, alltoall, at_once), args.max_memory,
+        admission.admit(admission.mpi_bytes(ranks, kind, at_once), args.max_memory,
                         f"{what} ({ranks} ranks, {at_once} point(s) at once)", _FEWER)
 
 
@@ -358,7 +358,8 @@ def run_osu(args: argparse.Namespace) -> int:
     sizes = units.parse_sizes(default if args.sizes is None else args.sizes, "--sizes", 0, 1 << 30)
     ranks = 2 * (args.nodes or (4 if coll else 1)) * (args.ppn or 1)
     ranks = max(ranks, 2 * (args.pairs or 1)) if args.bench == "mbw_mr" else ranks
-    _admit(args, ranks, len(sizes) * len(_points(args)), args.bench == "alltoall", f"osu_{args.bench}")
+    _admit(args, ranks, len(sizes) * len(_points(args)), "alltoall" if args.bench == "alltoall" else "other",
+           f"osu_{args.bench}")
     recs = mpi.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers, pairs=args.pairs,
                          iterations=args.iterations, window=args.window, **_params(args))
     if args.format == "osu":
@@ -382,7 +383,8 @@ def run_osu(args: argparse.Namespace) -> int:
 
 def run_app(args: argparse.Namespace) -> int:
     apps = units.parse_name_list(args.app, "--app", mpi.APPS)
-    _admit(args, 2 * (args.nodes or 1) * (args.ppn or 1), len(apps) * len(_points(args)), False, "the NAS skeletons")
+    _admit(args, 2 * (args.nodes or 1) * (args.ppn or 1), len(apps) * len(_points(args)),
+           admission.app_kind(apps), "the NAS skeletons")
     recs = mpi.app_sweep(apps, args.klass, where=_points(args), compute_us_per_iter=args.compute_us,
                          iterations=args.iterations, workers=args.workers, **_params(args))
     emit(recs, args.format, APP_COLUMNS, title=f"longhaul sim mpi app (class {args.klass})")
@@ -395,7 +397,7 @@ def run_replay(args: argparse.Namespace) -> int:
     text = safeio.read_text(args.trace, "TRACE", safeio.TRACE_BYTES,
                             "the trace file to replay (format: docs/reference/trace-format.md)")
     ranks = max(admission.trace_ranks(text), 2 * (args.nodes or 0) * (args.ppn or 1))
-    _admit(args, ranks, len(_points(args)), False, f"the replay of {safeio.printable(path.name)}")
+    _admit(args, ranks, len(_points(args)), "trace", f"the replay of {safeio.printable(path.name)}")
     recs = mpi.replay(text, str(path), where=_points(args), workers=args.workers, **_params(args))
     emit(recs, args.format, ["ranks", "delay_us", "distance_km", "run_time_s", "messages", "status"],
          title=f"longhaul sim mpi replay {path.name}")
