@@ -154,6 +154,44 @@ fn job_params(r: &MpiResolved, ranks: u32) -> MpiParams {
     r.params.clone().for_job_size(ranks, r.fixed_threshold, r.fixed_credits)
 }
 
+type MpiWorld = World<IbHosts, Mpi>;
+type MpiEvent = crate::world::Ev<<IbHosts as crate::transport::Transport>::Timer, engine::Ev>;
+
+/// Play `progs` (ranks placed by `layout`) over the scenario's two clusters: the world and its
+/// event queue when it stopped, why it stopped, and the eager threshold in force.
+fn simulate(r: &MpiResolved, layout: &Layout, progs: Programs) -> (MpiWorld, EventQueue<MpiEvent>, Stop, u32) {
+    let mut fabric: Fabric<IbPacket> = Fabric::new(r.base.seed);
+    let clusters = topology::build(&r.base, &mut fabric, r.nodes as usize);
+    let host: Vec<u32> = layout
+        .node
+        .iter()
+        .map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] })
+        .collect();
+    let mut hca = r.base.hca.clone();
+    // The RDMA reads the library lets a queue pair have outstanding (at most the adapter's).
+    if let Some(reads) = r.params.outstanding_reads {
+        hca.max_rd_atomic = hca.max_rd_atomic.min(reads);
+    }
+    let post_ns = hca.post_ns;
+    // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
+    let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
+    let transport = match r.transport {
+        TransportName::Rc => Transport::Rc,
+        TransportName::Uc => Transport::Uc,
+        TransportName::Ud => Transport::Ud,
+    };
+    let mut params = job_params(r, layout.ranks());
+    let eager_threshold_bytes = params.eager_threshold_bytes;
+    if ib.hca.name.starts_with("connectx") {
+        params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
+    }
+    let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
+    let mut world = World::new(fabric, ib, mpi, TimerPolicy::Coalesced);
+    let mut q = EventQueue::new();
+    let stop = world.run(&mut q, SIM_TIME_LIMIT);
+    (world, q, stop, eager_threshold_bytes)
+}
+
 /// Run one resolved MPI scenario.
 pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
     let choice = algo_choice(r);
@@ -210,35 +248,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         Workload::Osu(o) => o.bench.crosses_wan(&layout),
         _ => layout.spans_clusters(),
     };
-    let mut fabric: Fabric<IbPacket> = Fabric::new(r.base.seed);
-    let clusters = topology::build(&r.base, &mut fabric, r.nodes as usize);
-    let host: Vec<u32> = layout
-        .node
-        .iter()
-        .map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] })
-        .collect();
-    let mut hca = r.base.hca.clone();
-    // The RDMA reads the library lets a queue pair have outstanding (at most the adapter's).
-    if let Some(reads) = r.params.outstanding_reads {
-        hca.max_rd_atomic = hca.max_rd_atomic.min(reads);
-    }
-    let post_ns = hca.post_ns;
-    // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
-    let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
-    let transport = match r.transport {
-        TransportName::Rc => Transport::Rc,
-        TransportName::Uc => Transport::Uc,
-        TransportName::Ud => Transport::Ud,
-    };
-    let mut params = job_params(r, layout.ranks());
-    let eager_threshold_bytes = params.eager_threshold_bytes;
-    if ib.hca.name.starts_with("connectx") {
-        params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
-    }
-    let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
-    let mut world = World::new(fabric, ib, mpi, TimerPolicy::Coalesced);
-    let mut q = EventQueue::new();
-    let stop = world.run(&mut q, SIM_TIME_LIMIT);
+    let (world, q, stop, eager_threshold_bytes) = simulate(r, &layout, progs);
     let m = &world.app;
     let status = if let Some(f) = &m.failure {
         f.clone()
@@ -320,4 +330,46 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         sim_events: q.events_handled(),
         status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rounds generated as they are played (`Action::Rounds`) time exactly as the same rounds
+    /// stored one by one: every mark, counter and event is the same.
+    #[test]
+    fn patterned_rounds_play_as_the_rounds_they_stand_for() {
+        for (bench, size, algo, transport, nodes) in [
+            ("bcast", 1 << 20, "scatter-ring", "rc", 5),
+            ("alltoall", 65536, "pairwise", "rc", 4),
+            ("alltoall", 65536, "pairwise", "ud", 3),
+            ("alltoall", 2048, "scattered", "rc", 20),
+        ] {
+            let json = format!(
+                r#"{{"seed": 3, "path": {{"delay_us": 10, "loss": 0.0005}}, "cluster": {{"nodes": {nodes}, "ppn": 2}},
+                "mpi": {{"transport": "{transport}", "algo": "{algo}"}},
+                "osu": {{"bench": "{bench}", "size_bytes": {size}, "iterations": 2, "warmup": 1}}}}"#
+            );
+            let r = MpiScenario::from_json(&json).unwrap().resolve().unwrap();
+            let Workload::Osu(o) = &r.workload else { unreachable!() };
+            let layout = Layout::new(r.nodes, r.ppn, 4 * nodes, &r.placement).unwrap();
+            let (progs, _) = osu::programs(o, &layout, algo_choice(&r));
+            assert!(progs.ranks.iter().flatten().any(|a| matches!(a, program::Action::Rounds(_))), "{bench} {algo}");
+            let stored = progs.expanded().into_owned();
+            let played = |p: Programs| {
+                let (w, q, stop, _) = simulate(&r, &layout, p);
+                let s = &w.app.stats;
+                (
+                    w.app.marks.clone(),
+                    (s.messages, s.delivered, s.credit_stalls, s.resent_frames),
+                    q.events_handled(),
+                    stop,
+                )
+            };
+            let (a, b) = (played(progs), played(stored));
+            assert_eq!(a, b, "{bench} {algo} over {transport}");
+            assert_eq!(a.3, Stop::Finished);
+        }
+    }
 }
