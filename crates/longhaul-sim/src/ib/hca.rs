@@ -211,7 +211,7 @@ impl HcaProfile {
     /// The mlx5 adapters' limits and timer rule on InfiniBand, shared by ConnectX-4 to -8:
     /// max_qp_wr 32768 and max_qp_rd_atom 16 as ibv_devinfo -v lists them for mlx5 devices
     /// (never binding), local_ca_ack_delay 16, 4 KB IB MTU; the firmware's minimum ACK timeout
-    /// and adaptive retransmission are RoCE's (see `connectx7`).
+    /// and adaptive retransmission are RoCE's (see the timer rule below).
     fn mlx5(name: &str, generation: Generation, pcie_gen: u32, costs: [f64; 5]) -> Self {
         let [post_ns, poll_ns, tx_wqe_ns, tx_pkt_ns, rx_pkt_ns] = costs;
         HcaProfile {
@@ -230,7 +230,14 @@ impl HcaProfile {
             ack_req_every_pkts: 64,
             max_mtu_bytes: 4096,
             ack_timer: AckTimerRule {
+                // On an InfiniBand port the IBA value is in force. The firmware's minimum ACK
+                // timeout (exponent 16 unless the adaptive timer is on) and its adaptive
+                // retransmission (first resends after a few ms, doubling up to the QP's timeout;
+                // linux-rdma/perftest#251) belong to RoCE: NVIDIA's ROCE_ACCL register
+                // (roce_adp_retrans_en, min_ack_timeout_limit_disabled) and ConnectX-5 firmware
+                // 16.35.1012's "RoCE: Adaptive Timer" note.
                 min_timeout_us: 0.0,
+                // mlx5 reports 16 (the ack delay spdk/spdk#1124 works with).
                 local_ca_ack_delay: 16,
                 source: format!(
                     "{} (mlx5) on InfiniBand: the IBA timeout as set (adaptive retransmission is RoCE's)",
@@ -278,35 +285,8 @@ impl HcaProfile {
     /// not re-read here). Its costs
     /// were set before the newer profiles and are their reference (see above).
     pub fn connectx7() -> Self {
-        HcaProfile {
-            name: "connectx7".into(),
-            port: IbLink { width: 4, generation: Generation::Ndr },
-            pcie_gen: 5,
-            pcie_lanes: 16,
-            post_ns: 50.0,
-            poll_ns: 30.0,
-            tx_wqe_ns: 40.0,
-            tx_pkt_ns: 5.0,
-            rx_pkt_ns: 40.0,
-            max_qp_wr: 32768, // mlx5, as ibv_devinfo -v lists it for ConnectX-6/7; never binding
-            max_unacked_pkts: 1 << 22,
-            max_rd_atomic: 16,
-            ack_req_every_pkts: 64,
-            max_mtu_bytes: 4096,
-            ack_timer: AckTimerRule {
-                // On an InfiniBand port the IBA value is in force. The firmware's minimum ACK
-                // timeout (exponent 16 unless the adaptive timer is on) and its adaptive
-                // retransmission (first resends after a few ms, doubling up to the QP's timeout;
-                // linux-rdma/perftest#251) belong to RoCE: NVIDIA's ROCE_ACCL register
-                // (roce_adp_retrans_en, min_ack_timeout_limit_disabled) and ConnectX-5 firmware
-                // 16.35.1012's "RoCE: Adaptive Timer" note.
-                min_timeout_us: 0.0,
-                // mlx5 reports 16 (the ack delay spdk/spdk#1124 works with).
-                local_ca_ack_delay: 16,
-                source: "ConnectX-7 (mlx5) on InfiniBand: the IBA timeout as set (adaptive retransmission is RoCE's)"
-                    .into(),
-            },
-        }
+        // post, poll, work request, per packet sent, per packet received (ns)
+        Self::mlx5("connectx7", Generation::Ndr, 5, [50.0, 30.0, 40.0, 5.0, 40.0])
     }
 
     /// ConnectX-8 SuperNIC, 4x XDR (800 Gb/s), PCIe 6.0 x16 (2025-): "NVIDIA ConnectX-8 SuperNIC
