@@ -15,7 +15,9 @@ use super::placement::{Layout, Placement};
 use super::trace;
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
-use crate::scenario::{err, in_range_f, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec};
+use crate::scenario::{
+    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
+};
 
 /// Ranks a job may have. Collectives keep, per message, the ids of the blocks it carries, so a
 /// job's memory grows with the square of its ranks (measured: 0.24 GB at 2048 ranks, 0.8 GB at
@@ -315,36 +317,21 @@ impl MpiScenario {
             params.rndv = r;
         }
         if let Some(c) = m.eager_credits {
-            if !(1..=4096).contains(&c) {
-                return err(format!("eager_credits: {c} is out of range [1, 4096]"));
-            }
-            params.eager_credits = c;
-            params.credit_update_after = c / 2 + 1; // more than half the ring, as the default
+            params.eager_credits = in_range_u("eager_credits", c.into(), 1, 4096)? as u32;
+            params.credit_update_after = params.eager_credits / 2 + 1; // more than half the ring, as the default
         }
         if let Some(n) = m.send_wqes {
-            if !(1..=16384).contains(&n) {
-                return err(format!("send_wqes: {n} is out of range [1, 16384]"));
-            }
-            params.max_send_wqe = n;
+            params.max_send_wqe = in_range_u("send_wqes", n.into(), 1, 16384)? as u32;
         }
         if let Some(w) = m.ud_window {
-            if !(1..=65536).contains(&w) {
-                return err(format!("ud_window: {w} is out of range [1, 65536]"));
-            }
-            params.ud_window = w;
-            params.ud_ack_every = params.ud_ack_every.min(w.div_ceil(2));
+            params.ud_window = in_range_u("ud_window", w.into(), 1, 65536)? as u32;
+            params.ud_ack_every = params.ud_ack_every.min(params.ud_window.div_ceil(2));
         }
         if let Some(w) = m.ud_recv_window {
-            if !(1..=65536).contains(&w) {
-                return err(format!("ud_recv_window: {w} is out of range [1, 65536]"));
-            }
-            params.ud_recv_window = w;
+            params.ud_recv_window = in_range_u("ud_recv_window", w.into(), 1, 65536)? as u32;
         }
         if let Some(n) = m.ud_max_retries {
-            if !(1..=65535).contains(&n) {
-                return err(format!("ud_max_retries: {n} is out of range [1, 65535]"));
-            }
-            params.ud_max_retries = n;
+            params.ud_max_retries = in_range_u("ud_max_retries", n.into(), 1, 65535)? as u32;
         }
         if let Some(us) = m.ud_retry_timeout_us {
             params.ud_retry_timeout_us = in_range_f("ud_retry_timeout_us", us, 1.0, 1e8)?;
