@@ -17,7 +17,7 @@
 
 use crate::engine::time::{from_ns, from_us};
 use crate::engine::Time;
-use crate::net::{ExtenderParams, Fabric, IbLink, NodeId, NodeKind, PortParams, Rate, Routable, WanFraming};
+use crate::net::{ExtenderParams, Fabric, IbLink, NodeId, NodeKind, PortId, PortParams, Rate, Routable, WanFraming};
 use crate::scenario::Resolved;
 
 /// Propagation on an in-room cable (about 1 m of copper).
@@ -34,6 +34,8 @@ pub struct TwoClusters {
     pub hosts_b: Vec<NodeId>,
     /// The cross-traffic host on each side, when the scenario has cross traffic.
     pub cross: Option<(NodeId, NodeId)>,
+    /// The long-haul links, 0 to `wan_links - 1`: each one's port on side A (toward B).
+    pub wan: Vec<PortId>,
 }
 
 fn local(link: IbLink, peer_buffer: u64) -> PortParams {
@@ -73,6 +75,7 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
     }
     let one_way = from_us(r.one_way_delay_us());
     let mut cross = None;
+    let mut wan_ports = Vec::new();
     match &r.extender {
         Some(ext) => {
             let lat = from_ns(ext.latency_ns);
@@ -93,10 +96,12 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
                 loss: r.loss,
             };
             if r.cross.is_some() {
-                cross = Some(shared_wan(r, ext, fabric, (ex_a, ex_b), wan, one_way));
+                let (hosts, long) = shared_wan(r, ext, fabric, (ex_a, ex_b), wan, one_way);
+                cross = Some(hosts);
+                wan_ports.push(long);
             } else {
                 for _ in 0..r.wan_links {
-                    fabric.connect(ex_a, ex_b, wan.clone(), wan.clone());
+                    wan_ports.push(fabric.connect(ex_a, ex_b, wan.clone(), wan.clone()).0);
                 }
             }
         }
@@ -104,15 +109,15 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
             let mut long = local(r.wan, r.switch.buffer_bytes);
             long.propagation = one_way;
             long.loss = r.loss;
-            fabric.connect(sw_a, sw_b, long.clone(), long);
+            wan_ports.push(fabric.connect(sw_a, sw_b, long.clone(), long).0);
         }
     }
     fabric.compute_routes();
-    TwoClusters { hosts_a, hosts_b, cross }
+    TwoClusters { hosts_a, hosts_b, cross, wan: wan_ports }
 }
 
 /// The extenders' WAN through a WAN switch on each side, with a cross-traffic host on each:
-/// returns the two hosts. `wan`: the extenders' WAN port as it would be without the switches.
+/// returns the two hosts and the long-haul link's port on side A. `wan`: the extenders' WAN port as it would be without the switches.
 fn shared_wan<P: Routable>(
     r: &Resolved,
     ext: &ExtenderParams,
@@ -120,7 +125,7 @@ fn shared_wan<P: Routable>(
     (ex_a, ex_b): (NodeId, NodeId),
     wan: PortParams,
     one_way: Time,
-) -> (NodeId, NodeId) {
+) -> ((NodeId, NodeId), PortId) {
     let lat = from_ns(WAN_SWITCH_LATENCY_NS);
     let ws_a = fabric.add_node(NodeKind::Switch, "wan-switch-a", lat, false);
     let ws_b = fabric.add_node(NodeKind::Switch, "wan-switch-b", lat, false);
@@ -152,5 +157,5 @@ fn shared_wan<P: Routable>(
     let cb = fabric.add_node(NodeKind::Host, "cross-b", 0, false);
     fabric.connect(ca, ws_a, access.clone(), access.clone());
     fabric.connect(cb, ws_b, access.clone(), access);
-    (ca, cb)
+    ((ca, cb), ab)
 }

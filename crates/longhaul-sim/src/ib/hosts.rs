@@ -21,10 +21,23 @@ pub enum CompletionKind {
     Recv,
 }
 
+/// A work completion's status (the verbs' `ibv_wc_status`, the few the model produces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WcStatus {
+    Success,
+    /// IBV_WC_RETRY_EXC_ERR: the oldest work request of an RC queue pair that ran out of
+    /// retries (IBA vol. 1 9.7.6.1.3); the queue pair is in the error state.
+    RetryExceeded,
+    /// IBV_WC_WR_FLUSH_ERR: a later work request of a queue pair in the error state (IBA vol. 1
+    /// 10.3.1: its outstanding work requests complete in error).
+    Flushed,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Completion {
     pub qp: u32,
     pub kind: CompletionKind,
+    pub status: WcStatus,
     pub op: Op,
     /// Send side: the work request's id. Receive side: the 32-bit header field the sender's
     /// upper layer set (`IbPacket::imm`).
@@ -213,7 +226,7 @@ impl IbHosts {
             if q.retries > self.retry_count {
                 q.failed = true;
                 self.stats.qp_errors += 1;
-                return;
+                return self.flush(qp, now);
             }
             self.stats.retries_max = self.stats.retries_max.max(q.retries);
             let una = q.una_psn;
@@ -227,15 +240,30 @@ impl IbHosts {
         }
     }
 
+    /// `qp` has gone to the error state at `now`: its work requests complete in error, the
+    /// oldest with the retry count exceeded, the others flushed.
+    fn flush(&mut self, qp: u32, now: Time) {
+        let poll = self.hosts[self.qps[qp as usize].node as usize].as_ref().map_or(0, |h| h.costs.poll);
+        let q = &mut self.qps[qp as usize];
+        for (i, w) in q.sq.drain(..).enumerate() {
+            let status = if i == 0 { WcStatus::RetryExceeded } else { WcStatus::Flushed };
+            let kind = CompletionKind::Send;
+            self.completions.push(Completion { qp, kind, status, op: w.op, id: w.id, bytes: w.len, at: now + poll });
+        }
+        q.cur = 0;
+        q.cur_pkt = 0;
+    }
+
     fn complete(&mut self, qp: u32, kind: CompletionKind, op: Op, id: u64, bytes: u32, at: Time) {
-        self.completions.push(Completion { qp, kind, op, id, bytes, at });
+        self.completions.push(Completion { qp, kind, status: WcStatus::Success, op, id, bytes, at });
     }
 
     /// Requester side: cumulative acknowledgement of everything before `psn_excl`.
     fn requester_ack(&mut self, qp: u32, psn_excl: u32, now: Time, at: Time, by_response: bool) {
         let completions = &mut self.completions;
         self.qps[qp as usize].ack_through(psn_excl, now, by_response, |w| {
-            completions.push(Completion { qp, kind: CompletionKind::Send, op: w.op, id: w.id, bytes: w.len, at });
+            let kind = CompletionKind::Send;
+            completions.push(Completion { qp, kind, status: WcStatus::Success, op: w.op, id: w.id, bytes: w.len, at });
         });
     }
 

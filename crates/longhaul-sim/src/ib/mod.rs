@@ -11,7 +11,7 @@ pub mod timer;
 
 pub use hca::HcaProfile;
 pub use headers::Op;
-pub use hosts::{Completion, CompletionKind, IbHosts, IbStats};
+pub use hosts::{Completion, CompletionKind, IbHosts, IbStats, WcStatus};
 pub use packet::IbPacket;
 pub use qp::Transport;
 pub use timer::AckTimerRule;

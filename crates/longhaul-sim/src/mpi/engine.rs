@@ -25,7 +25,7 @@ use super::program::{Action, Programs, Xfer, WARMUP_MARK};
 use super::protocol::{Conn, Wire};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
-use crate::ib::{Completion, IbHosts, Transport};
+use crate::ib::{Completion, IbHosts, Transport, WcStatus};
 use crate::net::NodeId;
 use crate::world::App;
 
@@ -501,6 +501,10 @@ impl App<IbHosts> for Mpi {
     }
 
     fn on_output(&mut self, c: Completion, cx: &mut Cx) {
+        // A queue pair in error ends the job: the run reports it (`stats.qp_errors`).
+        if c.status != WcStatus::Success {
+            return;
+        }
         self.on_completion(cx, c);
     }
 

@@ -1,12 +1,16 @@
 //! The fabric: nodes (hosts, switches, range extenders) joined by links, shortest-path routing,
 //! and the handling of the two network events. Transports plug in through [`Endpoints`]: the
 //! fabric asks a host for its next packet when the host's port is free, and hands it the packets
-//! that reach it. The fabric knows nothing about what the packets mean.
+//! that reach it. The fabric knows nothing about what the packets mean. Links can go down and
+//! come up, and the routes be recomputed over the links up, at given times ([`links`]).
+
+mod links;
 
 use super::port::{
     credit_blocks, CreditReturn, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT,
 };
 use crate::engine::{EventQueue, RngStream, Time};
+pub use links::LinkChange;
 
 pub type NodeId = u32;
 
@@ -75,13 +79,15 @@ fn ends(a: &Node, b: NodeId, bn: &Node) -> Ends {
     }
 }
 
-/// The two events of the network layer.
+/// The events of the network layer.
 #[derive(Debug, Clone, Copy)]
 pub enum NetEvent {
     /// The head packet on port's wire is due at the far end.
     Arrive(PortId),
     /// The port may be able to send (serialiser free, credits back, packet ready).
     Wake(PortId),
+    /// A link goes down or up, or the routes are recomputed ([`Fabric::schedule_link_change`]).
+    Link(LinkChange),
 }
 
 /// The ports from one node toward one host: `route_ports[start..start + count]`, the first
@@ -102,11 +108,13 @@ pub struct Fabric<P> {
     routes: Vec<Route>,
     route_ports: Vec<PortId>,
     seed: u64,
+    /// The routes have been computed once (later recomputations follow link changes).
+    routed: bool,
 }
 
 impl<P: Routable> Fabric<P> {
     pub fn new(seed: u64) -> Self {
-        Fabric { nodes: Vec::new(), ports: Vec::new(), routes: Vec::new(), route_ports: Vec::new(), seed }
+        Fabric { nodes: Vec::new(), ports: Vec::new(), routes: Vec::new(), route_ports: Vec::new(), seed, routed: false }
     }
 
     pub fn add_node(&mut self, kind: NodeKind, name: &str, latency: Time, cut_through: bool) -> NodeId {
@@ -136,6 +144,12 @@ impl<P: Routable> Fabric<P> {
     /// Fill the routing tables (hop-count shortest paths to every host; ties kept as parallel
     /// choices). Call once after the topology is built.
     pub fn compute_routes(&mut self) {
+        self.fill_routes();
+        self.plan_forwarding();
+    }
+
+    /// The routing tables over the links up.
+    fn fill_routes(&mut self) {
         let n = self.nodes.len();
         self.routes = vec![Route::default(); n * n];
         self.route_ports.clear();
@@ -147,7 +161,7 @@ impl<P: Routable> Fabric<P> {
             dist[dst] = 0;
             let mut frontier = std::collections::VecDeque::from([dst]);
             while let Some(u) = frontier.pop_front() {
-                for &p in &self.nodes[u].ports {
+                for &p in self.nodes[u].ports.iter().filter(|&&p| self.ports[p as usize].up) {
                     let v = self.ports[self.ports[p as usize].peer as usize].node as usize;
                     // Packets only transit switches and extenders, never other hosts.
                     if dist[v] == usize::MAX {
@@ -163,7 +177,7 @@ impl<P: Routable> Fabric<P> {
                     continue;
                 }
                 let start = self.route_ports.len() as u32;
-                for &p in &self.nodes[u].ports {
+                for &p in self.nodes[u].ports.iter().filter(|&&p| self.ports[p as usize].up) {
                     let v = self.ports[self.ports[p as usize].peer as usize].node as usize;
                     if dist[v] + 1 == dist[u] && (v == dst || self.nodes[v].kind != NodeKind::Host) {
                         self.route_ports.push(p);
@@ -174,7 +188,6 @@ impl<P: Routable> Fabric<P> {
                 self.routes[u * n + dst] = Route { first, start, count };
             }
         }
-        self.plan_forwarding();
     }
 
     /// The ports on a shortest path from `node` toward host `dst`.
@@ -249,6 +262,7 @@ impl<P: Routable> Fabric<P> {
                 }
                 self.try_send(now, p, q, eps);
             }
+            NetEvent::Link(change) => self.change_link(now, change, q, eps),
         }
     }
 
@@ -384,6 +398,12 @@ impl<P: Routable> Fabric<P> {
             }
             n => self.route_ports[(route.start + item.pkt.flow() % n) as usize],
         };
+        if !self.ports[out as usize].up {
+            // The forwarding table still points at a link that is down.
+            self.ports[out as usize].stats.drops_down += 1;
+            self.return_credits(in_port, now, item.wire_bytes, false, q);
+            return None;
+        }
         let port = &mut self.ports[out as usize];
         // The last bit cannot leave before it has arrived (only a cut-through node gets a packet
         // before its tail).
@@ -453,6 +473,9 @@ impl<P: Routable> Fabric<P> {
         q: &mut EventQueue<E>,
         eps: &mut impl Endpoints<P>,
     ) {
+        if !self.ports[p as usize].up {
+            return;
+        }
         if self.ports[p as usize].ends.from_host {
             self.try_send_host(now, p, q, eps);
         } else {
@@ -588,6 +611,7 @@ impl<P: Routable> Fabric<P> {
         let ser = port.params.rate.serialise((wire_bytes + port.params.frame_overhead_bytes) as u64);
         port.busy_until = start + ser.max(port.params.min_packet_gap);
         port.stats.tx_packets += 1;
+        port.stats.tx_bytes += wire_bytes as u64;
         let tail_at = start + ser + port.params.propagation;
         let deliver_at = self.delivery_time(p as usize, pkt, wire_bytes, start, tail_at);
         let port = &mut self.ports[p as usize];
@@ -648,13 +672,19 @@ impl<P: Routable> Fabric<P> {
         }
         for (x, out) in outs.iter().enumerate() {
             let port = &self.ports[x];
-            let eligible = !port.ends.to_host && !port.credit_controlled && port.params.loss == 0.0;
+            let eligible = !port.ends.to_host && !port.credit_controlled && port.params.loss == 0.0 && !port.may_fail;
             let ok = eligible
                 && out.as_ref().is_some_and(|ys| {
-                    ys.iter().all(|&y| feeders[y as usize] == 1 && !self.ports[y as usize].credit_controlled)
+                    ys.iter().all(|&y| {
+                        let py = &self.ports[y as usize];
+                        feeders[y as usize] == 1 && !py.credit_controlled && !py.may_fail
+                    })
                 });
-            self.ports[x].forward_at_send = ok;
+            // Once packets may be on its wire, a link may stop forwarding at send time but never
+            // start (a packet forwarded at once would overtake those on the wire).
+            self.ports[x].forward_at_send = ok && (self.ports[x].forward_at_send || !self.routed);
         }
+        self.routed = true;
     }
 
     /// When a packet sent on port `pi` at `start` should be handed to the far node: at its tail

@@ -10,6 +10,6 @@ pub mod rate;
 
 pub use cross::{CrossHosts, CrossResolved, CrossSource, CrossSpec, Datagram};
 pub use devices::{ExtenderParams, SwitchParams};
-pub use fabric::{Endpoints, Fabric, NetEvent, NodeId, NodeKind, Pull, Routable};
+pub use fabric::{Endpoints, Fabric, LinkChange, NetEvent, NodeId, NodeKind, Pull, Routable};
 pub use port::{PortId, PortParams, PortStats};
 pub use rate::{Generation, IbLink, Rate, WanFraming};

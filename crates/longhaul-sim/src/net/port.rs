@@ -96,11 +96,16 @@ pub(crate) struct CreditReturn {
 #[derive(Debug, Clone, Default)]
 pub struct PortStats {
     pub tx_packets: u64,
+    /// Bytes put on the wire (wire bytes before WAN framing), for per-link time series.
+    pub tx_bytes: u64,
     pub drops_loss: u64,
     pub drops_queue: u64,
     /// As an ingress port: packets that came in through it and were dropped from a full queue
     /// at its node (whose traffic a drop-tail queue turned away).
     pub ingress_drops: u64,
+    /// Packets lost because the link was down: on its wire or in its queue when it was cut, or
+    /// routed to it while the forwarding tables still pointed there.
+    pub drops_down: u64,
 }
 
 pub struct Port<P> {
@@ -139,6 +144,11 @@ pub struct Port<P> {
     pub(crate) wire: VecDeque<InFlight<P>>,
     pub(crate) wake_at: Time,
     pub(crate) rng: RngStream,
+    /// The link carries packets (false: unplugged, or trained but not yet made active).
+    pub(crate) up: bool,
+    /// The link may go down during the run (see `Fabric::schedule_link_change`): the far node
+    /// never forwards its packets at send time, as a cut would have to recall them.
+    pub(crate) may_fail: bool,
 }
 
 impl<P> Port<P> {
@@ -166,6 +176,8 @@ impl<P> Port<P> {
             wire: VecDeque::new(),
             wake_at: NEVER,
             rng,
+            up: true,
+            may_fail: false,
         }
     }
 
