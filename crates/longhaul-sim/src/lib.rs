@@ -5,6 +5,7 @@
 //! drivers). A [`scenario::Scenario`] is plain data, validated once into [`scenario::Resolved`].
 
 pub mod engine;
+pub mod link_events;
 pub mod ib;
 pub mod mpi;
 pub mod mpi_tcp;

@@ -8,6 +8,7 @@ use crate::engine::time::{MS, S};
 use crate::engine::Time;
 use crate::ib::timer::{self, MAX_RETRY_COUNT, MAX_TIMEOUT_EXP};
 use crate::ib::HcaProfile;
+use crate::link_events::{self, LinkEventSpec, LinkEvents, SubnetManagerSpec};
 use crate::net::{CrossResolved, CrossSpec, ExtenderParams, Generation, IbLink, SwitchParams, WanFraming};
 
 /// A problem with a scenario, worded for the user: the parameter, what was given, the valid range.
@@ -141,6 +142,11 @@ pub struct VerbsSpec {
     /// Connect the queue pairs through the RDMA CM (perftest's `-c`/`-R`), which sets their
     /// timeout (see [`crate::ib::timer`]).
     pub cm: Option<bool>,
+    /// Run for this long (perftest's `-D`), posting without an iteration count; needed with
+    /// link events.
+    pub duration_s: Option<f64>,
+    /// With link events: the time series' interval (default 0.1 s).
+    pub interval_s: Option<f64>,
 }
 
 impl VerbsSpec {
@@ -160,6 +166,8 @@ impl VerbsSpec {
             timeout_exp: None,
             retry_count: None,
             cm: None,
+            duration_s: None,
+            interval_s: None,
         }
     }
 }
@@ -180,6 +188,12 @@ pub struct Scenario {
     /// UDP cross traffic from a second host pair on the WAN switches (framed WANs only).
     #[serde(default)]
     pub cross: Option<CrossSpec>,
+    /// WAN links unplugged and plugged back during the run (`[[events]]`).
+    #[serde(default)]
+    pub events: Vec<LinkEventSpec>,
+    /// The subnet manager's timing when links change (OpenSM's defaults unless set).
+    #[serde(default)]
+    pub subnet_manager: SubnetManagerSpec,
 }
 
 fn default_seed() -> u64 {
@@ -300,6 +314,8 @@ impl Testbed {
 
 pub const MAX_SIZE_BYTES: u64 = 1 << 30;
 pub const MAX_DELAY_US: f64 = 200_000.0;
+/// The longest fixed-length run (s).
+pub const MAX_DURATION_S: f64 = 3600.0;
 
 /// Every parameter the models use, in range.
 #[derive(Debug, Clone, Serialize)]
@@ -340,6 +356,10 @@ pub struct Resolved {
     /// (bytes; 0 without cross traffic: no WAN switch is built).
     pub cross: Option<CrossResolved>,
     pub queue_bytes: u64,
+    /// A run of fixed length (s), posting without an iteration count (None: `iterations`).
+    pub duration_s: Option<f64>,
+    /// WAN links going down and up during the run, and the subnet manager's timing.
+    pub link_events: Option<LinkEvents>,
 }
 
 impl Resolved {
@@ -540,6 +560,17 @@ impl Scenario {
         } else {
             timeout_exp
         };
+        let duration_s = match v.duration_s {
+            Some(d) if !(d.is_finite() && d > 0.0 && d <= MAX_DURATION_S) => {
+                return err(format!("duration_s: {d} is out of range (0, {MAX_DURATION_S}]"))
+            }
+            d => d,
+        };
+        if !self.events.is_empty() && cross.is_some() {
+            return err("events: link failure is modelled without cross traffic (leave cross_gbps unset)");
+        }
+        let link_events =
+            link_events::resolve(&self.events, &self.subnet_manager, wan_links, duration_s, v.interval_s)?;
         Ok(Resolved {
             seed: self.seed,
             testbed: self.testbed.clone(),
@@ -590,6 +621,8 @@ impl Scenario {
             warnings,
             cross,
             queue_bytes,
+            duration_s,
+            link_events,
         })
     }
 

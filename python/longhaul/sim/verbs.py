@@ -24,7 +24,7 @@ WAN_FRAMINGS = core.names("verbs.wan_framing")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "wan_framing", "wan_width", "wan_generation",
               "extender_buffer_bytes", "extender_packet_ns", "switch_buffer_bytes", "loss", "mtu_bytes", "queue_bytes")
 _VERBS_KEYS = ("transport", "op", "test", "size_bytes", "iterations", "tx_depth", "rx_depth", "qps",
-               "outstanding_reads", "timeout_exp", "retry_count", "cm")
+               "outstanding_reads", "timeout_exp", "retry_count", "cm", "duration_s", "interval_s")
 #: a parameter's key in a scenario file, for messages about the file's values
 FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "verbs": _VERBS_KEYS},
                            {k: f"cross.{v}" for k, v in core.CROSS_KEYS.items()})
@@ -56,6 +56,17 @@ def scenario(base: dict | None = None, **params) -> dict:
 def validate(sc: dict) -> dict:
     """Resolve a scenario (every parameter in range) or raise UserError with the core's message."""
     return core.call(_core.resolve_verbs, sc)
+
+
+def series_rows(record: dict) -> list[dict]:
+    """A run with link events, interval by interval: delivered payload (``bw_MBps``) and each WAN
+    link's bytes from side A (``link_k_MBps``); [] for a run without."""
+    f = record.get("failover")
+    if not f:
+        return []
+    return [{"t_s": t, "bw_MBps": round(bw, 3),
+             **{f"link_{k}_MBps": round(link[i], 3) for k, link in enumerate(f["series_link_MBps"])}}
+            for i, (t, bw) in enumerate(zip(f["series_t_s"], f["series_bw_MBps"]))]
 
 
 def run(sc: dict) -> dict:

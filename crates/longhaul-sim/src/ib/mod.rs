@@ -7,6 +7,7 @@ pub mod headers;
 pub mod hosts;
 pub mod packet;
 pub mod qp;
+pub mod subnet_manager;
 pub mod timer;
 
 pub use hca::HcaProfile;

@@ -281,6 +281,17 @@ impl<P> Port<P> {
         self.stats.tx_packets - self.committed.iter().filter(|&&(start, _)| start > t).count() as u64
     }
 
+    /// Bytes this port had started sending by `t`: `stats.tx_bytes` also counts the packets a
+    /// forwarding port has committed to a later start (on its wire already, in start order).
+    pub fn tx_bytes_by(&self, t: Time) -> u64 {
+        let p = &self.params;
+        let start = |f: &InFlight<P>| {
+            f.tail_at - p.propagation - p.rate.serialise((f.wire_bytes + p.frame_overhead_bytes) as u64)
+        };
+        let later: u64 = self.wire.iter().rev().map_while(|f| (start(f) > t).then_some(f.wire_bytes as u64)).sum();
+        self.stats.tx_bytes - later
+    }
+
     /// Queue drops of packets that had arrived by `t`: `stats.drops_queue` also counts the ones
     /// decided ahead of their arrival.
     pub fn drops_queue_by(&self, t: Time) -> u64 {

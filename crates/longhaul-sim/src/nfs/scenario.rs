@@ -175,6 +175,8 @@ impl NfsScenario {
                         path: verbs_path,
                         verbs,
                         cross: None,
+                        events: Vec::new(),
+                        subnet_manager: Default::default(),
                     }
                     .resolve()?,
                 ))

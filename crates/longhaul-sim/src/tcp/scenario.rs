@@ -357,7 +357,7 @@ impl TcpScenario {
             };
             let verbs = VerbsSpec::bw_test(TransportName::Ud, OpName::Send, 1);
             let r =
-                Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs, cross: None }
+                Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs, cross: None, events: Vec::new(), subnet_manager: Default::default() }
                     .resolve()?;
             let wan = match &r.extender {
                 Some(e) => e.framing.payload_gbps(&e.wan),

@@ -1,5 +1,6 @@
 //! Benchmark drivers that run a scenario and produce records.
 
+pub mod failover;
 pub mod iperf;
 pub mod perftest;
 

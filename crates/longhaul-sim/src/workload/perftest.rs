@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use crate::engine::time::{from_ns, from_us, to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
-use crate::ib::{timer, Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
+use crate::ib::{timer, Completion, CompletionKind, IbHosts, IbPacket, Op, Transport, WcStatus};
 use crate::net::{CrossHosts, CrossSource, Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
+use super::failover::{self, FailoverReport};
 use crate::transport::cross::WithCross;
 use crate::world::{App, Ev, TimerPolicy, World};
 
@@ -98,6 +99,9 @@ pub struct VerbsRecord {
     /// IB packets the WAN switches dropped from a full queue, both directions (RC resends them;
     /// UD and UC lose them).
     pub wan_drops_queue: u64,
+    /// With link events: the time series and what the failures did (absent without).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverReport>,
 }
 
 /// One requester queue pair driven by the benchmark.
@@ -105,6 +109,8 @@ struct Flow {
     qp: u32,
     posted: u64,
     completed: u64,
+    /// When its queue pair went to the error state (its work requests completed in error).
+    errored_at: Option<Time>,
 }
 
 struct Perftest {
@@ -204,6 +210,15 @@ impl App<Hosts> for Perftest {
 
     fn on_output(&mut self, c: Completion, cx: &mut Cx) {
         self.last_progress = cx.now;
+        if c.status != WcStatus::Success {
+            // The queue pair is in error: perftest itself stops at the first such completion;
+            // the other queue pairs go on here, to show what the fabric does.
+            if let Some(f) = self.flow_of_qp.get(c.qp as usize).copied().flatten() {
+                self.flows[f].errored_at.get_or_insert(c.at);
+            }
+            self.done |= self.test == TestName::Lat;
+            return;
+        }
         if self.test == TestName::Lat {
             return self.on_latency_completion(c, cx);
         }
@@ -269,6 +284,7 @@ const DRAIN_LIMIT: Time = 10 * S;
 
 /// Run one perftest point. `until` caps simulated time (for fixed-duration runs).
 pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
+    let until = until.or(r.duration_s.map(|s| (s * S as f64).round() as Time));
     let mut fabric: Fabric<IbPacket> = Fabric::new(r.seed);
     let pairs = topology::build(r, &mut fabric, 1);
     let (a, b) = (pairs.hosts_a[0], pairs.hosts_b[0]);
@@ -285,9 +301,9 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     for _ in 0..nqp {
         // perftest creates its queue pairs with max_send_wr = tx-depth, and keeps that many posted.
         let (qa, qb) = ib.connect(a, b, transport, r.mtu_bytes, initial_psn, r.tx_depth);
-        flows.push(Flow { qp: qa, posted: 0, completed: 0 });
+        flows.push(Flow { qp: qa, posted: 0, completed: 0, errored_at: None });
         if r.test == TestName::Bibw || r.test == TestName::Lat {
-            flows.push(Flow { qp: qb, posted: 0, completed: 0 });
+            flows.push(Flow { qp: qb, posted: 0, completed: 0, errored_at: None });
         }
         ud_responders.extend([qa, qb]);
     }
@@ -303,7 +319,8 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
         op: op_of(r.op),
         test: r.test,
         size: r.size_bytes,
-        iters: r.iterations,
+        // A run of fixed length posts until it ends (perftest -D).
+        iters: if r.duration_s.is_some() { u64::MAX } else { r.iterations },
         post,
         flows,
         flow_of_qp,
@@ -327,6 +344,22 @@ pub fn run_verbs(r: &Resolved, until: Option<Time>) -> VerbsRecord {
     let mut world = World::new(fabric, WithCross::new(ib, cross), app, TimerPolicy::Direct);
     let mut q: EventQueue<Ev<u32, Never>> = EventQueue::new();
     let limit = until.unwrap_or(SIM_TIME_LIMIT);
+    if let Some(ev) = &r.link_events {
+        let changes = failover::schedule(ev, &pairs.wan, &mut world, &mut q);
+        let (stop, series) = failover::run_sampled(&mut world, &mut q, &pairs.wan, ev.interval, limit);
+        let drops = world.fabric.ports.iter().map(|p| p.stats.drops_down).sum();
+        let qps = world
+            .app
+            .flows
+            .iter()
+            .map(|f| {
+                let peer = world.net.qps[f.qp as usize].peer_qp;
+                (f.completed * r.size_bytes as u64, world.net.qps[peer as usize].rx_bytes, f.errored_at)
+            })
+            .collect();
+        let report = FailoverReport::new(ev, &series, changes, drops, qps);
+        return VerbsRecord { failover: Some(report), ..record(r, &world, &q, stop, until) };
+    }
     let stop = world.run(&mut q, limit);
     if stop == Stop::Finished && r.transport != TransportName::Rc && until.is_none() {
         // UD and UC complete at the sender once a message has left it, as perftest measures them;
@@ -383,7 +416,16 @@ fn record(
         .map(|c| fabric.ports[fabric.ports[fabric.host_port(c.src) as usize].peer as usize].stats.ingress_drops)
         .sum();
     let queue_drops: u64 = fabric.ports.iter().map(|p| p.stats.drops_queue).sum();
-    let status = if st.qp_errors > 0 {
+    let status = if st.qp_errors > 0 && r.link_events.is_some() {
+        format!(
+            "qp error: retry count exceeded on {} of {} queue pairs: their path stayed dead through {} local ACK \
+             timeouts ({}); perftest stops at the first error completion, the others ran on here",
+            st.qp_errors,
+            app.flows.len(),
+            r.retry_count + 1,
+            timer.how
+        )
+    } else if st.qp_errors > 0 {
         format!("qp error: retry count exceeded: {}", timer.why_exceeded(r))
     } else if app.stalled {
         format!(
@@ -488,6 +530,7 @@ fn record(
         },
         cross_packets_dropped: cross_dropped,
         wan_drops_queue: queue_drops - cross_dropped,
+        failover: None,
     }
 }
 

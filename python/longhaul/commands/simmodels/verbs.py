@@ -17,6 +17,8 @@ BW_COLUMNS = ["transport", "op", "test", "size_bytes", "delay_us", "distance_km"
               "retransmitted_packets", "status"]
 #: Shown when the WAN carries cross traffic.
 CROSS_COLUMNS = ["cross_gbps", "cross_bw_MBps", "wan_drops_queue", "uc_messages_dropped"]
+#: Shown when the scenario has link events.
+FAILOVER_COLUMNS = ["qps_errored", "drops_link_down"]
 LAT_COLUMNS = ["transport", "op", "size_bytes", "delay_us", "distance_km", "lat_us", "lat_min_us", "lat_max_us", "status"]
 
 
@@ -46,6 +48,11 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--qps", default=None, metavar="N",
                    help="queue pairs (comma list allowed; 1..1024; default: the scenario file's, else 1)")
     p.add_argument("--iterations", type=units.whole(1, 10**8), default=None, metavar="N", help="iterations per point (1..1e8; perftest default 1000)")
+    p.add_argument("--duration-s", type=units.real(0, 3600, above_lo=True), default=None, metavar="S",
+                   help="run for S seconds, posting without an iteration count (perftest -D; 0 < S <= 3600); needed "
+                        "with the scenario file's [[events]] (WAN links unplugged and plugged back)")
+    p.add_argument("--interval-s", type=units.real(1e-4, 3600), default=None, metavar="S",
+                   help="with [[events]]: the time series' interval (default 0.1 s)")
     p.add_argument("--tx-depth", type=units.whole(1, 16384), default=None, metavar="N",
                    help="the benchmark's window: send work requests posted and not completed per QP, its send queue "
                         "depth (1..16384; default perftest's 128, 1 for lat; the S1 profiles use the windows of S1's "
@@ -198,7 +205,7 @@ def run_verbs(args: argparse.Namespace) -> int:
         testbed=args.profile, hca=args.hca, seed=args.seed, transport=transport, op=op, test=test,
         iterations=args.iterations, tx_depth=args.tx_depth, rx_depth=args.rx_depth,
         outstanding_reads=args.outstanding_reads, timeout_exp=args.timeout_exp, retry_count=args.retry_count,
-        cm=args.cm, mtu_bytes=args.mtu, extender=args.extender,
+        cm=args.cm, duration_s=args.duration_s, interval_s=args.interval_s, mtu_bytes=args.mtu, extender=args.extender,
         wan_links=args.wan_links, wan_framing=args.wan_framing, loss=args.loss,
         extender_buffer_bytes=units.parse_optional_size(args.extender_buffer, "--extender-buffer"),
         switch_buffer_bytes=units.parse_optional_size(args.switch_buffer, "--switch-buffer"),
@@ -216,7 +223,18 @@ def run_verbs(args: argparse.Namespace) -> int:
     columns = LAT_COLUMNS if test == "lat" else BW_COLUMNS
     if any(r.get("cross_gbps") for r in records):
         columns = [*columns[:-1], *CROSS_COLUMNS, columns[-1]]
+    if any(r.get("failover") for r in records):
+        columns = [*columns[:-1], *FAILOVER_COLUMNS, columns[-1]]
+        for r in records:
+            r.update(qps_errored=sum(t is not None for t in r["failover"]["qp_error_s"]),
+                     drops_link_down=r["failover"]["drops_link_down"])
     emit(records, args.format, columns, title=f"longhaul sim verbs ({records[0]['testbed'] if records else ''})")
+    if args.format == "table":
+        for r in records:
+            if r.get("failover"):
+                emit(verbs.series_rows(r), "table", title=f"link events, {r['qps']} QPs {r['size_bytes']} B: "
+                     f"new routes at {r['failover']['reroute_s']} s, links active again at "
+                     f"{r['failover']['link_active_s']} s")
     for warning in dict.fromkeys(w for r in records for w in r.get("warnings", "").split("; ") if w):
         sys.stderr.write(f"longhaul: warning: {warning}\n")
     for advice in dict.fromkeys(r["advice"] for r in records if r.get("advice")):
