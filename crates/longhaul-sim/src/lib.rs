@@ -5,8 +5,8 @@
 //! drivers). A [`scenario::Scenario`] is plain data, validated once into [`scenario::Resolved`].
 
 pub mod engine;
-pub mod link_events;
 pub mod ib;
+pub mod link_events;
 pub mod mpi;
 pub mod mpi_tcp;
 pub mod names;

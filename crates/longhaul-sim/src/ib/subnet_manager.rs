@@ -81,10 +81,12 @@ impl SubnetManagerParams {
     pub fn plan(&self, events: &[(Time, usize, bool)]) -> Vec<(Time, FabricStep)> {
         let reroute = Self::time(self.reroute_s);
         let mut steps = Vec::new();
-        for &(at, link, up) in events {
+        for (i, &(at, link, up)) in events.iter().enumerate() {
             if up {
                 let trained = at + Self::time(self.link_training_s);
-                if let Some(seen) = self.learns(trained) {
+                // Unplugged again before the SM made it Active: it never carries anything.
+                let cut = events[i + 1..].iter().find(|e| e.1 == link).map(|e| e.0);
+                if let Some(seen) = self.learns(trained).filter(|&t| cut.is_none_or(|c| t + reroute <= c)) {
                     steps.push((seen + reroute, FabricStep::Up(link)));
                     steps.push((seen + reroute, FabricStep::Reroute));
                 }
@@ -122,5 +124,8 @@ mod tests {
         let steps = slow.plan(&[(3 * S, 1, false), (14 * S, 1, true)]);
         assert_eq!(steps[1], (10 * S + 100 * MS, FabricStep::Reroute));
         assert_eq!(steps[2], (20 * S + 100 * MS, FabricStep::Up(1)));
+        // Unplugged again before the sweep that would have made it Active.
+        let steps = slow.plan(&[(3 * S, 1, false), (14 * S, 1, true), (18 * S, 1, false)]);
+        assert!(!steps.iter().any(|s| s.1 == FabricStep::Up(1)));
     }
 }

@@ -277,8 +277,16 @@ impl MpiScenario {
         };
         let transport = self.mpi.transport.unwrap_or(TransportName::Rc);
         let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Send, 1);
-        let sc =
-            Scenario { seed: self.seed, testbed: base_testbed.into(), hca: self.hca.clone(), path, verbs, cross: None, events: Vec::new(), subnet_manager: Default::default() };
+        let sc = Scenario {
+            seed: self.seed,
+            testbed: base_testbed.into(),
+            hca: self.hca.clone(),
+            path,
+            verbs,
+            cross: None,
+            events: Vec::new(),
+            subnet_manager: Default::default(),
+        };
         let mut base = sc.resolve()?;
         base.testbed = self.testbed.clone();
         // The 2007 node of [S1]'s era for the published testbeds; a 2023 server for the profiles

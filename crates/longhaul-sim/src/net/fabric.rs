@@ -114,7 +114,14 @@ pub struct Fabric<P> {
 
 impl<P: Routable> Fabric<P> {
     pub fn new(seed: u64) -> Self {
-        Fabric { nodes: Vec::new(), ports: Vec::new(), routes: Vec::new(), route_ports: Vec::new(), seed, routed: false }
+        Fabric {
+            nodes: Vec::new(),
+            ports: Vec::new(),
+            routes: Vec::new(),
+            route_ports: Vec::new(),
+            seed,
+            routed: false,
+        }
     }
 
     pub fn add_node(&mut self, kind: NodeKind, name: &str, latency: Time, cut_through: bool) -> NodeId {

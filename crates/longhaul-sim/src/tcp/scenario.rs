@@ -356,9 +356,17 @@ impl TcpScenario {
                 ..PathSpec::default()
             };
             let verbs = VerbsSpec::bw_test(TransportName::Ud, OpName::Send, 1);
-            let r =
-                Scenario { seed: self.seed, testbed: testbed.clone(), hca: None, path: verbs_path, verbs, cross: None, events: Vec::new(), subnet_manager: Default::default() }
-                    .resolve()?;
+            let r = Scenario {
+                seed: self.seed,
+                testbed: testbed.clone(),
+                hca: None,
+                path: verbs_path,
+                verbs,
+                cross: None,
+                events: Vec::new(),
+                subnet_manager: Default::default(),
+            }
+            .resolve()?;
             let wan = match &r.extender {
                 Some(e) => e.framing.payload_gbps(&e.wan),
                 None => r.wan.data_gbps(),

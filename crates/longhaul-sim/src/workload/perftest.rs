@@ -9,13 +9,13 @@
 
 use serde::Serialize;
 
+use super::failover::{self, FailoverReport};
 use crate::engine::time::{from_ns, from_us, to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{timer, Completion, CompletionKind, IbHosts, IbPacket, Op, Transport, WcStatus};
 use crate::net::{CrossHosts, CrossSource, Fabric, NodeId};
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
-use super::failover::{self, FailoverReport};
 use crate::transport::cross::WithCross;
 use crate::world::{App, Ev, TimerPolicy, World};
 

@@ -28,7 +28,12 @@ pub enum LinkChange {
 impl<P: Routable> Fabric<P> {
     /// Make `change` happen at `at`. Schedule every change before the run starts: a link that
     /// may go down is never forwarded over at send time (a cut would have to recall packets).
-    pub fn schedule_link_change<E: From<NetEvent> + Copy>(&mut self, at: Time, change: LinkChange, q: &mut EventQueue<E>) {
+    pub fn schedule_link_change<E: From<NetEvent> + Copy>(
+        &mut self,
+        at: Time,
+        change: LinkChange,
+        q: &mut EventQueue<E>,
+    ) {
         if let LinkChange::Down(p) | LinkChange::Up(p) = change {
             let peer = self.ports[p as usize].peer;
             self.ports[p as usize].may_fail = true;
