@@ -20,6 +20,8 @@ fn scenario(testbed: &str, transport: TransportName, size: u64, iters: u64, km: 
         path: PathSpec { fibre_km: Some(km), ..Default::default() },
         verbs,
         cross: None,
+        events: Vec::new(),
+        subnet_manager: Default::default(),
     }
 }
 

@@ -23,8 +23,12 @@ fn scenario(transport: TransportName, op: OpName, size: u64, iters: u64, path: P
             timeout_exp: None,
             retry_count: Some(7),
             cm: None,
+            duration_s: None,
+            interval_s: None,
         },
         cross: None,
+        events: Vec::new(),
+        subnet_manager: Default::default(),
     }
 }
 

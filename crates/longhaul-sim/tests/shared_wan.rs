@@ -21,6 +21,8 @@ fn scenario(transport: TransportName, size: u64, iters: u64, km: f64, cross_gbps
         path: PathSpec { fibre_km: Some(km), ..Default::default() },
         verbs,
         cross: Some(CrossSpec { gbps: cross_gbps, start_s: None, on_ms: None, off_ms: None, packet_bytes: None }),
+        events: Vec::new(),
+        subnet_manager: Default::default(),
     }
 }
 
