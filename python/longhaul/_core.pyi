@@ -20,6 +20,9 @@ def run_mpi(scenario_json: str, validate_only: bool = False) -> str:
 def run_nfs(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one NFS scenario, or only validate it (its resolved parameters)."""
 
+def run_iser(scenario_json: str, validate_only: bool = False) -> str:
+    """Validate and run one iSER scenario, or only validate it (its resolved parameters)."""
+
 def run_mpi_tcp(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one MPI-over-TCP scenario, or only validate it ("{}")."""
 

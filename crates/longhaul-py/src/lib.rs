@@ -103,6 +103,24 @@ fn run_nfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
     finish(result)
 }
 
+/// Validate and run one iSER scenario (JSON text); returns the record as JSON text. With
+/// `validate_only`, the scenario is only validated and its resolved parameters returned.
+/// The GIL is released while the simulation runs.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_iser(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
+        if validate_only {
+            longhaul_sim::iser::validate_iser_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        } else {
+            longhaul_sim::iser::run_iser_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        }
+    });
+    finish(result)
+}
+
 /// Validate and run one MPI-over-TCP scenario (JSON text); returns the record as JSON text.
 /// With `validate_only`, the scenario is only validated (returns "{}"). The GIL is released.
 #[pyfunction]
@@ -134,6 +152,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_iser, m)?)?;
     m.add_function(wrap_pyfunction!(run_mpi_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
     m.add_function(wrap_pyfunction!(names, m)?)?;

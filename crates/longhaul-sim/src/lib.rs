@@ -6,6 +6,7 @@
 
 pub mod engine;
 pub mod ib;
+pub mod iser;
 pub mod link_events;
 pub mod mpi;
 pub mod mpi_tcp;

@@ -28,6 +28,12 @@ def nfs_point(sc: dict) -> list[dict]:
     return [nfs.run(sc)]
 
 
+def iser_point(sc: dict) -> list[dict]:
+    from longhaul.sim import iser
+
+    return [iser.run(sc)]
+
+
 def mpi_tcp_point(sc: dict) -> list[dict]:
     from longhaul.sim import mpi_tcp
 
@@ -35,4 +41,5 @@ def mpi_tcp_point(sc: dict) -> list[dict]:
 
 
 #: model name -> point function
-MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point, "nfs": nfs_point, "mpi-tcp": mpi_tcp_point}
+MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point, "nfs": nfs_point, "iser": iser_point,
+          "mpi-tcp": mpi_tcp_point}

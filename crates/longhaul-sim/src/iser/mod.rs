@@ -1,0 +1,132 @@
+//! iSER (iSCSI Extensions for RDMA, RFC 7145) READ and WRITE throughput across the long-haul
+//! path: an initiator issuing SCSI commands to one target LUN over one RC queue pair of the
+//! verbs model, with the queue depth, burst lengths and RDMA Read depth of a Linux session.
+//!
+//! One concern per file: [`params`] (session keys and host costs), [`initiator`] (the commands
+//! and the queue depth, transport-free), [`rdma`] (PDUs as Sends, data by RDMA Write and Read),
+//! [`scenario`] (plain data, validated once).
+
+pub mod initiator;
+pub mod params;
+pub mod rdma;
+pub mod scenario;
+
+use serde::Serialize;
+
+use crate::engine::time::{to_s, to_us, S};
+use crate::engine::Time;
+use crate::scenario::ScenarioError;
+pub use params::IserParams;
+pub use scenario::{IserOp, IserResolved, IserScenario};
+
+/// What a run produced.
+pub struct Outcome {
+    /// Bytes of the completed commands, and the time from the first command to the last response.
+    pub bytes: u64,
+    pub elapsed: Time,
+    pub commands: u64,
+    /// Data that reached its destination: the target (WRITE) or the initiator's buffers (READ).
+    pub data_bytes: u64,
+    /// RDMA Writes (READ) or Reads (WRITE) the target posted.
+    pub rdma_ops: u64,
+    pub finished: bool,
+    pub failed: bool,
+    pub sim_events: u64,
+    pub sim_time: Time,
+    pub packets: u64,
+    pub retransmitted_packets: u64,
+}
+
+/// One measured point. Field names carry their unit (MB = 10^6 bytes).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct IserRecord {
+    pub testbed: String,
+    pub op: String,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub one_way_delay_us: f64,
+    pub distance_km: f64,
+    pub block_bytes: u64,
+    pub total_bytes: u64,
+    pub queue_depth: u32,
+    pub max_command_bytes: u32,
+    pub max_burst_bytes: u32,
+    pub first_burst_bytes: u32,
+    pub immediate_data: bool,
+    pub initial_r2t: bool,
+    pub max_outstanding_r2t: u32,
+    /// RDMA Reads the target may have outstanding on the queue pair (the adapter's max_rd_atomic).
+    pub rdma_read_depth: u32,
+    pub backing_MBps: f64,
+    pub seed: u64,
+    pub bw_MBps: f64,
+    pub commands: u64,
+    /// Data that arrived where it was going (the target for WRITE, the initiator's buffers for
+    /// READ): equal to total_bytes when every byte arrived once.
+    pub data_bytes: u64,
+    pub rdma_ops: u64,
+    pub data_packets: u64,
+    pub retransmitted_packets: u64,
+    pub sim_time_us: f64,
+    pub sim_events: u64,
+    pub status: String,
+}
+
+/// Simulated time after which a run is abandoned.
+const SIM_TIME_LIMIT: Time = 3600 * S;
+
+/// Run one resolved scenario.
+pub fn run_iser(r: &IserResolved) -> IserRecord {
+    let v = r.path.as_ref().expect("a resolved path");
+    let out = rdma::run_rdma(r, v, SIM_TIME_LIMIT);
+    let status = if out.failed {
+        "qp error: retry count exceeded".to_string()
+    } else if out.finished {
+        "ok".to_string()
+    } else {
+        format!("incomplete: stopped after {:.3} s simulated", to_s(out.sim_time))
+    };
+    let bw = if out.elapsed > 0 { out.bytes as f64 / to_s(out.elapsed) / 1e6 } else { 0.0 };
+    let one_way = r.one_way_delay_us();
+    let p = &r.params;
+    IserRecord {
+        testbed: r.testbed.clone(),
+        op: r.op.name().to_string(),
+        delay_us: r.delay_us,
+        fibre_km: r.fibre_km,
+        one_way_delay_us: one_way,
+        distance_km: one_way / 5.0,
+        block_bytes: r.block_bytes,
+        total_bytes: r.total_bytes,
+        queue_depth: p.queue_depth,
+        max_command_bytes: p.max_command_bytes,
+        max_burst_bytes: p.max_burst_bytes,
+        first_burst_bytes: p.first_burst_bytes,
+        immediate_data: p.immediate_data,
+        initial_r2t: p.initial_r2t,
+        max_outstanding_r2t: p.max_outstanding_r2t,
+        rdma_read_depth: v.hca.max_rd_atomic,
+        backing_MBps: p.backing_MBps,
+        seed: r.seed,
+        bw_MBps: bw,
+        commands: out.commands,
+        data_bytes: out.data_bytes,
+        rdma_ops: out.rdma_ops,
+        data_packets: out.packets,
+        retransmitted_packets: out.retransmitted_packets,
+        sim_time_us: to_us(out.sim_time),
+        sim_events: out.sim_events,
+        status,
+    }
+}
+
+/// Validate a JSON iSER scenario (the whole check, nothing runs).
+pub fn validate_iser_json(text: &str) -> Result<IserResolved, ScenarioError> {
+    IserScenario::from_json(text)?.resolve()
+}
+
+/// Validate a JSON iSER scenario and run it: the iSER model's public entry point.
+pub fn run_iser_json(text: &str) -> Result<IserRecord, ScenarioError> {
+    Ok(run_iser(&validate_iser_json(text)?))
+}
