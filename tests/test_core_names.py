@@ -8,7 +8,7 @@ import pytest
 
 from longhaul import _core
 from longhaul.errors import UserError
-from longhaul.sim import core, mpi, mpi_tcp, nfs, tcp, verbs
+from longhaul.sim import core, iser, mpi, mpi_tcp, nfs, tcp, verbs
 
 V = dict(transport="rc", op="write", test="bw", size_bytes=8)
 OSU = {"bench": "bw", "size_bytes": 8}
@@ -34,6 +34,8 @@ CASES = {
     "tcp.cwnd_growth": lambda n: tcp.validate(tcp.scenario(cwnd_growth=n)),
     "nfs.transport": lambda n: nfs.validate(nfs.scenario(transport=n)),
     "nfs.testbed": lambda n: nfs.validate(nfs.scenario(testbed=n)),
+    "iser.op": lambda n: iser.validate(iser.scenario(op=n)),
+    "iser.testbed": lambda n: iser.validate(iser.scenario(testbed=n)),
     "mpi.osu.bench": lambda n: mpi.validate(mpi.scenario(osu={"bench": n, "size_bytes": 8})),
     "mpi.algo": lambda n: mpi.validate(mpi.scenario(osu=OSU, algo=n)),
     "mpi.rndv_protocol": lambda n: mpi.validate(mpi.scenario(osu=OSU, rndv_protocol=n)),
