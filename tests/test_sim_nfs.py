@@ -60,11 +60,13 @@ def test_a_run_too_short_to_leave_slow_start_is_flagged(cli):
 
 
 def test_an_rsize_above_the_record_sends_no_padding_over_ipoib(cli):
-    """READs are never longer than a record: an rsize of 1 MiB reading 256 KiB records sends what
-    256 KiB READs send (each reply was cut into 1 MiB's segment size, padding the last: -14%)."""
+    """O_DIRECT READs are never longer than a record: an rsize of 1 MiB reading 256 KiB records
+    sends what 256 KiB READs send (each reply was cut into 1 MiB's segment size, padding the last:
+    -14%). Through the page cache the readahead asks for whole rsize READs whatever the record."""
     def run(rsize):
         return json.loads(cli("sim", "nfs", "--transport", "ipoib-rc,ipoib-ud", "--rsize", rsize, "--record-bytes",
-                              "256K", "--simulated-bytes", "16M", "--format", "json", check=True).stdout)
+                              "256K", "--simulated-bytes", "16M", "--direct-io", "--format", "json",
+                              check=True).stdout)
 
     at_record, above = run("256K"), run("1M")
     for a, b in zip(at_record, above):
@@ -74,11 +76,11 @@ def test_an_rsize_above_the_record_sends_no_padding_over_ipoib(cli):
 def test_ipoib_replies_are_cut_into_segments_as_tcp_sends_them(cli):
     """A reply is one write on a TCP_NODELAY socket, cut into segments as TCP sends: a reply written
     while the stack is still busy with the last segment shares segments with it (Linux's tcp_sendmsg
-    appends to the unsent tail), so 64K READs of 96K records over connected mode take between
+    appends to the unsent tail), so 64K O_DIRECT READs of 96K records over connected mode take between
     ceil(all bytes / MSS) segments and ceil((READ + 120 B header) / MSS) per reply, each byte once."""
     mss = {"ipoib-rc": 65480, "ipoib-ud": 1992}
     recs = json.loads(cli("sim", "nfs", "--transport", "ipoib-rc,ipoib-ud", "--rsize", "64K", "--record-bytes", "96K",
-                          "--simulated-bytes", "8M", "--format", "json", check=True).stdout)
+                          "--simulated-bytes", "8M", "--direct-io", "--format", "json", check=True).stdout)
     reads = 85 * [65536, 32768] + [8 * 2**20 - 85 * 96 * 1024]   # whole records, then the last one's part
     for r in recs:
         m = mss[r["transport"]]
@@ -183,3 +185,20 @@ def test_a_point_still_warming_up_gets_a_note_from_sim_and_sweep_alike(cli, tmp_
     assert "note: ipoib-ud at 1000 us" in swept.stderr and "raise simulated_bytes in the grid" in swept.stderr
     steady = cli("sim", "nfs", "--transport", "rdma", "--delay-us", "0", "--simulated-bytes", "4M", check=True)
     assert "note:" not in steady.stderr
+
+
+def test_one_direct_io_thread_waits_a_round_trip_per_record_and_readahead_does_not(cli):
+    """IOzone -I with one thread: 8 READs per 256 KiB record, then a round trip of nothing; through
+    the page cache the client's readahead keeps 15 READs outstanding, so the 16 credits stay full."""
+    def bw(*args):
+        recs = json.loads(cli("sim", "nfs", "--threads", "1", "--delay-us", "100,1000", "--simulated-bytes", "8M",
+                              *args, "--format", "json", check=True).stdout)
+        assert all(r["direct_io"] == ("--direct-io" in args) for r in recs)
+        assert [r["readahead_reads"] for r in recs] == [0 if "--direct-io" in args else 15] * 2
+        return [r["bw_MBps"] for r in recs]
+
+    (direct_100, direct_1000), (buffered_100, buffered_1000) = bw("--direct-io"), bw()
+    # 256 KiB per 2 ms round trip at 1000 us: about 130 MB/s at most.
+    assert direct_1000 < 140 < 0.7 * buffered_1000
+    assert direct_100 < 0.7 * buffered_100
+

@@ -1,7 +1,10 @@
 //! The reading application and the NFS client, transport-free: IOzone's read test with T
-//! threads, each reading whole records in turn; the client splits a record into rsize READ
-//! calls and holds them until a slot (TCP) or credit (RDMA) is free; a thread starts its next
-//! record once every READ of the current one has been answered.
+//! threads, each reading whole records in turn; the client turns them into rsize READ calls and
+//! holds each until a slot (TCP) or credit (RDMA) is free. How reads become calls is the
+//! thread's [`ReadPath`]: through the page cache (IOzone's default), the client's readahead keeps
+//! a window of READs of the thread's file outstanding whatever the record; with O_DIRECT
+//! (IOzone -I) a record's READs go at once and the thread starts its next record once every
+//! READ of the current one has been answered.
 //!
 //! The threads read disjoint records of the file (thread i: records i, i + T, ...), so the
 //! aggregate is IOzone's throughput-mode figure. The first quarter of the bytes is a warm-up
@@ -23,8 +26,19 @@ pub struct Rpc {
     pub bytes: u32,
 }
 
+/// How a thread's reads become READ calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadPath {
+    /// O_DIRECT: a record's READs at once, the next record when all are answered.
+    Direct,
+    /// Buffered: readahead keeps up to this many READs of the thread's file outstanding (a
+    /// sliding window; the kernel's on-demand readahead issues it in window-sized batches).
+    Readahead(u32),
+}
+
 pub struct ReadClient {
     rsize: u32,
+    path: ReadPath,
     record: u64,
     slots: u32,
     /// Bytes not yet handed to a thread as a record.
@@ -47,9 +61,10 @@ pub struct ReadClient {
 
 impl ReadClient {
     /// `total_bytes`: what the run reads (whole records).
-    pub fn new(threads: u32, record_bytes: u64, rsize: u32, slots: u32, total_bytes: u64) -> Self {
+    pub fn new(threads: u32, record_bytes: u64, rsize: u32, slots: u32, total_bytes: u64, path: ReadPath) -> Self {
         ReadClient {
             rsize,
+            path,
             record: record_bytes,
             slots,
             unread: total_bytes,
@@ -67,8 +82,8 @@ impl ReadClient {
         }
     }
 
-    fn start_record(&mut self, thread: u32) {
-        let len = self.record.min(self.unread);
+    /// Queue `len` bytes of READs for `thread`.
+    fn queue_reads(&mut self, thread: u32, len: u64) {
         self.unread -= len;
         let mut left = len;
         while left > 0 {
@@ -77,6 +92,23 @@ impl ReadClient {
             self.queued.push_back(Rpc { id: self.next_id, thread, bytes });
             self.next_id += 1;
             self.open[thread as usize] += 1;
+        }
+    }
+
+    /// The READs `thread` issues now: its next record (O_DIRECT, once the last is answered), or
+    /// as many as refill its readahead window.
+    fn refill(&mut self, thread: u32) {
+        let t = thread as usize;
+        match self.path {
+            ReadPath::Direct if self.open[t] == 0 && self.unread > 0 => {
+                self.queue_reads(thread, self.record.min(self.unread));
+            }
+            ReadPath::Direct => {}
+            ReadPath::Readahead(window) => {
+                while self.open[t] < window && self.unread > 0 {
+                    self.queue_reads(thread, self.unread.min(self.rsize as u64));
+                }
+            }
         }
     }
 
@@ -94,7 +126,7 @@ impl ReadClient {
     /// Every thread opens its first record; returns the calls to send.
     pub fn start(&mut self) -> Vec<Rpc> {
         for t in 0..self.open.len() as u32 {
-            self.start_record(t);
+            self.refill(t);
         }
         self.release()
     }
@@ -119,11 +151,8 @@ impl ReadClient {
         self.bytes_done += rpc.bytes as u64;
         self.rpcs_done += 1;
         self.last_reply = self.last_reply.max(at);
-        let t = rpc.thread as usize;
-        self.open[t] -= 1;
-        if self.open[t] == 0 && self.unread > 0 {
-            self.start_record(rpc.thread);
-        }
+        self.open[rpc.thread as usize] -= 1;
+        self.refill(rpc.thread);
         self.release()
     }
 
@@ -156,15 +185,31 @@ mod tests {
 
     #[test]
     fn slots_bound_the_calls_in_flight_and_every_byte_is_read_once() {
-        let mut c = ReadClient::new(4, 256 * 1024, 32 * 1024, 16, 4 << 20);
-        let mut pending: VecDeque<Rpc> = c.start().into();
-        assert_eq!(pending.len(), 16);
-        while let Some(r) = pending.pop_front() {
-            pending.extend(c.on_reply(r, 1));
-            assert!(pending.len() <= 16);
+        for path in [ReadPath::Direct, ReadPath::Readahead(15)] {
+            let mut c = ReadClient::new(4, 256 * 1024, 32 * 1024, 16, 4 << 20, path);
+            let mut pending: VecDeque<Rpc> = c.start().into();
+            assert_eq!(pending.len(), 16);
+            while let Some(r) = pending.pop_front() {
+                pending.extend(c.on_reply(r, 1));
+                assert!(pending.len() <= 16);
+            }
+            assert!(c.done());
+            assert_eq!(c.bytes_done, 4 << 20);
+            assert_eq!(c.rpcs_done, 128);
         }
-        assert!(c.done());
-        assert_eq!(c.bytes_done, 4 << 20);
-        assert_eq!(c.rpcs_done, 128);
+    }
+
+    #[test]
+    fn one_thread_keeps_a_record_or_a_readahead_window_outstanding() {
+        let outstanding = |path| {
+            let mut c = ReadClient::new(1, 256 * 1024, 32 * 1024, 64, 4 << 20, path);
+            let first = c.start();
+            let after_one = c.on_reply(first[0], 1);
+            (first.len(), after_one.len())
+        };
+        // O_DIRECT: a record's 8 READs, nothing more until all 8 are answered.
+        assert_eq!(outstanding(ReadPath::Direct), (8, 0));
+        // Readahead: 15 READs, each answer replaced at once.
+        assert_eq!(outstanding(ReadPath::Readahead(15)), (15, 1));
     }
 }

@@ -54,6 +54,10 @@ pub struct NfsRecord {
     pub one_way_delay_us: f64,
     pub distance_km: f64,
     pub threads: u32,
+    /// O_DIRECT reads (IOzone -I): a record at a time per thread, no readahead.
+    pub direct_io: bool,
+    /// READs the readahead keeps outstanding per thread (0 with direct_io).
+    pub readahead_reads: u32,
     pub rsize_bytes: u32,
     pub record_bytes: u64,
     pub file_bytes: u64,
@@ -103,6 +107,8 @@ pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
         one_way_delay_us: one_way,
         distance_km: one_way / 5.0,
         threads: r.threads,
+        direct_io: r.direct_io,
+        readahead_reads: if r.direct_io { 0 } else { r.params.readahead_reads },
         rsize_bytes: r.params.rsize_bytes,
         record_bytes: r.record_bytes,
         file_bytes: r.file_bytes,

@@ -109,7 +109,7 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
     let sq_depth = r.slots.saturating_mul(r.params.sq_depth_per_credit);
     let (qc, qs) = ib.connect(client_node, server_node, Transport::Rc, v.mtu_bytes, 0, sq_depth);
     let p = r.params.clone();
-    let client = ReadClient::new(r.threads, r.record_bytes, p.rsize_bytes, r.slots, r.simulated_bytes);
+    let client = ReadClient::new(r.threads, r.record_bytes, p.rsize_bytes, r.slots, r.simulated_bytes, r.read_path());
     let app = Rdma {
         client,
         qc,

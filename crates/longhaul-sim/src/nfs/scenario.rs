@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::client::ReadPath;
 use super::params::NfsParams;
 use crate::scenario::{
     err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
@@ -38,6 +39,9 @@ pub struct NfsSpec {
     /// or the file if smaller).
     pub simulated_bytes: Option<u64>,
     pub rsize_bytes: Option<u32>,
+    /// IOzone -I: O_DIRECT reads, a record's READs at once and no readahead (default false:
+    /// IOzone reads through the page cache).
+    pub direct_io: Option<bool>,
     /// Override the credit grant (RDMA) or slot table (TCP).
     pub slots: Option<u32>,
     pub server_rpc_ns: Option<f64>,
@@ -100,6 +104,7 @@ pub struct NfsResolved {
     /// Calls outstanding on the connection: the credit grant (RDMA) or the slot table (TCP).
     pub slots: u32,
     pub threads: u32,
+    pub direct_io: bool,
     pub record_bytes: u64,
     pub file_bytes: u64,
     pub simulated_bytes: u64,
@@ -112,6 +117,15 @@ pub struct NfsResolved {
 impl NfsResolved {
     pub fn one_way_delay_us(&self) -> f64 {
         self.fibre_km * 5.0 + self.delay_us
+    }
+
+    /// How the threads' reads become READ calls.
+    pub fn read_path(&self) -> ReadPath {
+        if self.direct_io {
+            ReadPath::Direct
+        } else {
+            ReadPath::Readahead(self.params.readahead_reads)
+        }
     }
 }
 
@@ -212,6 +226,7 @@ impl NfsScenario {
             params,
             slots,
             threads,
+            direct_io: n.direct_io.unwrap_or(false),
             record_bytes,
             file_bytes,
             simulated_bytes,

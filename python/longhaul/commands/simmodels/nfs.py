@@ -41,6 +41,9 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=units.whole(1, 1024), default=None, metavar="N", help="IOzone client threads (1..1024; default 8)")
     p.add_argument("--rsize", default=None, metavar="BYTES",
                    help="bytes per NFS READ, the mount's rsize (4K..1M; default 32K, the early Linux NFS/RDMA client's maximum)")
+    p.add_argument("--direct-io", action="store_true", default=None,
+                   help="IOzone -I: O_DIRECT reads, each thread a record at a time with no readahead (default: through "
+                        "the page cache, the client's readahead keeping 15 READs per thread outstanding)")
     p.add_argument("--record-bytes", default=None, metavar="BYTES", help="IOzone record size (4K..1G; default 256K)")
     p.add_argument("--file-bytes", default=None, metavar="BYTES", help="IOzone file size (record..1T; default 512M)")
     p.add_argument("--simulated-bytes", default=None, metavar="BYTES",
@@ -79,7 +82,8 @@ def run_nfs(args: argparse.Namespace) -> int:
                   rsize_bytes=units.parse_optional_size(args.rsize, "--rsize"),
                   record_bytes=units.parse_optional_size(args.record_bytes, "--record-bytes"),
                   file_bytes=units.parse_optional_size(args.file_bytes, "--file-bytes"),
-                  simulated_bytes=units.parse_optional_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots)
+                  simulated_bytes=units.parse_optional_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots,
+                  direct_io=args.direct_io)
     scenarios = [nfs.scenario(base, transport=t, **common, **where) for t in transports for where in points]
     try:
         records = nfs.run_many(scenarios, workers=args.workers, description="nfs")
