@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 
 import pytest
@@ -108,4 +109,4 @@ def test_every_byte_once_never_above_the_link_never_faster_farther(op, block_kib
         assert r["data_bytes"] == total
         assert 0 < r["bw_MBps"] <= SDR_DATA_MBPS
     bws = [r["bw_MBps"] for r in recs]
-    assert all(far <= near * 1.001 for near, far in zip(bws, bws[1:])), bws
+    assert all(far <= near for near, far in itertools.pairwise(bws)), bws
