@@ -110,3 +110,17 @@ def test_every_byte_once_never_above_the_link_never_faster_farther(op, block_kib
         assert 0 < r["bw_MBps"] <= SDR_DATA_MBPS
     bws = [r["bw_MBps"] for r in recs]
     assert all(far <= near for near, far in itertools.pairwise(bws)), bws
+
+
+def test_scenario_file_is_the_base_options_override_it_and_its_errors_name_its_keys(cli, tmp_path):
+    path = tmp_path / "iser.toml"
+    path.write_text('op = "write"\n[path]\ndelay_us = 500\n[iser]\nqueue_depth = 4\ntotal_bytes = 4194304\n')
+    (rec,) = json.loads(cli("sim", "iser", "--scenario", str(path), "--format", "json", check=True).stdout)
+    assert (rec["op"], rec["delay_us"], rec["queue_depth"], rec["total_bytes"]) == ("write", 500, 4, 4 << 20)
+    (rec,) = json.loads(cli("sim", "iser", "--scenario", str(path), "--op", "read", "--queue-depth", "8",
+                            "--format", "json", check=True).stdout)
+    assert (rec["op"], rec["queue_depth"]) == ("read", 8)
+    path.write_text("[iser]\nqueue_depth = 0\n")
+    proc = cli("sim", "iser", "--scenario", str(path))
+    assert proc.returncode == 2 and "iser.queue_depth: 0 is out of range [1, 4096]" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
