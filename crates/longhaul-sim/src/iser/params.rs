@@ -4,6 +4,13 @@
 //! what it is and where its default is from. The session keys are RFC 3720's (iSCSI) as RFC 5046
 //! / RFC 7145 (iSER) keep or change them; the host values are those of the Linux iSER initiator
 //! (open-iscsi with ib_iser) and a Linux target (STGT or LIO with ib_isert).
+//!
+//! The session keys are negotiated at login (RFC 3720 section 12): InitialR2T by OR,
+//! ImmediateData by AND, the burst lengths and MaxOutstandingR2T by minimum. open-iscsi proposes
+//! InitialR2T=No, ImmediateData=Yes, FirstBurstLength 262144, MaxBurstLength 16776192
+//! (iscsid.conf, usr/iscsi_settings.h); a Linux target offers the RFC defaults (LIO's
+//! iscsi_target_parameters.h: Yes, Yes, 65536, 262144, MaxOutstandingR2T 1), so the session runs
+//! with the RFC defaults below.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,8 +19,9 @@ use serde::{Deserialize, Serialize};
 #[allow(non_snake_case)]
 pub struct IserParams {
     /// SCSI commands the initiator keeps outstanding on the session. Default 32: open-iscsi's
-    /// node.session.queue_depth in iscsid.conf (the per-LUN queue; the session's cmds_max,
-    /// ISCSI_DEF_XMIT_CMDS_MAX = 128, is larger, so the LUN queue rules).
+    /// node.session.queue_depth in iscsid.conf ("a value between 1 and 128. The default is 32":
+    /// the per-LUN queue; the session's node.session.cmds_max = 128 is larger, so the LUN queue
+    /// rules). A workload with a shallower iodepth keeps fewer.
     pub queue_depth: u32,
     /// Largest SCSI command the initiator issues (bytes): the block layer splits a larger I/O.
     /// Default 512 KiB: ib_iser's ISER_DEF_MAX_SECTORS = 1024 sectors of 512 bytes
