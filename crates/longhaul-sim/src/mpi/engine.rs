@@ -1,10 +1,13 @@
 //! The MPI timing engine: ranks play their programs over the simulated two-cluster fabric.
 //!
-//! Inter-node messages go through the InfiniBand verbs layer (`IbHosts`) packet by packet, so
-//! link rates, credits, the extenders, the library's send queue depth and RC acknowledgements
-//! all act on MPI traffic; the protocol on top (`protocol.rs`) is the library's. Intra-node
-//! messages take the shared-memory path (`shm.rs`), modelled per message: two memory copies
-//! through a shared buffer, bounded by a core's copy rate and the node's memory bandwidth.
+//! This is the PML (point-to-point management layer): program playback (repeat, warm-up, local
+//! work, patterned rounds), matching, requests and completion. Inter-node messages go through a
+//! [`Channel`], the library's protocol over one transport, packet by packet: MVAPICH2's over
+//! InfiniBand verbs ([`super::protocol::Verbs`]: eager with credits, RPUT/RGET/R3, its own
+//! reliability over UD/UC) or Open MPI ob1's over TCP ([`super::ob1_tcp::Ob1Tcp`]), so link
+//! rates, credits, windows and the hosts' stacks all act on MPI traffic. Intra-node messages
+//! take the shared-memory path (`shm.rs`), modelled per message: two memory copies through a
+//! shared buffer, bounded by a core's copy rate and the node's memory bandwidth.
 //!
 //! A rank's CPU is one timeline (`cpu_free`): MPI calls, copies and compute queue on it, and a
 //! message that arrives while its rank computes is handled when the computation ends (no
@@ -19,31 +22,50 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
-use super::params::{MpiParams, NodeParams};
+use super::params::NodeParams;
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer, WARMUP_MARK};
-use super::protocol::{Conn, Wire};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
-use crate::ib::{Completion, IbHosts, Transport, WcStatus};
 use crate::net::NodeId;
+use crate::transport::Transport;
 use crate::world::App;
 
-/// The library's own events (the network's and the queue pairs' timers are the world's).
+/// The library's own events (the network's and the transport's timers are the world's).
 #[derive(Debug, Clone, Copy)]
-pub enum Ev {
+pub enum Ev<X> {
     /// A rank's blocking wait is over: continue its program.
     Resume(u32),
     /// An intra-node message's data is in the shared buffer.
     Shm(u32),
-    /// UD/UC: a direction's (connection, direction) retransmission check is due.
-    UdRetry(u32, u8),
-    /// UD/UC: a direction's receiver sends the acknowledgements it still owes.
-    UdAck(u32, u8),
+    /// The channel's own event (a UD/UC retransmission check, a TCP frame to write).
+    Channel(X),
 }
 
-/// What the library may do while it handles a completion or one of its events.
-pub type Cx<'a> = crate::world::Cx<'a, IbHosts, Ev>;
+/// What the library may do while it handles a transport output or one of its events.
+pub type Cx<'a, C> = crate::world::Cx<'a, <C as Channel>::Net, Ev<<C as Channel>::Event>>;
+
+/// A library's point-to-point protocol over one transport: how an inter-node message travels
+/// once the PML has posted it, and what the transport's outputs mean to it. The PML keeps the
+/// channel's state in [`Mpi::ch`]; a channel completes requests through
+/// [`Mpi::complete_send`], [`Mpi::complete_recv`] and tells of an arrived envelope (eager data,
+/// rendezvous request) through [`Mpi::arrived`].
+pub trait Channel: Sized {
+    /// The host transport it runs on.
+    type Net: Transport;
+    /// Its own events.
+    type Event: Copy;
+    /// The protocol a message of `bytes` between two nodes takes.
+    fn proto(&self, bytes: u64) -> Proto;
+    /// Start sending message `m` (its protocol set by [`Channel::proto`]) at `t`.
+    fn send(mpi: &mut Mpi<Self>, cx: &mut Cx<Self>, m: u32, t: Time);
+    /// Message `m`'s envelope and its receive have met at `t`.
+    fn matched(mpi: &mut Mpi<Self>, cx: &mut Cx<Self>, m: u32, t: Time);
+    /// The transport produced `out`.
+    fn on_output(mpi: &mut Mpi<Self>, cx: &mut Cx<Self>, out: <Self::Net as Transport>::Output);
+    /// One of the channel's events is due at `now`.
+    fn on_event(mpi: &mut Mpi<Self>, cx: &mut Cx<Self>, ev: Self::Event, now: Time);
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proto {
@@ -146,12 +168,9 @@ pub struct MpiStats {
     pub duplicate_frames: u64,
 }
 
-pub struct Mpi {
+pub struct Mpi<C> {
     pub layout: Layout,
-    pub params: MpiParams,
     pub node: NodeParams,
-    pub transport: Transport,
-    pub mtu: u32,
     /// Fabric host of every rank.
     pub host: Vec<NodeId>,
     /// Shared so that a rank can play its actions by reference while the engine mutates.
@@ -164,12 +183,6 @@ pub struct Mpi {
     pub waiting: PairMap<Matching>,
     pub msgs: Vec<Msg>,
     pub free_msgs: Vec<u32>,
-    pub wires: Vec<Wire>,
-    pub free_wires: Vec<u32>,
-    pub conns: Vec<Conn>,
-    pub conn_of: PairMap<u32>,
-    /// (connection, side) of every queue pair.
-    pub qp_conn: Vec<(u32, u8)>,
     /// The sends and receives of the `Rounds` round being posted (reused).
     round_bufs: (Vec<Xfer>, Vec<Xfer>),
     /// Ranks placed on each node (they share its memory bandwidth).
@@ -177,39 +190,37 @@ pub struct Mpi {
     /// (label, iteration, time) marks per rank.
     pub marks: Vec<Vec<(u32, u64, Time)>>,
     pub stats: MpiStats,
-    pub post_cost: Time,
+    /// CPU time of one MPI call (posting a send or a receive: matching, request handling).
     pub call_cost: Time,
+    /// Shared memory: the chunk the two copies pipeline in (`MpiParams::smp_chunk_bytes`).
+    pub smp_chunk_bytes: u64,
+    /// The channel's state.
+    pub ch: C,
     /// Why the run was aborted (the library gave up), if it was.
     pub failure: Option<String>,
     unfinished: usize,
 }
 
-impl Mpi {
-    /// One argument per part of the library instance (the fields of the same names); `host` is
-    /// the fabric node of each rank, `post_ns` the adapter's cost to post a work request.
-    #[allow(clippy::too_many_arguments)] // a parameter struct would repeat Mpi's fields
+impl<C: Channel> Mpi<C> {
+    /// The ranks of `layout` on fabric hosts `host`, playing `progs` over channel `ch`; one MPI
+    /// call costs `call_ns` of CPU.
     pub fn new(
         layout: Layout,
-        params: MpiParams,
         node: NodeParams,
-        transport: Transport,
-        mtu: u32,
         host: Vec<NodeId>,
         progs: Programs,
-        post_ns: f64,
+        (call_ns, smp_chunk_bytes): (f64, u32),
+        ch: C,
     ) -> Self {
         let n = layout.ranks() as usize;
-        let call_cost = from_ns(params.call_ns);
+        let call_cost = from_ns(call_ns);
         let mut local_ranks = vec![0u32; 2 * layout.nodes_per_cluster as usize];
         for &nd in &layout.node {
             local_ranks[nd as usize] += 1;
         }
         Mpi {
             layout,
-            params,
             node,
-            transport,
-            mtu,
             host,
             progs: Rc::new(progs),
             ranks: (0..n).map(|_| RankState::default()).collect(),
@@ -217,17 +228,13 @@ impl Mpi {
             waiting: PairMap::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
-            wires: Vec::new(),
-            free_wires: Vec::new(),
-            conns: Vec::new(),
-            conn_of: PairMap::default(),
-            qp_conn: Vec::new(),
             round_bufs: Default::default(),
             local_ranks,
             marks: vec![Vec::new(); n],
             stats: MpiStats::default(),
-            post_cost: from_ns(post_ns),
             call_cost,
+            smp_chunk_bytes: smp_chunk_bytes as u64,
+            ch,
             failure: None,
             unfinished: n,
         }
@@ -266,7 +273,7 @@ impl Mpi {
     }
 
     /// Start rank `r`'s program at `t`, or continue it after a wait.
-    pub fn advance(&mut self, cx: &mut Cx, r: u32, t: Time) {
+    pub fn advance(&mut self, cx: &mut Cx<C>, r: u32, t: Time) {
         let ri = r as usize;
         let progs = Rc::clone(&self.progs);
         let len = progs.ranks[ri].len() as u64;
@@ -343,7 +350,7 @@ impl Mpi {
 
     /// Rank `r` posts a round's receives, then its sends, from `t` (`detached`: nonblocking,
     /// waited for later by `WaitAll`).
-    fn post_all(&mut self, cx: &mut Cx, r: u32, t: Time, (sends, recvs): (&[Xfer], &[Xfer]), detached: bool) {
+    fn post_all(&mut self, cx: &mut Cx<C>, r: u32, t: Time, (sends, recvs): (&[Xfer], &[Xfer]), detached: bool) {
         for x in recvs {
             let at = self.cpu(r, t, self.call_cost);
             self.post_recv(cx, (x.peer, r), x.bytes, detached, at);
@@ -355,18 +362,12 @@ impl Mpi {
     }
 
     /// Rank `src` sends `bytes` to `dst`.
-    fn post_send(&mut self, cx: &mut Cx, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
+    fn post_send(&mut self, cx: &mut Cx<C>, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
         let pair = self.pairs.entry((src, dst)).or_default();
         let seq = pair.send;
         pair.send += 1;
         self.stats.messages += 1;
-        let proto = if self.layout.same_node(src, dst) {
-            Proto::Shm
-        } else if self.params.is_eager(bytes) {
-            Proto::Eager
-        } else {
-            self.rndv_proto()
-        };
+        let proto = if self.layout.same_node(src, dst) { Proto::Shm } else { self.ch.proto(bytes) };
         let m = self.new_msg(Msg {
             src,
             dst,
@@ -383,13 +384,12 @@ impl Mpi {
         });
         match proto {
             Proto::Shm => self.shm_send(cx, m, t),
-            Proto::Eager => self.eager_send(cx, m, t),
-            _ => self.rndv_send(cx, m, t),
+            _ => C::send(self, cx, m, t),
         }
     }
 
     /// Rank `dst` posts a receive of `bytes` from `src`.
-    fn post_recv(&mut self, cx: &mut Cx, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
+    fn post_recv(&mut self, cx: &mut Cx<C>, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
         match self.waiting.get_mut(&(src, dst)).and_then(|q| q.unexpected.pop_front()) {
             Some(m) => {
                 self.unwait((src, dst));
@@ -410,7 +410,7 @@ impl Mpi {
     }
 
     /// Message `m`'s envelope (eager data, RTS or shared-memory data) reached its receiver at `t`.
-    pub fn arrived(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    pub fn arrived(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         self.msgs[m as usize].arrived_at = Some(t);
         match self.waiting.get_mut(&(src, dst)).and_then(|q| q.posted.pop_front()) {
@@ -425,28 +425,22 @@ impl Mpi {
     }
 
     /// The receive and the message have met at `t`.
-    fn matched(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    fn matched(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         match self.msgs[m as usize].proto {
             Proto::Shm => self.shm_matched(cx, m, t),
-            Proto::Eager => {
-                // The data is already here: copy it out of the eager (or unexpected) buffer.
-                let (dst, bytes) = (self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
-                let done = self.copy(dst, t, bytes);
-                self.complete_recv(cx, m, done);
-            }
-            _ => self.rndv_matched(cx, m, t),
+            _ => C::matched(self, cx, m, t),
         }
     }
 
     /// The send side of `m` is complete at `t`.
-    pub fn complete_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    pub fn complete_send(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let (src, det) = (self.msgs[m as usize].src, self.msgs[m as usize].send_detached);
         self.request_done(cx, src, det, t);
         self.finish_side(m);
     }
 
     /// The receive side of `m` is complete at `t`: the data is in the user's buffer.
-    pub fn complete_recv(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    pub fn complete_recv(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
         let (src, dst, seq, det) = (msg.src, msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
         let pair = self.pairs.get_mut(&(src, dst)).expect("pair");
@@ -466,7 +460,7 @@ impl Mpi {
         }
     }
 
-    fn request_done(&mut self, cx: &mut Cx, r: u32, detached: bool, t: Time) {
+    fn request_done(&mut self, cx: &mut Cx<C>, r: u32, detached: bool, t: Time) {
         let st = &mut self.ranks[r as usize];
         if detached {
             st.detached -= 1;
@@ -490,31 +484,26 @@ impl Mpi {
     }
 }
 
-impl App<IbHosts> for Mpi {
-    type Event = Ev;
+impl<C: Channel> App<C::Net> for Mpi<C> {
+    type Event = Ev<C::Event>;
 
     /// Every rank starts its program at time 0.
-    fn start(&mut self, cx: &mut Cx) {
+    fn start(&mut self, cx: &mut Cx<C>) {
         for r in 0..self.ranks.len() as u32 {
             self.advance(cx, r, 0);
         }
     }
 
-    fn on_output(&mut self, c: Completion, cx: &mut Cx) {
-        // A queue pair in error ends the job: the run reports it (`stats.qp_errors`).
-        if c.status != WcStatus::Success {
-            return;
-        }
-        self.on_completion(cx, c);
+    fn on_output(&mut self, out: <C::Net as Transport>::Output, cx: &mut Cx<C>) {
+        C::on_output(self, cx, out);
     }
 
-    fn on_event(&mut self, ev: Ev, cx: &mut Cx) {
+    fn on_event(&mut self, ev: Ev<C::Event>, cx: &mut Cx<C>) {
         let now = cx.now;
         match ev {
             Ev::Resume(r) => self.advance(cx, r, now),
             Ev::Shm(m) => self.shm_arrived(cx, m, now),
-            Ev::UdRetry(c, d) => self.on_retry_timer(cx, c, d as usize, now),
-            Ev::UdAck(c, d) => self.on_ack_timer(cx, c, d as usize, now),
+            Ev::Channel(x) => C::on_event(self, cx, x, now),
         }
     }
 

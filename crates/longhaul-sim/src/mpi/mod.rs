@@ -8,10 +8,12 @@
 //! (replay), and `scenario` (plain data, validated once).
 
 pub mod apps;
+pub mod btl_tcp;
 pub mod coll_flat;
 pub mod coll_rules;
 pub mod collectives;
 pub mod engine;
+pub mod ob1_tcp;
 pub mod osu;
 pub mod params;
 pub mod placement;
@@ -40,6 +42,7 @@ use engine::Mpi;
 use params::MpiParams;
 use placement::{Layout, Placement};
 use program::{Programs, Sends};
+use protocol::{Verbs, VerbsEv};
 use scenario::{MpiResolved, MpiScenario, TraceSpec, Workload};
 
 /// One MPI run. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 messages/s).
@@ -154,8 +157,8 @@ fn job_params(r: &MpiResolved, ranks: u32) -> MpiParams {
     r.params.clone().for_job_size(ranks, r.fixed_threshold, r.fixed_credits)
 }
 
-type MpiWorld = World<IbHosts, Mpi>;
-type MpiEvent = crate::world::Ev<<IbHosts as crate::transport::Transport>::Timer, engine::Ev>;
+type MpiWorld = World<IbHosts, Mpi<Verbs>>;
+type MpiEvent = crate::world::Ev<<IbHosts as crate::transport::Transport>::Timer, engine::Ev<VerbsEv>>;
 
 /// Play `progs` (ranks placed by `layout`) over the scenario's two clusters: the world and its
 /// event queue when it stopped, why it stopped, and the eager threshold in force.
@@ -185,7 +188,9 @@ fn simulate(r: &MpiResolved, layout: &Layout, progs: Programs) -> (MpiWorld, Eve
     if ib.hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
-    let mpi = Mpi::new(layout.clone(), params, r.node.clone(), transport, r.base.mtu_bytes, host, progs, post_ns);
+    let costs = (params.call_ns, params.smp_chunk_bytes);
+    let verbs = Verbs::new(params, transport, r.base.mtu_bytes, post_ns);
+    let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
     let mut world = World::new(fabric, ib, mpi, TimerPolicy::Coalesced);
     let mut q = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);

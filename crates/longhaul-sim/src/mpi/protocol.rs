@@ -26,11 +26,113 @@
 
 use std::collections::VecDeque;
 
-use super::engine::{Cx, Mpi, Proto};
-use super::params::Rndv;
+use super::engine::{Channel, Mpi, PairMap, Proto};
+use super::params::{MpiParams, Rndv};
 use super::reliable::{LazyReliable, ACK_TAG, NO_SEQ};
+use crate::engine::time::from_ns;
 use crate::engine::Time;
-use crate::ib::{Completion, CompletionKind, Op, Transport};
+use crate::ib::{Completion, CompletionKind, IbHosts, Op, Transport, WcStatus};
+
+/// MVAPICH2's channel over InfiniBand verbs: the library's parameters, the transport its queue
+/// pairs use, and its connections and work requests.
+pub struct Verbs {
+    pub params: MpiParams,
+    pub transport: Transport,
+    pub mtu: u32,
+    pub wires: Vec<Wire>,
+    pub free_wires: Vec<u32>,
+    pub conns: Vec<Conn>,
+    pub conn_of: PairMap<u32>,
+    /// (connection, side) of every queue pair.
+    pub qp_conn: Vec<(u32, u8)>,
+    /// The adapter's cost to post a work request.
+    pub post_cost: Time,
+}
+
+impl Verbs {
+    /// The channel with `params` over `transport` queue pairs of `mtu`; `post_ns`: the
+    /// adapter's cost to post a work request.
+    pub fn new(params: MpiParams, transport: Transport, mtu: u32, post_ns: f64) -> Self {
+        Verbs {
+            params,
+            transport,
+            mtu,
+            wires: Vec::new(),
+            free_wires: Vec::new(),
+            conns: Vec::new(),
+            conn_of: PairMap::default(),
+            qp_conn: Vec::new(),
+            post_cost: from_ns(post_ns),
+        }
+    }
+
+    fn rndv_proto(&self) -> Proto {
+        match (self.transport, self.params.rndv) {
+            (Transport::Ud, _) | (_, Rndv::R3) => Proto::R3,
+            (Transport::Uc, Rndv::Rget) | (_, Rndv::Rput) => Proto::Rput,
+            (_, Rndv::Rget) => Proto::Rget,
+        }
+    }
+}
+
+/// The verbs channel's events.
+#[derive(Debug, Clone, Copy)]
+pub enum VerbsEv {
+    /// UD/UC: a direction's (connection, direction) retransmission check is due.
+    UdRetry(u32, u8),
+    /// UD/UC: a direction's receiver sends the acknowledgements it still owes.
+    UdAck(u32, u8),
+}
+
+/// What the verbs channel may do while it handles a completion or one of its events.
+pub type Cx<'a> = super::engine::Cx<'a, Verbs>;
+
+impl Channel for Verbs {
+    type Net = IbHosts;
+    type Event = VerbsEv;
+
+    fn proto(&self, bytes: u64) -> Proto {
+        if self.params.is_eager(bytes) {
+            Proto::Eager
+        } else {
+            self.rndv_proto()
+        }
+    }
+
+    fn send(mpi: &mut Mpi<Verbs>, cx: &mut Cx, m: u32, t: Time) {
+        match mpi.msgs[m as usize].proto {
+            Proto::Eager => mpi.eager_send(cx, m, t),
+            _ => mpi.rndv_send(cx, m, t),
+        }
+    }
+
+    fn matched(mpi: &mut Mpi<Verbs>, cx: &mut Cx, m: u32, t: Time) {
+        match mpi.msgs[m as usize].proto {
+            Proto::Eager => {
+                // The data is already here: copy it out of the eager (or unexpected) buffer.
+                let (dst, bytes) = (mpi.msgs[m as usize].dst, mpi.msgs[m as usize].bytes);
+                let done = mpi.copy(dst, t, bytes);
+                mpi.complete_recv(cx, m, done);
+            }
+            _ => mpi.rndv_matched(cx, m, t),
+        }
+    }
+
+    fn on_output(mpi: &mut Mpi<Verbs>, cx: &mut Cx, c: Completion) {
+        // A queue pair in error ends the job: the run reports it (`stats.qp_errors`).
+        if c.status != WcStatus::Success {
+            return;
+        }
+        mpi.on_completion(cx, c);
+    }
+
+    fn on_event(mpi: &mut Mpi<Verbs>, cx: &mut Cx, ev: VerbsEv, now: Time) {
+        match ev {
+            VerbsEv::UdRetry(c, d) => mpi.on_retry_timer(cx, c, d as usize, now),
+            VerbsEv::UdAck(c, d) => mpi.on_ack_timer(cx, c, d as usize, now),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -120,27 +222,19 @@ pub struct Conn {
     pub dirs: [Dir; 2],
 }
 
-impl Mpi {
-    pub fn rndv_proto(&self) -> Proto {
-        match (self.transport, self.params.rndv) {
-            (Transport::Ud, _) | (_, Rndv::R3) => Proto::R3,
-            (Transport::Uc, Rndv::Rget) | (_, Rndv::Rput) => Proto::Rput,
-            (_, Rndv::Rget) => Proto::Rget,
-        }
-    }
-
+impl Mpi<Verbs> {
     /// Payload bytes one eager/control frame can carry.
     fn frame_payload(&self) -> u64 {
-        match self.transport {
-            Transport::Ud => (self.mtu - self.params.header_bytes) as u64,
+        match self.ch.transport {
+            Transport::Ud => (self.ch.mtu - self.ch.params.header_bytes) as u64,
             _ => u64::MAX,
         }
     }
 
     fn initial_credits(&self) -> u32 {
-        match self.transport {
-            Transport::Rc => self.params.eager_credits,
-            _ => self.params.ud_window,
+        match self.ch.transport {
+            Transport::Rc => self.ch.params.eager_credits,
+            _ => self.ch.params.ud_window,
         }
     }
 
@@ -148,7 +242,7 @@ impl Mpi {
     fn needs_credit(&self, k: Kind) -> bool {
         match k {
             Kind::Credit | Kind::Read => false,
-            Kind::Write { .. } => self.transport != Transport::Rc,
+            Kind::Write { .. } => self.ch.transport != Transport::Rc,
             _ => true,
         }
     }
@@ -156,27 +250,27 @@ impl Mpi {
     /// The connection between `a` and `b` (created on first use) and the direction a -> b.
     fn conn(&mut self, cx: &mut Cx, a: u32, b: u32) -> (u32, usize) {
         let key = (a.min(b), a.max(b));
-        let c = match self.conn_of.get(&key) {
+        let c = match self.ch.conn_of.get(&key) {
             Some(&c) => c,
             None => {
                 let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
-                let (qa, qb) = cx.net.connect(na, nb, self.transport, self.mtu, 0, self.params.max_send_wqe);
-                if self.transport == Transport::Ud {
+                let (qa, qb) = cx.net.connect(na, nb, self.ch.transport, self.ch.mtu, 0, self.ch.params.max_send_wqe);
+                if self.ch.transport == Transport::Ud {
                     // MVAPICH2-UD keeps a deep pool of posted receives; they never run out here.
                     cx.net.post_recv(qa, u32::MAX / 2);
                     cx.net.post_recv(qb, u32::MAX / 2);
                 }
-                let c = self.conns.len() as u32;
+                let c = self.ch.conns.len() as u32;
                 let credits = self.initial_credits();
                 let dir = || Dir { credits, ..Dir::default() };
-                self.conns.push(Conn { ranks: [key.0, key.1], qps: [qa, qb], dirs: [dir(), dir()] });
+                self.ch.conns.push(Conn { ranks: [key.0, key.1], qps: [qa, qb], dirs: [dir(), dir()] });
                 let need = qb as usize + 1;
-                if self.qp_conn.len() < need {
-                    self.qp_conn.resize(need, (u32::MAX, 0));
+                if self.ch.qp_conn.len() < need {
+                    self.ch.qp_conn.resize(need, (u32::MAX, 0));
                 }
-                self.qp_conn[qa as usize] = (c, 0);
-                self.qp_conn[qb as usize] = (c, 1);
-                self.conn_of.insert(key, c);
+                self.ch.qp_conn[qa as usize] = (c, 0);
+                self.ch.qp_conn[qb as usize] = (c, 1);
+                self.ch.conn_of.insert(key, c);
                 c
             }
         };
@@ -184,14 +278,14 @@ impl Mpi {
     }
 
     fn new_wire(&mut self, w: Wire) -> u32 {
-        match self.free_wires.pop() {
+        match self.ch.free_wires.pop() {
             Some(i) => {
-                self.wires[i as usize] = w;
+                self.ch.wires[i as usize] = w;
                 i
             }
             None => {
-                self.wires.push(w);
-                (self.wires.len() - 1) as u32
+                self.ch.wires.push(w);
+                (self.ch.wires.len() - 1) as u32
             }
         }
     }
@@ -201,11 +295,11 @@ impl Mpi {
     pub(super) fn release_wire(&mut self, w: u32) {
         let mut w = w;
         while w != NO_WIRE {
-            let wire = &mut self.wires[w as usize];
+            let wire = &mut self.ch.wires[w as usize];
             let next = wire.next;
             wire.uses -= 1;
             if wire.uses == 0 {
-                self.free_wires.push(w);
+                self.ch.free_wires.push(w);
             }
             w = next;
         }
@@ -215,12 +309,12 @@ impl Mpi {
     pub(super) fn send_wire(&mut self, cx: &mut Cx, (from, to): (u32, u32), kind: Kind, m: u32, bytes: u32, t: Time) {
         let op = kind.op();
         let (c, d) = self.conn(cx, from, to);
-        let rc = self.transport == Transport::Rc;
+        let rc = self.ch.transport == Transport::Rc;
         // Completions that will release it: the send and the arrival; a read completes at the
         // requester only, and the receiver of a UD/UC acknowledgement reads only its header.
         let uses = if kind == Kind::Read || (!rc && kind == Kind::Credit) { 1 } else { 2 };
         let w = self.new_wire(Wire { kind, msg: m, credits: 0, uses, next: NO_WIRE, ring: false, seq: NO_SEQ });
-        let ready = self.cpu(from, t, self.post_cost);
+        let ready = self.cpu(from, t, self.ch.post_cost);
         let needs = self.needs_credit(kind);
         if rc && kind == Kind::Fin {
             // MVAPICH2 sends the rendezvous finish in a buffer of its own on the send/receive
@@ -230,14 +324,14 @@ impl Mpi {
             return self.post_now(cx, c, d, w, bytes, ready);
         }
         let coalescing = self.coalescing(c, d);
-        let dir = &mut self.conns[c as usize].dirs[d];
+        let dir = &mut self.ch.conns[c as usize].dirs[d];
         if needs && dir.credits > 0 && dir.backlog.is_empty() && dir.held.is_none() && !coalescing {
             // A free eager buffer at the receiver (RC: the RDMA fast path's ring), nothing held
             // that it would overtake, and not in a burst: MVAPICH2 leaves the fast path once
             // coalescing applies, since only send/receive messages can be packed
             // (MPIDI_CH3I_MRAILI_Fast_rdma_ok refuses when MRAILI_Coalesce_ok holds).
             dir.credits -= 1;
-            self.wires[w as usize].ring = true;
+            self.ch.wires[w as usize].ring = true;
             return self.post_slot(cx, c, d, w, bytes, ready);
         }
         if needs {
@@ -258,12 +352,12 @@ impl Mpi {
 
     /// Pack wire `w` into the held buffer of direction `d` if there is one with room.
     fn try_append(&mut self, c: u32, d: usize, w: u32, bytes: u32, ready: Time) -> bool {
-        let Some(h) = self.conns[c as usize].dirs[d].held else { return false };
-        if h.bytes + bytes > self.params.vbuf_bytes {
+        let Some(h) = self.ch.conns[c as usize].dirs[d].held else { return false };
+        if h.bytes + bytes > self.ch.params.vbuf_bytes {
             return false;
         }
-        self.wires[h.tail as usize].next = w;
-        self.conns[c as usize].dirs[d].held =
+        self.ch.wires[h.tail as usize].next = w;
+        self.ch.conns[c as usize].dirs[d].held =
             Some(Held { tail: w, bytes: h.bytes + bytes, ready: h.ready.max(ready), ..h });
         true
     }
@@ -271,21 +365,21 @@ impl Mpi {
     /// Coalescing applies to direction `d` of `c`: RC, switched on, and at least
     /// `coalesce_after` sends outstanding (MVAPICH2's MRAILI_Coalesce_ok with an SRQ).
     fn coalescing(&self, c: u32, d: usize) -> bool {
-        let after = self.params.coalesce_after;
-        after > 0 && self.transport == Transport::Rc && self.conns[c as usize].dirs[d].sends_out >= after
+        let after = self.ch.params.coalesce_after;
+        after > 0 && self.ch.transport == Transport::Rc && self.ch.conns[c as usize].dirs[d].sends_out >= after
     }
 
     /// Post wire `w` (with what is chained to it) as one work request, or hold it to coalesce.
     fn post_wire(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
-        if self.wires[w as usize].kind.op() == Op::Send
-            && self.params.coalesce_after > 0
-            && self.transport == Transport::Rc
+        if self.ch.wires[w as usize].kind.op() == Op::Send
+            && self.ch.params.coalesce_after > 0
+            && self.ch.transport == Transport::Rc
         {
-            if self.conns[c as usize].dirs[d].held.is_some() {
+            if self.ch.conns[c as usize].dirs[d].held.is_some() {
                 self.flush_held(cx, c, d); // did not fit: it goes first
             }
             if self.coalescing(c, d) {
-                self.conns[c as usize].dirs[d].held = Some(Held { head: w, tail: w, bytes, ready });
+                self.ch.conns[c as usize].dirs[d].held = Some(Held { head: w, tail: w, bytes, ready });
                 return;
             }
         }
@@ -293,14 +387,14 @@ impl Mpi {
     }
 
     fn flush_held(&mut self, cx: &mut Cx, c: u32, d: usize) {
-        if let Some(h) = self.conns[c as usize].dirs[d].held.take() {
+        if let Some(h) = self.ch.conns[c as usize].dirs[d].held.take() {
             self.post_now(cx, c, d, h.head, h.bytes, h.ready);
         }
     }
 
     /// Post a wire that holds a receiver buffer (RC) or a window slot (UD/UC).
     fn post_slot(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
-        if self.transport == Transport::Rc {
+        if self.ch.transport == Transport::Rc {
             self.post_now(cx, c, d, w, bytes, ready);
         } else {
             self.post_sequenced(cx, c, d, w, bytes, ready);
@@ -309,9 +403,9 @@ impl Mpi {
 
     /// Hand wire `w` (`bytes` on the wire, with what is chained to it) to the adapter at `ready`.
     pub(super) fn post_now(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
-        let op = self.wires[w as usize].kind.op();
-        let rc = self.transport == Transport::Rc;
-        let conn = &mut self.conns[c as usize];
+        let op = self.ch.wires[w as usize].kind.op();
+        let rc = self.ch.transport == Transport::Rc;
+        let conn = &mut self.ch.conns[c as usize];
         if op == Op::Send {
             conn.dirs[d].sends_out += 1;
         }
@@ -321,7 +415,7 @@ impl Mpi {
             // and its own sequence number (an explicit acknowledgement: the acknowledged number).
             let back = &mut conn.dirs[1 - d].rel;
             back.ack_pending = 0;
-            let wire = &mut self.wires[w as usize];
+            let wire = &mut self.ch.wires[w as usize];
             wire.credits = back.expect;
             tag = if wire.seq == NO_SEQ { ACK_TAG | back.expect } else { wire.seq };
         } else if op == Op::Send {
@@ -329,7 +423,7 @@ impl Mpi {
             // header: an RDMA write or read moves user data only and its peer sees no message,
             // so credits put on it would be lost.
             let back = &mut conn.dirs[1 - d];
-            self.wires[w as usize].credits = std::mem::take(&mut back.owed);
+            self.ch.wires[w as usize].credits = std::mem::take(&mut back.owed);
         }
         let qp = conn.qps[d];
         if rc && op != Op::Read {
@@ -346,22 +440,22 @@ impl Mpi {
         if n == 0 {
             return;
         }
-        self.conns[c as usize].dirs[d].credits += n;
+        self.ch.conns[c as usize].dirs[d].credits += n;
         loop {
-            let dir = &mut self.conns[c as usize].dirs[d];
+            let dir = &mut self.ch.conns[c as usize].dirs[d];
             let Some(&(w, bytes)) = dir.backlog.front() else { break };
-            let needs = self.needs_credit(self.wires[w as usize].kind);
-            let dir = &mut self.conns[c as usize].dirs[d];
+            let needs = self.needs_credit(self.ch.wires[w as usize].kind);
+            let dir = &mut self.ch.conns[c as usize].dirs[d];
             if needs && dir.credits == 0 {
                 break;
             }
             dir.backlog.pop_front();
             if needs {
                 dir.credits -= 1;
-                self.wires[w as usize].ring = true;
+                self.ch.wires[w as usize].ring = true;
             }
-            let from = self.conns[c as usize].ranks[d];
-            let ready = self.cpu(from, t, self.post_cost);
+            let from = self.ch.conns[c as usize].ranks[d];
+            let ready = self.cpu(from, t, self.ch.post_cost);
             if needs {
                 self.post_slot(cx, c, d, w, bytes, ready);
             } else {
@@ -373,14 +467,14 @@ impl Mpi {
     /// RC: the receiver of direction `d` freed a buffer at `t`; return credits when enough are
     /// owed.
     fn free_buffer(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
-        let after = self.params.credit_update_after;
-        let dir = &mut self.conns[c as usize].dirs[d];
+        let after = self.ch.params.credit_update_after;
+        let dir = &mut self.ch.conns[c as usize].dirs[d];
         dir.owed += 1;
         if dir.owed >= after {
             self.stats.credit_updates += 1;
-            let [a, b] = self.conns[c as usize].ranks;
+            let [a, b] = self.ch.conns[c as usize].ranks;
             let (from, to) = if d == 0 { (b, a) } else { (a, b) };
-            let hdr = self.params.header_bytes;
+            let hdr = self.ch.params.header_bytes;
             self.send_wire(cx, (from, to), Kind::Credit, u32::MAX, hdr, t);
         }
     }
@@ -397,7 +491,7 @@ impl Mpi {
     /// Send `bytes` of message `m` as eager-buffer frames (one unless UD fragments it).
     fn send_frames(&mut self, cx: &mut Cx, route: (u32, u32), m: u32, bytes: u64, t: Time, kind: fn(bool) -> Kind) {
         let per = self.frame_payload();
-        let hdr = self.params.header_bytes as u64;
+        let hdr = self.ch.params.header_bytes as u64;
         let mut left = bytes;
         loop {
             let n = left.min(per);
@@ -412,7 +506,7 @@ impl Mpi {
     pub fn rndv_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
         self.stats.rendezvous += 1;
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
-        let hdr = self.params.header_bytes;
+        let hdr = self.ch.params.header_bytes;
         self.send_wire(cx, (src, dst), Kind::Rts, m, hdr, t);
     }
 
@@ -420,7 +514,7 @@ impl Mpi {
     pub fn rndv_matched(&mut self, cx: &mut Cx, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
         let (src, dst, bytes, proto) = (msg.src, msg.dst, msg.bytes, msg.proto);
-        let hdr = self.params.header_bytes;
+        let hdr = self.ch.params.header_bytes;
         match proto {
             Proto::Rget => {
                 let chunks = self.rdma_chunks(bytes);
@@ -436,23 +530,23 @@ impl Mpi {
     /// The lengths of the RDMA operations that move `bytes` (at least one), computed as they are
     /// posted rather than collected (a rendezvous would allocate for them).
     fn rdma_chunks(&self, bytes: u64) -> impl ExactSizeIterator<Item = u32> {
-        let max = self.params.max_rdma_bytes as u64;
+        let max = self.ch.params.max_rdma_bytes as u64;
         let n = bytes.div_ceil(max).max(1) as usize;
         (0..n).map(move |i| (bytes.min((i as u64 + 1) * max) - i as u64 * max) as u32)
     }
 
     /// A verbs completion for one of the MPI queue pairs.
     pub fn on_completion(&mut self, cx: &mut Cx, c: Completion) {
-        let (conn, side) = self.qp_conn[c.qp as usize];
+        let (conn, side) = self.ch.qp_conn[c.qp as usize];
         let side = side as usize;
         match c.kind {
             CompletionKind::Recv => {
                 // Arrived on side's QP: it travelled in the other side's direction.
                 let d = 1 - side;
-                if self.transport != Transport::Rc {
+                if self.ch.transport != Transport::Rc {
                     return self.on_frame(cx, conn, d, c.id as u32, c.at);
                 }
-                let inbox = &mut self.conns[conn as usize].dirs[d].inbox;
+                let inbox = &mut self.ch.conns[conn as usize].dirs[d].inbox;
                 let head = inbox.pop_front().expect("a posted wire for every arrival");
                 if inbox.is_empty() {
                     // An idle connection keeps no buffer (an alltoall leaves ranks^2 / 2 of them).
@@ -461,14 +555,14 @@ impl Mpi {
                 let mut w = head;
                 while w != NO_WIRE {
                     self.on_arrival(cx, conn, d, w, c.at);
-                    w = self.wires[w as usize].next;
+                    w = self.ch.wires[w as usize].next;
                 }
                 self.release_wire(head);
             }
             CompletionKind::Send => {
                 let w = c.id as u32;
-                let wire = self.wires[w as usize];
-                let rc = self.transport == Transport::Rc;
+                let wire = self.ch.wires[w as usize];
+                let rc = self.ch.transport == Transport::Rc;
                 if wire.seq != NO_SEQ {
                     self.frame_sent(conn, side, w);
                 }
@@ -484,9 +578,9 @@ impl Mpi {
                     // threshold (MRAILI_Process_send flushes when outstanding_eager_vbufs <
                     // rdma_coalesce_threshold), not at every completion.
                     let d = side;
-                    self.conns[conn as usize].dirs[d].sends_out -= 1;
+                    self.ch.conns[conn as usize].dirs[d].sends_out -= 1;
                     let drained = !self.coalescing(conn, d);
-                    if let Some(h) = self.conns[conn as usize].dirs[d].held.as_mut().filter(|_| drained) {
+                    if let Some(h) = self.ch.conns[conn as usize].dirs[d].held.as_mut().filter(|_| drained) {
                         h.ready = h.ready.max(c.at);
                         self.flush_held(cx, conn, d);
                     }
@@ -502,7 +596,7 @@ impl Mpi {
             return;
         }
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
-        let hdr = self.params.header_bytes;
+        let hdr = self.ch.params.header_bytes;
         let done = self.cpu(dst, t, self.call_cost);
         self.send_wire(cx, (dst, src), Kind::Fin, m, hdr, done);
         self.complete_recv(cx, m, done);
@@ -511,10 +605,10 @@ impl Mpi {
     /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at` (UD/UC: in
     /// sequence, its acknowledgement already counted).
     pub(super) fn on_arrival(&mut self, cx: &mut Cx, conn: u32, d: usize, w: u32, at: Time) {
-        let wire = self.wires[w as usize];
-        let me = self.conns[conn as usize].ranks[1 - d];
+        let wire = self.ch.wires[w as usize];
+        let me = self.ch.conns[conn as usize].ranks[1 - d];
         let t = self.cpu(me, at, 0);
-        let rc = self.transport == Transport::Rc;
+        let rc = self.ch.transport == Transport::Rc;
         if rc {
             self.add_credits(cx, conn, 1 - d, wire.credits, t);
         }
@@ -541,7 +635,7 @@ impl Mpi {
             }
             Kind::R3 { last } => {
                 let bytes =
-                    (self.params.r3_chunk_bytes as u64).min(self.frame_payload()).min(self.msgs[m as usize].bytes);
+                    (self.ch.params.r3_chunk_bytes as u64).min(self.frame_payload()).min(self.msgs[m as usize].bytes);
                 let t = self.copy(me, t, bytes);
                 if last {
                     self.complete_recv(cx, m, t);
@@ -564,8 +658,8 @@ impl Mpi {
         let t = self.cpu(src, t, self.call_cost);
         match proto {
             Proto::R3 => {
-                let chunk = (self.params.r3_chunk_bytes as u64).min(self.frame_payload());
-                let hdr = self.params.header_bytes as u64;
+                let chunk = (self.ch.params.r3_chunk_bytes as u64).min(self.frame_payload());
+                let hdr = self.ch.params.header_bytes as u64;
                 let mut left = bytes;
                 let mut at = t;
                 // At least one chunk, so that an empty message still tells the receiver it is done.
@@ -586,7 +680,7 @@ impl Mpi {
                 for (i, len) in chunks.enumerate() {
                     self.send_wire(cx, (src, dst), Kind::Write { last: i + 1 == n }, m, len, t);
                 }
-                let hdr = self.params.header_bytes;
+                let hdr = self.ch.params.header_bytes;
                 self.send_wire(cx, (src, dst), Kind::Fin, m, hdr, t);
             }
         }

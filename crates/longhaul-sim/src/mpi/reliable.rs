@@ -25,8 +25,8 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::engine::{Cx, Ev, Mpi};
-use super::protocol::Kind;
+use super::engine::{Ev, Mpi};
+use super::protocol::{Cx, Kind, Verbs, VerbsEv};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
 
@@ -94,20 +94,20 @@ impl std::ops::DerefMut for LazyReliable {
     }
 }
 
-impl Mpi {
+impl Mpi<Verbs> {
     fn retry_after(&self, retries: u32) -> Time {
         let factor = if retries > 1 { retries.ilog2() } else { 1 } as f64;
-        from_ns((self.params.ud_retry_timeout_us * factor).min(self.params.ud_max_retry_timeout_us) * 1e3)
+        from_ns((self.ch.params.ud_retry_timeout_us * factor).min(self.ch.params.ud_max_retry_timeout_us) * 1e3)
     }
 
     /// Post wire `w` in direction `d` of connection `c` with the next sequence number (it holds
     /// a window slot until acknowledged).
     pub(super) fn post_sequenced(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         let seq = rel.next_seq;
         rel.next_seq += 1;
         rel.unacked.push_back(Unacked { seq, wire: w, bytes, sent_at: ready, retries: 0, sending: 1 });
-        let wire = &mut self.wires[w as usize];
+        let wire = &mut self.ch.wires[w as usize];
         wire.seq = seq;
         wire.uses += 1; // the unacked list's hold, released by the acknowledgement
         let due = ready + self.retry_after(0);
@@ -116,15 +116,15 @@ impl Mpi {
     }
 
     fn arm_retry(&mut self, cx: &mut Cx, c: u32, d: usize, at: Time) {
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         if rel.timer_at.is_none_or(|t| at < t) {
             rel.timer_at = Some(at);
-            cx.schedule_after_batch(at, Ev::UdRetry(c, d as u8));
+            cx.schedule_after_batch(at, Ev::Channel(VerbsEv::UdRetry(c, d as u8)));
         }
     }
 
     fn unacked_mut(&mut self, c: u32, d: usize, seq: u32) -> Option<&mut Unacked> {
-        let q = &mut self.conns[c as usize].dirs[d].rel.unacked;
+        let q = &mut self.ch.conns[c as usize].dirs[d].rel.unacked;
         let first = q.front()?.seq;
         seq.checked_sub(first).and_then(|i| q.get_mut(i as usize))
     }
@@ -137,7 +137,7 @@ impl Mpi {
 
     /// A copy of sequenced wire `w` left the adapter of direction `d`.
     pub(super) fn frame_sent(&mut self, c: u32, d: usize, w: u32) {
-        let seq = self.wires[w as usize].seq;
+        let seq = self.ch.wires[w as usize].seq;
         if let Some(u) = self.unacked_mut(c, d, seq).filter(|u| u.wire == w) {
             u.sending -= 1;
         }
@@ -145,27 +145,27 @@ impl Mpi {
 
     /// A frame with header tag `tag` arrived in direction `d` of connection `c` at `at`.
     pub(super) fn on_frame(&mut self, cx: &mut Cx, c: u32, d: usize, tag: u32, at: Time) {
-        let me = self.conns[c as usize].ranks[1 - d];
+        let me = self.ch.conns[c as usize].ranks[1 - d];
         if tag & ACK_TAG != 0 {
             let t = self.cpu(me, at, 0);
             return self.acked(cx, c, 1 - d, tag & !ACK_TAG, t);
         }
         let seq = tag;
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         if seq < rel.expect || rel.early.contains(&seq) {
             // A copy of a frame already here: the acknowledgement was lost or is still on its way.
             self.stats.duplicate_frames += 1;
             return self.owe_ack(cx, c, d, at);
         }
-        if seq - rel.expect >= self.params.ud_recv_window {
+        if seq - rel.expect >= self.ch.params.ud_recv_window {
             return; // too far ahead to keep: it will come again
         }
         // The acknowledgement it carries counts at once, in whatever order frames arrive.
         let w = self.seq_wire(c, d, seq);
-        let ack = self.wires[w as usize].credits;
+        let ack = self.ch.wires[w as usize].credits;
         let t = self.cpu(me, at, 0);
         self.acked(cx, c, 1 - d, ack, t);
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         if seq != rel.expect {
             rel.early.insert(seq);
             return;
@@ -173,20 +173,20 @@ impl Mpi {
         let mut seq = seq;
         loop {
             let w = self.seq_wire(c, d, seq);
-            let kind = self.wires[w as usize].kind;
-            self.conns[c as usize].dirs[d].rel.expect = seq + 1;
+            let kind = self.ch.wires[w as usize].kind;
+            self.ch.conns[c as usize].dirs[d].rel.expect = seq + 1;
             self.on_arrival(cx, c, d, w, at);
             self.release_wire(w);
-            let rel = &mut self.conns[c as usize].dirs[d].rel;
+            let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
             rel.ack_pending += 1;
             let t = self.ranks[me as usize].cpu_free;
-            if rel.ack_pending >= self.params.ud_ack_every || kind == Kind::Fin {
+            if rel.ack_pending >= self.ch.params.ud_ack_every || kind == Kind::Fin {
                 self.send_ack(cx, c, d, t);
             } else {
                 self.owe_ack(cx, c, d, t);
             }
             seq += 1;
-            if !self.conns[c as usize].dirs[d].rel.early.remove(&seq) {
+            if !self.ch.conns[c as usize].dirs[d].rel.early.remove(&seq) {
                 break;
             }
         }
@@ -195,26 +195,26 @@ impl Mpi {
     /// The receiver of direction `d` owes an acknowledgement: send it at the progress timeout
     /// unless a frame going back carries it first.
     fn owe_ack(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         rel.ack_pending = rel.ack_pending.max(1);
         if !rel.ack_timer {
             rel.ack_timer = true;
-            let at = t + from_ns(self.params.ud_progress_timeout_us * 1e3);
-            cx.schedule_after_batch(at, Ev::UdAck(c, d as u8));
+            let at = t + from_ns(self.ch.params.ud_progress_timeout_us * 1e3);
+            cx.schedule_after_batch(at, Ev::Channel(VerbsEv::UdAck(c, d as u8)));
         }
     }
 
     /// Explicit acknowledgement of direction `d`, from its receiver.
     fn send_ack(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
         self.stats.credit_updates += 1;
-        let [a, b] = self.conns[c as usize].ranks;
+        let [a, b] = self.ch.conns[c as usize].ranks;
         let (from, to) = if d == 0 { (b, a) } else { (a, b) };
-        let hdr = self.params.header_bytes;
+        let hdr = self.ch.params.header_bytes;
         self.send_wire(cx, (from, to), Kind::Credit, u32::MAX, hdr, t);
     }
 
     pub fn on_ack_timer(&mut self, cx: &mut Cx, c: u32, d: usize, now: Time) {
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         rel.ack_timer = false;
         if rel.ack_pending > 0 {
             self.send_ack(cx, c, d, now);
@@ -224,14 +224,14 @@ impl Mpi {
     /// Everything direction `d` sent before `ack` has arrived (seen by its sender at `t`).
     fn acked(&mut self, cx: &mut Cx, c: u32, d: usize, ack: u32, t: Time) {
         let mut freed = 0;
-        while let Some(u) = self.conns[c as usize].dirs[d].rel.unacked.front() {
+        while let Some(u) = self.ch.conns[c as usize].dirs[d].rel.unacked.front() {
             if u.seq >= ack {
                 break;
             }
             let w = u.wire;
-            self.conns[c as usize].dirs[d].rel.unacked.pop_front();
+            self.ch.conns[c as usize].dirs[d].rel.unacked.pop_front();
             freed += 1;
-            let wire = self.wires[w as usize];
+            let wire = self.ch.wires[w as usize];
             if wire.kind == (Kind::Write { last: true }) {
                 // RPUT over UC: the send buffer is free once the receiver has all of it.
                 self.complete_send(cx, wire.msg, t);
@@ -243,17 +243,17 @@ impl Mpi {
 
     /// Direction `d`'s retransmission check is due at `now`: resend what timed out.
     pub fn on_retry_timer(&mut self, cx: &mut Cx, c: u32, d: usize, now: Time) {
-        let rel = &mut self.conns[c as usize].dirs[d].rel;
+        let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         if rel.timer_at != Some(now) {
             return; // superseded by an earlier check
         }
         rel.timer_at = None;
-        let recheck = from_ns(self.params.ud_progress_timeout_us * 1e3);
-        let from = self.conns[c as usize].ranks[d];
+        let recheck = from_ns(self.ch.params.ud_progress_timeout_us * 1e3);
+        let from = self.ch.conns[c as usize].ranks[d];
         let mut next: Option<Time> = None;
-        for i in 0..self.conns[c as usize].dirs[d].rel.unacked.len() {
+        for i in 0..self.ch.conns[c as usize].dirs[d].rel.unacked.len() {
             let (sent_at, retries, sending) = {
-                let u = &self.conns[c as usize].dirs[d].rel.unacked[i];
+                let u = &self.ch.conns[c as usize].dirs[d].rel.unacked[i];
                 (u.sent_at, u.retries, u.sending)
             };
             let due = sent_at + self.retry_after(retries);
@@ -262,20 +262,20 @@ impl Mpi {
             } else if sending > 0 {
                 now + recheck // a copy is still queued in the adapter: look again later
             } else {
-                if retries >= self.params.ud_max_retries {
+                if retries >= self.ch.params.ud_max_retries {
                     self.failure = Some(format!(
                         "ud reliability error: a frame was resent {} times without an acknowledgement (ud_max_retries)",
-                        self.params.ud_max_retries
+                        self.ch.params.ud_max_retries
                     ));
                     return;
                 }
-                let ready = self.cpu(from, now, self.post_cost);
-                let u = &mut self.conns[c as usize].dirs[d].rel.unacked[i];
+                let ready = self.cpu(from, now, self.ch.post_cost);
+                let u = &mut self.ch.conns[c as usize].dirs[d].rel.unacked[i];
                 u.retries += 1;
                 u.sent_at = ready;
                 u.sending += 1;
                 let (w, bytes) = (u.wire, u.bytes);
-                self.wires[w as usize].uses += 1; // one more send completion to come
+                self.ch.wires[w as usize].uses += 1; // one more send completion to come
                 self.stats.resent_frames += 1;
                 self.post_now(cx, c, d, w, bytes, ready);
                 ready + self.retry_after(retries + 1)

@@ -14,115 +14,29 @@
 //! Traffic inside a cluster goes host -> the cluster's box -> host on the path's host links
 //! (the emulator's veth + bridge), never over the WAN.
 
-pub mod btl;
 pub mod coll;
-pub mod ranks;
 pub mod scenario;
 
 use crate::engine::time::{to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
 use crate::mpi::coll_rules::CollRules;
 use crate::mpi::collectives::{Algo, AlgoChoice, AutoRule};
+use crate::mpi::engine::Mpi;
+use crate::mpi::ob1_tcp::Ob1Tcp;
 use crate::mpi::osu;
+use crate::mpi::params::{MpiParams, NodeParams};
 use crate::mpi::placement::{Layout, Placement};
 use crate::mpi::MpiRecord;
 use crate::net::Fabric;
 use crate::scenario::ScenarioError;
-use crate::tcp::hosts::{TcpHosts, TcpOutput};
+use crate::tcp::hosts::TcpHosts;
 use crate::tcp::path;
-use crate::tcp::stream;
 use crate::tcp::TcpPacket;
-use crate::world::{App, TimerPolicy, World};
-use btl::{Frame, FrameKind};
-use ranks::Ranks;
+use crate::world::{TimerPolicy, World};
 use scenario::{MpiTcpResolved, MpiTcpScenario};
 
 /// Simulated time after which a run is abandoned.
 const SIM_TIME_LIMIT: Time = 3600 * S;
-
-#[derive(Debug, Clone, Copy)]
-enum Ev {
-    /// In-order bytes of a direction reached its receiving application.
-    Ready(u32, u64),
-    /// A rank writes a frame to a direction.
-    Write(u32, Frame),
-    Resume(u32),
-}
-
-type Cx<'a> = crate::world::Cx<'a, TcpHosts, Ev>;
-
-const KINDS: [FrameKind; 4] = [FrameKind::Eager, FrameKind::Rts, FrameKind::Ack, FrameKind::Rest];
-
-/// A protocol frame as the stream carries it: its kind in the tag's top bits, its message below.
-fn to_stream(f: Frame) -> stream::Frame {
-    let kind = KINDS.iter().position(|&k| k == f.kind).expect("a kind") as u64;
-    stream::Frame { tag: kind << 62 | f.msg, bytes: f.bytes }
-}
-
-fn from_stream(f: stream::Frame) -> Frame {
-    Frame { kind: KINDS[(f.tag >> 62) as usize], msg: f.tag & ((1 << 62) - 1), bytes: f.bytes }
-}
-
-struct MpiTcp {
-    ranks: Ranks,
-    /// The direction carrying rank a's frames to rank b.
-    dir: Vec<Vec<u32>>,
-    /// (sending rank, receiving rank) of each direction.
-    ends: Vec<(u32, u32)>,
-    frames: Vec<stream::Frame>,
-}
-
-impl MpiTcp {
-    /// Schedule what the ranks asked for while handling an event.
-    fn flush(&mut self, cx: &mut Cx) {
-        for (t, a, b, f) in self.ranks.writes.drain(..) {
-            cx.schedule(t, Ev::Write(self.dir[a as usize][b as usize], f));
-        }
-        for (t, r) in self.ranks.resumes.drain(..) {
-            cx.schedule(t, Ev::Resume(r));
-        }
-    }
-}
-
-impl App<TcpHosts> for MpiTcp {
-    type Event = Ev;
-
-    fn start(&mut self, cx: &mut Cx) {
-        for rank in 0..self.ranks.size() {
-            self.ranks.advance(rank, 0);
-        }
-        self.flush(cx);
-    }
-
-    fn on_output(&mut self, out: TcpOutput, cx: &mut Cx) {
-        if let TcpOutput::Ready { dir, delivered, at } = out {
-            cx.schedule(at, Ev::Ready(dir, delivered));
-        }
-    }
-
-    fn on_event(&mut self, ev: Ev, cx: &mut Cx) {
-        let now = cx.now;
-        match ev {
-            Ev::Ready(d, bytes) => {
-                cx.net.take_frames(d, bytes, &mut self.frames);
-                let frames: Vec<Frame> = self.frames.drain(..).map(from_stream).collect();
-                let (a, b) = self.ends[d as usize];
-                self.ranks.on_frames(b, a, &frames, now);
-            }
-            Ev::Write(d, f) => {
-                cx.net.write(now, d, to_stream(f));
-                let src = cx.net.dirs[d as usize].src;
-                cx.kick(src);
-            }
-            Ev::Resume(r) => self.ranks.advance(r, now),
-        }
-        self.flush(cx);
-    }
-
-    fn done(&self) -> bool {
-        self.ranks.finished()
-    }
-}
 
 /// Validate a JSON MPI-over-TCP scenario and run it.
 pub fn run_mpi_tcp_json(text: &str) -> Result<MpiRecord, ScenarioError> {
@@ -154,36 +68,32 @@ pub fn run_mpi_tcp(r: &MpiTcpResolved) -> MpiRecord {
     let mut fabric: Fabric<TcpPacket> = Fabric::new(t.seed);
     let p = path::build(t, &mut fabric, per_cluster);
     let mut net = TcpHosts::new(fabric.nodes.len(), t.framing(), &t.stack, r.btl.per_msg_ns);
-    let host: Vec<_> = p.hosts_a.iter().chain(&p.hosts_b).copied().collect();
-    let ranks = Ranks::new(progs, r.btl.clone());
-    let n = ranks.size() as usize;
-    let mut dir = vec![vec![u32::MAX; n]; n];
-    let mut ends = Vec::new();
-    for a in 0..n {
-        for b in a + 1..n {
-            let (ab, ba) = net.connect(host[a], host[b], &t.params, t.cc, true, false);
-            dir[a][b] = ab;
-            dir[b][a] = ba;
-            ends.extend([(a as u32, b as u32), (b as u32, a as u32)]);
-        }
-    }
-    let app = MpiTcp { ranks, dir, ends, frames: Vec::new() };
+    let nodes = per_cluster as u32;
+    let layout = Layout::new(nodes, 1, 2 * nodes, &Placement::Block).expect("a rank per host");
+    let host: Vec<_> = layout
+        .node
+        .iter()
+        .map(|&n| if n < nodes { p.hosts_a[n as usize] } else { p.hosts_b[(n - nodes) as usize] })
+        .collect();
+    let ch = Ob1Tcp::connect(&mut net, &host, &layout, &t.params, t.cc, r.btl.clone());
+    let costs = (0.0, MpiParams::default().smp_chunk_bytes);
+    let app = Mpi::new(layout, NodeParams::s1_node(), host, progs, costs, ch);
     let mut world = World::new(fabric, net, app, TimerPolicy::Direct);
     let mut q = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     record(r, &world, &q, stop)
 }
 
-fn record<Q: Copy>(r: &MpiTcpResolved, w: &World<TcpHosts, MpiTcp>, q: &EventQueue<Q>, stop: Stop) -> MpiRecord {
+fn record<Q: Copy>(r: &MpiTcpResolved, w: &World<TcpHosts, Mpi<Ob1Tcp>>, q: &EventQueue<Q>, stop: Stop) -> MpiRecord {
     let t = &r.tcp;
-    let (lat, lat_min, lat_max, bw, rate) = osu::measure(&r.osu, &w.app.ranks.marks);
+    let (lat, lat_min, lat_max, bw, rate) = osu::measure(&r.osu, &w.app.marks);
     let status = if stop == Stop::Finished {
         "ok".to_string()
     } else {
         format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
     };
     let one_way = t.one_way_delay_us();
-    let s = &w.app.ranks.stats;
+    let s = &w.app.stats;
     MpiRecord {
         testbed: format!("tcp {} Gb/s", t.wan_gbps),
         hca: "none (tcp)".into(),
@@ -195,7 +105,7 @@ fn record<Q: Copy>(r: &MpiTcpResolved, w: &World<TcpHosts, MpiTcp>, q: &EventQue
         class: None,
         algo: r.bcast.as_ref().map_or("p2p".into(), |(_, a)| a.clone()),
         size_bytes: Some(r.osu.size_bytes),
-        ranks: w.app.ranks.size(),
+        ranks: w.app.ranks.len() as u32,
         nodes: r.coll.ranks_per_cluster,
         ppn: 1,
         crosses_wan: true, // one rank (or ranks_per_cluster) on each side of the TCP path

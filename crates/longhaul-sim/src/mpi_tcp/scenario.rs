@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::btl::{BtlParams, BTL_HDR_BYTES, FRAG_HDR_BYTES, RNDV_HDR_BYTES};
 use super::coll;
+use crate::mpi::btl_tcp::{BtlParams, BTL_HDR_BYTES, FRAG_HDR_BYTES, RNDV_HDR_BYTES};
 use crate::mpi::osu::OsuBench;
 use crate::mpi::program::Programs;
 use crate::mpi::scenario::OsuSpec;
