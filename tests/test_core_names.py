@@ -8,7 +8,7 @@ import pytest
 
 from longhaul import _core
 from longhaul.errors import UserError
-from longhaul.sim import core, iser, mpi, mpi_tcp, nfs, tcp, verbs
+from longhaul.sim import core, iser, mpi, nfs, tcp, verbs
 
 V = dict(transport="rc", op="write", test="bw", size_bytes=8)
 OSU = {"bench": "bw", "size_bytes": 8}
@@ -47,8 +47,7 @@ CASES = {
     "mpi.node": lambda n: mpi.validate(mpi.scenario(osu=OSU, node=n)),
     "mpi.placement": lambda n: mpi.validate(mpi.scenario(osu=OSU, placement=n)),
     "mpi.fabric": lambda n: mpi.validate(mpi.scenario(osu=OSU, fabric=n)),
-    "mpi_tcp.osu.bench": lambda n: mpi_tcp.validate(mpi_tcp.scenario(osu={"bench": n, "size_bytes": 8})),
-    "mpi_tcp.stack": lambda n: mpi_tcp.validate(mpi_tcp.scenario(osu=OSU, stack=n)),
+    "mpi.stack": lambda n: mpi.validate(mpi.scenario(osu=OSU, transport="tcp", stack=n)),
 }
 
 
@@ -84,5 +83,5 @@ def test_the_core_accepts_each_name_it_lists_and_refuses_others(key):
     assert _unknown(said, unlisted), f"{key}: the unlisted '{unlisted}' was not refused as unknown ({said})"
 
 
-def test_mpi_over_tcp_runs_some_of_the_osu_benchmarks():
-    assert set(mpi_tcp.BENCHES) < set(mpi.BENCHES)
+def test_mpi_over_tcp_is_one_of_the_mpi_transports():
+    assert "tcp" in mpi.TRANSPORTS and {"rc", "uc", "ud"} < set(mpi.TRANSPORTS)

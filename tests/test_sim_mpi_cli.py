@@ -293,7 +293,9 @@ def test_same_seed_same_bits(cli):
     (("osu", "--bench", "mbw_mr", "--pairs", "65537"), "--pairs: 65537 is out of range [1, 2048]"),
     (("app", "--app", "is", "--iterations", "1e6"), "--iterations: 1e6 is out of range [1, 100000]"),
     (("tune", "--size", "8K", "--ppn", "2"), "--ppn: tune sizes the job itself"),
-    (("app", "--app", "is", "--transport", "tcp"), "only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP"),
+    # the verbs library's options mean nothing over TCP, and the TCP ones nothing over verbs
+    (("app", "--app", "is", "--transport", "tcp", "--eager-credits", "8"), "--eager-credits: not used with --transport tcp"),
+    (("app", "--app", "is", "--stack", "ideal"), "--stack: only with --transport tcp"),
     # tune places and sizes its jobs itself: cyclic placement kept its mbw_mr pairs inside one
     # cluster and it advised 16 pairs for 24504 MB/s "at 1000 us"; a threshold or an algorithm
     # given to it changed nothing.

@@ -66,18 +66,14 @@ def test_same_command_same_records(cli):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (("--bench", "alltoall", "--transport", "tcp"), "--bench: 'alltoall' does not run over --transport tcp"),
-    (("--bench", "bcast", "--transport", "tcp", "--algo", "auto"), "--algo: 'auto' is not run over --transport tcp"),
-    (("--bench", "bcast", "--transport", "tcp", "--nodes", "17"), "--nodes: 17 is out of range [1, 16]"),
-    (("--bench", "bcast", "--transport", "tcp", "--pairs", "2"), "--pairs: not used with --transport tcp"),
-    (("--bench", "bcast", "--transport", "tcp", "--nodes", "8", "--sizes", "1M"),
-     "with scatter_allgather, which the TCP model does not run"),
+    (("--bench", "bcast", "--transport", "tcp", "--nodes", "200"), "ranks: 400 is out of range [2, 256] with transport tcp"),
+    (("--bench", "bcast", "--transport", "tcp", "--pairs", "2"), "--pairs: only for --bench mbw_mr"),
+    (("--bench", "bw", "--transport", "tcp", "--rndv-threshold", "16K"), "--rndv-threshold: not used with --transport tcp"),
     (("--bench", "bw", "--transport", "tcp", "--eager-limit", "10"), "--eager-limit: 10 bytes is out of range"),
     (("--bench", "bw", "--transport", "tcp", "--stack", "fast"), "--stack: 'fast' is neither a profile"),
     (("--bench", "bw", "--transport", "tcp", "--stack", "1,-1"), "--stack: per-byte cost -1 ns is out of range [0, 1000] ns"),
     (("--bench", "bw", "--transport", "tcp", "--rate-gbps", "0"), "--rate-gbps"),
     (("--bench", "bw", "--transport", "tcp", "--per-msg-us", "-3"), "--per-msg-us: -3 is out of range"),
-    (("--bench", "bw", "--transport", "tcp", "--nodes", "2"), "--nodes: not used with --transport tcp"),
     (("--bench", "bw", "--rate-gbps", "8"), "--rate-gbps: only with --transport tcp"),
 ])
 def test_bad_input_one_line_exit_2(cli, args, needle):
@@ -96,30 +92,61 @@ def test_bcast_over_tcp_open_mpi_default_vs_hierarchical_at_distance(cli):
         assert r["status"] == "ok" and r["ranks"] == 8 and r["delivered_messages"] == r["messages"], r
         return r
     flat, hier = bcast("default"), bcast("hierarchical")
-    assert flat["algo"] == "basic_linear" and hier["algo"] == "hierarchical (chain inside the clusters)"
+    assert flat["algo"] == "linear" and hier["algo"] == "hierarchical"
     assert hier["lat_us"] < 0.75 * flat["lat_us"], (flat["lat_us"], hier["lat_us"])
     # Ranks of the far cluster wait at least one WAN crossing; the root's cluster does not.
     assert flat["lat_max_us"] > 10_000 and hier["lat_max_us"] > 10_000 and hier["lat_min_us"] < 10_000
 
 
-def test_app_refuses_the_tcp_transport(cli):
-    proc = cli("sim", "mpi", "app", "--app", "is", "--transport", "tcp")
-    assert proc.returncode == 2 and "only 'longhaul sim mpi osu'" in proc.stderr
+def test_nas_skeletons_run_over_tcp_and_the_link_rate_shows(cli):
+    """`sim mpi app --transport tcp`: NAS IS (alltoall-heavy) on Open MPI over TCP; a slower WAN
+    link makes it slower, a longer path too, and every message arrives once."""
+    def app(*extra):
+        out = cli("sim", "mpi", "app", "--app", "is", "--class", "A", "--iterations", "2", "--nodes", "2",
+                  "--transport", "tcp", "--format", "json", *extra, check=True).stdout
+        (r,) = json.loads(out)
+        assert r["transport"] == "tcp" and r["status"] == "ok" and r["delivered_messages"] == r["messages"] > 0, r
+        return r["run_time_s"]
+    fast = app("--rate-gbps", "10", "--delay-us", "100")
+    assert app("--rate-gbps", "1", "--delay-us", "100") > fast
+    assert app("--rate-gbps", "10", "--delay-us", "5000") > fast
+
+
+def test_a_trace_replays_over_tcp_and_auto_goes_hierarchical_at_distance(cli, tmp_path):
+    trace = tmp_path / "app.trace"
+    trace.write_text("ranks 4\n0 send 2 200000\n2 recv 0 200000\n* compute 50\n* bcast 0 300000\n* allreduce 8\n")
+    def replay(*extra):
+        out = cli("sim", "mpi", "replay", str(trace), "--transport", "tcp", "--delay-us", "2000", "--format", "json",
+                  *extra, check=True).stdout
+        (r,) = json.loads(out)
+        assert r["transport"] == "tcp" and r["status"] == "ok" and r["ranks"] == 4, r
+        assert r["delivered_messages"] == r["messages"] and r["rendezvous_messages"] > 0, r
+        return r
+    flat, auto = replay(), replay("--algo", "auto")
+    assert auto["run_time_s"] < flat["run_time_s"], (auto["run_time_s"], flat["run_time_s"])
+    # Over verbs the same trace runs too, with MVAPICH2's protocol.
+    proc = cli("sim", "mpi", "replay", str(trace), "--delay-us", "2000", "--format", "json", check=True)
+    assert json.loads(proc.stdout)[0]["rndv_protocol"] != "ob1-tcp"
+
+
+def test_tune_refuses_tcp_with_the_reason(cli):
+    proc = cli("tune", "mpi", "--size", "64K", "--transport", "tcp")
+    assert proc.returncode == 2 and "--transport tcp: tune searches MVAPICH2's knobs" in proc.stderr
 
 
 def test_calibration_recovers_the_costs_the_points_were_made_with():
     """The 0-delay calibration of `longhaul compare mpi`, fed points the simulator made with
     known costs (in place of emulator runs), finds those costs again."""
     from longhaul.compare.mpi import CALIBRATION, METRIC, calibrate_stack, namespace_tcp
-    from longhaul.sim import mpi_tcp
+    from longhaul.sim import mpi
 
     truth = {"per_seg_us": 3.0, "per_byte_ns": 0.5, "per_msg_us": 20.0}
     tcp = namespace_tcp(8.0, 0.0)
     made = []
     for bench, size in CALIBRATION:
-        r = mpi_tcp.run(mpi_tcp.scenario(osu={"bench": bench, "size_bytes": size, "iterations": 2, "warmup": 1},
-                                         delay_us=0.0, rate_gbps=8.0, per_msg_us=truth["per_msg_us"],
-                                         stack=mpi_tcp.stack_costs(truth["per_seg_us"], truth["per_byte_ns"]), **tcp))
+        r = mpi.run(mpi.scenario(osu={"bench": bench, "size_bytes": size, "iterations": 2, "warmup": 1},
+                                 transport="tcp", delay_us=0.0, rate_gbps=8.0, per_msg_us=truth["per_msg_us"],
+                                 stack=mpi.stack_costs(truth["per_seg_us"], truth["per_byte_ns"]), **tcp))
         made.append({"test": bench, "size_bytes": size, METRIC[bench]: r[METRIC[bench]]})
     fit = calibrate_stack(8.0, made)
     def per_full_segment(c):

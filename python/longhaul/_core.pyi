@@ -15,16 +15,14 @@ def run_tcp(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one TCP (iperf-like) scenario, or only validate it (its resolved parameters)."""
 
 def run_mpi(scenario_json: str, validate_only: bool = False) -> str:
-    """Validate and run one MPI scenario, or only validate it (the library's resolved parameters)."""
+    """Validate and run one MPI scenario (any transport: rc, uc, ud, tcp), or only validate it (the library's
+    resolved parameters)."""
 
 def run_nfs(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one NFS scenario, or only validate it (its resolved parameters)."""
 
 def run_iser(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one iSER scenario, or only validate it (its resolved parameters)."""
-
-def run_mpi_tcp(scenario_json: str, validate_only: bool = False) -> str:
-    """Validate and run one MPI-over-TCP scenario, or only validate it ("{}")."""
 
 def cancel_runs(on: bool) -> None:
     """Cancel every simulation running in this process, and any started until called with False."""

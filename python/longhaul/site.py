@@ -452,10 +452,12 @@ class Site:
                             **{**path, **where, **params})
 
     def mpi_tcp(self, where: dict, **params) -> dict:
-        from longhaul.sim import mpi_tcp
+        """An MPI scenario over TCP (Open MPI's ob1) on the site's routed path."""
+        from longhaul.sim import mpi
 
         path = {k: v for k, v in self.path_params().items() if k in ("rate_gbps", "loss")}
-        return mpi_tcp.scenario(seed=self.seed, **{"rate_gbps": self.routers_gbps(), **path, **where, **params})
+        return mpi.scenario(seed=self.seed, transport="tcp",
+                            **{"rate_gbps": self.routers_gbps(), **path, **where, **params})
 
     def routers_gbps(self) -> float:
         """The routers' WAN rate as the TCP model resolves it (the link's line rate unless the site

@@ -59,7 +59,7 @@ def _mpi(site: Site, w: Workload, where: dict) -> list[tuple[str, dict]]:
         osu = {"bench": bench, "size_bytes": s, **({"pairs": p["pairs"]} if "pairs" in p else {})}
         for algo in p.get("algo") or [None]:
             if site.ip:
-                coll = {"ranks_per_cluster": p["nodes"] * p["ppn"], "algo": algo} if bench == "bcast" else {}
+                coll = {"nodes": p["nodes"] * p["ppn"], "algo": algo} if bench == "bcast" else {}
                 out.append(("mpi-tcp", site.mpi_tcp(where, osu=osu, **coll)))
                 continue
             for t in p.get("eager_threshold_bytes") or [None]:
@@ -77,9 +77,9 @@ def _default_sizes(transport: str, test: str) -> list[int]:
 
 
 def validators() -> dict:
-    from longhaul.sim import mpi, mpi_tcp, nfs, tcp, verbs
+    from longhaul.sim import mpi, nfs, tcp, verbs
 
-    return {"verbs": verbs.validate, "tcp": tcp.validate, "mpi": mpi.validate, "mpi-tcp": mpi_tcp.validate,
+    return {"verbs": verbs.validate, "tcp": tcp.validate, "mpi": mpi.validate, "mpi-tcp": mpi.validate,
             "nfs": nfs.validate}
 
 

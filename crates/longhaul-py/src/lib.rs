@@ -121,23 +121,6 @@ fn run_iser(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResul
     finish(result)
 }
 
-/// Validate and run one MPI-over-TCP scenario (JSON text); returns the record as JSON text.
-/// With `validate_only`, the scenario is only validated (returns "{}"). The GIL is released.
-#[pyfunction]
-#[pyo3(signature = (scenario_json, validate_only=false))]
-fn run_mpi_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        if validate_only {
-            longhaul_sim::mpi_tcp::validate_mpi_tcp_json(&text).map(|_| "{}".to_string())
-        } else {
-            let rec = longhaul_sim::mpi_tcp::run_mpi_tcp_json(&text)?;
-            serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
-        }
-    });
-    finish(result)
-}
-
 /// The names each name-valued scenario key accepts (`verbs.transport`, `tcp.cc`, `mpi.osu.bench`,
 /// ...), from the core's own enums and profile tables: the CLI's choices come from here.
 #[pyfunction]
@@ -153,7 +136,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
     m.add_function(wrap_pyfunction!(run_iser, m)?)?;
-    m.add_function(wrap_pyfunction!(run_mpi_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
     m.add_function(wrap_pyfunction!(names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -9,7 +9,6 @@ pub mod ib;
 pub mod iser;
 pub mod link_events;
 pub mod mpi;
-pub mod mpi_tcp;
 pub mod names;
 pub mod net;
 pub mod nfs;

@@ -54,15 +54,14 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("mpi.algo", variants::<Algo>());
     m.insert("mpi.rndv_protocol", variants::<Rndv>());
     m.insert("mpi.library", strs(&crate::mpi::params::LIBRARIES));
-    m.insert("mpi.transport", variants::<TransportName>());
+    m.insert("mpi.transport", variants::<crate::mpi::scenario::MpiTransport>());
     m.insert("mpi.app.name", variants::<AppName>());
     m.insert("mpi.app.class", variants::<NasClass>());
     m.insert("mpi.testbed", strs(&crate::mpi::scenario::TESTBEDS));
     m.insert("mpi.node", strs(&crate::mpi::scenario::NODES));
     m.insert("mpi.placement", strs(&crate::mpi::scenario::PLACEMENTS));
     m.insert("mpi.fabric", variants::<Generation>());
-    m.insert("mpi_tcp.osu.bench", crate::mpi_tcp::scenario::BENCHES.iter().map(|b| b.name().to_string()).collect());
-    m.insert("mpi_tcp.stack", strs(&STACK_PROFILES));
+    m.insert("mpi.stack", strs(&STACK_PROFILES));
     m
 }
 

@@ -57,6 +57,8 @@ def _cli_defaults(model: str, point: dict, base: dict | None) -> dict:
                 out[key] = value
     elif model == "tcp" and not given("link", "tcp"):
         out["link"] = DEFAULT_LINK
+    elif model == "mpi-tcp" and not given("transport", "mpi"):
+        out["transport"] = "tcp"  # the mpi model with its TCP channel
     return out
 
 
@@ -110,7 +112,8 @@ def _run(args) -> int:
     from longhaul.commands.simmodels.verbs import naming_the_file, table_of
     from longhaul.scenario_file import load_scenario_file
 
-    module = importlib.import_module(f"longhaul.sim.{args.model.replace('-', '_')}")
+    # mpi-tcp is the mpi model over TCP (_cli_defaults sets the transport)
+    module = importlib.import_module(f"longhaul.sim.{'mpi' if args.model == 'mpi-tcp' else args.model}")
     base = load_scenario_file(args.base, "--base") if args.base is not None else None
     points = _grid(args.grid)
     if args.model == "verbs":

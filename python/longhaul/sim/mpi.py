@@ -1,5 +1,12 @@
 """MPI across the simulated long-haul path: OSU-style benchmarks, NAS skeletons, trace replay.
 
+One MPI model with a channel per transport (``transport``): MVAPICH2 over InfiniBand verbs
+(``rc``, ``uc``, ``ud``: the verbs model's path, ``testbed``) or Open MPI's ob1 over TCP
+(``tcp``: the TCP model's path, ``rate_gbps``, its ``tcp`` table and ``stack``, Open MPI's TCP
+BTL limits ``eager_limit_bytes`` ...). The host stack is a profile name (``STACK_PROFILES``) or
+measured costs (``stack_costs``), e.g. fitted from a 0-delay emulator run
+(``longhaul.compare.mpi.calibrate_stack``).
+
 ``scenario()`` builds the plain-data MPI scenario the Rust core validates and runs; ``run()`` runs
 one; ``run_many()`` runs several on local cores; ``osu_sweep()`` / ``app_sweep()`` run the
 cross-product of sizes (or apps) and delays. Tuning advice is ``longhaul.tune``. Records are flat
@@ -24,17 +31,32 @@ NODES = core.names("mpi.node")
 PLACEMENTS = core.names("mpi.placement")
 FABRICS = core.names("mpi.fabric")
 LIBRARIES = core.names("mpi.library")
+STACK_PROFILES = core.names("mpi.stack")
 
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_bytes", "extender_buffer_bytes",
-              "switch_buffer_bytes")
+              "switch_buffer_bytes", "rate_gbps", "queue_bytes", "queue_packets")
+#: MPI over TCP: the TCP model's ``tcp`` table
+_TCP_KEYS = ("cc", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs", "sack", "hystart", "rack",
+             "rto_formula", "rto_restart", "rto_ssthresh", "cwnd_growth", "delayed_ack", "min_rto_ms")
 _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map", "fabric", "switch_latency_ns")
 _MPI_KEYS = ("library", "transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
-             "ud_recv_window", "ud_max_retries", "ud_retry_timeout_us", "ud_progress_timeout_us")
-_TOP_KEYS = ("seed", "testbed", "hca", "node")
+             "ud_recv_window", "ud_max_retries", "ud_retry_timeout_us", "ud_progress_timeout_us",
+             "eager_limit_bytes", "rndv_eager_limit_bytes", "max_send_size_bytes", "per_msg_us", "wan_chunk_bytes")
+_TOP_KEYS = ("seed", "testbed", "hca", "node", "stack")
 _NODE_KEYS = ("copy_MBps", "mem_MBps", "shm_latency_ns", "core_mops")
 #: a parameter's key in a scenario file, for messages about the file's values
 FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "cluster": _CLUSTER_KEYS, "mpi": _MPI_KEYS,
-                            "node_params": _NODE_KEYS})
+                            "node_params": _NODE_KEYS, "tcp": _TCP_KEYS})
+
+
+def stack_costs(per_seg_us: float, per_byte_ns: float, ack_us: float | None = None, cores: int | None = None) -> dict:
+    """The explicit form of a host stack (MPI over TCP): CPU per segment and per payload byte at each end."""
+    out = {"per_seg_us": float(per_seg_us), "per_byte_ns": float(per_byte_ns)}
+    if ack_us is not None:
+        out["ack_us"] = float(ack_us)
+    if cores is not None:
+        out["cores"] = int(cores)
+    return out
 
 
 #: what each workload table looks like, for the message when one is not a table
@@ -62,6 +84,8 @@ def scenario(base: dict | None = None, osu: dict | None = None, app: dict | None
             sc[key] = value
         elif key in _NODE_KEYS:
             sc["node_params"][key] = value
+        elif key in _TCP_KEYS:
+            sc.setdefault("tcp", {})[key] = value
         else:
             raise core.unknown_parameter("MPI ", key, [*FILE_KEYS, *_TOP_KEYS])
     return sc

@@ -35,9 +35,10 @@ def iser_point(sc: dict) -> list[dict]:
 
 
 def mpi_tcp_point(sc: dict) -> list[dict]:
-    from longhaul.sim import mpi_tcp
+    """An MPI scenario over TCP (``mpi.transport`` = tcp unless the scenario says otherwise)."""
+    from longhaul.sim import mpi
 
-    return [mpi_tcp.run(sc)]
+    return [mpi.run({**sc, "mpi": {"transport": "tcp", **(sc.get("mpi") or {})}})]
 
 
 #: model name -> point function

@@ -302,6 +302,7 @@ mod tests {
         one_way_delay_us: 0.0,
         auto: AutoRule { min_delay_us: 50.0, min_bytes: 1 << 16 },
         rules: crate::mpi::coll_rules::CollRules::Mpich2,
+        wan_chunk_bytes: None,
     };
 
     #[test]

@@ -1,8 +1,8 @@
 //! Which algorithm each MPI library's default (`--algo default`) runs for a collective, by
 //! communicator size and message size: MPICH2 1.0's rules (what MVAPICH2 1.0 ran, and what the
 //! model keeps for MVAPICH2 2.3) and Open MPI 4.1's `coll/tuned` fixed decision rules, each
-//! mapped onto the nearest algorithm the model has. The IB model ([`super::collectives`]) and
-//! the TCP model ([`crate::mpi_tcp::coll`]) read Open MPI's broadcast rule from here.
+//! mapped onto the nearest algorithm the model has; [`super::collectives`] builds them over any
+//! channel.
 
 use serde::{Deserialize, Serialize};
 
@@ -325,6 +325,28 @@ mod tests {
         assert_eq!(select(CollRules::OpenMpi41, Collective::Alltoall, 1 << 20, 128), Algo::Pairwise);
         assert_eq!(select(CollRules::OpenMpi41, Collective::Scatter, 100, 16), Algo::Binomial);
         assert_eq!(select(CollRules::OpenMpi41, Collective::Scatter, 1 << 20, 16), Algo::Linear);
+    }
+
+    fn parents(alg: OmpiBcast, n: usize) -> Vec<Option<usize>> {
+        (0..n).map(|v| ompi_tree(alg, n, v).unwrap().0).collect()
+    }
+
+    #[test]
+    fn trees_are_open_mpis_shapes() {
+        // build_tree(2) is strided: 0 -> 1, 2; 1 -> 3, 5; 2 -> 4, 6; 3 -> 7.
+        assert_eq!(
+            parents(OmpiBcast::BinaryTree, 8),
+            vec![None, Some(0), Some(0), Some(1), Some(2), Some(1), Some(2), Some(3)]
+        );
+        assert_eq!(ompi_tree(OmpiBcast::BinaryTree, 8, 1).unwrap().1, vec![3, 5]);
+        assert_eq!(
+            parents(OmpiBcast::Binomial, 8),
+            vec![None, Some(0), Some(0), Some(2), Some(0), Some(4), Some(4), Some(6)]
+        );
+        assert_eq!(ompi_tree(OmpiBcast::Binomial, 8, 0).unwrap().1, vec![1, 2, 4]);
+        assert_eq!(ompi_tree(OmpiBcast::Knomial, 8, 0).unwrap().1, vec![1, 2, 3, 4]);
+        assert_eq!(parents(OmpiBcast::Knomial, 8)[5..], [Some(4), Some(4), Some(4)]);
+        assert_eq!(parents(OmpiBcast::Chain, 4), vec![None, Some(0), Some(1), Some(2)]);
     }
 
     #[test]

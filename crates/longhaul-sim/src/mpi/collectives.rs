@@ -112,6 +112,9 @@ pub struct AlgoChoice {
     pub one_way_delay_us: f64,
     pub auto: AutoRule,
     pub rules: CollRules,
+    /// The hierarchical bcast sends its WAN message in pieces of at most this many bytes
+    /// (None: one message).
+    pub wan_chunk_bytes: Option<u64>,
 }
 
 impl AlgoChoice {
@@ -137,7 +140,7 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
     let world: Vec<u32> = (0..layout.ranks()).collect();
     let n = world.len();
     let spans = layout.spans_clusters();
-    let AlgoChoice { algo, one_way_delay_us, auto, rules: lib } = choice;
+    let AlgoChoice { algo, one_way_delay_us, auto, rules: lib, wan_chunk_bytes } = choice;
     let default = || rules::select(lib, c, bytes, n);
     let algo = match algo {
         Algo::Auto if spans && (one_way_delay_us >= auto.min_delay_us || bytes >= auto.min_bytes) => Algo::Hierarchical,
@@ -157,7 +160,7 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
         Collective::Bcast => {
             let d = Data { total: bytes, nblocks: n as u32 };
             match algo {
-                Algo::Hierarchical => bcast_hier(p, layout, root, &all, d, lib),
+                Algo::Hierarchical => bcast_hier(p, layout, root, &all, d, (lib, wan_chunk_bytes)),
                 a => flat_bcast(p, a, &world, root, &all, d, lib),
             }
         }
@@ -235,10 +238,37 @@ fn sides(layout: &Layout, root: u32) -> (Vec<u32>, Vec<u32>, u32) {
     (home, away, leader)
 }
 
-fn bcast_hier(p: &mut Programs, layout: &Layout, root: usize, blocks: &[u32], d: Data, lib: CollRules) {
+/// The root posts the message to the other cluster's leader (in pieces of at most `chunk`
+/// bytes, all at once, when it is larger: `longhaul.mpi.HierComm`'s WAN pieces, each small
+/// enough to go eagerly, so none waits for a rendezvous round trip), runs its own cluster's
+/// broadcast and waits; the leader receives every piece, then broadcasts in its cluster.
+fn bcast_hier(p: &mut Programs, layout: &Layout, root: usize, blocks: &[u32], d: Data, lib: (CollRules, Option<u64>)) {
+    let (lib, chunk) = lib;
     let (home, away, leader) = sides(layout, root as u32);
-    p.push(root as u32, Action::Post { sends: vec![d.xfer(leader, blocks.to_vec(), false)], recvs: Vec::new() });
-    p.push(leader, Action::recv(d.xfer(root as u32, blocks.to_vec(), false)));
+    match chunk.filter(|&c| d.total > c) {
+        None => {
+            p.push(
+                root as u32,
+                Action::Post { sends: vec![d.xfer(leader, blocks.to_vec(), false)], recvs: Vec::new() },
+            );
+            p.push(leader, Action::recv(d.xfer(root as u32, blocks.to_vec(), false)));
+        }
+        Some(c) => {
+            // The first piece carries the checked blocks; the others are bytes.
+            let piece = |i: u64, peer: u32| {
+                let bytes = c.min(d.total - i * c);
+                if i == 0 {
+                    Xfer::new(peer, bytes, blocks.to_vec(), false)
+                } else {
+                    Xfer::plain(peer, bytes)
+                }
+            };
+            let n = d.total.div_ceil(c);
+            p.push(root as u32, Action::Post { sends: (0..n).map(|i| piece(i, leader)).collect(), recvs: Vec::new() });
+            p.push(leader, Action::Post { sends: Vec::new(), recvs: (0..n).map(|i| piece(i, root as u32)).collect() });
+            p.push(leader, Action::WaitAll);
+        }
+    }
     let hr = home.iter().position(|&r| r as usize == root).expect("root is home");
     flat_bcast(p, Algo::Default, &home, hr, blocks, d, lib);
     flat_bcast(p, Algo::Default, &away, 0, blocks, d, lib);
@@ -333,7 +363,7 @@ mod tests {
     const NO_AUTO: AutoRule = AutoRule { min_delay_us: f64::INFINITY, min_bytes: u64::MAX };
 
     fn pinned(algo: Algo) -> AlgoChoice {
-        AlgoChoice { algo, one_way_delay_us: 0.0, auto: NO_AUTO, rules: CollRules::Mpich2 }
+        AlgoChoice { algo, one_way_delay_us: 0.0, auto: NO_AUTO, rules: CollRules::Mpich2, wan_chunk_bytes: None }
     }
 
     fn run(layout: &Layout, c: Collective, root: u32, bytes: u64, algo: Algo) -> Vec<Vec<u64>> {
@@ -470,6 +500,29 @@ mod tests {
     }
 
     #[test]
+    fn hierarchical_bcast_in_wan_pieces_delivers_the_same_data() {
+        let layout = Layout::new(4, 1, 8, &Placement::Block).unwrap();
+        for root in [0, 2, 5] {
+            let mut p = Programs::new(8);
+            let choice = AlgoChoice { wan_chunk_bytes: Some(32 << 10), ..pinned(Algo::Hierarchical) };
+            emit(&mut p, &layout, Collective::Bcast, root, 1 << 20, choice);
+            let wan: Vec<u64> = p.ranks[root as usize]
+                .iter()
+                .flat_map(|a| match a {
+                    Action::Post { sends, .. } => sends.iter().map(|x| x.bytes).collect(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            assert_eq!((wan.len(), wan.iter().sum::<u64>()), (32, 1 << 20));
+            let mut bufs: Vec<Vec<u64>> =
+                (0..8u64).map(|r| (0..8).map(|b| if r == root as u64 { init(r, b) } else { 0 }).collect()).collect();
+            let all_rndv = Sends::Rendezvous { eager_threshold_bytes: 0, is_rendezvous: &|_, _, _| true };
+            check(&p, &mut bufs, all_rndv).unwrap_or_else(|e| panic!("root {root}: {}", e.0));
+            assert!(bufs.iter().all(|b| b.iter().enumerate().all(|(i, &v)| v == init(root as u64, i as u64))));
+        }
+    }
+
+    #[test]
     fn defaults_follow_mpich_thresholds_and_auto_uses_the_rule() {
         assert_eq!(rules::mpich2(Collective::Bcast, 1024, 128), Algo::Binomial);
         assert_eq!(rules::mpich2(Collective::Bcast, 1 << 17, 128), Algo::ScatterRd);
@@ -477,7 +530,13 @@ mod tests {
         assert_eq!(rules::mpich2(Collective::Alltoall, 8, 128), Algo::Bruck);
         let layout = Layout::new(2, 1, 4, &Placement::Block).unwrap();
         let auto = AutoRule { min_delay_us: 100.0, min_bytes: 1 << 16 };
-        let at = |one_way_delay_us| AlgoChoice { algo: Algo::Auto, one_way_delay_us, auto, rules: CollRules::Mpich2 };
+        let at = |one_way_delay_us| AlgoChoice {
+            algo: Algo::Auto,
+            one_way_delay_us,
+            auto,
+            rules: CollRules::Mpich2,
+            wan_chunk_bytes: None,
+        };
         let mut p = Programs::new(4);
         assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, at(1000.0)), Algo::Hierarchical);
         assert_eq!(emit(&mut p, &layout, Collective::Bcast, 0, 8, at(10.0)), Algo::Binomial);

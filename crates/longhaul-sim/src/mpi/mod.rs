@@ -21,6 +21,7 @@ pub mod program;
 pub mod protocol;
 pub mod reliable;
 pub mod scenario;
+pub mod scenario_tcp;
 pub mod shm;
 pub mod trace;
 
@@ -31,19 +32,23 @@ pub const MAX_COMPUTE_US: f64 = 1e8;
 use serde::Serialize;
 
 use crate::engine::time::{to_s, to_us, S};
-use crate::engine::{EventQueue, Stop};
+use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{IbHosts, IbPacket, Transport};
-use crate::net::Fabric;
-use crate::scenario::{in_range_f, ScenarioError, TransportName};
-use crate::topology;
+use crate::net::{Fabric, NodeId};
+use crate::scenario::{in_range_f, Resolved, ScenarioError, TransportName};
+use crate::tcp::hosts::TcpHosts;
+use crate::tcp::TcpPacket;
 use crate::world::{TimerPolicy, World};
+use crate::{tcp, topology};
 use collectives::AlgoChoice;
-use engine::Mpi;
+use engine::{Channel, Mpi, MpiStats};
+use ob1_tcp::Ob1Tcp;
 use params::MpiParams;
 use placement::{Layout, Placement};
 use program::{Programs, Sends};
-use protocol::{Verbs, VerbsEv};
-use scenario::{MpiResolved, MpiScenario, TraceSpec, Workload};
+use protocol::Verbs;
+use scenario::{MpiNet, MpiResolved, MpiScenario, TraceSpec, Workload};
+use scenario_tcp::TcpNet;
 
 /// One MPI run. Field names carry their unit (MB = 10^6 bytes, Mps = 10^6 messages/s).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -140,16 +145,33 @@ fn trace_programs(r: &MpiResolved, t: &TraceSpec) -> Result<(Programs, Layout), 
     let layout = Layout::new(r.nodes, r.ppn, parsed.ranks, &r.placement).map_err(in_file)?;
     let p = trace::programs(&parsed, &layout, algo_choice(r));
     let params = job_params(r, layout.ranks());
-    let is_rendezvous = |s: u32, d: u32, bytes: u64| !layout.same_node(s, d) && !params.is_eager(bytes);
-    let sends =
-        Sends::Rendezvous { eager_threshold_bytes: params.eager_threshold_bytes, is_rendezvous: &is_rendezvous };
+    let is_eager = |bytes: u64| match &r.net {
+        MpiNet::Tcp(t) => t.btl.is_eager(bytes),
+        MpiNet::Verbs { .. } => params.is_eager(bytes),
+    };
+    let is_rendezvous = |s: u32, d: u32, bytes: u64| !layout.same_node(s, d) && !is_eager(bytes);
+    let sends = Sends::Rendezvous { eager_threshold_bytes: eager_threshold(r, &params), is_rendezvous: &is_rendezvous };
     program::check(&p, &mut p.zero_buffers(), sends).map_err(|e| in_file(e.0))?;
     Ok((p, layout))
 }
 
 /// The collective algorithm the scenario asks for, and what `auto` decides it by.
 fn algo_choice(r: &MpiResolved) -> AlgoChoice {
-    AlgoChoice { algo: r.algo, one_way_delay_us: r.base.one_way_delay_us(), auto: r.params.auto, rules: r.params.coll }
+    AlgoChoice {
+        algo: r.algo,
+        one_way_delay_us: r.net.one_way_delay_us(),
+        auto: r.params.auto,
+        rules: r.params.coll,
+        wan_chunk_bytes: r.wan_chunk_bytes,
+    }
+}
+
+/// The largest message that goes eagerly (over TCP: Open MPI's limit, header included).
+fn eager_threshold(r: &MpiResolved, params: &MpiParams) -> u32 {
+    match &r.net {
+        MpiNet::Tcp(t) => t.btl.eager_limit_bytes.min(u32::MAX as u64) as u32,
+        MpiNet::Verbs { .. } => params.eager_threshold_bytes,
+    }
 }
 
 /// The library's parameters for a job of `ranks` processes (the eager limits follow its size).
@@ -157,20 +179,66 @@ fn job_params(r: &MpiResolved, ranks: u32) -> MpiParams {
     r.params.clone().for_job_size(ranks, r.fixed_threshold, r.fixed_credits)
 }
 
-type MpiWorld = World<IbHosts, Mpi<Verbs>>;
-type MpiEvent = crate::world::Ev<<IbHosts as crate::transport::Transport>::Timer, engine::Ev<VerbsEv>>;
+/// What a run left behind, whatever its channel.
+struct Outcome {
+    marks: Vec<Vec<(u32, u64, Time)>>,
+    stats: MpiStats,
+    /// When the last rank's CPU is free, or the simulation stopped if later.
+    end: Time,
+    now: Time,
+    events: u64,
+    status: String,
+    retransmitted_packets: u64,
+}
 
-/// Play `progs` (ranks placed by `layout`) over the scenario's two clusters: the world and its
-/// event queue when it stopped, why it stopped, and the eager threshold in force.
-fn simulate(r: &MpiResolved, layout: &Layout, progs: Programs) -> (MpiWorld, EventQueue<MpiEvent>, Stop, u32) {
-    let mut fabric: Fabric<IbPacket> = Fabric::new(r.base.seed);
-    let clusters = topology::build(&r.base, &mut fabric, r.nodes as usize);
-    let host: Vec<u32> = layout
-        .node
-        .iter()
-        .map(|&n| if n < r.nodes { clusters.hosts_a[n as usize] } else { clusters.hosts_b[(n - r.nodes) as usize] })
-        .collect();
-    let mut hca = r.base.hca.clone();
+impl Outcome {
+    /// `trouble`: the transport's own reason the run failed, if any.
+    fn new<C: Channel, Q: Copy>(
+        mpi: Mpi<C>,
+        q: &EventQueue<Q>,
+        stop: Stop,
+        trouble: Option<&str>,
+        retransmitted: u64,
+    ) -> Self {
+        let status = if let Some(f) = &mpi.failure {
+            f.clone()
+        } else if let Some(t) = trouble {
+            t.to_string()
+        } else if stop == Stop::Finished {
+            "ok".to_string()
+        } else {
+            format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+        };
+        let end = mpi.ranks.iter().map(|x| x.cpu_free).max().unwrap_or(0).max(q.now());
+        Outcome {
+            marks: mpi.marks,
+            stats: mpi.stats,
+            end,
+            now: q.now(),
+            events: q.events_handled(),
+            status,
+            retransmitted_packets: retransmitted,
+        }
+    }
+}
+
+/// Fabric host of every rank of `layout`: node n of cluster A is `a[n]`, of cluster B `b[n]`.
+fn hosts(layout: &Layout, nodes: u32, a: &[NodeId], b: &[NodeId]) -> Vec<NodeId> {
+    layout.node.iter().map(|&n| if n < nodes { a[n as usize] } else { b[(n - nodes) as usize] }).collect()
+}
+
+/// Play `progs` (ranks placed by `layout`) over the scenario's two clusters joined by verbs.
+fn simulate_verbs(
+    r: &MpiResolved,
+    base: &Resolved,
+    transport: TransportName,
+    layout: &Layout,
+    progs: Programs,
+) -> Outcome {
+    let mut fabric: Fabric<IbPacket> = Fabric::new(base.seed);
+    let clusters = topology::build(base, &mut fabric, r.nodes as usize);
+    let host = hosts(layout, r.nodes, &clusters.hosts_a, &clusters.hosts_b);
+    let mut hca = base.hca.clone();
     // The RDMA reads the library lets a queue pair have outstanding (at most the adapter's).
     if let Some(reads) = r.params.outstanding_reads {
         hca.max_rd_atomic = hca.max_rd_atomic.min(reads);
@@ -178,23 +246,42 @@ fn simulate(r: &MpiResolved, layout: &Layout, progs: Programs) -> (MpiWorld, Eve
     let post_ns = hca.post_ns;
     // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
     let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
-    let transport = match r.transport {
+    let transport = match transport {
         TransportName::Rc => Transport::Rc,
         TransportName::Uc => Transport::Uc,
         TransportName::Ud => Transport::Ud,
     };
     let mut params = job_params(r, layout.ranks());
-    let eager_threshold_bytes = params.eager_threshold_bytes;
     if ib.hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
     let costs = (params.call_ns, params.smp_chunk_bytes);
-    let verbs = Verbs::new(params, transport, r.base.mtu_bytes, post_ns);
+    let verbs = Verbs::new(params, transport, base.mtu_bytes, post_ns);
     let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
     let mut world = World::new(fabric, ib, mpi, TimerPolicy::Coalesced);
     let mut q = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
-    (world, q, stop, eager_threshold_bytes)
+    let trouble = (world.net.stats.qp_errors > 0).then_some("qp error: retry count exceeded");
+    let retransmitted = world.net.stats.retransmitted_packets;
+    Outcome::new(world.app, &q, stop, trouble, retransmitted)
+}
+
+/// Play `progs` over the scenario's two clusters joined by TCP: Open MPI's ob1 on the TCP BTL,
+/// one connection per pair of ranks on different hosts. The library's CPU time per frame is
+/// the host layer's (`per_msg_ns`); a call costs nothing more.
+fn simulate_tcp(r: &MpiResolved, t: &TcpNet, layout: &Layout, progs: Programs) -> Outcome {
+    let tcp = &t.tcp;
+    let mut fabric: Fabric<TcpPacket> = Fabric::new(tcp.seed);
+    let p = tcp::path::build(tcp, &mut fabric, r.nodes as usize);
+    let mut net = TcpHosts::new(fabric.nodes.len(), tcp.framing(), &tcp.stack, t.btl.per_msg_ns);
+    let host = hosts(layout, r.nodes, &p.hosts_a, &p.hosts_b);
+    let ch = Ob1Tcp::connect(&mut net, &host, layout, &tcp.params, tcp.cc, t.btl.clone());
+    let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, (0.0, r.params.smp_chunk_bytes), ch);
+    let mut world = World::new(fabric, net, mpi, TimerPolicy::Direct);
+    let mut q = EventQueue::new();
+    let stop = world.run(&mut q, SIM_TIME_LIMIT);
+    let retransmitted = world.net.dirs.iter().map(|d| d.tx.stats.retransmits).sum();
+    Outcome::new(world.app, &q, stop, None, retransmitted)
 }
 
 /// Run one resolved MPI scenario.
@@ -253,21 +340,15 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         Workload::Osu(o) => o.bench.crosses_wan(&layout),
         _ => layout.spans_clusters(),
     };
-    let (world, q, stop, eager_threshold_bytes) = simulate(r, &layout, progs);
-    let m = &world.app;
-    let status = if let Some(f) = &m.failure {
-        f.clone()
-    } else if world.net.stats.qp_errors > 0 {
-        "qp error: retry count exceeded".to_string()
-    } else if stop == Stop::Finished {
-        "ok".to_string()
-    } else {
-        format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+    let eager_threshold_bytes = eager_threshold(r, &job_params(r, layout.ranks()));
+    let m = match &r.net {
+        MpiNet::Verbs { base, transport } => simulate_verbs(r, base, *transport, &layout, progs),
+        MpiNet::Tcp(t) => simulate_tcp(r, t, &layout, progs),
     };
     let (mut lat, mut lat_min, mut lat_max, mut bw, mut rate) = (None, None, None, None, None);
     let mut run_time = None;
     let (mut bench, mut app, mut class, mut size, mut pairs, mut window) = (None, None, None, None, None, None);
-    let end = m.ranks.iter().map(|x| x.cpu_free).max().unwrap_or(0).max(q.now());
+    let end = m.end;
     match &r.workload {
         Workload::Osu(o) => {
             (lat, lat_min, lat_max, bw, rate) = osu::measure(o, &m.marks);
@@ -288,11 +369,29 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         Workload::App(_) => "app",
         Workload::Trace(_) => "trace",
     };
+    let (testbed, hca, transport, rndv_protocol, delay_us, fibre_km) = match &r.net {
+        MpiNet::Verbs { base, transport } => (
+            base.testbed.clone(),
+            base.hca.name.clone(),
+            lower(transport),
+            lower(&r.params.rndv),
+            base.delay_us,
+            base.fibre_km,
+        ),
+        MpiNet::Tcp(t) => (
+            format!("tcp {} Gb/s, {} stack", t.tcp.wan_gbps, t.tcp.stack.name),
+            "none (tcp)".into(),
+            "tcp".into(),
+            "ob1-tcp".into(),
+            t.tcp.delay_us,
+            t.tcp.fibre_km,
+        ),
+    };
     Ok(MpiRecord {
-        testbed: r.base.testbed.clone(),
-        hca: r.base.hca.name.clone(),
+        testbed,
+        hca,
         node: r.node.name.clone(),
-        transport: lower(&r.transport),
+        transport,
         workload: workload.into(),
         bench,
         app,
@@ -305,13 +404,13 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         crosses_wan,
         pairs,
         window_msgs: window,
-        delay_us: r.base.delay_us,
-        fibre_km: r.base.fibre_km,
+        delay_us,
+        fibre_km,
         one_way_delay_us: choice.one_way_delay_us,
         distance_km: choice.one_way_delay_us / 5.0,
         eager_threshold_bytes,
-        rndv_protocol: lower(&r.params.rndv),
-        seed: r.base.seed,
+        rndv_protocol,
+        seed: r.net.seed(),
         lat_us: lat,
         lat_min_us: lat_min,
         lat_max_us: lat_max,
@@ -329,11 +428,11 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         credit_stalls: m.stats.credit_stalls,
         delivered_messages: m.stats.delivered,
         order_violations: m.stats.order_violations,
-        retransmitted_packets: world.net.stats.retransmitted_packets,
+        retransmitted_packets: m.retransmitted_packets,
         resent_frames: m.stats.resent_frames,
-        sim_time_us: to_us(q.now()),
-        sim_events: q.events_handled(),
-        status,
+        sim_time_us: to_us(m.now),
+        sim_events: m.events,
+        status: m.status,
     })
 }
 
@@ -363,18 +462,14 @@ mod tests {
             assert!(progs.ranks.iter().flatten().any(|a| matches!(a, program::Action::Rounds(_))), "{bench} {algo}");
             let stored = progs.expanded().into_owned();
             let played = |p: Programs| {
-                let (w, q, stop, _) = simulate(&r, &layout, p);
-                let s = &w.app.stats;
-                (
-                    w.app.marks.clone(),
-                    (s.messages, s.delivered, s.credit_stalls, s.resent_frames),
-                    q.events_handled(),
-                    stop,
-                )
+                let MpiNet::Verbs { base, transport } = &r.net else { unreachable!("verbs") };
+                let o = simulate_verbs(&r, base, *transport, &layout, p);
+                let s = &o.stats;
+                (o.marks.clone(), (s.messages, s.delivered, s.credit_stalls, s.resent_frames), o.events, o.status)
             };
             let (a, b) = (played(progs), played(stored));
             assert_eq!(a, b, "{bench} {algo} over {transport}");
-            assert_eq!(a.3, Stop::Finished);
+            assert_eq!(a.3, "ok");
         }
     }
 }

@@ -1,9 +1,12 @@
 //! The MPI scenario: plain data (JSON/TOML), validated once into [`MpiResolved`].
 //!
-//! The long-haul path reuses the verbs scenario's `testbed`/`hca`/`path` (same names, same
-//! checks); `cluster` places the ranks; `mpi` sets the library; exactly one of `osu`, `app`
-//! or `trace` says what runs. [S2]'s platforms are extra testbeds (`s2-ct-ddr`, `s2-ht-ddr`,
-//! `s2-nh-ddr`, `s2-nh-qdr`): two nodes of one fabric, no long-haul link unless asked for.
+//! `mpi.transport` picks the channel: `rc`, `uc` or `ud` run MVAPICH2 over InfiniBand verbs,
+//! whose long-haul path reuses the verbs scenario's `testbed`/`hca`/`path` (same names, same
+//! checks); `tcp` runs Open MPI's ob1 over TCP on the TCP model's path (`path.rate_gbps`, ...),
+//! with its `tcp` and `stack` tables ([`super::scenario_tcp`]). `cluster` places the ranks;
+//! `mpi` sets the library; exactly one of `osu`, `app` or `trace` says what runs. [S2]'s
+//! platforms are extra testbeds (`s2-ct-ddr`, `s2-ht-ddr`, `s2-nh-ddr`, `s2-nh-qdr`): two
+//! nodes of one fabric, no long-haul link unless asked for.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,12 +15,15 @@ use super::collectives::Algo;
 use super::osu::OsuBench;
 use super::params::{MpiParams, NodeParams, Rndv, LIBRARIES};
 use super::placement::{Layout, Placement};
+use super::scenario_tcp::{self, TcpNet};
 use super::trace;
 use crate::ib::HcaProfile;
 use crate::net::{Generation, IbLink};
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
+    err, in_range_f, in_range_u, parse_json, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName,
+    VerbsSpec,
 };
+use crate::tcp::scenario::{StackSpec, TcpSpec};
 
 /// Ranks a job may have. Collectives keep, per message, the ids of the blocks it carries, so a
 /// job's memory grows with the square of its ranks (measured: 0.24 GB at 2048 ranks, 0.8 GB at
@@ -47,7 +53,7 @@ pub struct MpiSpec {
     /// The MPI library whose defaults apply (one of [`LIBRARIES`]); default: MVAPICH2 1.0 on the
     /// published testbeds, MVAPICH2 2.3 on today's (fdr to xdr).
     pub library: Option<String>,
-    pub transport: Option<TransportName>,
+    pub transport: Option<MpiTransport>,
     /// Signed so that a negative value is reported, not misparsed.
     pub eager_threshold_bytes: Option<i64>,
     pub rndv_protocol: Option<Rndv>,
@@ -64,6 +70,39 @@ pub struct MpiSpec {
     /// tenth of it (the MVAPICH2 user guide's advice) unless given too.
     pub ud_retry_timeout_us: Option<f64>,
     pub ud_progress_timeout_us: Option<f64>,
+    /// MPI over TCP: Open MPI's TCP BTL limits and per-message CPU time
+    /// ([`super::btl_tcp::BtlParams`]).
+    pub eager_limit_bytes: Option<u64>,
+    /// Default: the eager limit (Open MPI's compare tooling sets both together).
+    pub rndv_eager_limit_bytes: Option<u64>,
+    pub max_send_size_bytes: Option<u64>,
+    pub per_msg_us: Option<f64>,
+    /// The hierarchical bcast's WAN message in pieces of at most this many bytes, all in flight
+    /// at once (`longhaul.mpi.HierComm`'s `wan_chunk_bytes`). Default: one message over verbs,
+    /// HierComm's 32 KiB over TCP.
+    pub wan_chunk_bytes: Option<u64>,
+}
+
+/// The channel MPI runs on: MVAPICH2 over an InfiniBand transport, or Open MPI over TCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MpiTransport {
+    Rc,
+    Uc,
+    Ud,
+    Tcp,
+}
+
+impl MpiTransport {
+    /// The verbs transport, or None for TCP.
+    pub fn verbs(self) -> Option<TransportName> {
+        match self {
+            MpiTransport::Rc => Some(TransportName::Rc),
+            MpiTransport::Uc => Some(TransportName::Uc),
+            MpiTransport::Ud => Some(TransportName::Ud),
+            MpiTransport::Tcp => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -137,15 +176,20 @@ impl NodeSpec {
 pub struct MpiScenario {
     #[serde(default = "default_seed")]
     pub seed: u64,
-    #[serde(default = "default_testbed")]
-    pub testbed: String,
+    /// Verbs: the hardware profile (default s1).
+    pub testbed: Option<String>,
     pub hca: Option<String>,
     /// Override the node profile: one of [`NODES`].
     pub node: Option<String>,
     #[serde(default)]
     pub node_params: NodeSpec,
-    #[serde(default)]
-    pub path: PathSpec,
+    /// The path: the verbs scenario's [`PathSpec`], or over TCP the TCP scenario's
+    /// [`crate::tcp::scenario::TcpPathSpec`] (rate_gbps, queue_bytes | queue_packets, ...).
+    pub path: Option<serde_json::Value>,
+    /// MPI over TCP: TCP (cc, mtu_bytes, window_bytes | rmem_max_bytes / wmem_max_bytes, ...).
+    pub tcp: Option<TcpSpec>,
+    /// MPI over TCP: the hosts' stack, a profile name (default "modern") or measured costs.
+    pub stack: Option<StackSpec>,
     #[serde(default)]
     pub cluster: ClusterSpec,
     #[serde(default)]
@@ -158,8 +202,20 @@ pub struct MpiScenario {
 fn default_seed() -> u64 {
     1
 }
-fn default_testbed() -> String {
-    "s1".into()
+
+/// The scenario's `path` table as the transport's path spec `P` (errors name `path.<key>`).
+pub(super) fn typed_path<P: serde::de::DeserializeOwned + Default>(
+    path: &Option<serde_json::Value>,
+) -> Result<P, ScenarioError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Path<P> {
+        path: P,
+    }
+    match path {
+        None => Ok(P::default()),
+        Some(v) => Ok(parse_json::<Path<P>>(&serde_json::json!({ "path": v }).to_string())?.path),
+    }
 }
 
 /// The verbs model's testbeds, then [S2]'s platforms. `usn` runs MPI over the UltraScience Net's path and
@@ -193,14 +249,41 @@ pub enum Workload {
     Trace(TraceSpec),
 }
 
+/// The network under MPI, resolved.
+#[derive(Debug, Clone)]
+pub enum MpiNet {
+    /// The path (and adapter) as the verbs model resolves it, and the queue pairs' transport.
+    Verbs {
+        base: Box<Resolved>,
+        transport: TransportName,
+    },
+    Tcp(Box<TcpNet>),
+}
+
+impl MpiNet {
+    pub fn seed(&self) -> u64 {
+        match self {
+            MpiNet::Verbs { base, .. } => base.seed,
+            MpiNet::Tcp(t) => t.tcp.seed,
+        }
+    }
+
+    pub fn one_way_delay_us(&self) -> f64 {
+        match self {
+            MpiNet::Verbs { base, .. } => base.one_way_delay_us(),
+            MpiNet::Tcp(t) => t.tcp.one_way_delay_us(),
+        }
+    }
+}
+
 /// Every parameter of an MPI run, in range.
 #[derive(Debug, Clone)]
 pub struct MpiResolved {
-    /// The path (and adapter) as the verbs model resolves it.
-    pub base: Resolved,
+    pub net: MpiNet,
     pub node: NodeParams,
+    /// The library's parameters (over TCP: Open MPI's collective rules and `auto`; its
+    /// point-to-point protocol is the TCP BTL's, in [`MpiNet::Tcp`]).
     pub params: MpiParams,
-    pub transport: TransportName,
     pub algo: Algo,
     pub nodes: u32,
     pub ppn: u32,
@@ -209,6 +292,8 @@ pub struct MpiResolved {
     /// The user set the eager threshold / the eager credits (job-size defaults leave them).
     pub fixed_threshold: bool,
     pub fixed_credits: bool,
+    /// The hierarchical bcast's WAN pieces (None: one message).
+    pub wan_chunk_bytes: Option<u64>,
 }
 
 /// An [S2] platform: the adapter on its PCIe generation, and the fabric generation.
@@ -257,11 +342,138 @@ impl MpiScenario {
             (None, None, Some(t)) => Workload::Trace(t.clone()),
             _ => return err("workload: give exactly one of osu, app, trace"),
         };
-        let s2 = s2_platform(&self.testbed);
-        if s2.is_none() && !TESTBEDS.contains(&self.testbed.as_str()) {
-            return err(format!("testbed: unknown '{}' (valid: {})", self.testbed, TESTBEDS.join(", ")));
+        let transport = self.mpi.transport.unwrap_or(MpiTransport::Rc);
+        let (net, mut node, params) = match transport.verbs() {
+            Some(t) => {
+                let (base, node, params) = self.resolve_verbs(t)?;
+                (MpiNet::Verbs { base: Box::new(base), transport: t }, node, params)
+            }
+            None => {
+                let tcp = scenario_tcp::resolve(self)?;
+                // A 2023 server (the `modern` stack's era); Open MPI's collective rules.
+                let params = MpiParams::library("openmpi-ucx").expect("a library");
+                (MpiNet::Tcp(Box::new(tcp)), NodeParams::sapphire_rapids(), params)
+            }
+        };
+        if let Some(n) = &self.node {
+            node = node_by_name(n)
+                .ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
         }
-        let mut path = self.path.clone();
+        self.node_params.apply(&mut node)?;
+        let c = &self.cluster;
+        let m = &self.mpi;
+        if let Workload::Osu(o) = &workload {
+            o.validate()?;
+        }
+        let ppn = c.ppn.unwrap_or(1);
+        if !(1..=256).contains(&ppn) {
+            return err(format!("ppn: {ppn} is out of range [1, 256]"));
+        }
+        let nodes = match c.nodes {
+            Some(n) => n,
+            None => match &workload {
+                // Collectives: four nodes per cluster, as `longhaul emu mpi osu` runs them.
+                Workload::Osu(o) if o.bench.collective().is_some() => 4,
+                Workload::Osu(o) => o.bench.ranks(o.pairs.unwrap_or(1), u32::MAX).div_ceil(2).div_ceil(ppn).max(1),
+                // A trace: enough nodes for its ranks (a malformed trace is reported when it runs).
+                Workload::Trace(t) => {
+                    trace::parse(&t.name, &t.text).map_or(1, |p| p.ranks.div_ceil(2).div_ceil(ppn).max(1))
+                }
+                _ => 1,
+            },
+        };
+        if !(1..=4096).contains(&nodes) {
+            return err(format!("nodes: {nodes} is out of range [1, 4096] (per cluster)"));
+        }
+        let placement = match (&c.rank_map, c.placement.as_deref()) {
+            (Some(map), None | Some("map")) => Placement::Map(map.clone()),
+            (Some(_), Some(p)) => {
+                return err(format!("placement: '{p}' conflicts with rank_map (omit placement or set it to map)"))
+            }
+            (None, None | Some("block")) => Placement::Block,
+            (None, Some("cyclic")) => Placement::Cyclic,
+            (None, Some(p)) => {
+                return err(format!("placement: unknown '{p}' (valid: {}, or a rank_map)", PLACEMENTS.join(", ")))
+            }
+        };
+        let ranks = self.ranks_needed(nodes * ppn);
+        // A trace's own `ranks N` is held to MAX_RANKS where it is parsed; its layout has no more.
+        if ranks > MAX_RANKS && !matches!(workload, Workload::Trace(_)) {
+            let what = match &workload {
+                Workload::Osu(o) if o.bench == OsuBench::MbwMr => format!("{} pairs", o.pairs.unwrap_or(1)),
+                _ => format!("{nodes} nodes x {ppn} per node in each of 2 clusters"),
+            };
+            return err(format!(
+                "ranks: {ranks} ({what}) is out of range [2, {MAX_RANKS}]: the simulator's state for a job grows with \
+                 the square of its ranks (~0.8 GB at {MAX_RANKS})"
+            ));
+        }
+        Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
+        if matches!(net, MpiNet::Tcp(_)) && ranks > scenario_tcp::MAX_RANKS {
+            return err(format!(
+                "ranks: {ranks} is out of range [2, {}] with transport tcp (a TCP connection for every pair of \
+                 ranks on different hosts, opened at start-up)",
+                scenario_tcp::MAX_RANKS
+            ));
+        }
+        let wan_chunk_bytes = match &net {
+            MpiNet::Tcp(t) => Some(t.wan_chunk_bytes),
+            MpiNet::Verbs { .. } => {
+                m.wan_chunk_bytes.map(|b| in_range_u("wan_chunk_bytes", b, 1, 1 << 30)).transpose()?
+            }
+        };
+        let algo = m.algo.unwrap_or(Algo::Default);
+        if let Workload::Osu(o) = &workload {
+            o.check_root(ranks)?;
+            if let Some(c) = o.bench.collective().filter(|&c| !algo.fits(c)) {
+                let valid: Vec<&str> = ["default", "hierarchical", "auto"]
+                    .into_iter()
+                    .chain(Algo::flat_for(c).iter().map(|a| a.name()))
+                    .collect();
+                return err(format!(
+                    "algo: '{}' is not a {} algorithm (valid: {})",
+                    algo.name(),
+                    o.bench.name(),
+                    valid.join(", ")
+                ));
+            }
+        }
+        let (fixed_threshold, fixed_credits) = (m.eager_threshold_bytes.is_some(), m.eager_credits.is_some());
+        Ok(MpiResolved {
+            net,
+            node,
+            params,
+            algo,
+            nodes,
+            ppn,
+            placement,
+            workload,
+            fixed_threshold,
+            fixed_credits,
+            wan_chunk_bytes,
+        })
+    }
+
+    /// The verbs part: the path and adapter, the profile's node, the library's parameters.
+    fn resolve_verbs(&self, transport: TransportName) -> Result<(Resolved, NodeParams, MpiParams), ScenarioError> {
+        let testbed = self.testbed.as_deref().unwrap_or("s1");
+        let s2 = s2_platform(testbed);
+        if s2.is_none() && !TESTBEDS.contains(&testbed) {
+            return err(format!("testbed: unknown '{testbed}' (valid: {})", TESTBEDS.join(", ")));
+        }
+        for (name, set) in [
+            ("tcp", self.tcp.is_some()),
+            ("stack", self.stack.is_some()),
+            ("mpi.eager_limit_bytes", self.mpi.eager_limit_bytes.is_some()),
+            ("mpi.rndv_eager_limit_bytes", self.mpi.rndv_eager_limit_bytes.is_some()),
+            ("mpi.max_send_size_bytes", self.mpi.max_send_size_bytes.is_some()),
+            ("mpi.per_msg_us", self.mpi.per_msg_us.is_some()),
+        ] {
+            if set {
+                return err(format!("{name}: only with transport tcp (Open MPI's TCP BTL)"));
+            }
+        }
+        let mut path: PathSpec = typed_path(&self.path)?;
         let base_testbed = match &s2 {
             Some((_, g, _)) => {
                 // One fabric: a plain IB link between the two switches unless a path is given.
@@ -273,9 +485,8 @@ impl MpiScenario {
                     "s1-connectx"
                 }
             }
-            None => self.testbed.as_str(),
+            None => testbed,
         };
-        let transport = self.mpi.transport.unwrap_or(TransportName::Rc);
         let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Send, 1);
         let sc = Scenario {
             seed: self.seed,
@@ -288,7 +499,7 @@ impl MpiScenario {
             subnet_manager: Default::default(),
         };
         let mut base = sc.resolve()?;
-        base.testbed = self.testbed.clone();
+        base.testbed = testbed.into();
         // The 2007 node of [S1]'s era for the published testbeds; a 2023 server for the profiles
         // of today's fabrics (none of the FDR/EDR era, 2012-2017, is in the table: --node sets one).
         let today = TODAYS_TESTBEDS.contains(&base_testbed);
@@ -300,11 +511,6 @@ impl MpiScenario {
             base.switch.link = IbLink { width: 4, generation: g };
             node = n;
         }
-        if let Some(n) = &self.node {
-            node = node_by_name(n)
-                .ok_or_else(|| ScenarioError(format!("node: unknown '{n}' (valid: {})", NODES.join(", "))))?;
-        }
-        self.node_params.apply(&mut node)?;
         let m = &self.mpi;
         let library = m.library.as_deref().unwrap_or(if today { "mvapich2-2.3" } else { "mvapich2-1.0" });
         let mut params = MpiParams::library(library)
@@ -359,83 +565,7 @@ impl MpiScenario {
         if let Some(ns) = c.switch_latency_ns {
             base.switch.latency_ns = in_range_f("switch_latency_ns", ns, 0.0, 100_000.0)?;
         }
-        if let Workload::Osu(o) = &workload {
-            o.validate()?;
-        }
-        let ppn = c.ppn.unwrap_or(1);
-        if !(1..=256).contains(&ppn) {
-            return err(format!("ppn: {ppn} is out of range [1, 256]"));
-        }
-        let nodes = match c.nodes {
-            Some(n) => n,
-            None => match &workload {
-                // Collectives: four nodes per cluster, as `longhaul emu mpi osu` runs them.
-                Workload::Osu(o) if o.bench.collective().is_some() => 4,
-                Workload::Osu(o) => o.bench.ranks(o.pairs.unwrap_or(1), u32::MAX).div_ceil(2).div_ceil(ppn).max(1),
-                // A trace: enough nodes for its ranks (a malformed trace is reported when it runs).
-                Workload::Trace(t) => {
-                    trace::parse(&t.name, &t.text).map_or(1, |p| p.ranks.div_ceil(2).div_ceil(ppn).max(1))
-                }
-                _ => 1,
-            },
-        };
-        if !(1..=4096).contains(&nodes) {
-            return err(format!("nodes: {nodes} is out of range [1, 4096] (per cluster)"));
-        }
-        let placement = match (&c.rank_map, c.placement.as_deref()) {
-            (Some(map), None | Some("map")) => Placement::Map(map.clone()),
-            (Some(_), Some(p)) => {
-                return err(format!("placement: '{p}' conflicts with rank_map (omit placement or set it to map)"))
-            }
-            (None, None | Some("block")) => Placement::Block,
-            (None, Some("cyclic")) => Placement::Cyclic,
-            (None, Some(p)) => {
-                return err(format!("placement: unknown '{p}' (valid: {}, or a rank_map)", PLACEMENTS.join(", ")))
-            }
-        };
-        let ranks = self.ranks_needed(nodes * ppn);
-        // A trace's own `ranks N` is held to MAX_RANKS where it is parsed; its layout has no more.
-        if ranks > MAX_RANKS && !matches!(workload, Workload::Trace(_)) {
-            let what = match &workload {
-                Workload::Osu(o) if o.bench == OsuBench::MbwMr => format!("{} pairs", o.pairs.unwrap_or(1)),
-                _ => format!("{nodes} nodes x {ppn} per node in each of 2 clusters"),
-            };
-            return err(format!(
-                "ranks: {ranks} ({what}) is out of range [2, {MAX_RANKS}]: the simulator's state for a job grows with \
-                 the square of its ranks (~0.8 GB at {MAX_RANKS})"
-            ));
-        }
-        Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
-        let algo = m.algo.unwrap_or(Algo::Default);
-        if let Workload::Osu(o) = &workload {
-            o.check_root(ranks)?;
-            if let Some(c) = o.bench.collective().filter(|&c| !algo.fits(c)) {
-                let valid: Vec<&str> = ["default", "hierarchical", "auto"]
-                    .into_iter()
-                    .chain(Algo::flat_for(c).iter().map(|a| a.name()))
-                    .collect();
-                return err(format!(
-                    "algo: '{}' is not a {} algorithm (valid: {})",
-                    algo.name(),
-                    o.bench.name(),
-                    valid.join(", ")
-                ));
-            }
-        }
-        let (fixed_threshold, fixed_credits) = (m.eager_threshold_bytes.is_some(), m.eager_credits.is_some());
-        Ok(MpiResolved {
-            base,
-            node,
-            params,
-            transport,
-            algo,
-            nodes,
-            ppn,
-            placement,
-            workload,
-            fixed_threshold,
-            fixed_credits,
-        })
+        Ok((base, node, params))
     }
 }
 
@@ -483,8 +613,9 @@ mod tests {
     #[test]
     fn s2_testbeds_pick_their_adapter_and_node() {
         let r = MpiScenario::from_json(&osu(r#", "testbed": "s2-ct-ddr""#)).unwrap().resolve().unwrap();
-        assert_eq!(r.base.hca.pcie_gen, 1);
+        let MpiNet::Verbs { base, .. } = &r.net else { panic!("verbs") };
+        assert_eq!(base.hca.pcie_gen, 1);
         assert_eq!(r.node.name, "clovertown");
-        assert!(r.base.extender.is_none());
+        assert!(base.extender.is_none());
     }
 }

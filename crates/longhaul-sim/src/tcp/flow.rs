@@ -1,5 +1,5 @@
 //! One direction of a TCP connection as the host worlds keep it ([`super::hosts`] for iperf and
-//! NFS streams, [`crate::mpi_tcp`] for MPI rank pairs): the sender on `src`, the receiver on
+//! NFS streams, [`crate::mpi::ob1_tcp`] for MPI rank pairs): the sender on `src`, the receiver on
 //! `dst`, the core that runs their stack work, and the one timer event kept scheduled for both.
 //!
 //! Invariant: `timer_at` is the time of the earliest timer event in the world's queue for this

@@ -11,7 +11,7 @@ from longhaul import admission, osu_text, safeio, tune, units
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
-from longhaul.sim import mpi, mpi_tcp
+from longhaul.sim import mpi
 
 P2P_COLUMNS = ["bench", "size_bytes", "delay_us", "distance_km", "lat_us", "bw_MBps", "msg_rate_Mps", "status"]
 COLL_COLUMNS = ["bench", "algo", "size_bytes", "delay_us", "distance_km", "ranks", "lat_us", "lat_min_us", "lat_max_us",
@@ -56,9 +56,10 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
                         "MVAPICH2 1.0, 16K in 2.3, 8K with openmpi-ucx)")
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None,
                    help="rendezvous: rput, rget, r3 (default: the library's, rput in MVAPICH2 1.0, rget in 2.3 and UCX)")
-    p.add_argument("--transport", choices=(*mpi.TRANSPORTS, "tcp"), default=None,
-                   help="IB transport under MPI (default rc), or tcp: Open MPI's TCP BTL on the TCP model (osu "
-                        "latency/bw/bibw, and bcast with --nodes ranks per cluster; options under 'MPI over TCP')")
+    p.add_argument("--transport", choices=mpi.TRANSPORTS, default=None,
+                   help="the channel: an IB transport under MVAPICH2 (rc, uc, ud; default rc), or tcp: Open MPI's "
+                        "ob1 on the TCP BTL over the TCP model (options under 'MPI over TCP'; one TCP connection per "
+                        "pair of ranks on different nodes, at most 256 ranks)")
     p.add_argument("--eager-credits", type=units.whole(1, 4096), default=None, metavar="N",
                    help="eager buffers per peer (1..4096; default: the library's, 16 in MVAPICH2's RDMA fast path, "
                         "512 in UCX's flow-control window)")
@@ -93,6 +94,18 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
     p.add_argument("--ud-max-retries", type=units.whole(1, 65535), default=None, metavar="N",
                    help="UD/UC: resends of one frame before the job ends with a reliability error (1..65535; "
                         "default 1000, MVAPICH2's MV2_UD_RETRY_COUNT)")
+    t = p.add_argument_group("MPI over TCP (--transport tcp)")
+    t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
+    t.add_argument("--stack", default=None, metavar="NAME|SEG_US,BYTE_NS",
+                   help="host stack: a profile (modern, s1, s3, ideal; default modern) or measured costs "
+                        "'per-segment us,per-byte ns' charged at each end")
+    t.add_argument("--eager-limit", default=None, metavar="SIZE",
+                   help="btl_tcp_eager_limit = btl_tcp_rndv_eager_limit, bytes, header included (1K..1G; default 64K)")
+    t.add_argument("--per-msg-us", type=units.real(0, 10000), default=None, metavar="US",
+                   help="MPI library CPU time per message at each end, us (0..10000; default 0)")
+    t.add_argument("--cc", default=None, help="congestion control (default cubic)")
+    t.add_argument("--socket-buffer-max", default=None, metavar="SIZE",
+                   help="tcp_rmem/tcp_wmem maxima, bytes (auto-tuning limit; default 6M / 4M, Linux's)")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=1, help="random seed (same seed, same result)")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=formats, default="table",
@@ -120,18 +133,6 @@ def register(models: argparse._SubParsersAction) -> None:
     o.add_argument("--window", type=units.whole(1, 65536), default=None, metavar="N", help="messages per window for bw/bibw/mbw_mr (1..65536; default 64)")
     _common(o, formats=(*FORMATS, "osu"))
     admission.add_option(o)
-    t = o.add_argument_group("MPI over TCP (--transport tcp)")
-    t.add_argument("--rate-gbps", default=None, metavar="G", help="WAN link rate, Gb/s (0.001..400; default 10)")
-    t.add_argument("--stack", default=None, metavar="NAME|SEG_US,BYTE_NS",
-                   help="host stack: a profile (modern, s1, s3, ideal; default modern) or measured costs "
-                        "'per-segment us,per-byte ns' charged at each end")
-    t.add_argument("--eager-limit", default=None, metavar="SIZE",
-                   help="btl_tcp_eager_limit = btl_tcp_rndv_eager_limit, bytes, header included (1K..1G; default 64K)")
-    t.add_argument("--per-msg-us", type=units.real(0, 10000), default=None, metavar="US",
-                   help="MPI library CPU time per message at each end, us (0..10000; default 0)")
-    t.add_argument("--cc", default=None, help="congestion control (default cubic)")
-    t.add_argument("--socket-buffer-max", default=None, metavar="SIZE",
-                   help="tcp_rmem/tcp_wmem maxima, bytes (auto-tuning limit; default 6M / 4M, Linux's)")
     o.set_defaults(func=run_osu)
 
     a = sub.add_parser("app", help="NAS skeletons: run time vs delay", formatter_class=fmt,
@@ -183,8 +184,11 @@ def _points(args) -> list[dict]:
 
 
 def _params(args) -> dict:
-    if args.transport == "tcp":
-        raise UserError("--transport tcp: only 'longhaul sim mpi osu' (latency, bw, bibw, bcast) runs over TCP")
+    tcp = args.transport == "tcp"
+    for attr, opt in _IB_ONLY if tcp else _TCP_ONLY:
+        if getattr(args, attr, None) is not None:
+            raise UserError(f"{opt}: not used with --transport tcp (Open MPI's TCP BTL: see 'MPI over TCP')" if tcp
+                            else f"{opt}: only with --transport tcp")
     for value, option in ((args.ud_retry_timeout_us, "--ud-retry-timeout-us"), (args.ud_window, "--ud-window"),
                           (args.ud_recv_window, "--ud-recv-window"), (args.ud_max_retries, "--ud-max-retries")):
         if value is not None and args.transport not in ("ud", "uc"):
@@ -196,22 +200,37 @@ def _params(args) -> dict:
         thr = None if text.startswith("-") else units.parse_size(text, "--rndv-threshold")
         if thr is None or thr > 1 << 30:
             raise UserError(f"--rndv-threshold: {text} is out of range [0, 1G] bytes")
-    return dict(testbed=args.profile, node=args.node, library=args.mpi_library, seed=args.seed, nodes=args.nodes, ppn=args.ppn,
-                placement=args.placement, fabric=args.fabric, switch_latency_ns=args.switch_latency_ns,
-                copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
-                core_mops=args.core_mops, algo=args.algo, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
-                transport=args.transport, eager_credits=args.eager_credits, send_wqes=args.send_wqes, loss=args.loss,
+    common = dict(node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn, placement=args.placement,
+                  copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
+                  core_mops=args.core_mops, algo=args.algo, transport=args.transport, loss=args.loss)
+    if tcp:
+        return {**common, **_tcp_params(args)}
+    return dict(common, testbed=args.profile, library=args.mpi_library, fabric=args.fabric,
+                switch_latency_ns=args.switch_latency_ns, eager_threshold_bytes=thr, rndv_protocol=args.rndv_protocol,
+                eager_credits=args.eager_credits, send_wqes=args.send_wqes,
                 ud_retry_timeout_us=args.ud_retry_timeout_us, ud_window=args.ud_window,
                 ud_recv_window=args.ud_recv_window, ud_max_retries=args.ud_max_retries)
 
 
-_IB_ONLY = (("nodes", "--nodes"), ("ppn", "--ppn"), ("placement", "--placement"), ("algo", "--algo"),
-            ("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"), ("mpi_library", "--mpi-library"),
-            ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"), ("profile", "--profile"),
-            ("node", "--node"), ("pairs", "--pairs"), ("ud_retry_timeout_us", "--ud-retry-timeout-us"),
-            ("ud_window", "--ud-window"), ("ud_recv_window", "--ud-recv-window"), ("ud_max_retries", "--ud-max-retries"),
-            ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"), ("copy_MBps", "--copy-MBps"),
-            ("mem_MBps", "--mem-MBps"), ("shm_latency_ns", "--shm-latency-ns"), ("core_mops", "--core-mops"))
+def _tcp_params(args) -> dict:
+    """The 'MPI over TCP' options as scenario parameters."""
+    eager = _size_in(args.eager_limit, "--eager-limit", 1024, 1 << 30)
+    buf = _size_in(args.socket_buffer_max, "--socket-buffer-max", 65536, 1 << 32)
+    rate = None
+    if args.rate_gbps is not None:
+        rates = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 400)
+        if len(rates) > 1:  # one link per run: a list would run its first value alone
+            raise UserError(f"--rate-gbps: one rate, not a list ('{args.rate_gbps}'; valid range [0.001, 400])")
+        rate = rates[0]
+    return dict(stack=_stack(args.stack) if args.stack is not None else None, rate_gbps=rate,
+                eager_limit_bytes=eager, per_msg_us=args.per_msg_us, cc=args.cc, rmem_max_bytes=buf,
+                wmem_max_bytes=buf)
+
+
+#: the MVAPICH2-over-verbs options, not used over TCP (and the TCP ones, not used over verbs)
+_IB_ONLY = (("rndv_threshold", "--rndv-threshold"), ("rndv_protocol", "--rndv-protocol"),
+            ("mpi_library", "--mpi-library"), ("eager_credits", "--eager-credits"), ("send_wqes", "--send-wqes"),
+            ("profile", "--profile"), ("fabric", "--fabric"), ("switch_latency_ns", "--switch-latency-ns"))
 _TCP_ONLY = (("rate_gbps", "--rate-gbps"), ("stack", "--stack"), ("eager_limit", "--eager-limit"),
              ("per_msg_us", "--per-msg-us"), ("cc", "--cc"), ("socket_buffer_max", "--socket-buffer-max"))
 
@@ -227,20 +246,20 @@ def _size_in(text: str | None, option: str, lo: int, hi: int) -> int | None:
 
 def _stack(text: str):
     """A profile name, or 'SEG_US,BYTE_NS' measured costs."""
-    if text in mpi_tcp.STACK_PROFILES:
+    if text in mpi.STACK_PROFILES:
         return text
     parts = text.split(",")
     try:
         seg, byte = (float(x) for x in parts)
     except ValueError:
-        raise UserError(f"--stack: '{text}' is neither a profile ({', '.join(mpi_tcp.STACK_PROFILES)}) nor "
+        raise UserError(f"--stack: '{text}' is neither a profile ({', '.join(mpi.STACK_PROFILES)}) nor "
                         "'per-segment us,per-byte ns' (e.g. 2.5,0.3)") from None
     # The core's ranges (tcp/scenario.rs), checked here to name the option, not the scenario's key.
     for value, what, hi in ((seg, "per-segment cost", 10_000), (byte, "per-byte cost", 1_000)):
         if not (math.isfinite(value) and 0 <= value <= hi):
             unit = "us" if what == "per-segment cost" else "ns"
             raise UserError(f"--stack: {what} {value:g} {unit} is out of range [0, {hi}] {unit}")
-    return mpi_tcp.stack_costs(seg, byte)
+    return mpi.stack_costs(seg, byte)
 
 
 def _window_only_for_streams(args: argparse.Namespace) -> None:
@@ -248,40 +267,6 @@ def _window_only_for_streams(args: argparse.Namespace) -> None:
     and the collectives have none, so there it would change nothing and is refused."""
     if args.window is not None and args.bench not in ("bw", "bibw", "mbw_mr"):
         raise UserError(f"--window: only for --bench bw, bibw, mbw_mr (osu_{args.bench} sends no window of messages)")
-
-
-def _run_osu_tcp(args: argparse.Namespace, sizes: list[int]) -> int:
-    if args.bench not in mpi_tcp.BENCHES:
-        raise UserError(f"--bench: '{args.bench}' does not run over --transport tcp (valid: {', '.join(mpi_tcp.BENCHES)})")
-    _window_only_for_streams(args)
-    bcast = args.bench == "bcast"
-    for attr, opt in _IB_ONLY:
-        if getattr(args, attr, None) is not None and not (bcast and attr in ("nodes", "algo")):
-            raise UserError(f"{opt}: not used with --transport tcp ({'bcast takes --nodes and --algo' if bcast else 'one rank pair over TCP'})")
-    if bcast and args.algo == "auto":
-        raise UserError("--algo: 'auto' is not run over --transport tcp (valid: default, hierarchical)")
-    if bcast and args.nodes is not None and not 1 <= args.nodes <= 16:
-        raise UserError(f"--nodes: {args.nodes} is out of range [1, 16] with --transport tcp (ranks per cluster, one per host)")
-    eager = _size_in(args.eager_limit, "--eager-limit", 1024, 1 << 30)
-    buf = _size_in(args.socket_buffer_max, "--socket-buffer-max", 65536, 1 << 32)
-    rate = None
-    if args.rate_gbps is not None:
-        rates = units.parse_float_list(args.rate_gbps, "--rate-gbps", 0.001, 400)
-        if len(rates) > 1:  # one link per run: a list would run its first value alone
-            raise UserError(f"--rate-gbps: one rate, not a list ('{args.rate_gbps}'; valid range [0.001, 400])")
-        rate = rates[0]
-    recs = mpi_tcp.osu_sweep(args.bench, sizes, where=_points(args), workers=args.workers,
-                             iterations=args.iterations, window=args.window, seed=args.seed, loss=args.loss,
-                             stack=_stack(args.stack) if args.stack is not None else None, rate_gbps=rate,
-                             eager_limit_bytes=eager, per_msg_us=args.per_msg_us, cc=args.cc,
-                             rmem_max_bytes=buf, wmem_max_bytes=buf,
-                             ranks_per_cluster=args.nodes if bcast else None, algo=args.algo if bcast else None)
-    if args.format == "osu":
-        _emit_osu(recs, args)
-        return 0
-    emit(recs, args.format, COLL_COLUMNS if bcast else P2P_COLUMNS, title=f"longhaul sim mpi osu --bench {args.bench} --transport tcp "
-                                               f"({recs[0]['testbed']}, stack {recs[0]['node']})")
-    return 0
 
 
 def _algos(recs: list[dict]) -> str:
@@ -340,12 +325,6 @@ def _admit(args: argparse.Namespace, ranks: int, points: int, kind: str, what: s
 
 
 def run_osu(args: argparse.Namespace) -> int:
-    if args.transport == "tcp":
-        return _run_osu_tcp(args, units.parse_sizes(args.sizes if args.sizes is not None else ("1:1M" if args.bench == "latency" else "1:4M"),
-                                                    "--sizes", 0, 1 << 30))
-    for attr, opt in _TCP_ONLY:
-        if getattr(args, attr, None) is not None:
-            raise UserError(f"{opt}: only with --transport tcp")
     coll = args.bench in ("bcast", "scatter", "alltoall", "allreduce")
     _window_only_for_streams(args)
     # Options that would change nothing here are refused rather than ignored (1 pair and the
@@ -368,7 +347,8 @@ def run_osu(args: argparse.Namespace) -> int:
     cols = COLL_COLUMNS if coll else P2P_COLUMNS
     if args.loss:  # what the loss cost: resends by the adapters (RC) or by the library (UD/UC)
         cols = cols[:-1] + ["retransmitted_packets", "resent_frames"] + cols[-1:]
-    emit(recs, args.format, cols, title=f"longhaul sim mpi osu --bench {args.bench} ({recs[0]['testbed']})")
+    over = f" --transport {args.transport}" if args.transport else ""
+    emit(recs, args.format, cols, title=f"longhaul sim mpi osu --bench {args.bench}{over} ({recs[0]['testbed']})")
     if any(not r["crosses_wan"] and r["one_way_delay_us"] > 0 for r in recs):
         r = recs[0]
         # Block placement keeps a point-to-point pair in cluster A once it has two slots there; cyclic
@@ -421,6 +401,9 @@ def run_tune(args: argparse.Namespace) -> int:
                         "power of two above the message and 4 x that)")
     if args.algo is not None:
         raise UserError("--algo: tune runs point-to-point benchmarks (osu_bw, osu_mbw_mr), which use no collective")
+    if args.transport == "tcp":
+        raise UserError("--transport tcp: tune searches MVAPICH2's knobs over verbs (rc, uc, ud); over TCP compare "
+                        "eager limits with 'longhaul sim mpi osu --transport tcp --eager-limit SIZE'")
     params = {k: v for k, v in _params(args).items() if k not in ("eager_threshold_bytes", "nodes", "ppn")}
     run = tune.simulate(args.workers)
     rows = []
