@@ -129,9 +129,17 @@ def test_a_trace_replays_over_tcp_and_auto_goes_hierarchical_at_distance(cli, tm
     assert json.loads(proc.stdout)[0]["rndv_protocol"] != "ob1-tcp"
 
 
-def test_tune_refuses_tcp_with_the_reason(cli):
-    proc = cli("tune", "mpi", "--size", "64K", "--transport", "tcp")
-    assert proc.returncode == 2 and "--transport tcp: tune searches MVAPICH2's knobs" in proc.stderr
+def test_tune_over_tcp_advises_an_eager_limit_above_the_message_at_distance(cli):
+    """`tune mpi --transport tcp`: at 5 ms a 64 KiB message (rendezvous at Open MPI's 64 KiB limit,
+    which includes the header) gains from a limit that sends it eagerly; then the process pairs."""
+    out = cli("tune", "mpi", "--size", "64K", "--transport", "tcp", "--delay-us", "5000", "--rate-gbps", "8",
+              "--format", "json", "--workers", "2", check=True).stdout
+    rows = {r["knob"]: r for r in json.loads(out)}
+    limit = rows["eager limit (bytes, header included)"]
+    assert int(limit["default"]) == 65536 and int(limit["best"]) > 65536 and float(limit["gain_pct"]) > 10, limit
+    assert int(rows["process pairs across the link"]["best"]) > 1
+    proc = cli("tune", "mpi", "--size", "64K", "--transport", "tcp", "--eager-limit", "1M")
+    assert proc.returncode == 2 and "--eager-limit: tune searches the eager limit itself" in proc.stderr
 
 
 def test_calibration_recovers_the_costs_the_points_were_made_with():

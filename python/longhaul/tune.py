@@ -257,11 +257,14 @@ def mpi_knobs(run: Run, size_bytes: int, **params) -> tuple[dict, list[Knob]]:
     """osu_bw / osu_mbw_mr for one message size (``params``: any MPI scenario parameter but the
     job's size): over UD/UC with loss the retry timeout first, then the eager threshold, over RC
     the library's send queue and eager credits, over UD/UC its reliability window, and the
-    process pairs (with the best threshold and UD window)."""
+    process pairs (with the best threshold and UD window). Over TCP (Open MPI's ob1): the eager limit
+    and the process pairs."""
     lib = mpi.validate(mpi.scenario(osu={"bench": "bw", "size_bytes": size_bytes}, **params))
     osu = {"bench": "bw", "size_bytes": size_bytes}
     base_rec = run("mpi", [mpi.scenario(osu=osu, **params)], "tune: the defaults")[0]
     where = _where(base_rec)
+    if params.get("transport") == "tcp":
+        return where, _mpi_tcp_knobs(run, size_bytes, base_rec, params)
     ud = params.get("transport") in ("ud", "uc")
     knobs = []
     fixed: dict = {}
@@ -314,6 +317,31 @@ def mpi_knobs(run: Run, size_bytes: int, **params) -> tuple[dict, list[Knob]]:
                  why=f"each pair has its own connection and window (with the best {best_found})")
     knobs.append(climb(pairs, pev, factor=2))
     return where, knobs
+
+
+def _mpi_tcp_knobs(run: Run, size_bytes: int, base_rec: dict, params: dict) -> list[Knob]:
+    """MPI over TCP: Open MPI's TCP BTL eager limit (the record's ``eager_threshold_bytes``), then
+    the process pairs with the best limit."""
+    osu = {"bench": "bw", "size_bytes": size_bytes}
+    ev = _evaluator(run, "mpi", lambda **p: mpi.scenario(osu=osu, **p), params, "tune mpi")("eager_limit_bytes")
+    default = int(base_rec["eager_threshold_bytes"])
+    # The limit includes ob1's match header: the power of two above the message is eager unless the
+    # message is within 16 bytes below it; four times that is eager for certain.
+    eager = eager_threshold_for(size_bytes)
+    limit = Knob("mpi", "eager limit (bytes, header included)",
+                 "--eager-limit (btl_tcp_eager_limit = btl_tcp_rndv_eager_limit)", float(default),
+                 top=float(max(default, 4 * eager)), top_why="4 x the message size rounded up",
+                 why="below it a message goes eagerly, without the rendezvous round trip (RTS, ACK)")
+    for t in sorted({default, eager, 4 * eager}):
+        limit.tried[float(t)] = _bw(base_rec) if t == default else ev(t)
+    best = int(limit.best)
+    pev = _evaluator(run, "mpi", lambda pairs, **p: mpi.scenario(osu={"bench": "mbw_mr", "size_bytes": size_bytes,
+                                                                      "pairs": pairs}, **p),
+                     {**params, "eager_limit_bytes": best}, "tune mpi")("pairs")
+    pairs = Knob("mpi", "process pairs across the link", "ranks per node x nodes (osu_mbw_mr pairs)", 1.0,
+                 top=MPI_PAIRS_MAX, top_why="the range offered", within=PAIRS_GAIN_PCT,
+                 why=f"each pair has its own TCP connection and window (with the eager limit {best})")
+    return [limit, climb(pairs, pev, factor=2)]
 
 
 def eager_threshold_for(size_bytes: int) -> int:

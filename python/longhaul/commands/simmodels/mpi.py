@@ -385,7 +385,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 #: Options of the other verbs that tune refuses (run_tune says why).
-TUNE_REFUSES = ("--nodes", "--ppn", "--placement", "--rndv-threshold", "--algo")
+TUNE_REFUSES = ("--nodes", "--ppn", "--placement", "--rndv-threshold", "--eager-limit", "--algo")
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -399,11 +399,11 @@ def run_tune(args: argparse.Namespace) -> int:
     if args.rndv_threshold is not None:
         raise UserError("--rndv-threshold: tune searches the eager threshold itself (the library's default, the "
                         "power of two above the message and 4 x that)")
+    if args.eager_limit is not None:
+        raise UserError("--eager-limit: tune searches the eager limit itself (Open MPI's default, the power of two "
+                        "above the message and 4 x that)")
     if args.algo is not None:
         raise UserError("--algo: tune runs point-to-point benchmarks (osu_bw, osu_mbw_mr), which use no collective")
-    if args.transport == "tcp":
-        raise UserError("--transport tcp: tune searches MVAPICH2's knobs over verbs (rc, uc, ud); over TCP compare "
-                        "eager limits with 'longhaul sim mpi osu --transport tcp --eager-limit SIZE'")
     params = {k: v for k, v in _params(args).items() if k not in ("eager_threshold_bytes", "nodes", "ppn")}
     run = tune.simulate(args.workers)
     rows = []
