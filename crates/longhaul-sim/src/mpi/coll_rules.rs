@@ -115,21 +115,6 @@ pub enum OmpiBcast {
     ScatterAllgather = 8,
 }
 
-impl OmpiBcast {
-    pub fn name(self) -> &'static str {
-        match self {
-            OmpiBcast::BasicLinear => "basic_linear",
-            OmpiBcast::Chain => "chain",
-            OmpiBcast::Pipeline => "pipeline",
-            OmpiBcast::SplitBinaryTree => "split_binary_tree",
-            OmpiBcast::BinaryTree => "binary_tree",
-            OmpiBcast::Binomial => "binomial",
-            OmpiBcast::Knomial => "knomial",
-            OmpiBcast::ScatterAllgather => "scatter_allgather",
-        }
-    }
-}
-
 /// Pick the entry of `band` (upper bound of bytes, exclusive; the last entry holds for every
 /// larger message) that `bytes` falls in.
 fn in_band<T: Copy>(band: &[(u64, T)], bytes: u64) -> T {

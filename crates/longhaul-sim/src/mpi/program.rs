@@ -141,19 +141,6 @@ impl Programs {
             }
         }
     }
-    /// Messages and bytes posted by all ranks in one pass (for sanity checks and records).
-    pub fn totals(&self) -> (u64, u64) {
-        let mut n = 0;
-        let mut b = 0;
-        for a in self.ranks.iter().flatten() {
-            a.for_each_send(|bytes| {
-                n += 1;
-                b += bytes;
-            });
-        }
-        (n, b)
-    }
-
     /// The same programs with every `Rounds` written out as its `Round`s, blocks included (what
     /// the data checker plays; the timing engine generates them as it goes).
     pub fn expanded(&self) -> Cow<'_, Programs> {
