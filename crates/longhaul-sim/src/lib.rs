@@ -12,6 +12,7 @@ pub mod mpi;
 pub mod names;
 pub mod net;
 pub mod nfs;
+pub mod pfs;
 pub mod scenario;
 pub mod tcp;
 pub mod topology;
