@@ -5,6 +5,7 @@
 pub mod cross;
 pub mod devices;
 pub mod fabric;
+pub mod flow;
 pub mod port;
 pub mod rate;
 
