@@ -88,7 +88,7 @@ pub fn max_min(capacity: &[f64], flows: &[Demand]) -> Vec<f64> {
             any = true;
             rate[i] += step;
             let full = f.uses.iter().any(|&(r, _)| left[r] <= EPS * capacity[r].max(1.0));
-            if full || f.cap - rate[i] <= EPS * f.cap.max(1.0) {
+            if full || (f.cap.is_finite() && f.cap - rate[i] <= EPS * f.cap.max(1.0)) {
                 frozen[i] = true;
             }
         }

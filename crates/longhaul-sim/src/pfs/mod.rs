@@ -1,9 +1,40 @@
 //! A parallel file system across the long-haul link (GPFS-like, with a Lustre-like variant):
-//! clients writing blocks through their page pool to NSD servers and their LUNs, over several
-//! WAN links that fail and come back.
+//! client threads writing (or reading) blocks through their page pool to NSD servers and their
+//! LUNs, over several WAN links that fail and come back.
 //!
-//! One concern per file: [`params`] (one struct per component, every default cited).
+//! One concern per file: [`params`] (one struct per component, every default cited),
+//! [`layout`] (blocks over LUNs over servers), [`ledger`] (the invariant: every acknowledged
+//! write on a server exactly once), [`core`] (writers, connections and servers without a
+//! network), [`routing`] (the subnet manager: links, minhop routes, sweeps), [`fluid`] (the
+//! driver over the fluid network `crate::net::flow`, with RC retries and reconnects),
+//! [`record`] (time series, phases, latency), [`scenario`] (plain data, validated once).
+//!
+//! Flow level: a run of minutes with failures takes seconds. What it leaves out is below a
+//! round trip: packet queues and credits, congestion, RC's packet-by-packet retransmission
+//! (a recovered connection resends its lost blocks at once). A packet-level adapter can drive
+//! [`core`] over `crate::transport` where those matter.
 
+pub mod core;
+pub mod fluid;
+pub mod layout;
+pub mod ledger;
 pub mod params;
+pub mod record;
+pub mod routing;
+pub mod scenario;
 
 pub use params::{PfsParams, Variant};
+pub use record::PfsRecord;
+pub use scenario::{PfsResolved, PfsScenario};
+
+use crate::scenario::ScenarioError;
+
+/// Validate a JSON scenario (the whole check, nothing runs).
+pub fn validate_pfs_json(text: &str) -> Result<PfsResolved, ScenarioError> {
+    PfsScenario::from_json(text)?.resolve()
+}
+
+/// Validate a JSON scenario and run it: the parallel file system model's public entry point.
+pub fn run_pfs_json(text: &str) -> Result<PfsRecord, ScenarioError> {
+    Ok(fluid::run(&validate_pfs_json(text)?))
+}

@@ -160,12 +160,7 @@ impl PfsParams {
     /// Longbow C103). [S3] gives neither servers nor disks: those are the era's typical ones.
     pub fn gpfs_2010() -> Self {
         PfsParams {
-            client: ClientParams {
-                threads: 6,
-                pagepool_bytes: 64 << 20,
-                dirty_fraction: 0.5,
-                rpc_cpu_us: 20.0,
-            },
+            client: ClientParams { threads: 6, pagepool_bytes: 64 << 20, dirty_fraction: 0.5, rpc_cpu_us: 20.0 },
             server: ServerParams { request_cpu_us: 50.0, cores: 8, nsd_workers: 32, storage_path_MBps: 1600.0 },
             disk: DiskParams { data_disks: 8, parity_disks: 2, disk_MBps: 100.0, per_io_ms: 1.0 },
             fs: FileSystemParams {

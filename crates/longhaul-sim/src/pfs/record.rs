@@ -1,0 +1,170 @@
+//! What a run reports: the time series (aggregate and per-client bandwidth, per-link traffic
+//! and utilisation), the run cut into phases at its link events with the steady bandwidth of
+//! each and the recovery after a replug, the RPC latency distribution, and the ledger.
+
+use serde::Serialize;
+
+use super::scenario::{LinkAction, LinkEvent};
+
+/// Interval samples, one entry per interval (ending at `t_s`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct Series {
+    pub t_s: Vec<f64>,
+    /// Blocks acknowledged to the clients (writes) or delivered to them (reads), MB/s.
+    pub bw_MBps: Vec<f64>,
+    /// Per client, per interval.
+    pub client_bw_MBps: Vec<Vec<f64>>,
+    /// Per link, per interval: data carried (MB/s) and its share of the link's capacity.
+    pub link_MBps: Vec<Vec<f64>>,
+    pub link_util: Vec<Vec<f64>>,
+    /// Links the subnet manager had active at the end of the interval.
+    pub links_up: Vec<u32>,
+}
+
+/// The run between two link events.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct Phase {
+    pub from_s: f64,
+    pub to_s: f64,
+    /// The event that began it ("link 2 down"), empty for the first.
+    pub event: String,
+    /// Links plugged during the phase.
+    pub links_plugged: u32,
+    /// Mean of the samples in the phase's second half: its steady rate.
+    pub bw_MBps: f64,
+    /// The lowest sample in the phase: the dip of a failover.
+    pub min_MBps: f64,
+    /// A phase begun by a replug: from the replug to the end of the first interval whose
+    /// aggregate is back to 95% of the rate before the first failure with the link carrying
+    /// data again. None otherwise, or when that never happened.
+    pub recovery_s: Option<f64>,
+}
+
+/// Fraction of the pre-failure rate that counts as recovered.
+const RECOVERED: f64 = 0.95;
+
+/// The phases of a run of `duration_s` with `events`, from its series.
+pub fn phases(series: &Series, events: &[LinkEvent], links: u32, duration_s: f64) -> Vec<Phase> {
+    let mut cuts: Vec<(f64, String, Option<(u32, LinkAction)>)> = vec![(0.0, String::new(), None)];
+    for e in events {
+        let word = if e.action == LinkAction::Down { "down" } else { "up" };
+        cuts.push((e.at_s, format!("link {} {word}", e.link), Some((e.link, e.action))));
+    }
+    let baseline = events.first().map_or(f64::NAN, |e| mean(series, 0.0, e.at_s, 0.5));
+    let mut plugged = links;
+    let mut out = Vec::new();
+    for (i, (from, event, what)) in cuts.iter().enumerate() {
+        let to = cuts.get(i + 1).map_or(duration_s, |c| c.0);
+        if let Some((_, action)) = what {
+            plugged = if *action == LinkAction::Down { plugged - 1 } else { plugged + 1 };
+        }
+        let recovery_s = match what {
+            Some((k, LinkAction::Up)) => recovery(series, *from, *k as usize, baseline * RECOVERED),
+            _ => None,
+        };
+        let inside = samples(series, *from, to);
+        out.push(Phase {
+            from_s: *from,
+            to_s: to,
+            event: event.clone(),
+            links_plugged: plugged,
+            bw_MBps: mean(series, *from, to, 0.5),
+            min_MBps: inside.iter().map(|&i| series.bw_MBps[i]).fold(f64::NAN, f64::min),
+            recovery_s,
+        });
+    }
+    out
+}
+
+/// Samples whose interval lies inside [from, to].
+fn samples(series: &Series, from: f64, to: f64) -> Vec<usize> {
+    let step = series.t_s.first().copied().unwrap_or(0.0);
+    (0..series.t_s.len()).filter(|&i| series.t_s[i] - step >= from - 1e-9 && series.t_s[i] <= to + 1e-9).collect()
+}
+
+/// Mean aggregate over the last `tail` fraction of [from, to] (NaN without samples).
+fn mean(series: &Series, from: f64, to: f64, tail: f64) -> f64 {
+    let start = to - (to - from) * tail;
+    let s = samples(series, start, to);
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s.iter().map(|&i| series.bw_MBps[i]).sum::<f64>() / s.len() as f64
+}
+
+fn recovery(series: &Series, from: f64, link: usize, want_mbps: f64) -> Option<f64> {
+    (0..series.t_s.len())
+        .find(|&i| series.t_s[i] > from && series.bw_MBps[i] >= want_mbps && series.link_MBps[link][i] > 0.0)
+        .map(|i| series.t_s[i] - from)
+}
+
+/// Percentiles of RPC latency (us): p50, p90, p99, p99.9 and the largest.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Latency {
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl Latency {
+    pub fn of(mut us: Vec<f32>) -> Latency {
+        if us.is_empty() {
+            return Latency::default();
+        }
+        us.sort_by(f32::total_cmp);
+        let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize] as f64;
+        Latency { p50_us: at(0.5), p90_us: at(0.9), p99_us: at(0.99), p999_us: at(0.999), max_us: at(1.0) }
+    }
+}
+
+/// One run. Field names carry their unit (MB = 10^6 bytes).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[allow(non_snake_case)]
+pub struct PfsRecord {
+    pub testbed: String,
+    pub variant: String,
+    pub op: String,
+    pub extender: String,
+    pub clients: u32,
+    pub threads: u32,
+    pub servers: u32,
+    pub luns: u32,
+    pub wan_links: u32,
+    pub block_bytes: u64,
+    pub delay_us: f64,
+    pub fibre_km: f64,
+    pub one_way_delay_us: f64,
+    pub duration_s: f64,
+    pub interval_s: f64,
+    pub seed: u64,
+    /// Capacities the run derived: one WAN link, one host adapter, one LUN (MB/s).
+    pub link_MBps: f64,
+    pub host_MBps: f64,
+    pub lun_MBps: f64,
+    /// Mean aggregate over the whole run.
+    pub bw_MBps: f64,
+    pub series: Series,
+    pub phases: Vec<Phase>,
+    pub rpc_latency: Latency,
+    pub acked_blocks: u64,
+    pub stored_blocks: u64,
+    /// Blocks written again at their address by a resend after a QP error (idempotent).
+    pub rewritten_blocks: u64,
+    /// Sent and not yet acknowledged when the run ended (none lost: still in flight).
+    pub outstanding_blocks: u64,
+    /// Every acknowledged block on a server exactly once.
+    pub ledger_ok: bool,
+    pub ledger_violation: Option<String>,
+    /// Connections that recovered by RC retransmission, that failed (retries exhausted), and
+    /// that reconnected.
+    pub rc_recoveries: u64,
+    pub qp_errors: u64,
+    pub reconnects: u64,
+    pub expelled_clients: u32,
+    pub sim_events: u64,
+    pub status: String,
+}

@@ -1,0 +1,107 @@
+//! The subnet manager's view of the parallel WAN links: which are plugged, which it has made
+//! active, and the route of each destination over them.
+//!
+//! Routing is OpenSM's default engine, minhop, with LMC 0: the parallel links between the two
+//! sites' switches are equal-hop ports, and a switch routes each destination LID out of the
+//! least used of them, taking destinations in LID order ([OSM] "Min Hop Algorithm ... port
+//! equalization"). So destination `d` (LID ordinal) leaves by active link `d mod n`; with LMC
+//! `l` each port owns 2^l consecutive LIDs and the file system uses the base one (GPFS opens
+//! one connection per node pair), so base LIDs land on link `d·2^l mod n`. Writes to server
+//! `s` cross the link of its LID; replies and read data to client `c` the link of its.
+//!
+//! A link unplugged stops carrying packets at once, but routes still point at it until the SM
+//! has swept and uploaded new forwarding tables. A link plugged back carries nothing until the
+//! SM finds it (at its next periodic sweep), activates it and routes over it again.
+
+#[derive(Debug, Clone)]
+pub struct Routes {
+    pub plugged: Vec<bool>,
+    pub active: Vec<bool>,
+    lmc: u32,
+    /// The link carrying traffic toward each server / each client (None: no active link).
+    pub to_server: Vec<Option<usize>>,
+    pub to_client: Vec<Option<usize>>,
+}
+
+impl Routes {
+    pub fn new(links: usize, lmc: u32, clients: usize, servers: usize) -> Self {
+        let mut r = Routes {
+            plugged: vec![true; links],
+            active: vec![true; links],
+            lmc,
+            to_server: vec![None; servers],
+            to_client: vec![None; clients],
+        };
+        r.reroute();
+        r
+    }
+
+    /// The SM's heavy sweep: every plugged link active, every route recomputed.
+    pub fn reroute(&mut self) {
+        self.active.clone_from(&self.plugged);
+        let up: Vec<usize> = (0..self.active.len()).filter(|&k| self.active[k]).collect();
+        let lids = 1usize << self.lmc;
+        let pick = |d: usize| (!up.is_empty()).then(|| up[(d * lids) % up.len()]);
+        for (s, r) in self.to_server.iter_mut().enumerate() {
+            *r = pick(s);
+        }
+        for (c, r) in self.to_client.iter_mut().enumerate() {
+            *r = pick(c);
+        }
+    }
+
+    pub fn unplug(&mut self, k: usize) {
+        self.plugged[k] = false;
+        self.active[k] = false;
+    }
+
+    pub fn plug(&mut self, k: usize) {
+        self.plugged[k] = true;
+    }
+
+    /// The links a connection between client `c` and server `s` uses now, if both carry packets.
+    pub fn alive(&self, c: usize, s: usize) -> bool {
+        let ok = |l: Option<usize>| l.is_some_and(|k| self.active[k]);
+        ok(self.to_server[s]) && ok(self.to_client[c])
+    }
+
+    /// Does the connection between `c` and `s` cross link `k` (either way)?
+    pub fn crosses(&self, c: usize, s: usize, k: usize) -> bool {
+        self.to_server[s] == Some(k) || self.to_client[c] == Some(k)
+    }
+
+    pub fn links_up(&self) -> u32 {
+        self.active.iter().filter(|&&a| a).count() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minhop_spreads_destinations_and_moves_them_off_a_dead_link_only_after_a_sweep() {
+        let mut r = Routes::new(4, 0, 2, 6);
+        assert_eq!(r.to_server, [0, 1, 2, 3, 0, 1].map(Some));
+        r.unplug(1);
+        assert!(!r.alive(0, 1) && r.alive(0, 0));
+        r.reroute();
+        assert_eq!(r.to_server, [0, 2, 3, 0, 2, 3].map(Some));
+        assert!(r.alive(1, 1));
+        r.plug(1);
+        assert!(!r.active[1]);
+        r.reroute();
+        assert_eq!(r.to_server[1], Some(1));
+    }
+
+    #[test]
+    fn lmc_puts_base_lids_on_fewer_links_and_no_link_is_no_route() {
+        let r = Routes::new(4, 2, 2, 4);
+        assert_eq!(r.to_server, [Some(0); 4]);
+        let mut r = Routes::new(1, 0, 1, 1);
+        r.unplug(0);
+        r.reroute();
+        assert_eq!(r.to_server, [None]);
+        assert!(!r.alive(0, 0));
+    }
+}
