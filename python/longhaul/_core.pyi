@@ -24,6 +24,9 @@ def run_nfs(scenario_json: str, validate_only: bool = False) -> str:
 def run_iser(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one iSER scenario, or only validate it (its resolved parameters)."""
 
+def run_pfs(scenario_json: str, validate_only: bool = False) -> str:
+    """Validate and run one parallel file system scenario, or only validate it (its resolved parameters)."""
+
 def cancel_runs(on: bool) -> None:
     """Cancel every simulation running in this process, and any started until called with False."""
 

@@ -121,6 +121,24 @@ fn run_iser(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResul
     finish(result)
 }
 
+/// Validate and run one parallel file system scenario (JSON text); returns the record as JSON
+/// text. With `validate_only`, the scenario is only validated and its resolved parameters
+/// returned. The GIL is released while the simulation runs.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_pfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
+        if validate_only {
+            longhaul_sim::pfs::validate_pfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        } else {
+            longhaul_sim::pfs::run_pfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        }
+    });
+    finish(result)
+}
+
 /// The names each name-valued scenario key accepts (`verbs.transport`, `tcp.cc`, `mpi.osu.bench`,
 /// ...), from the core's own enums and profile tables: the CLI's choices come from here.
 #[pyfunction]
@@ -136,6 +154,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_mpi, m)?)?;
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
     m.add_function(wrap_pyfunction!(run_iser, m)?)?;
+    m.add_function(wrap_pyfunction!(run_pfs, m)?)?;
     m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
     m.add_function(wrap_pyfunction!(names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -50,6 +50,8 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("nfs.testbed", strs(&crate::nfs::scenario::TESTBEDS));
     m.insert("iser.op", strs(&crate::iser::IserOp::NAMES));
     m.insert("iser.testbed", strs(&crate::iser::scenario::TESTBEDS));
+    m.insert("pfs.variant", strs(&crate::pfs::Variant::NAMES));
+    m.insert("pfs.testbed", strs(&crate::pfs::scenario::TESTBEDS));
     m.insert("mpi.osu.bench", variants::<OsuBench>());
     m.insert("mpi.algo", variants::<Algo>());
     m.insert("mpi.rndv_protocol", variants::<Rndv>());

@@ -118,7 +118,7 @@ pub struct PfsResolved {
     /// the two switches.
     pub one_way_s: f64,
     /// Data one WAN link carries (MB/s): the extender's rate (or its packet engine's), less the
-    /// IB headers of MTU-sized RDMA packets.
+    /// IB headers of MTU-sized RDMA packets, at most its credits per WAN round trip.
     pub link_MBps: f64,
     /// Data one host adapter moves (MB/s): port, PCIe and switch port, the slowest, less headers.
     pub host_MBps: f64,
@@ -200,7 +200,12 @@ impl PfsScenario {
         let ext = verbs.extender.as_ref();
         let wan_gbps = ext.map_or(verbs.wan.data_gbps(), |e| e.data_gbps());
         let engine_mbps = ext.filter(|e| e.packet_ns > 0.0).map_or(f64::INFINITY, |e| mtu / e.packet_ns * 1e3);
-        let link_mbps = (wan_gbps * 1e3 / 8.0 * payload).min(engine_mbps);
+        // The pair's credits (its receive buffer) cover one round trip of the WAN at most: beyond
+        // its rated reach a link carries buffer / round trip (crate::net::devices).
+        let wan_round_trip_s = 2.0 * verbs.one_way_delay_us() * 1e-6;
+        let credit_mbps = ext.filter(|_| wan_round_trip_s > 0.0)
+            .map_or(f64::INFINITY, |e| e.buffer_bytes as f64 / wan_round_trip_s / 1e6);
+        let link_mbps = (wan_gbps * 1e3 / 8.0 * payload).min(engine_mbps).min(credit_mbps);
         let host_gbps = verbs.hca.port.data_gbps().min(verbs.hca.pcie_data_gbps()).min(verbs.switch.link.data_gbps());
         let boxes_us = ext.map_or(0.0, |e| 2.0 * e.latency_ns / 1e3) + 2.0 * verbs.switch.latency_ns / 1e3;
         Ok(PfsResolved {
