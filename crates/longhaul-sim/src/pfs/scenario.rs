@@ -203,7 +203,8 @@ impl PfsScenario {
         // The pair's credits (its receive buffer) cover one round trip of the WAN at most: beyond
         // its rated reach a link carries buffer / round trip (crate::net::devices).
         let wan_round_trip_s = 2.0 * verbs.one_way_delay_us() * 1e-6;
-        let credit_mbps = ext.filter(|_| wan_round_trip_s > 0.0)
+        let credit_mbps = ext
+            .filter(|_| wan_round_trip_s > 0.0)
             .map_or(f64::INFINITY, |e| e.buffer_bytes as f64 / wan_round_trip_s / 1e6);
         let link_mbps = (wan_gbps * 1e3 / 8.0 * payload).min(engine_mbps).min(credit_mbps);
         let host_gbps = verbs.hca.port.data_gbps().min(verbs.hca.pcie_data_gbps()).min(verbs.switch.link.data_gbps());
