@@ -21,7 +21,7 @@ from longhaul.sim import pfs
 DRILL = Path(__file__).with_name("s3_gpfs_drill.toml")
 
 
-def _row(p: dict, expected, model, passed: bool, detail: str, rel_err: float | None = None) -> dict:
+def _row(p: dict, expected: object, model: object, passed: bool, detail: str, rel_err: float | None = None) -> dict:
     return {"id": p["id"], "source": p["source"], "what": p["what"], "expected": expected, "model": model,
             "rel_err": rel_err, "passed": bool(passed), "detail": detail}
 

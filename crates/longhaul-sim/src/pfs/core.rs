@@ -41,7 +41,7 @@ impl Writer {
     /// The next block's RPC; `true` when it starts a new file (a create comes first: the caller
     /// charges its metadata round trips before sending).
     pub fn next_rpc(&mut self, layout: &mut Layout) -> (Rpc, bool) {
-        let new_file = self.seq > 0 && self.seq % layout.blocks_per_file == 0;
+        let new_file = self.seq > 0 && self.seq.is_multiple_of(layout.blocks_per_file);
         if new_file {
             self.targets = layout.new_file(self.index, self.seq / layout.blocks_per_file);
         }

@@ -544,7 +544,7 @@ pub fn run(r: &PfsResolved) -> PfsRecord {
         if t > end {
             break;
         }
-        if m.q.events_handled() % crate::engine::CANCEL_CHECK_EVENTS == 0 && crate::engine::runs_cancelled() {
+        if m.q.events_handled().is_multiple_of(crate::engine::CANCEL_CHECK_EVENTS) && crate::engine::runs_cancelled() {
             cancelled = true;
             break;
         }

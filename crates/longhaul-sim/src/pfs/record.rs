@@ -47,30 +47,31 @@ const RECOVERED: f64 = 0.95;
 
 /// The phases of a run of `duration_s` with `events`, from its series.
 pub fn phases(series: &Series, events: &[LinkEvent], links: u32, duration_s: f64) -> Vec<Phase> {
-    let mut cuts: Vec<(f64, String, Option<(u32, LinkAction)>)> = vec![(0.0, String::new(), None)];
-    for e in events {
-        let word = if e.action == LinkAction::Down { "down" } else { "up" };
-        cuts.push((e.at_s, format!("link {} {word}", e.link), Some((e.link, e.action))));
-    }
+    // Each phase begins at the run's start or at an event.
+    let starts: Vec<Option<&LinkEvent>> = std::iter::once(None).chain(events.iter().map(Some)).collect();
     let baseline = events.first().map_or(f64::NAN, |e| mean(series, 0.0, e.at_s, 0.5));
     let mut plugged = links;
     let mut out = Vec::new();
-    for (i, (from, event, what)) in cuts.iter().enumerate() {
-        let to = cuts.get(i + 1).map_or(duration_s, |c| c.0);
-        if let Some((_, action)) = what {
-            plugged = if *action == LinkAction::Down { plugged - 1 } else { plugged + 1 };
+    for (i, began) in starts.iter().enumerate() {
+        let from = began.map_or(0.0, |e| e.at_s);
+        let to = starts.get(i + 1).and_then(|e| e.map(|e| e.at_s)).unwrap_or(duration_s);
+        let mut event = String::new();
+        let mut recovery_s = None;
+        if let Some(e) = began {
+            let up = e.action == LinkAction::Up;
+            plugged = if up { plugged + 1 } else { plugged - 1 };
+            event = format!("link {} {}", e.link, if up { "up" } else { "down" });
+            if up {
+                recovery_s = recovery(series, from, e.link as usize, baseline * RECOVERED);
+            }
         }
-        let recovery_s = match what {
-            Some((k, LinkAction::Up)) => recovery(series, *from, *k as usize, baseline * RECOVERED),
-            _ => None,
-        };
-        let inside = samples(series, *from, to);
+        let inside = samples(series, from, to);
         out.push(Phase {
-            from_s: *from,
+            from_s: from,
             to_s: to,
-            event: event.clone(),
+            event,
             links_plugged: plugged,
-            bw_MBps: mean(series, *from, to, 0.5),
+            bw_MBps: mean(series, from, to, 0.5),
             min_MBps: inside.iter().map(|&i| series.bw_MBps[i]).fold(f64::NAN, f64::min),
             recovery_s,
         });
