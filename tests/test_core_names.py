@@ -8,7 +8,7 @@ import pytest
 
 from longhaul import _core
 from longhaul.errors import UserError
-from longhaul.sim import core, iser, mpi, nfs, tcp, verbs
+from longhaul.sim import core, iser, mpi, nfs, pfs, tcp, verbs
 
 V = dict(transport="rc", op="write", test="bw", size_bytes=8)
 OSU = {"bench": "bw", "size_bytes": 8}
@@ -36,6 +36,8 @@ CASES = {
     "nfs.testbed": lambda n: nfs.validate(nfs.scenario(testbed=n)),
     "iser.op": lambda n: iser.validate(iser.scenario(op=n)),
     "iser.testbed": lambda n: iser.validate(iser.scenario(testbed=n)),
+    "pfs.variant": lambda n: pfs.validate(pfs.scenario(variant=n)),
+    "pfs.testbed": lambda n: pfs.validate(pfs.scenario(testbed=n)),
     "mpi.osu.bench": lambda n: mpi.validate(mpi.scenario(osu={"bench": n, "size_bytes": 8})),
     "mpi.algo": lambda n: mpi.validate(mpi.scenario(osu=OSU, algo=n)),
     "mpi.rndv_protocol": lambda n: mpi.validate(mpi.scenario(osu=OSU, rndv_protocol=n)),
