@@ -5,8 +5,8 @@ scenario's ``[[events]]`` unplug and replug them, measured per phase (between ev
 simulated side plugs in through ``SIMULATED``: a function of the drill's inputs that returns
 one record per phase with ``bw_MBps`` (and ``recovery_s`` when it models the transient).
 
-The simulator's packet-level link events are InfiniBand's (``sim verbs`` with ``[[events]]``: the
-subnet manager's reroute, RC retries); the drill runs TCP over Ethernet links with the kernel's
+The simulator's link events are InfiniBand's (``sim verbs`` with ``[[events]]``, packet level, and
+``sim pfs``, a file system at flow level: the subnet manager's reroute, RC retries); the drill runs TCP over Ethernet links with the kernel's
 multipath routes, which the TCP model does not build, so the one here is still
 ``tcp-aggregate``: the simulator's existing TCP model on one Ethernet link as fast as the links
 up in the phase, the same streams, delay, MTU and buffers, in steady state (mean of the second

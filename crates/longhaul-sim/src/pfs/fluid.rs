@@ -259,6 +259,7 @@ impl<'a> Model<'a> {
     /// Re-solve every writer's rate and reschedule its next block.
     fn solve(&mut self) {
         self.account();
+        self.stall_dead_paths();
         let links = self.r.wan_links as usize;
         let mut capacity = self.res.capacity.clone();
         for k in 0..links {
@@ -374,14 +375,37 @@ impl<'a> Model<'a> {
 
     /// A connection lost a packet: RC starts retrying.
     fn stall(&mut self, conn: usize) {
-        if self.qps[conn] != Qp::Up {
-            return;
+        if self.qps[conn] == Qp::Up {
+            self.start_retrying(conn);
+            self.solve();
         }
+    }
+
+    fn start_retrying(&mut self, conn: usize) {
         let now = self.now_s();
         let gen = self.set_qp(conn, Qp::Stalled { since_s: now });
         let error_at = now + self.r.params.failover.retries_exhausted_s();
         self.q.schedule(at(error_at), Ev::QpError { qp: conn as u32, gen });
-        self.solve();
+    }
+
+    /// A writer with data for a server whose path is dead sends its next block into it: the
+    /// connection loses it and starts retrying (even when nothing happened to be in flight when
+    /// the link went).
+    fn stall_dead_paths(&mut self) {
+        let servers = self.r.servers as usize;
+        for i in 0..self.threads.len() {
+            let th = &self.threads[i];
+            let c = th.w.client as usize;
+            if th.creating || self.expelled[c] {
+                continue;
+            }
+            for s in th.w.servers(&self.layout) {
+                let conn = c * servers + s as usize;
+                if self.qps[conn] == Qp::Up && !self.routes.alive(c, s as usize) {
+                    self.start_retrying(conn);
+                }
+            }
+        }
     }
 
     /// A connection's new state; returns its generation (for its timers).
@@ -678,6 +702,22 @@ mod tests {
             }
             prop_assert!(r.acked_blocks > 0);
         }
+    }
+
+    #[test]
+    fn events_at_one_time_make_one_cut_and_an_outage_expels_after_the_lease() {
+        let r = run_json(
+            r#"{"path": {"wan_links": 2}, "pfs": {"duration_s": 60},
+                "events": [{"at_s": 5, "link": 0, "action": "down"}, {"at_s": 5, "link": 1, "action": "down"}]}"#,
+        );
+        assert_eq!(r.phases.len(), 2);
+        assert_eq!((r.phases[1].event.as_str(), r.phases[1].links_plugged), ("link 1 down", 0));
+        assert_eq!(r.phases[1].bw_MBps, 0.0);
+        // No path for GPFS's 35 s lease: both clients are expelled (even if nothing happened to
+        // be in flight when the links went: the writers' next blocks were lost); nothing
+        // acknowledged is lost.
+        assert_eq!(r.expelled_clients, 2);
+        assert!(r.ledger_ok && r.acked_blocks > 0 && r.qp_errors >= 2);
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub struct Series {
 pub struct Phase {
     pub from_s: f64,
     pub to_s: f64,
-    /// The event that began it ("link 2 down"), empty for the first.
+    /// The event that began it ("link 2 down"), empty for the first; of several at one time,
+    /// the last.
     pub event: String,
     /// Links plugged during the phase.
     pub links_plugged: u32,
@@ -64,6 +65,10 @@ pub fn phases(series: &Series, events: &[LinkEvent], links: u32, duration_s: f64
             if up {
                 recovery_s = recovery(series, from, e.link as usize, baseline * RECOVERED);
             }
+        }
+        if to <= from && i + 1 < starts.len() {
+            // Several events at one time make one cut: the phase begins with the last of them.
+            continue;
         }
         let inside = samples(series, from, to);
         out.push(Phase {
