@@ -83,6 +83,7 @@ def test_sweep_across_mpi_ranks(tmp_path):
 
 @pytest.mark.parametrize("model, grid, key", [
     ("nfs", '{"delay_us": [0, 1000], "transport": ["rdma"]}', "bw_MBps"),
+    ("pfs", '{"delay_us": [0, 1000], "duration_s": [5]}', "bw_MBps"),
     ("mpi-tcp", '{"delay_us": [0, 1000], "osu": [{"bench": "bw", "size_bytes": 65536}]}', "bw_MBps"),
 ])
 def test_every_model_sweeps(cli, tmp_path, model, grid, key):

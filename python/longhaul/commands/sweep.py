@@ -86,9 +86,10 @@ def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[
     """The table `longhaul sim MODEL` prints (its columns that hold a value here), then the swept
     parameters it leaves out: every field would make a table some 300 characters wide (csv then
     carries every other single-valued field, as `sim`'s does; json every field)."""
-    from longhaul.commands.simmodels import iser, mpi, nfs, tcp, verbs
+    from longhaul.commands.simmodels import iser, mpi, nfs, pfs, tcp, verbs
 
     shown = {"verbs": verbs.BW_COLUMNS + verbs.LAT_COLUMNS, "tcp": tcp.COLUMNS, "nfs": nfs.COLUMNS, "iser": iser.COLUMNS,
+             "pfs": pfs.COLUMNS,
              "mpi": mpi.P2P_COLUMNS + mpi.COLL_COLUMNS + mpi.APP_COLUMNS}.get(model.replace("-tcp", ""), [])
     swept = [k for pt in points for k in pt]
     cols = [c for c in dict.fromkeys(shown + swept) if any(r.get(c) is not None for r in records)]

@@ -28,6 +28,12 @@ def nfs_point(sc: dict) -> list[dict]:
     return [nfs.run(sc)]
 
 
+def pfs_point(sc: dict) -> list[dict]:
+    from longhaul.sim import pfs
+
+    return [pfs.run(sc)]
+
+
 def iser_point(sc: dict) -> list[dict]:
     from longhaul.sim import iser
 
@@ -43,4 +49,4 @@ def mpi_tcp_point(sc: dict) -> list[dict]:
 
 #: model name -> point function
 MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point, "nfs": nfs_point, "iser": iser_point,
-          "mpi-tcp": mpi_tcp_point}
+          "pfs": pfs_point, "mpi-tcp": mpi_tcp_point}

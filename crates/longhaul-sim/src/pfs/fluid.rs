@@ -89,6 +89,9 @@ struct Thread {
     /// The block on the wire and the bytes of it sent.
     block: super::core::Rpc,
     sent_bytes: f64,
+    /// When the block on the wire became the writer's next (its RPC was issued): a block held
+    /// up by a failure counts the stall in its latency.
+    issued_s: f64,
     at_s: f64,
     rate: f64,
     gen: u32,
@@ -167,7 +170,16 @@ impl<'a> Model<'a> {
         for i in 0..c * threads_per_client {
             let mut w = Writer::new((i / threads_per_client) as u32, i as u32, &mut layout);
             let (block_rpc, _) = w.next_rpc(&mut layout);
-            threads.push(Thread { w, block: block_rpc, sent_bytes: 0.0, at_s: 0.0, rate: 0.0, gen: 0, creating: true });
+            threads.push(Thread {
+                w,
+                block: block_rpc,
+                sent_bytes: 0.0,
+                issued_s: 0.0,
+                at_s: 0.0,
+                rate: 0.0,
+                gen: 0,
+                creating: true,
+            });
         }
         let window_bytes = p.client.pagepool_bytes as f64 * p.client.dirty_fraction / threads_per_client as f64;
         let mut rng = RngStream::new(r.seed, 0x5f5);
@@ -310,7 +322,10 @@ impl<'a> Model<'a> {
         let th = &mut self.threads[w];
         let rpc = th.block;
         let stripes = th.w.targets.len() as f64;
-        let started = now - stripes * self.block / th.rate.max(1.0);
+        // In the fluid view the writer's k stripes move at once, each at rate / k: a block took k
+        // blocks' time at the writer's rate, unless it waited longer since it was issued.
+        let started = (now - stripes * self.block / th.rate.max(1.0)).min(th.issued_s);
+        th.issued_s = now;
         th.sent_bytes = 0.0;
         let (next, new_file) = th.w.next_rpc(&mut self.layout);
         th.block = next;
@@ -544,6 +559,7 @@ impl<'a> Model<'a> {
             Ev::Reconnect { qp, gen } => self.on_reconnect(qp as usize, gen),
             Ev::Created { w } => {
                 self.threads[w as usize].creating = false;
+                self.threads[w as usize].issued_s = self.now_s();
                 self.solve();
             }
             Ev::Sample => self.on_sample(),

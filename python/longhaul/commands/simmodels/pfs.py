@@ -13,6 +13,9 @@ from longhaul.output import FORMATS, emit
 from longhaul.scenario_file import load_scenario_file
 from longhaul.sim import pfs, verbs
 
+#: A run in one row (what `longhaul sweep pfs` shows per point).
+COLUMNS = ["variant", "op", "clients", "threads", "servers", "luns", "wan_links", "distance_km", "bw_MBps", "link_MBps",
+           "lun_MBps", "qp_errors", "ledger_ok"]
 PHASE_COLUMNS = ["from_s", "to_s", "event", "links_plugged", "bw_MBps", "min_MBps", "recovery_s"]
 SHOWS = ("phases", "series", "summary")
 
