@@ -1,6 +1,7 @@
 """A parallel file system (GPFS-like, or Lustre-like) across the long-haul link: client threads
 writing or reading blocks to NSD servers and their LUNs over ``wan_links`` parallel WAN links,
-with ``[[events]]`` unplugging and replugging links (the schema of ``longhaul.failover``).
+with ``[[events]]`` unplugging and replugging links (the schema of ``longhaul.failover``) and the
+subnet manager's timing in ``[subnet_manager]`` (as for ``sim verbs``).
 
 ``scenario()`` builds the plain-data scenario the Rust core validates and runs (a flow-level
 model: minutes of traffic in seconds); ``run()`` runs one and returns its record: the time
@@ -18,10 +19,12 @@ TESTBEDS = core.names("pfs.testbed")
 OPS = ("write", "read")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links")
 _PFS_KEYS = ("variant", "op", "clients", "threads", "servers", "luns_per_server", "data_disks", "disk_MBps",
-             "block_bytes", "stripe_count", "pagepool_bytes", "file_bytes", "duration_s", "interval_s",
-             "sweep_interval_s", "reroute_s", "lmc", "ack_timeout_exp", "retry_count")
+             "block_bytes", "stripe_count", "pagepool_bytes", "file_bytes", "duration_s", "interval_s", "lmc",
+             "ack_timeout_exp", "retry_count")
+#: the subnet manager's timing, the ``[subnet_manager]`` table of ``sim verbs`` too
+_SM_KEYS = ("sweep_interval_s", "traps", "reroute_s", "link_training_s")
 #: a parameter's key in a scenario file, for messages about the file's values
-FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "pfs": _PFS_KEYS})
+FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "pfs": _PFS_KEYS, "subnet_manager": _SM_KEYS})
 
 
 def scenario(base: dict | None = None, events: list[dict] | None = None, **params) -> dict:
@@ -35,6 +38,8 @@ def scenario(base: dict | None = None, events: list[dict] | None = None, **param
             sc["path"][key] = value
         elif key in _PFS_KEYS:
             sc["pfs"][key] = value
+        elif key in _SM_KEYS:
+            sc.setdefault("subnet_manager", {})[key] = value
         elif key in ("seed", "testbed"):
             sc[key] = value
         else:

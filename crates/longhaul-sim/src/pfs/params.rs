@@ -1,8 +1,8 @@
 //! The parameters of a parallel file system across the long-haul link, one struct per
 //! component: the client node ([`ClientParams`]), the NSD/OSS server ([`ServerParams`]), the LUN
 //! and its disks ([`DiskParams`]), the file system's layout ([`FileSystemParams`]) and the
-//! failover machinery between the sites ([`FailoverParams`]: subnet manager, RC retries, the file
-//! system's own timeouts). Set once per hardware profile, never per point; each default says
+//! connections' failover ([`FailoverParams`]: RC retries, the file system's own timeouts; the
+//! subnet manager's timing is the verbs model's, `crate::ib::subnet_manager`). Set once per hardware profile, never per point; each default says
 //! what it is, where it is from and which era it belongs to. The WAN links themselves are not
 //! here: their rate comes from the testbed's extender (`crate::scenario::Resolved`).
 //!
@@ -113,20 +113,12 @@ pub struct FileSystemParams {
     pub create_round_trips: u32,
 }
 
-/// How links fail and the fabric and file system recover: the subnet manager, RC retries and
-/// the file system's own timeouts.
+/// How the file system's connections ride out a link failure: RC retries and the file
+/// system's own timeouts. The subnet manager's part (traps, sweeps, reroute time, link training)
+/// is `crate::ib::subnet_manager::SubnetManagerParams`, shared with the verbs model.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FailoverParams {
-    /// OpenSM's periodic light sweep (s): without -s, "a sweep interval of 10 seconds" ([OSM]
-    /// usage text of opensm 3.3). A link plugged back is found at the next sweep.
-    pub sweep_interval_s: f64,
-    /// From a link going down to the SM starting a heavy sweep (s): the switch port's state
-    /// change raises trap 128 to the SM, which sweeps at once. Assumed 10 ms.
-    pub trap_delay_s: f64,
-    /// Heavy sweep, route computation and the upload of the switches' forwarding tables (s) on a
-    /// fabric of tens of nodes. Assumed 1 s (OpenSM logs sub-second sweeps for small subnets).
-    pub reroute_s: f64,
     /// LMC: 2^lmc LIDs per port. OpenSM's default 0 ([OSM]): one path between two ports, so
     /// all of a QP's packets take one link.
     pub lmc: u32,
@@ -171,9 +163,6 @@ impl PfsParams {
                 create_round_trips: 2,
             },
             failover: FailoverParams {
-                sweep_interval_s: 10.0,
-                trap_delay_s: 0.01,
-                reroute_s: 1.0,
                 lmc: 0,
                 ack_timeout_exp: 14,
                 retry_count: 7,

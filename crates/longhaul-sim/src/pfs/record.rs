@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::scenario::{LinkAction, LinkEvent};
+use crate::link_events::{LinkAction, LinkEventSpec};
 
 /// Interval samples, one entry per interval (ending at `t_s`).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -47,9 +47,9 @@ pub struct Phase {
 const RECOVERED: f64 = 0.95;
 
 /// The phases of a run of `duration_s` with `events`, from its series.
-pub fn phases(series: &Series, events: &[LinkEvent], links: u32, duration_s: f64) -> Vec<Phase> {
+pub fn phases(series: &Series, events: &[LinkEventSpec], links: u32, duration_s: f64) -> Vec<Phase> {
     // Each phase begins at the run's start or at an event.
-    let starts: Vec<Option<&LinkEvent>> = std::iter::once(None).chain(events.iter().map(Some)).collect();
+    let starts: Vec<Option<&LinkEventSpec>> = std::iter::once(None).chain(events.iter().map(Some)).collect();
     let baseline = events.first().map_or(f64::NAN, |e| mean(series, 0.0, e.at_s, 0.5));
     let mut plugged = links;
     let mut out = Vec::new();

@@ -7,7 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::params::{PfsParams, Variant};
+use crate::engine::time::to_s;
 use crate::ib::headers;
+use crate::ib::subnet_manager::{FabricStep, SubnetManagerParams};
+use crate::link_events::{self, LinkAction, LinkEventSpec, SubnetManagerSpec};
 use crate::scenario::{
     err, in_range_f, in_range_u, OpName, PathSpec, Scenario, ScenarioError, TransportName, VerbsSpec,
 };
@@ -47,27 +50,9 @@ pub struct PfsSpec {
     pub duration_s: Option<f64>,
     /// Time-series interval (default 1 s, or a tenth of a shorter run).
     pub interval_s: Option<f64>,
-    pub sweep_interval_s: Option<f64>,
-    pub reroute_s: Option<f64>,
     pub lmc: Option<u32>,
     pub ack_timeout_exp: Option<u32>,
     pub retry_count: Option<u32>,
-}
-
-/// One link event, the schema of python/longhaul/failover.py (`[[events]]`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct LinkEvent {
-    pub at_s: f64,
-    pub link: u32,
-    pub action: LinkAction,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LinkAction {
-    Down,
-    Up,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -81,8 +66,13 @@ pub struct PfsScenario {
     pub path: PfsPathSpec,
     #[serde(default)]
     pub pfs: PfsSpec,
+    /// WAN links unplugged and plugged back during the run (`[[events]]`, the schema of
+    /// python/longhaul/failover.py and `sim verbs`).
     #[serde(default)]
-    pub events: Vec<LinkEvent>,
+    pub events: Vec<LinkEventSpec>,
+    /// The subnet manager's timing (`[subnet_manager]`, as for `sim verbs`).
+    #[serde(default)]
+    pub subnet_manager: SubnetManagerSpec,
 }
 
 fn default_seed() -> u64 {
@@ -111,7 +101,11 @@ pub struct PfsResolved {
     pub wan_links: u32,
     pub duration_s: f64,
     pub interval_s: f64,
-    pub events: Vec<LinkEvent>,
+    /// The link events in time order, and what the fabric does after them, when.
+    pub events: Vec<LinkEventSpec>,
+    pub subnet_manager: SubnetManagerParams,
+    #[serde(skip)]
+    pub fabric_steps: Vec<(crate::engine::Time, FabricStep)>,
     pub delay_us: f64,
     pub fibre_km: f64,
     /// One way between a client and a server: fibre, extender setting, the extender boxes and
@@ -164,9 +158,6 @@ impl PfsScenario {
             in_range_u("pagepool_bytes", n.pagepool_bytes.unwrap_or(p.client.pagepool_bytes), 1 << 20, 1 << 40)?;
         p.fs.file_bytes = in_range_u("file_bytes", n.file_bytes.unwrap_or(p.fs.file_bytes), p.fs.block_bytes, 1 << 50)?;
         let f = &mut p.failover;
-        f.sweep_interval_s =
-            in_range_f("sweep_interval_s", n.sweep_interval_s.unwrap_or(f.sweep_interval_s), 0.1, 3600.0)?;
-        f.reroute_s = in_range_f("reroute_s", n.reroute_s.unwrap_or(f.reroute_s), 0.0, 600.0)?;
         f.lmc = in_range_u("lmc", n.lmc.unwrap_or(f.lmc) as u64, 0, 7)? as u32;
         f.ack_timeout_exp =
             in_range_u("ack_timeout_exp", n.ack_timeout_exp.unwrap_or(f.ack_timeout_exp) as u64, 0, 31)? as u32;
@@ -190,9 +181,29 @@ impl PfsScenario {
             },
             verbs: VerbsSpec::bw_test(TransportName::Rc, OpName::Write, p.fs.block_bytes.min(1 << 30)),
             cross: None,
+            events: Vec::new(),
+            subnet_manager: SubnetManagerSpec::default(),
         }
         .resolve()?;
-        let events = check_events(&self.events, verbs.wan_links, duration_s)?;
+        let link_events = link_events::resolve(
+            &self.events,
+            &self.subnet_manager,
+            verbs.wan_links,
+            Some(duration_s),
+            Some(interval_s),
+        )?;
+        let (events, subnet_manager, fabric_steps) = match link_events {
+            None => (Vec::new(), SubnetManagerParams::default(), Vec::new()),
+            Some(l) => {
+                let events = l.events.iter().map(|&(t, link, up)| LinkEventSpec {
+                    at_s: to_s(t),
+                    link: link as u32,
+                    action: if up { LinkAction::Up } else { LinkAction::Down },
+                });
+                let steps = l.subnet_manager.plan(&l.events);
+                (events.collect(), l.subnet_manager, steps)
+            }
+        };
         // RDMA write packets: MTU payload plus LRH, BTH, ICRC and VCRC (the RETH of a message's
         // first packet is left out: a block is tens of packets).
         let mtu = verbs.mtu_bytes as f64;
@@ -222,6 +233,8 @@ impl PfsScenario {
             duration_s,
             interval_s,
             events,
+            subnet_manager,
+            fabric_steps,
             delay_us: verbs.delay_us,
             fibre_km: verbs.fibre_km,
             one_way_s: (verbs.one_way_delay_us() + boxes_us) * 1e-6,
@@ -229,44 +242,6 @@ impl PfsScenario {
             host_MBps: host_gbps * 1e3 / 8.0 * payload,
         })
     }
-}
-
-/// The events in time order, each inside the run, on a link that exists, changing its state.
-/// The words are those of python/longhaul/failover.py, so the emulator and the simulator say
-/// the same thing about the same file.
-fn check_events(events: &[LinkEvent], links: u32, duration_s: f64) -> Result<Vec<LinkEvent>, ScenarioError> {
-    for (i, e) in events.iter().enumerate() {
-        if !e.at_s.is_finite() || e.at_s <= 0.0 || e.at_s >= duration_s {
-            return err(format!(
-                "events[{i}].at_s: {} is outside the run (valid: 0 < at_s < duration_s = {duration_s} s)",
-                e.at_s
-            ));
-        }
-        if e.link >= links {
-            return err(format!(
-                "events[{i}].link: {} does not exist (valid: 0..{} for wan_links = {links})",
-                e.link,
-                links - 1
-            ));
-        }
-    }
-    let mut ordered: Vec<LinkEvent> = events.to_vec();
-    ordered.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
-    let mut up = vec![true; links as usize];
-    for e in &ordered {
-        let want = e.action == LinkAction::Up;
-        if up[e.link as usize] == want {
-            let down: Vec<String> = (0..links as usize).filter(|&k| !up[k]).map(|k| k.to_string()).collect();
-            let down = if down.is_empty() { "none".to_string() } else { down.join(", ") };
-            let state = if want { "up" } else { "down" };
-            return err(format!(
-                "events: at {} s link {} is already {state} (links down then: {down})",
-                e.at_s, e.link
-            ));
-        }
-        up[e.link as usize] = want;
-    }
-    Ok(ordered)
 }
 
 #[cfg(test)]

@@ -63,9 +63,10 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=pfs.TESTBEDS, default=None, help="hardware profile (default s3: the CSCS testbed)")
     p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair of each link")
     p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
-                   help="random seed (the SM's sweep phase; default: the scenario file's, else 1)")
+                   help="random seed, recorded (the flow-level model draws nothing at random; default: the scenario "
+                        "file's, else 1)")
     p.add_argument("--scenario", default=None, metavar="FILE",
-                   help="scenario file (TOML or JSON: [path], [pfs], [[events]]); options override it")
+                   help="scenario file (TOML or JSON: [path], [pfs], [[events]], [subnet_manager]); options override it")
     p.add_argument("--show", choices=SHOWS, default="phases", help="what the table shows (json carries everything)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
     p.set_defaults(func=run_pfs)
