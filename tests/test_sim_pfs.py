@@ -65,9 +65,9 @@ def test_a_drill_keeps_the_rate_on_two_links_drops_on_one_and_recovers(cli, dril
     assert s["links_up"][0] == 4 and min(s["links_up"]) == 1
 
 
-def test_without_traps_the_reroute_waits_for_a_sweep_and_the_connections_fail(cli, drill, tmp_path):
+def test_without_traps_the_reroute_waits_for_a_sweep_and_the_connections_fail(cli, tmp_path):
     path = tmp_path / "no_traps.toml"
-    path.write_text(open(drill).read() + "[subnet_manager]\ntraps = false\n")
+    path.write_text(DRILL + "[subnet_manager]\ntraps = false\n")
     (rec,) = json.loads(cli("sim", "pfs", "--scenario", str(path), "--format", "json", check=True).stdout)
     # The next 10 s sweep comes after RC's 8 x 67 ms: the queue pairs fail, GPFS reconnects and
     # resends (some blocks are written twice at their address); nothing acknowledged is lost.
