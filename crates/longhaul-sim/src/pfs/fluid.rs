@@ -12,8 +12,9 @@
 //! the [`Ledger`] sees every block.
 //!
 //! Failover: a block crossing a link that is down is lost and its connection stalls; RC
-//! retries every ACK timeout; the SM reroutes after a trap (down) or at its next sweep (a link
-//! plugged back); the first retry after the reroute recovers the connection if retries remain,
+//! retries every ACK timeout; the subnet manager's steps (`SubnetManagerParams::plan`: down,
+//! reroute after a trap or a sweep, a replugged link Active after training) change the routes;
+//! the first retry after the reroute recovers the connection if retries remain,
 //! else the QP fails and the file system reconnects and resends; a client with no path for
 //! its lease time is expelled.
 

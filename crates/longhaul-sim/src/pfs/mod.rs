@@ -5,7 +5,8 @@
 //! One concern per file: [`params`] (one struct per component, every default cited),
 //! [`layout`] (blocks over LUNs over servers), [`ledger`] (the invariant: every acknowledged
 //! write on a server exactly once), [`core`] (writers, connections and servers without a
-//! network), [`routing`] (the subnet manager: links, minhop routes, sweeps), [`fluid`] (the
+//! network), [`routing`] (links plugged and active, minhop routes; when the subnet manager acts is
+//! `crate::ib::subnet_manager`'s, shared with the verbs model), [`fluid`] (the
 //! driver over the fluid network `crate::net::flow`, with RC retries and reconnects),
 //! [`record`] (time series, phases, latency), [`scenario`] (plain data, validated once).
 //!

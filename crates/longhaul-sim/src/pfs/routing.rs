@@ -11,7 +11,7 @@
 //!
 //! A link unplugged stops carrying packets at once, but routes still point at it until the SM
 //! has swept and uploaded new forwarding tables. A link plugged back carries nothing until the
-//! SM finds it (at its next periodic sweep), activates it and routes over it again.
+//! SM has made it Active and routes over it again (when: `crate::ib::subnet_manager`).
 
 #[derive(Debug, Clone)]
 pub struct Routes {
