@@ -19,6 +19,7 @@ pub mod core;
 pub mod fluid;
 pub mod layout;
 pub mod ledger;
+pub mod migrate;
 pub mod params;
 pub mod record;
 pub mod routing;
