@@ -27,6 +27,9 @@ def run_iser(scenario_json: str, validate_only: bool = False) -> str:
 def run_pfs(scenario_json: str, validate_only: bool = False) -> str:
     """Validate and run one parallel file system scenario, or only validate it (its resolved parameters)."""
 
+def run_pfs_migrate(scenario_json: str, validate_only: bool = False) -> str:
+    """Estimate one migration (time, bottleneck, what-if table), or only validate it (its resolved parameters)."""
+
 def cancel_runs(on: bool) -> None:
     """Cancel every simulation running in this process, and any started until called with False."""
 

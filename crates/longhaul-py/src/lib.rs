@@ -139,6 +139,25 @@ fn run_pfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult
     finish(result)
 }
 
+/// Validate and estimate one migration scenario (JSON text): the time, the bottleneck and the
+/// what-if table of `longhaul sim pfs migrate`, as JSON text. With `validate_only`, the scenario
+/// is only validated and its resolved parameters returned. The GIL is released.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, validate_only=false))]
+fn run_pfs_migrate(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let result = py.detach(move || {
+        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
+        if validate_only {
+            longhaul_sim::pfs::migrate::validate_migrate_json(&text)
+                .and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        } else {
+            longhaul_sim::pfs::migrate::run_migrate_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
+        }
+    });
+    finish(result)
+}
+
 /// The names each name-valued scenario key accepts (`verbs.transport`, `tcp.cc`, `mpi.osu.bench`,
 /// ...), from the core's own enums and profile tables: the CLI's choices come from here.
 #[pyfunction]
@@ -155,6 +174,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_nfs, m)?)?;
     m.add_function(wrap_pyfunction!(run_iser, m)?)?;
     m.add_function(wrap_pyfunction!(run_pfs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_pfs_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
     m.add_function(wrap_pyfunction!(names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

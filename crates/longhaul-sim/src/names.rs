@@ -52,6 +52,8 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("iser.testbed", strs(&crate::iser::scenario::TESTBEDS));
     m.insert("pfs.variant", strs(&crate::pfs::Variant::NAMES));
     m.insert("pfs.testbed", strs(&crate::pfs::scenario::TESTBEDS));
+    m.insert("pfs.migrate.method", strs(&crate::pfs::migrate::Method::NAMES));
+    m.insert("pfs.migrate.nodes_at", strs(&crate::pfs::migrate::scenario::NodesAt::NAMES));
     m.insert("mpi.osu.bench", variants::<OsuBench>());
     m.insert("mpi.algo", variants::<Algo>());
     m.insert("mpi.rndv_protocol", variants::<Rndv>());

@@ -40,6 +40,12 @@ def iser_point(sc: dict) -> list[dict]:
     return [iser.run(sc)]
 
 
+def pfs_migrate_point(sc: dict) -> list[dict]:
+    from longhaul.sim import pfs_migrate
+
+    return [pfs_migrate.run(sc)]
+
+
 def mpi_tcp_point(sc: dict) -> list[dict]:
     """An MPI scenario over TCP (``mpi.transport`` = tcp unless the scenario says otherwise)."""
     from longhaul.sim import mpi
@@ -49,4 +55,4 @@ def mpi_tcp_point(sc: dict) -> list[dict]:
 
 #: model name -> point function
 MODELS = {"verbs": verbs_point, "tcp": tcp_point, "mpi": mpi_point, "nfs": nfs_point, "iser": iser_point,
-          "pfs": pfs_point, "mpi-tcp": mpi_tcp_point}
+          "pfs": pfs_point, "pfs-migrate": pfs_migrate_point, "mpi-tcp": mpi_tcp_point}

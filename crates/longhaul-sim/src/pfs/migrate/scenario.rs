@@ -161,11 +161,13 @@ impl MigrateScenario {
             in_range_u("threads", m.threads.unwrap_or(params.pit_threads_per_node) as u64, 1, 1024)? as u32;
         let streams = in_range_u("streams", m.streams.unwrap_or(8 * nodes) as u64, 1, 1 << 20)? as u32;
         // The path, the LUNs and the block size as the parallel file system resolves them.
-        let pfs = PfsScenario {
-            seed: self.seed,
-            testbed: self.testbed.clone(),
-            path: self.path.clone(),
-            pfs: PfsSpec {
+        // Built as plain data, as a user's file would be: new fields of the parallel file system's
+        // scenario keep their defaults.
+        let spec = serde_json::json!({
+            "seed": self.seed,
+            "testbed": self.testbed,
+            "path": self.path,
+            "pfs": PfsSpec {
                 servers: Some(target_servers),
                 clients: Some(nodes),
                 data_disks: m.data_disks,
@@ -173,9 +175,8 @@ impl MigrateScenario {
                 block_bytes: m.block_bytes,
                 ..PfsSpec::default()
             },
-            events: Vec::new(),
-        }
-        .resolve()?;
+        });
+        let pfs = PfsScenario::from_json(&spec.to_string())?.resolve()?;
         Ok(MigrateResolved {
             seed: self.seed,
             testbed: pfs.testbed,
