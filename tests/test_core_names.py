@@ -8,7 +8,7 @@ import pytest
 
 from longhaul import _core
 from longhaul.errors import UserError
-from longhaul.sim import core, iser, mpi, nfs, pfs, tcp, verbs
+from longhaul.sim import core, iser, mpi, nfs, pfs, pfs_migrate, tcp, verbs
 
 V = dict(transport="rc", op="write", test="bw", size_bytes=8)
 OSU = {"bench": "bw", "size_bytes": 8}
@@ -38,6 +38,8 @@ CASES = {
     "iser.testbed": lambda n: iser.validate(iser.scenario(testbed=n)),
     "pfs.variant": lambda n: pfs.validate(pfs.scenario(variant=n)),
     "pfs.testbed": lambda n: pfs.validate(pfs.scenario(testbed=n)),
+    "pfs.migrate.method": lambda n: pfs_migrate.validate(pfs_migrate.scenario(method=n)),
+    "pfs.migrate.nodes_at": lambda n: pfs_migrate.validate(pfs_migrate.scenario(nodes_at=n)),
     "mpi.osu.bench": lambda n: mpi.validate(mpi.scenario(osu={"bench": n, "size_bytes": 8})),
     "mpi.algo": lambda n: mpi.validate(mpi.scenario(osu=OSU, algo=n)),
     "mpi.rndv_protocol": lambda n: mpi.validate(mpi.scenario(osu=OSU, rndv_protocol=n)),
