@@ -56,3 +56,34 @@ def check_failover(p: dict, quiet: bool = True) -> dict:
 
 
 CHECKS: dict[str, Callable[[dict, bool], dict]] = {"S3-gpfs-failover": check_failover}
+
+
+# ---- the NSD migration ([S3] as issue 24 reports it), with `longhaul sim pfs migrate`
+
+
+def migration_record(p: dict, move_nsds: int) -> dict:
+    """GPFS's restripe of the point's data over the S3 path (four SDR Longbow links, 10 km)."""
+    from longhaul.sim import pfs_migrate
+
+    return pfs_migrate.run(pfs_migrate.scenario(wan_links=4, fibre_km=10, method="restripe",
+                                                data_bytes=p["data_bytes"], files=p["files"],
+                                                source_nsds=p["nsds"], move_nsds=move_nsds))
+
+
+def check_migration_shape(p: dict, quiet: bool = True) -> dict:
+    every, two = migration_record(p, p["nsds"]), migration_record(p, 2)
+    ratio = two["time_s"] / every["time_s"]
+    model = (f"2 of {p['nsds']} NSDs {two['time_min']:.0f} min, all {every['time_min']:.0f} min "
+             f"(x{ratio:.2f}; bottleneck {two['bottleneck']} / {every['bottleneck']})")
+    passed = abs(ratio - 1) <= p["same_within"]
+    return _row(p, p["claim"], model, passed, "each NSD holds 1/6 of the data and its own LUN moves it", ratio - 1)
+
+
+def check_migration_time(p: dict, quiet: bool = True) -> dict:
+    rec = migration_record(p, p["nsds"])
+    rel = rec["time_min"] / p["value_minutes"] - 1
+    detail = f"bottleneck {rec['bottleneck']} at {rec['rate_MBps']:.0f} MBps (LUN {rec['lun_MBps']:.0f} MBps)"
+    return _row(p, f"{p['value_minutes']} min", f"{rec['time_min']:.0f} min", abs(rel) <= p["within"], detail, rel)
+
+
+CHECKS |= {"S3-gpfs-migration-shape": check_migration_shape, "S3-gpfs-migration-time": check_migration_time}
