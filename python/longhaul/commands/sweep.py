@@ -113,8 +113,8 @@ def _run(args) -> int:
     from longhaul.commands.simmodels.verbs import naming_the_file, table_of
     from longhaul.scenario_file import load_scenario_file
 
-    # mpi-tcp is the mpi model over TCP (_cli_defaults sets the transport)
-    module = importlib.import_module(f"longhaul.sim.{'mpi' if args.model == 'mpi-tcp' else args.model}")
+    # mpi-tcp is the mpi model over TCP (_cli_defaults sets the transport); pfs-migrate is longhaul.sim.pfs_migrate
+    module = importlib.import_module(f"longhaul.sim.{'mpi' if args.model == 'mpi-tcp' else args.model.replace('-', '_')}")
     base = load_scenario_file(args.base, "--base") if args.base is not None else None
     points = _grid(args.grid)
     if args.model == "verbs":
