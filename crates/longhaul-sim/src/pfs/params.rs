@@ -10,7 +10,8 @@
 //! Planning and Installation Guide" (mmchconfig, mmcrfs), 2008-2012; [SCALE] the IBM Storage Scale
 //! tuning pages of today where they repeat a 3.x default; [OSM] OpenSM's man page and
 //! usage text (opensm 3.3.x, OFED 1.5, the S3 era); [IBA] InfiniBand Architecture Specification
-//! vol. 1 rel. 1.2.1 (C9-140/141: local ACK timeout 4.096 us x 2^n; retry count 3 bits, at most 7);
+//! vol. 1 rel. 1.2.1 (C9-140/141: local ACK timeout 4.096 us x 2^n; retry count 3 bits, at most 7;
+//! 17.2.8 automatic path migration);
 //! [LUSTRE] the Lustre Operations Manual (lfs setstripe defaults).
 //!
 //! Rates are in MB/s with MB = 10^6 bytes, named `_MBps` as in the records.
@@ -127,6 +128,13 @@ pub struct FailoverParams {
     pub ack_timeout_exp: u32,
     /// RC retries before the QP fails ([IBA]: 3 bits, 7 at most; 7 assumed for GPFS).
     pub retry_count: u32,
+    /// Automatic path migration ([IBA] 17.2.8): each QP is loaded with an alternate path over
+    /// the ports' second LIDs (needs `lmc` >= 1) and armed; when its retries run out on the
+    /// primary path it migrates to the alternate one and retries there instead of failing.
+    /// Off: GPFS 3.x documents no APM (its verbs options, verbsRdma and verbsPorts, pick ports,
+    /// not alternate paths), and OFED only migrates QPs whose software loads an alternate path
+    /// (HP-MPI 2.2.7 release note: APM with OFED >= 1.2 only when enabled, MPI_HA_NW_PORT_FAILOVER).
+    pub apm: bool,
     /// From a QP error to a new connection carrying the RPCs again (s): GPFS closes the verbs
     /// connection, reconnects (over TCP first, then the RDMA handshake) and resends. Assumed 1 s.
     pub reconnect_s: f64,
@@ -166,6 +174,7 @@ impl PfsParams {
                 lmc: 0,
                 ack_timeout_exp: 14,
                 retry_count: 7,
+                apm: false,
                 reconnect_s: 1.0,
                 failure_detection_s: 35.0,
             },

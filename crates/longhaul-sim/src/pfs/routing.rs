@@ -8,6 +8,9 @@
 //! `l` each port owns 2^l consecutive LIDs and the file system uses the base one (GPFS opens
 //! one connection per node pair), so base LIDs land on link `d·2^l mod n`. Writes to server
 //! `s` cross the link of its LID; replies and read data to client `c` the link of its.
+//! Automatic path migration's alternate path uses each port's second LID (base + 1, so LMC >= 1),
+//! which minhop puts on the next link: a different link from the primary's whenever two are
+//! active.
 //!
 //! A link unplugged stops carrying packets at once, but routes still point at it until the SM
 //! has swept and uploaded new forwarding tables. A link plugged back carries nothing until the
@@ -21,6 +24,10 @@ pub struct Routes {
     /// The link carrying traffic toward each server / each client (None: no active link).
     pub to_server: Vec<Option<usize>>,
     pub to_client: Vec<Option<usize>>,
+    /// The alternate path automatic path migration loads: the port's second LID (base + 1),
+    /// which minhop routes out of the next link; with LMC 0 there is none (the base LID's).
+    pub alt_to_server: Vec<Option<usize>>,
+    pub alt_to_client: Vec<Option<usize>>,
 }
 
 impl Routes {
@@ -31,6 +38,8 @@ impl Routes {
             lmc,
             to_server: vec![None; servers],
             to_client: vec![None; clients],
+            alt_to_server: vec![None; servers],
+            alt_to_client: vec![None; clients],
         };
         r.reroute();
         r
@@ -41,12 +50,19 @@ impl Routes {
         self.active.clone_from(&self.plugged);
         let up: Vec<usize> = (0..self.active.len()).filter(|&k| self.active[k]).collect();
         let lids = 1usize << self.lmc;
-        let pick = |d: usize| (!up.is_empty()).then(|| up[(d * lids) % up.len()]);
+        let second = usize::from(self.lmc > 0);
+        let pick = |lid: usize| (!up.is_empty()).then(|| up[lid % up.len()]);
         for (s, r) in self.to_server.iter_mut().enumerate() {
-            *r = pick(s);
+            *r = pick(s * lids);
         }
         for (c, r) in self.to_client.iter_mut().enumerate() {
-            *r = pick(c);
+            *r = pick(c * lids);
+        }
+        for (s, r) in self.alt_to_server.iter_mut().enumerate() {
+            *r = pick(s * lids + second);
+        }
+        for (c, r) in self.alt_to_client.iter_mut().enumerate() {
+            *r = pick(c * lids + second);
         }
     }
 
@@ -103,5 +119,14 @@ mod tests {
         r.reroute();
         assert_eq!(r.to_server, [None]);
         assert!(!r.alive(0, 0));
+    }
+
+    #[test]
+    fn the_alternate_path_is_on_another_link_with_lmc_and_the_same_without() {
+        let r = Routes::new(4, 1, 2, 3);
+        assert_eq!((r.to_server, r.alt_to_server), ([0, 2, 0].map(Some).to_vec(), [1, 3, 1].map(Some).to_vec()));
+        assert_eq!(r.alt_to_client, [1, 3].map(Some));
+        let r = Routes::new(4, 0, 2, 3);
+        assert_eq!(r.alt_to_server, r.to_server);
     }
 }

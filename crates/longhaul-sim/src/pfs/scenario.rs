@@ -53,6 +53,8 @@ pub struct PfsSpec {
     pub lmc: Option<u32>,
     pub ack_timeout_exp: Option<u32>,
     pub retry_count: Option<u32>,
+    /// Automatic path migration (needs lmc >= 1; default false).
+    pub apm: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -162,6 +164,13 @@ impl PfsScenario {
         f.ack_timeout_exp =
             in_range_u("ack_timeout_exp", n.ack_timeout_exp.unwrap_or(f.ack_timeout_exp) as u64, 0, 31)? as u32;
         f.retry_count = in_range_u("retry_count", n.retry_count.unwrap_or(f.retry_count) as u64, 0, 7)? as u32;
+        f.apm = n.apm.unwrap_or(f.apm);
+        if f.apm && f.lmc == 0 {
+            return Err(ScenarioError(
+                "apm: automatic path migration needs an alternate path, a second LID per port (valid: lmc 1..7 with apm = true)"
+                    .into(),
+            ));
+        }
         let duration_s = in_range_f("duration_s", n.duration_s.unwrap_or(60.0), 0.001, MAX_DURATION_S)?;
         let interval_default = (duration_s / 10.0).min(1.0);
         let interval_s =

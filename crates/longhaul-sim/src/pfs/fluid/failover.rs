@@ -1,6 +1,13 @@
 //! The connections' side of a link failure: RC retries on a stalled connection, the subnet
-//! manager's steps changing the routes, the QP error after the last retry, GPFS's reconnect and
-//! resend, and the lease that expels a client with no path.
+//! manager's steps changing the routes, automatic path migration (APM) or the QP error after
+//! the last retry, GPFS's reconnect and resend, and the lease that expels a client with no path.
+//!
+//! APM (IBA vol. 1 17.2.8; the Linux soft-RC drivers' `restart_rc`, qib/hfi1/rdmavt): a QP
+//! loaded with an alternate path and armed does not fail when its retries run out on the
+//! primary path: it migrates (IBV_EVENT_PATH_MIG to software), resends on the alternate path
+//! with its retry count reloaded, and fails only if those run out too. Migrated, it stays on
+//! the alternate path, not re-armed: the model assumes no software reloads another alternate
+//! path (re-arming needs Modify QP to REARM). A reconnect's new QP is armed afresh.
 
 use super::{at, Ev, Model, Qp};
 use crate::ib::subnet_manager::FabricStep;
@@ -35,7 +42,7 @@ impl Model<'_> {
             }
             for s in th.w.servers(&self.layout) {
                 let conn = c * servers + s as usize;
-                if self.qps[conn] == Qp::Up && !self.routes.alive(c, s as usize) {
+                if self.qps[conn] == Qp::Up && !self.alive(conn) {
                     self.start_retrying(conn);
                 }
             }
@@ -49,9 +56,17 @@ impl Model<'_> {
         self.qp_gen[qp]
     }
 
+    /// Do both links of the connection's path (primary, or alternate once migrated) carry packets?
     fn alive(&self, conn: usize) -> bool {
-        let s = self.r.servers as usize;
-        self.routes.alive(conn / s, conn % s)
+        let (to_server, to_client) = self.path(conn);
+        let ok = |l: Option<usize>| l.is_some_and(|k| self.routes.active[k]);
+        ok(to_server) && ok(to_client)
+    }
+
+    /// APM armed: configured, an alternate path loaded (a second LID: LMC >= 1), not yet used.
+    fn armed(&self, conn: usize) -> bool {
+        let f = &self.r.params.failover;
+        f.apm && f.lmc > 0 && !self.migrated[conn]
     }
 
     fn on_sm_done(&mut self) {
@@ -76,6 +91,11 @@ impl Model<'_> {
         if self.qp_gen[qp] != gen || !matches!(self.qps[qp], Qp::Stalled { .. }) || !self.alive(qp) {
             return;
         }
+        self.recover(qp);
+    }
+
+    /// A retry got through: the connection is up and resends what it lost.
+    fn recover(&mut self, qp: usize) {
         self.set_qp(qp, Qp::Up);
         self.counts[0] += 1;
         for o in self.conns[qp].retransmit() {
@@ -93,6 +113,15 @@ impl Model<'_> {
         if self.qp_gen[qp] != gen {
             return;
         }
+        if self.armed(qp) {
+            self.migrated[qp] = true;
+            if self.alive(qp) {
+                self.recover(qp);
+            } else {
+                self.start_retrying(qp);
+            }
+            return;
+        }
         self.counts[1] += 1;
         let gen = self.set_qp(qp, Qp::Failed { since_s });
         let t = self.now_s() + self.r.params.failover.reconnect_s;
@@ -106,6 +135,7 @@ impl Model<'_> {
         }
         let now = self.now_s();
         let f = &self.r.params.failover;
+        self.migrated[qp] = false;
         if self.alive(qp) {
             self.set_qp(qp, Qp::Up);
             self.counts[2] += 1;

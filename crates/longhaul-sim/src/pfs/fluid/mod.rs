@@ -14,9 +14,10 @@
 //! Failover: a block crossing a link that is down is lost and its connection stalls; RC
 //! retries every ACK timeout; the subnet manager's steps (`SubnetManagerParams::plan`: down,
 //! reroute after a trap or a sweep, a replugged link Active after training) change the routes;
-//! the first retry after the reroute recovers the connection if retries remain,
-//! else the QP fails and the file system reconnects and resends; a client with no path for
-//! its lease time is expelled.
+//! the first retry after the reroute recovers the connection if retries remain; else, with
+//! automatic path migration armed, the QP moves to its alternate path and retries there, or
+//! the QP fails and the file system reconnects and resends; a client with no path for its
+//! lease time is expelled.
 
 mod failover;
 #[cfg(test)]
@@ -125,6 +126,8 @@ struct Model<'a> {
     qps: Vec<Qp>,
     /// Bumped at every change of a connection's state: its pending timers are then stale.
     qp_gen: Vec<u32>,
+    /// The connection's QP has migrated to its alternate path (APM; until it is replaced).
+    migrated: Vec<bool>,
     res: Resources,
     block: f64,
     server_s: f64,
@@ -194,6 +197,7 @@ impl<'a> Model<'a> {
             conns: vec![Connection::default(); c * s],
             qps: vec![Qp::Up; c * s],
             qp_gen: vec![0; c * s],
+            migrated: vec![false; c * s],
             threads,
             res,
             block,
@@ -255,9 +259,10 @@ impl<'a> Model<'a> {
         let mut uses = vec![(self.res.client_nic + c, 1.0)];
         for &lun in &th.w.targets {
             let s = self.layout.server_of(lun) as usize;
+            let (to_server, to_client) = self.path(self.conn_of(c as u32, s as u32));
             let link = match self.r.op {
-                PfsOp::Write => self.routes.to_server[s].map(|k| self.res.wan_fwd + k),
-                PfsOp::Read => self.routes.to_client[c].map(|k| self.res.wan_rev + k),
+                PfsOp::Write => to_server.map(|k| self.res.wan_fwd + k),
+                PfsOp::Read => to_client.map(|k| self.res.wan_rev + k),
             }?;
             uses.push((link, weight));
             for part in 0..PER_SERVER {
@@ -317,6 +322,19 @@ impl<'a> Model<'a> {
         (client * self.r.servers + server) as usize
     }
 
+    /// The links a connection's packets take toward its server and back to its client: its
+    /// primary path's, or its alternate's once it has migrated.
+    fn path(&self, conn: usize) -> (Option<usize>, Option<usize>) {
+        let s = self.r.servers as usize;
+        let (c, s) = (conn / s, conn % s);
+        let rt = &self.routes;
+        if self.migrated[conn] {
+            (rt.alt_to_server[s], rt.alt_to_client[c])
+        } else {
+            (rt.to_server[s], rt.to_client[c])
+        }
+    }
+
     fn on_sent(&mut self, w: usize) {
         self.account();
         let now = self.now_s();
@@ -345,15 +363,13 @@ impl<'a> Model<'a> {
     }
 
     fn arrive_later(&mut self, conn: usize, writer: u32, seq: u64, attempt: u32) {
-        let s = conn % self.r.servers as usize;
-        let link = self.routes.to_server[s].map_or(u32::MAX, |k| k as u32);
+        let link = self.path(conn).0.map_or(u32::MAX, |k| k as u32);
         let t = self.q.now() + at(self.r.one_way_s);
         self.q.schedule(t, Ev::Arrive { conn: conn as u32, writer, seq, attempt, link });
     }
 
     fn reply_later(&mut self, conn: usize, writer: u32, seq: u64, attempt: u32, after_s: f64) {
-        let c = conn / self.r.servers as usize;
-        let link = self.routes.to_client[c].map_or(u32::MAX, |k| k as u32);
+        let link = self.path(conn).1.map_or(u32::MAX, |k| k as u32);
         let t = self.q.now() + at(after_s + self.r.one_way_s);
         self.q.schedule(t, Ev::Reply { conn: conn as u32, writer, seq, attempt, link });
     }

@@ -43,7 +43,10 @@ proptest! {
         retries in 0u32..8,
         variant in prop::sample::select(vec!["gpfs", "lustre"]),
         op in prop::sample::select(vec!["write", "read"]),
+        lmc in 0u32..3,
+        apm in any::<bool>(),
     ) {
+        let apm = apm && lmc > 0;
         // Alternate down/up per link in time order, so every schedule is valid.
         let mut raw = raw;
         raw.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -58,7 +61,7 @@ proptest! {
         let json = format!(
             r#"{{"path": {{"wan_links": {links}, "fibre_km": 10}},
                 "pfs": {{"duration_s": 20, "variant": "{variant}", "op": "{op}", "ack_timeout_exp": {timeout_exp},
-                         "retry_count": {retries}, "file_bytes": 67108864}},
+                         "retry_count": {retries}, "file_bytes": 67108864, "lmc": {lmc}, "apm": {apm}}},
                 "events": [{}]}}"#,
             events.join(",")
         );
@@ -93,4 +96,38 @@ fn events_at_one_time_make_one_cut_and_an_outage_expels_after_the_lease() {
 fn same_seed_same_record() {
     let a = run_json(DRILL);
     assert_eq!(a, run_json(DRILL));
+}
+
+/// One of two links unplugged with no traps: the reroute waits for the 10 s sweep, long after
+/// RC's 8 x 67 ms retries. LMC 1 gives each port a second LID on the other link.
+fn no_trap_cut(apm: bool) -> PfsRecord {
+    run_json(&format!(
+        r#"{{"path": {{"wan_links": 2, "fibre_km": 10}}, "pfs": {{"duration_s": 20, "lmc": 1, "apm": {apm}}},
+            "subnet_manager": {{"traps": false}}, "events": [{{"at_s": 4, "link": 0, "action": "down"}}]}}"#
+    ))
+}
+
+#[test]
+fn with_apm_armed_the_connections_migrate_instead_of_failing_and_reconnecting() {
+    let (plain, apm) = (no_trap_cut(false), no_trap_cut(true));
+    assert!(plain.qp_errors > 0 && plain.reconnects > 0, "{} {}", plain.qp_errors, plain.reconnects);
+    assert!(
+        apm.qp_errors == 0 && apm.reconnects == 0 && apm.rc_recoveries > 0,
+        "{} {}",
+        apm.qp_errors,
+        apm.rc_recoveries
+    );
+    assert!(plain.ledger_ok && apm.ledger_ok, "{:?} {:?}", plain.ledger_violation, apm.ledger_violation);
+    // Time below half the rate before the cut: the retries' 0.54 s, not the wait for a path.
+    let dip_s = |r: &PfsRecord| {
+        r.series.bw_MBps.iter().filter(|&&b| b < 0.5 * r.phases[0].bw_MBps).count() as f64 * r.interval_s
+    };
+    assert!(dip_s(&apm) < dip_s(&plain) && dip_s(&apm) <= 1.0, "{} {}", dip_s(&apm), dip_s(&plain));
+    assert!(apm.rpc_latency.max_us < plain.rpc_latency.max_us);
+}
+
+#[test]
+fn apm_without_a_second_lid_is_refused() {
+    let e = PfsScenario::from_json(r#"{"pfs": {"apm": true}}"#).unwrap().resolve().unwrap_err();
+    assert!(e.to_string().contains("lmc 1..7"), "{e}");
 }
