@@ -129,3 +129,45 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+NO_TRAP_CUT = """
+[path]
+fibre_km = 10
+wan_links = 2
+[pfs]
+duration_s = 20
+lmc = 1
+apm = {apm}
+[subnet_manager]
+traps = false
+[[events]]
+at_s = 4.0
+link = 0
+action = "down"
+"""
+
+
+def test_apm_migrates_the_connections_to_the_other_link_instead_of_failing(cli, tmp_path):
+    recs = {}
+    for apm in ("false", "true"):
+        path = tmp_path / f"apm_{apm}.toml"
+        path.write_text(NO_TRAP_CUT.format(apm=apm))
+        (recs[apm],) = json.loads(cli("sim", "pfs", "--scenario", str(path), "--format", "json", check=True).stdout)
+    plain, apm = recs["false"], recs["true"]
+    # Without APM the 10 s sweep comes long after RC's retries: the QPs fail and GPFS reconnects.
+    # With it each QP's alternate path (its ports' second LIDs, on the other link) takes over
+    # when the retries run out: no error, no reconnect, a shorter stall; nothing lost either way.
+    assert plain["qp_errors"] > 0 and plain["reconnects"] > 0
+    assert apm["qp_errors"] == 0 and apm["reconnects"] == 0 and apm["rc_recoveries"] > 0
+    assert plain["ledger_ok"] and apm["ledger_ok"]
+    assert apm["rpc_latency"]["max_us"] < plain["rpc_latency"]["max_us"]
+
+
+def test_apm_without_a_second_lid_is_one_line_and_exit_2(cli, tmp_path):
+    path = tmp_path / "apm.toml"
+    path.write_text("[pfs]\napm = true\n")
+    proc = cli("sim", "pfs", "--duration-s", "2", "--scenario", str(path))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "apm" in lines[0] and "lmc 1..7" in lines[0], proc.stderr
