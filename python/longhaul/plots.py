@@ -282,5 +282,26 @@ def nfs_throughput_vs_delay(records: Sequence[dict], out=None, value: str = "bw_
     return bandwidth_vs_delay(records, out, value, series, title="NFS read throughput vs WAN delay", x=x)
 
 
+def failover_series(series: dict, events: Sequence[dict], out=None,
+                    title: str = "Bandwidth over time through a failure drill") -> plt.Figure:
+    """A ``sim pfs`` record's time series: the aggregate bandwidth and each WAN link's, over time,
+    with every event (``at_s``, ``link``, ``action``) marked by a vertical line and its words."""
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    t = series["t_s"]
+    ax.plot(t, series["bw_MBps"], color="black", linewidth=1.8, label="aggregate (clients)")
+    for k, link in enumerate(series["link_MBps"]):
+        ax.plot(t, link, linewidth=1.0, label=f"WAN link {k}")
+    top = max(series["bw_MBps"], default=0.0)
+    for e in events:
+        ax.axvline(e["at_s"], color="grey", linestyle="--", linewidth=0.8)
+        ax.annotate(f"link {e['link']} {'unplugged' if e['action'] == 'down' else 'replugged'}",
+                    (e["at_s"], top * 1.02), rotation=90, fontsize="x-small", va="bottom", ha="right")
+    ax.set_ylim(bottom=0, top=top * 1.35 if top > 0 else 1.0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(words("bw_MBps"))
+    ax.set_title(title)
+    return _finish(fig, ax, out)
+
+
 def close(fig) -> None:
     plt.close(fig)

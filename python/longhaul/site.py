@@ -149,6 +149,24 @@ WORKLOADS = {
         "threads": Key("int", "client threads (IOzone -t)", "threads", 1, 256),
         "rsize_bytes": Key("int", "NFS read size", "bytes", 4096, 1 << 20),
     },
+    # the study's storage part: a `sim pfs` failure drill at the planned distance (the scenario's
+    # [pfs] names, its [[events]] as `events`, docs/models/pfs.md)
+    "pfs": {
+        "variant": Key("name", "file system (as sim pfs --variant)", names="pfs_variant", default="gpfs"),
+        "op": Key("name", "what the clients do (as sim pfs --op)", names="pfs_op", default="write"),
+        "clients": Key("int", "client nodes writing or reading (as --clients)", "nodes", 1, 1024),
+        "threads": Key("int", "threads per client, one file each (as --threads)", "threads", 1, 256),
+        "servers": Key("int", "NSD servers / OSSs (as --servers)", "servers", 1, 1024),
+        "luns_per_server": Key("int", "LUNs (NSDs, OSTs) per server (as --luns-per-server)", "LUNs", 1, 64),
+        "data_disks": Key("int", "data disks per LUN's RAID group (as --data-disks)", "disks", 1, 64),
+        "block_bytes": Key("int", "file system block size, one RPC (as --block-size)", "bytes", 4096, 1 << 26),
+        "stripe_count": Key("int", "lustre: OSTs per file (as --stripe-count)", "OSTs", 1, 65536),
+        "wan_links": Key("int", "WAN links the file system's traffic spreads over (as --wan-links); default: "
+                         "link.wan_links", "links", 1, 16),
+        "duration_s": Key("float", "simulated time of the drill (as --duration-s)", "s", 0.001, 86400, 600.0),
+        "events": Key("events", "the failure drill: [[workloads.events]] tables of at_s (s), link (0 to "
+                      "wan_links - 1) and action (down, up), as a scenario's [[events]]"),
+    },
     # the study's long-haul part: the UltraScience Net's loops and 20,000 km on the usn profile,
     # whatever the site's own link (docs/models/long-haul.md)
     "long-haul": {
@@ -156,19 +174,28 @@ WORKLOADS = {
                        3),
     },
 }
+#: an event's actions, as the scenario's [[events]] (longhaul.failover)
+EVENT_ACTIONS = ("down", "up")
+#: one event of a storage workload's drill: the scenario's [[events]] keys
+EVENT = {
+    "at_s": Key("float", "when, from the start of the drill", "s", 0, 86400),
+    "link": Key("int", "which WAN link, counted from 0", "", 0, 15),
+    "action": Key("name", "unplug (down) or plug back (up)", names="event_action"),
+}
 WORKLOAD_COMMON = {"layer": Key("name", "what the workload runs: " + ", ".join(WORKLOADS), names="layer"),
                    "name": Key("str", "the workload's name in the report"), **_WHERE}
 SCHEMA = {"": TOP, "clusters.a": CLUSTER, "clusters.b": CLUSTER, "link": LINK, "explore": EXPLORE,
-          "workloads[]": WORKLOAD_COMMON, **{f"workloads[] layer = \"{k}\"": v for k, v in WORKLOADS.items()}}
+          "workloads[]": WORKLOAD_COMMON, **{f"workloads[] layer = \"{k}\"": v for k, v in WORKLOADS.items()},
+          "workloads[].events[]": EVENT}
 
 
 def names(kind: str) -> list[str]:
     """The names the simulator accepts for ``kind``, from the core's own lists (``_core.names()``
     where the core has it, else the Python layer's lists, which tests keep equal to the core's)."""
-    fixed = {"at": ["explore", "planned"], "layer": list(WORKLOADS)}
+    fixed = {"at": ["explore", "planned"], "layer": list(WORKLOADS), "event_action": list(EVENT_ACTIONS)}
     if kind in fixed:
         return fixed[kind]
-    from longhaul.sim import mpi, nfs, tcp, verbs
+    from longhaul.sim import mpi, nfs, pfs, tcp, verbs
 
     try:
         from longhaul import _core
@@ -185,7 +212,7 @@ def names(kind: str) -> list[str]:
              "tcp_link": tcp.LINKS, "wan_framing": verbs.WAN_FRAMINGS, "verbs_transport": verbs.TRANSPORTS,
              "verbs_op": verbs.OPS, "verbs_test": verbs.TESTS, "tcp_cc": tcp.CCS, "mpi_bench": mpi.BENCHES,
              "mpi_algo": mpi.ALGOS, "mpi_app": mpi.APPS, "mpi_class": mpi.CLASSES,
-             "nfs_transport": nfs.TRANSPORTS}
+             "nfs_transport": nfs.TRANSPORTS, "pfs_variant": pfs.VARIANTS, "pfs_op": pfs.OPS}
     return list(local[kind])
 
 
@@ -258,6 +285,15 @@ class _Checker:
                                                           names=spec.names)) for i, x in enumerate(v)]
         if kind == "sizes":
             return self.sizes(key, v, spec)
+        if kind == "events":
+            if not isinstance(v, list):
+                raise self.error(key, "give an array of tables ([[workloads.events]] with at_s, link, action)")
+            out = [self.table(e, f"{key}[{i}]", EVENT) for i, e in enumerate(v)]
+            for i, e in enumerate(out):
+                for k in EVENT:
+                    if k not in e:
+                        raise self.error(f"{key}[{i}].{k}", f"missing ({EVENT[k].doc})")
+            return out
         if kind == "str":
             if not isinstance(v, str):
                 raise self.error(key, f"give text in quotes, not {json.dumps(v)}")
@@ -474,6 +510,14 @@ class Site:
         path = {k: v for k, v in self.path_params().items() if k == "extender"}
         return nfs.scenario(testbed=self.profile, seed=self.seed, **{**path, **where, **params})
 
+    def pfs(self, where: dict, events: list[dict] | None = None, **params) -> dict:
+        """A parallel file system drill: the site's extenders and links (``wan_links`` of the
+        workload's own when it sets one), its profile and seed."""
+        from longhaul.sim import pfs
+
+        path = {k: v for k, v in self.path_params().items() if k in ("extender", "wan_links")}
+        return pfs.scenario(testbed=self.profile, seed=self.seed, events=events, **{**path, **where, **params})
+
     def options(self, model: str, where: dict | None = None) -> str:
         """The ``longhaul sim MODEL`` options that name this site's path at ``where`` (default: the
         planned distance), for the report's commands that reproduce a number."""
@@ -560,7 +604,7 @@ def _workload(c: _Checker, i: int, raw, site: Site) -> Workload:
         raise c.error(f"{where}.layer", f"missing (valid: {', '.join(WORKLOADS)})")
     layer = c.value(f"{where}.layer", raw["layer"], WORKLOAD_COMMON["layer"])
     t = c.table(raw, where, {**WORKLOAD_COMMON, **WORKLOADS[layer]})
-    if site.ip and layer in ("verbs", "nas", "trace", "nfs"):
+    if site.ip and layer in ("verbs", "nas", "trace", "nfs", "pfs"):
         raise c.error(f"{where}.layer", f"'{layer}' needs InfiniBand between the sites (link.extender); over IP "
                       "routers the site can run: tcp, mpi")
     if layer == "mpi" and site.ip and t["bench"] not in ("latency", "bw", "bibw", "bcast"):
@@ -575,6 +619,11 @@ def _workload(c: _Checker, i: int, raw, site: Site) -> Workload:
         if fixed:
             raise c.error(f"{where}.{fixed[0]}", "the long-haul part runs at the UltraScience Net's loops and 20,000 "
                           "km on the usn profile (valid keys: name, repeats)")
+    if layer == "pfs":
+        fixed = [k for k in ("distances_km", "delays_us", "at") if k in raw]
+        if fixed:
+            raise c.error(f"{where}.{fixed[0]}", "the storage drill runs at the planned distance (valid keys: "
+                          f"name, {', '.join(WORKLOADS['pfs'])})")
     if layer == "trace":
         if "file" not in t:
             raise c.error(f"{where}.file", "missing (the trace to replay)")
@@ -600,7 +649,8 @@ def _default_name(layer: str, t: dict) -> str:
     if layer == "nas":
         return f"NAS {', '.join(a.upper() for a in t['apps'])} class {t['class']}"
     return {"tcp": f"TCP over {t.get('link', 'the link')}", "trace": f"trace {t.get('file', '')}",
-            "nfs": "NFS reads", "long-haul": "the long-haul range (usn profile)"}[layer]
+            "nfs": "NFS reads", "long-haul": "the long-haul range (usn profile)",
+            "pfs": f"{t.get('variant', '').upper()} {t.get('op')}s across the link"}[layer]
 
 
 def _unique_names(c: _Checker, ws: list[Workload], raw: list) -> None:

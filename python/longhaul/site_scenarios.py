@@ -22,6 +22,8 @@ def scenarios(site: Site, w: Workload, quick: bool = False) -> list[tuple[str, d
     """Every point of workload ``w`` at its distances, as (model, scenario); ``quick``: every other
     distance (and the planned one)."""
     p = w.params
+    if w.layer == "pfs":   # a failure drill, at the planned distance only
+        return [("pfs", pfs_drill(site, w))]
     out: list[tuple[str, dict]] = []
     places = site.places(w)
     if quick:
@@ -48,6 +50,12 @@ def scenarios(site: Site, w: Workload, quick: bool = False) -> list[tuple[str, d
             extra = {k: p[k] for k in ("threads", "rsize_bytes") if k in p}
             out += [("nfs", site.nfs(where, transport=t, **extra)) for t in p["transports"]]
     return out
+
+
+def pfs_drill(site: Site, w: Workload) -> dict:
+    """A storage workload's ``sim pfs`` scenario: its file system and drill on the site's link."""
+    keys = [k for k in w.params if k not in ("at", "events")]
+    return site.pfs(site.planned, events=w.params.get("events", []), **{k: w.params[k] for k in keys})
 
 
 def _mpi(site: Site, w: Workload, where: dict) -> list[tuple[str, dict]]:
@@ -77,10 +85,10 @@ def _default_sizes(transport: str, test: str) -> list[int]:
 
 
 def validators() -> dict:
-    from longhaul.sim import mpi, nfs, tcp, verbs
+    from longhaul.sim import mpi, nfs, pfs, tcp, verbs
 
     return {"verbs": verbs.validate, "tcp": tcp.validate, "mpi": mpi.validate, "mpi-tcp": mpi.validate,
-            "nfs": nfs.validate}
+            "nfs": nfs.validate, "pfs": pfs.validate}
 
 
 def points(site: Site, w: Workload, quick: bool = False) -> list[dict]:
