@@ -1,0 +1,128 @@
+"""Storage across the link (issue 24 item 6), when the site asks for it (a ``pfs`` workload): the
+site's parallel file system run through its failure drill by the ``sim pfs`` model (flow level: a
+10-minute drill in about a second). The figure is the aggregate and per-link bandwidth over time
+with the unplugs and replugs marked; the tables are the phases between events (steady rate, the
+dip, recovery after a replug), the RPC latency percentiles and the ledger (every acknowledged
+write on a server exactly once). The summary names what limits the steady rate (the WAN links,
+the hosts' adapters or the LUNs, from the record's own capacities) and what the model predicts
+for one more of it. [S3]'s drill is also a published point: the validation section checks it as
+``S3-gpfs-failover``."""
+
+from __future__ import annotations
+
+from longhaul.errors import UserError
+from longhaul.sim import pfs
+from longhaul.site_scenarios import pfs_drill
+from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
+from longhaul.study_parts._common import gain_pct, helps
+
+#: the published point the validation part checks this drill against (validation/storage.py)
+VALIDATION_ID = "S3-gpfs-failover"
+#: a what-if's simulated time: long enough for a steady rate (the fluid model settles within seconds)
+WHAT_IF_S = 60.0
+_FLAT = ("variant", "op", "clients", "threads", "servers", "luns", "wan_links", "block_bytes", "one_way_delay_us",
+         "duration_s", "link_MBps", "host_MBps", "lun_MBps", "bw_MBps", "acked_blocks", "stored_blocks",
+         "rewritten_blocks", "ledger_ok", "qp_errors", "reconnects", "rc_recoveries", "expelled_clients")
+
+
+def run(ctx: StudyContext) -> PartResult:
+    from longhaul import plots
+
+    site = ctx.site
+    ws = site.of("pfs")
+    if not ws:
+        links = site.link.get("wan_links", 1)
+        raise SkipPart("the site has no storage workload (layer = \"pfs\": a file system across the link and a "
+                       "failure drill)" + (f"; its link has {links} WAN link, and a drill needs more than one"
+                                           if not site.ip and links < 2 else ""))
+    out = PartResult()
+    for w in ws:
+        sc = pfs_drill(site, w)
+        rec = pfs.run(sc)
+        out.records.append({**{k: rec.get(k) for k in _FLAT}, **rec["rpc_latency"], "site_workload": w.name})
+        events = sc.get("events", [])
+        fig = plots.failover_series(rec["series"], events, title=f"{w.name}: bandwidth over time")
+        cross = (f" The same drill is [S3]'s: the validation section checks it ({VALIDATION_ID})."
+                 if w.params.get("variant") == "gpfs" and site.profile == "s3" else "")
+        out.figures.append(Figure(f"storage_{w.index}_failover",
+                                  f"{w.name}: aggregate (clients) and per-link bandwidth over time, each unplug and "
+                                  f"replug marked (model, sim pfs, flow level; {rec['clients']} clients x "
+                                  f"{rec['threads']} threads, {rec['servers']} servers, {rec['luns']} LUNs, "
+                                  f"{rec['wan_links']} WAN links).{cross}", fig))
+        out.tables.append(Table(f"{w.name}: phases between events (steady bw_MBps, the dip min_MBps, recovery_s after "
+                                "a replug; model)", rec["phases"],
+                                ["from_s", "to_s", "event", "links_plugged", "bw_MBps", "min_MBps", "recovery_s"]))
+        out.tables.append(Table(f"{w.name}: RPC latency (one block's write or read, us; model)", [rec["rpc_latency"]]))
+        out.tables.append(Table(f"{w.name}: the ledger (every acknowledged write on a server exactly once)",
+                                [{k: rec.get(k) for k in ("acked_blocks", "stored_blocks", "rewritten_blocks",
+                                                          "outstanding_blocks", "ledger_ok", "ledger_violation",
+                                                          "qp_errors", "reconnects", "expelled_clients")}]))
+        out.summary.append(_summary(w, sc, rec))
+        out.commands.append(_command(sc))
+    return out
+
+
+def limits(rec: dict, links: int) -> tuple[str, float, str]:
+    """What caps the aggregate with ``links`` WAN links plugged: (name, MB/s, words), the smallest
+    of the links, the hosts' adapters and the LUNs, from the record's own capacities."""
+    caps = [("wan_links", links * rec["link_MBps"], f"{links} WAN link{'s' if links > 1 else ''} of "
+             f"{rec['link_MBps']:,.0f} MB/s"),
+            ("hosts", min(rec["clients"], rec["servers"]) * rec["host_MBps"],
+             f"{min(rec['clients'], rec['servers'])} host adapters of {rec['host_MBps']:,.0f} MB/s"),
+            ("luns", rec["luns"] * rec["lun_MBps"], f"{rec['luns']} LUNs of {rec['lun_MBps']:,.0f} MB/s")]
+    return min(caps, key=lambda c: c[1])
+
+
+def _what_if(sc: dict, rec: dict, limit: str) -> tuple[str, float | None]:
+    """One more of what limits the steady rate, run by the model without the drill: the change and
+    its gain over the same run unchanged."""
+    base = {**sc, "events": [], "pfs": {**sc["pfs"], "duration_s": WHAT_IF_S}}
+    if limit == "wan_links":
+        change, more = f"a WAN link more ({rec['wan_links'] + 1})", {"path": {**sc["path"],
+                                                                              "wan_links": rec["wan_links"] + 1}}
+    elif limit == "hosts":
+        key = "clients" if rec["clients"] <= rec["servers"] else "servers"
+        change, more = f"one more of the {key} ({rec[key] + 1})", {"pfs": {**base["pfs"], key: rec[key] + 1}}
+    else:
+        per = rec["luns"] // rec["servers"] + 1
+        change, more = f"a LUN more per server ({per})", {"pfs": {**base["pfs"], "luns_per_server": per}}
+    try:
+        after = pfs.run({**base, **more})["bw_MBps"]
+    except UserError:   # beyond a range the model takes (e.g. 16 links already): no change to offer
+        return "", None
+    return change, gain_pct(pfs.run(base)["bw_MBps"], after)
+
+
+def _summary(w, sc: dict, rec: dict) -> SummaryRow:
+    phases = rec["phases"]
+    steady = phases[0]["bw_MBps"]
+    worst = min(phases, key=lambda p: p["bw_MBps"])
+    recovered = [p["recovery_s"] for p in phases if p.get("recovery_s") is not None]
+    gets = f"{steady:,.0f} MB/s on {phases[0]['links_plugged']} links"
+    if len(phases) > 1:
+        gets += (f"; {worst['bw_MBps']:,.0f} MB/s at worst ({worst['links_plugged']} plugged, "
+                 f"{gain_pct(steady, worst['bw_MBps']):+.0f}%)")
+    if recovered:
+        gets += f"; recovery {max(recovered):g} s after a replug"
+    gets += "; nothing lost" if rec["ledger_ok"] else f"; LEDGER VIOLATED: {rec['ledger_violation']}"
+    name, _, words = limits(rec, phases[0]["links_plugged"])
+    limited = f"{words} (steady); " + limits(rec, worst["links_plugged"])[2] + " at worst"
+    change, gain = helps(*_what_if(sc, rec, name))
+    return SummaryRow(f"Storage: {w.name}", gets, limited, change, gain, _command(sc))
+
+
+def _command(sc: dict) -> str:
+    """The ``sim pfs`` command of the drill (its events go in a --scenario file's [[events]])."""
+    path, p = sc["path"], sc["pfs"]
+    opts = [f"--profile {sc['testbed']}", f"--extender {path['extender']}", f"--wan-links {path['wan_links']}"]
+    opts.append(f"--distance-km {path['fibre_km']:g}" if "fibre_km" in path else f"--delay-us {path['delay_us']:g}")
+    opts += [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
+             for k, v in p.items() if k != "block_bytes"]
+    if "block_bytes" in p:
+        opts.append(f"--block-size {p['block_bytes']}")
+    drill = " --scenario DRILL.toml ([[events]] as in the site file)" if sc.get("events") else ""
+    return "longhaul sim pfs " + " ".join(opts) + drill
+
+
+PART = StudyPart("storage", "Storage across the link: a parallel file system's failure drill (simulator)", run,
+                 order=45)
