@@ -65,8 +65,8 @@ def run(ctx: StudyContext) -> PartResult:
 def limits(rec: dict, links: int) -> tuple[str, float, str]:
     """What caps the aggregate with ``links`` WAN links plugged: (name, MB/s, words), the smallest
     of the links, the hosts' adapters and the LUNs, from the record's own capacities."""
-    caps = [("wan_links", links * rec["link_MBps"], f"{links} WAN link{'s' if links > 1 else ''} of "
-             f"{rec['link_MBps']:,.0f} MB/s"),
+    plural = "s" if links > 1 else ""
+    caps = [("wan_links", links * rec["link_MBps"], f"{links} WAN link{plural} of {rec['link_MBps']:,.0f} MB/s"),
             ("hosts", min(rec["clients"], rec["servers"]) * rec["host_MBps"],
              f"{min(rec['clients'], rec['servers'])} host adapters of {rec['host_MBps']:,.0f} MB/s"),
             ("luns", rec["luns"] * rec["lun_MBps"], f"{rec['luns']} LUNs of {rec['lun_MBps']:,.0f} MB/s")]
