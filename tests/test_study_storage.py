@@ -54,7 +54,9 @@ def test_the_report_shows_the_drill(tmp_path):
     assert "link 2 replugged" in svg and "WAN link 3" in svg and "time (s)" in svg
     html = (out / "report.html").read_text()
     for text in ("phases between events", "RPC latency", "the ledger", "S3-gpfs-failover",
-                 "Storage: GPFS failure drill (S3 tests 4-5)", "nothing lost", "--scenario DRILL.toml"):
+                 "Storage: GPFS failure drill (S3 tests 4-5)", "nothing lost", "--scenario DRILL.toml",
+                 "migration estimate (2 TB in 5,050 files, 6 of 6 NSDs, by restripe", "S3-gpfs-migration-time",
+                 "wan_links -1 (one lost)", "Storage: migrating 2 TB"):
         assert text in html, text
     (rec,) = list(csv.DictReader((out / "records.csv").open()))
     assert rec["ledger_ok"] == "True" and int(rec["acked_blocks"]) == int(rec["stored_blocks"]) > 0
@@ -63,7 +65,7 @@ def test_the_report_shows_the_drill(tmp_path):
 def test_the_summary_names_the_limit_the_model_finds(tmp_path):
     site = load(_storage_site(tmp_path))
     res = storage.run(StudyContext(site=site, out_dir=tmp_path))
-    (row,) = res.summary
+    row = res.summary[0]
     # four SDR links carry more than the six LUNs write; one link carries less
     assert row.limited_by.startswith("6 LUNs") and "1 WAN link of" in row.limited_by
     assert row.change.startswith("a LUN more per server") and row.gain_pct > 5
@@ -72,8 +74,24 @@ def test_the_summary_names_the_limit_the_model_finds(tmp_path):
     assert phases[3]["bw_MBps"] < phases[0]["bw_MBps"] and phases[-1]["recovery_s"] is not None
 
 
+def test_the_migration_estimate_is_the_commands(tmp_path, capsys):
+    import shlex
+
+    site = load(_storage_site(tmp_path))
+    res = storage.run(StudyContext(site=site, out_dir=tmp_path))
+    row = res.summary[1]
+    assert row.limited_by.startswith("source_luns: 6 of") and row.change.startswith("none found")
+    assert main([*shlex.split(row.command)[1:], "--format", "json"]) == 0
+    import json
+
+    rec = json.loads(capsys.readouterr().out)
+    rec = rec[0] if isinstance(rec, list) else rec
+    assert row.gets == f"{rec['time_min']:,.0f} min at {rec['rate_MBps']:,.0f} MB/s"
+    assert res.tables[-1].rows == rec["what_if"]
+
+
 def test_a_site_without_storage_skips_the_part_and_says_why(tmp_path):
-    with pytest.raises(SkipPart, match="no storage workload .* has 1 WAN link, and a drill needs more than one"):
+    with pytest.raises(SkipPart, match=r"no storage workload .* has 1 WAN link, and a drill needs more than one"):
         storage.run(StudyContext(site=load(S1), quick=True, out_dir=tmp_path))
 
 
@@ -88,6 +106,11 @@ BAD = [
     ("an event without action", 'action = "up"', "", "workloads[0].events[3].action: missing"),
     ("zero disks", "threads = 6", "threads = 6\ndata_disks = 0", "workloads[0].data_disks: 0 is out of range"),
     ("stripes on gpfs", "threads = 6", "threads = 6\nstripe_count = 4", "stripe_count: GPFS stripes every file"),
+    ("more NSDs moved than there are", "source_nsds = 6", "source_nsds = 6\nmove_nsds = 7",
+     "workloads[0].migrate: move_nsds"),
+    ("a migration without its files", "files = 5050\n", "", "workloads[0].migrate.files: missing"),
+    ("an unknown migration method", 'method = "restripe"', 'method = "rsync"',
+     'workloads[0].migrate.method: unknown "rsync"'),
     ("distances for a drill", "threads = 6", "threads = 6\ndistances_km = [1]",
      "workloads[0].distances_km: the storage drill runs at the planned distance"),
 ]

@@ -166,6 +166,8 @@ WORKLOADS = {
         "duration_s": Key("float", "simulated time of the drill (as --duration-s)", "s", 0.001, 86400, 600.0),
         "events": Key("events", "the failure drill: [[workloads.events]] tables of at_s (s), link (0 to "
                       "wan_links - 1) and action (down, up), as a scenario's [[events]]"),
+        "migrate": Key("migrate", "a migration to estimate: a [workloads.migrate] table, as sim pfs migrate's "
+                       "[migrate]"),
     },
     # the study's long-haul part: the UltraScience Net's loops and 20,000 km on the usn profile,
     # whatever the site's own link (docs/models/long-haul.md)
@@ -182,11 +184,25 @@ EVENT = {
     "link": Key("int", "which WAN link, counted from 0", "", 0, 15),
     "action": Key("name", "unplug (down) or plug back (up)", names="event_action"),
 }
+#: a storage workload's migration to estimate: ``sim pfs migrate``'s names (its scenario's [migrate])
+MIGRATE = {
+    "method": Key("name", "restripe (GPFS: new NSDs added, the old emptied) or copy (parallel streams)",
+                  names="migrate_method", default="restripe"),
+    "data_bytes": Key("int", "data to move (2e12 = 2 TB)", "bytes", 1, 10**18),
+    "files": Key("int", "files holding it", "files", 1, 10**12),
+    "source_nsds": Key("int", "NSDs the data is on now (default: the drill's servers x LUNs)", "NSDs", 1, 65536),
+    "move_nsds": Key("int", "of those, the NSDs emptied (default: all)", "NSDs", 1, 65536),
+    "target_nsds": Key("int", "new NSDs on the other site (default: as many as move)", "NSDs", 1, 65536),
+    "source_servers": Key("int", "NSD servers of the old NSDs (default: the drill's servers)", "servers", 1, 1024),
+    "target_servers": Key("int", "NSD servers of the new NSDs (default: as many)", "servers", 1, 1024),
+    "nodes": Key("int", "restripe: the -N nodes doing the work", "nodes", 1, 1024),
+    "streams": Key("int", "copy: parallel copy streams", "streams", 1, 4096),
+}
 WORKLOAD_COMMON = {"layer": Key("name", "what the workload runs: " + ", ".join(WORKLOADS), names="layer"),
                    "name": Key("str", "the workload's name in the report"), **_WHERE}
 SCHEMA = {"": TOP, "clusters.a": CLUSTER, "clusters.b": CLUSTER, "link": LINK, "explore": EXPLORE,
           "workloads[]": WORKLOAD_COMMON, **{f"workloads[] layer = \"{k}\"": v for k, v in WORKLOADS.items()},
-          "workloads[].events[]": EVENT}
+          "workloads[].events[]": EVENT, "workloads[].migrate": MIGRATE}
 
 
 def names(kind: str) -> list[str]:
@@ -195,7 +211,7 @@ def names(kind: str) -> list[str]:
     fixed = {"at": ["explore", "planned"], "layer": list(WORKLOADS), "event_action": list(EVENT_ACTIONS)}
     if kind in fixed:
         return fixed[kind]
-    from longhaul.sim import mpi, nfs, pfs, tcp, verbs
+    from longhaul.sim import mpi, nfs, pfs, pfs_migrate, tcp, verbs
 
     try:
         from longhaul import _core
@@ -212,7 +228,8 @@ def names(kind: str) -> list[str]:
              "tcp_link": tcp.LINKS, "wan_framing": verbs.WAN_FRAMINGS, "verbs_transport": verbs.TRANSPORTS,
              "verbs_op": verbs.OPS, "verbs_test": verbs.TESTS, "tcp_cc": tcp.CCS, "mpi_bench": mpi.BENCHES,
              "mpi_algo": mpi.ALGOS, "mpi_app": mpi.APPS, "mpi_class": mpi.CLASSES,
-             "nfs_transport": nfs.TRANSPORTS, "pfs_variant": pfs.VARIANTS, "pfs_op": pfs.OPS}
+             "nfs_transport": nfs.TRANSPORTS, "pfs_variant": pfs.VARIANTS, "pfs_op": pfs.OPS,
+             "migrate_method": pfs_migrate.METHODS}
     return list(local[kind])
 
 
@@ -285,6 +302,12 @@ class _Checker:
                                                           names=spec.names)) for i, x in enumerate(v)]
         if kind == "sizes":
             return self.sizes(key, v, spec)
+        if kind == "migrate":
+            t = self.table(v, key, MIGRATE)
+            for k in ("data_bytes", "files"):
+                if k not in t:
+                    raise self.error(f"{key}.{k}", f"missing ({_range(MIGRATE[k])})")
+            return t
         if kind == "events":
             if not isinstance(v, list):
                 raise self.error(key, "give an array of tables ([[workloads.events]] with at_s, link, action)")
@@ -729,7 +752,8 @@ def _check_ranks(c: _Checker, site: Site, w: Workload) -> None:
 def _check_with_core(c: _Checker, site: Site) -> None:
     """One scenario of every workload through the core's validation (all the core's ranges), the
     core's message naming the site file and the workload."""
-    from longhaul.site_scenarios import scenarios, validators
+    from longhaul.sim import pfs_migrate
+    from longhaul.site_scenarios import pfs_migration, scenarios, validators
 
     for w in site.workloads:
         try:
@@ -737,6 +761,12 @@ def _check_with_core(c: _Checker, site: Site) -> None:
                 validators()[model](sc)
         except UserError as err:
             raise _core_error(c, err, f"workloads[{w.index}] ({w.layer})") from None
+        try:
+            migration = pfs_migration(site, w) if w.layer == "pfs" else None
+            if migration is not None:
+                pfs_migrate.validate(migration)
+        except UserError as err:
+            raise _core_error(c, err, f"workloads[{w.index}].migrate") from None
 
 
 def _core_error(c: _Checker, err: UserError, where: str = "") -> UserError:

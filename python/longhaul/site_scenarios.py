@@ -54,8 +54,23 @@ def scenarios(site: Site, w: Workload, quick: bool = False) -> list[tuple[str, d
 
 def pfs_drill(site: Site, w: Workload) -> dict:
     """A storage workload's ``sim pfs`` scenario: its file system and drill on the site's link."""
-    keys = [k for k in w.params if k not in ("at", "events")]
+    keys = [k for k in w.params if k not in ("at", "events", "migrate")]
     return site.pfs(site.planned, events=w.params.get("events", []), **{k: w.params[k] for k in keys})
+
+
+def pfs_migration(site: Site, w: Workload) -> dict | None:
+    """A storage workload's ``sim pfs migrate`` scenario (None when it asks for none): its data on
+    the drill's servers and LUNs unless it says otherwise, over the drill's links."""
+    from longhaul.sim import pfs, pfs_migrate
+
+    m = w.params.get("migrate")
+    if m is None:
+        return None
+    sc = pfs_drill(site, w)
+    drill = pfs.validate(sc)
+    mine = {k: w.params[k] for k in ("data_disks", "block_bytes") if k in w.params}
+    source = {"source_servers": drill["servers"], "source_nsds": drill["servers"] * drill["luns_per_server"]}
+    return pfs_migrate.scenario(testbed=site.profile, seed=site.seed, **sc["path"], **mine, **{**source, **m})
 
 
 def _mpi(site: Site, w: Workload, where: dict) -> list[tuple[str, dict]]:

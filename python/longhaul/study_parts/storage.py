@@ -5,19 +5,22 @@ with the unplugs and replugs marked; the tables are the phases between events (s
 dip, recovery after a replug), the RPC latency percentiles and the ledger (every acknowledged
 write on a server exactly once). The summary names what limits the steady rate (the WAN links,
 the hosts' adapters or the LUNs, from the record's own capacities) and what the model predicts
-for one more of it. [S3]'s drill is also a published point: the validation section checks it as
-``S3-gpfs-failover``."""
+for one more of it. A workload's ``migrate`` table adds the migration estimate of ``sim pfs
+migrate`` (predicted time, bottleneck, what-ifs of links and servers added or lost). [S3]'s drill
+and migration are published points too: the validation section checks them."""
 
 from __future__ import annotations
 
 from longhaul.errors import UserError
-from longhaul.sim import pfs
-from longhaul.site_scenarios import pfs_drill
+from longhaul.sim import pfs, pfs_migrate
+from longhaul.site_scenarios import pfs_drill, pfs_migration
 from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
 from longhaul.study_parts._common import gain_pct, helps
 
-#: the published point the validation part checks this drill against (validation/storage.py)
-VALIDATION_ID = "S3-gpfs-failover"
+#: the published points the validation part checks the drill and the migration against
+#: (validation/storage.py), when the site is S3's (the s3 profile, GPFS)
+FAILOVER_ID = "S3-gpfs-failover"
+MIGRATION_IDS = ("S3-gpfs-migration-shape", "S3-gpfs-migration-time")
 #: a what-if's simulated time: long enough for a steady rate (the fluid model settles within seconds)
 WHAT_IF_S = 60.0
 _FLAT = ("variant", "op", "clients", "threads", "servers", "luns", "wan_links", "block_bytes", "one_way_delay_us",
@@ -42,13 +45,12 @@ def run(ctx: StudyContext) -> PartResult:
         out.records.append({**{k: rec.get(k) for k in _FLAT}, **rec["rpc_latency"], "site_workload": w.name})
         events = sc.get("events", [])
         fig = plots.failover_series(rec["series"], events, title=f"{w.name}: bandwidth over time")
-        cross = (f" The same drill is [S3]'s: the validation section checks it ({VALIDATION_ID})."
-                 if w.params.get("variant") == "gpfs" and site.profile == "s3" else "")
+        cross = _cross(sc, (FAILOVER_ID,))
         out.figures.append(Figure(f"storage_{w.index}_failover",
                                   f"{w.name}: aggregate (clients) and per-link bandwidth over time, each unplug and "
                                   f"replug marked (model, sim pfs, flow level; {rec['clients']} clients x "
                                   f"{rec['threads']} threads, {rec['servers']} servers, {rec['luns']} LUNs, "
-                                  f"{rec['wan_links']} WAN links).{cross}", fig))
+                                  f"{rec['wan_links']} WAN links){cross}.", fig))
         out.tables.append(Table(f"{w.name}: phases between events (steady bw_MBps, the dip min_MBps, recovery_s after "
                                 "a replug; model)", rec["phases"],
                                 ["from_s", "to_s", "event", "links_plugged", "bw_MBps", "min_MBps", "recovery_s"]))
@@ -59,7 +61,48 @@ def run(ctx: StudyContext) -> PartResult:
                                                           "qp_errors", "reconnects", "expelled_clients")}]))
         out.summary.append(_summary(w, sc, rec))
         out.commands.append(_command(sc))
+        migration = pfs_migration(site, w)
+        if migration is not None:
+            _migration(out, w, migration)
     return out
+
+
+def _migration(out: PartResult, w, sc: dict) -> None:
+    """The workload's migration estimate (``sim pfs migrate``): predicted time, bottleneck, and
+    the what-ifs of links and servers added or lost."""
+    rec = pfs_migrate.run(sc)
+    m = sc["migrate"]
+    what = (f"{rec['moved_bytes'] / 1e12:.3g} TB in {rec['files']:,} files, {rec['move_nsds']} of "
+            f"{rec['source_nsds']} NSDs, by {rec['method']}")
+    out.tables.append(Table(f"{w.name}: migration estimate ({what}; model, sim pfs migrate, flow level): the first row "
+                            f"is the plan, each other changes one thing{_cross(sc, MIGRATION_IDS)}", rec["what_if"],
+                            ["case", "wan_links", "source_servers", "target_servers", "time_s", "rate_MBps",
+                             "bottleneck", "time_change_pct"]))
+    others = [r for r in rec["what_if"][1:] if r.get("time_s") is not None]
+    best = min(others, key=lambda r: r["time_s"], default=None)
+    change, gain = (best["case"], gain_pct(rec["rate_MBps"], best["rate_MBps"])) if best else ("", None)
+    opts = " ".join(f"--{'block-size' if k == 'block_bytes' else k.replace('_', '-')} {v}" for k, v in m.items())
+    path = sc["path"]
+    where = f"--distance-km {path['fibre_km']:g}" if "fibre_km" in path else f"--delay-us {path['delay_us']:g}"
+    out.summary.append(SummaryRow(f"Storage: migrating {what}", f"{rec['time_min']:,.0f} min at "
+                                  f"{rec['rate_MBps']:,.0f} MB/s", _bottleneck(rec),
+                                  *helps(change, gain),
+                                  f"longhaul sim pfs migrate {opts} --profile "
+                                  f"{sc['testbed']} --wan-links {path['wan_links']} {where}"))
+
+
+def _bottleneck(rec: dict) -> str:
+    """The migration's bottleneck in words, with its count and capacity from the estimate's resources."""
+    name = rec["bottleneck"]
+    r = next((r for r in rec["resources"] if r["resource"] == name), None)
+    return f"{name}: {r['count']} of {r['capacity_MBps']:,.0f} MB/s each, full" if r else name
+
+
+def _cross(sc: dict, ids: tuple[str, ...]) -> str:
+    """On S3's testbed, where the validation section checks the same run against [S3]."""
+    if sc.get("testbed") != "s3" or sc.get("pfs", {}).get("variant", "gpfs") != "gpfs":
+        return ""
+    return f". [S3] ran it too: the validation section checks it ({', '.join(ids)}) and explains any gap"
 
 
 def limits(rec: dict, links: int) -> tuple[str, float, str]:
