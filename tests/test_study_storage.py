@@ -93,6 +93,10 @@ def test_the_migration_estimate_is_the_commands(tmp_path, capsys):
 def test_a_site_without_storage_skips_the_part_and_says_why(tmp_path):
     with pytest.raises(SkipPart, match=r"no storage workload .* has 1 WAN link, and a drill needs more than one"):
         storage.run(StudyContext(site=load(S1), quick=True, out_dir=tmp_path))
+    assert main(["study", "--parts", "storage", "--out", str(tmp_path / "o"), "--store", str(tmp_path / "r"),
+                 "--no-summary"]) == 0
+    md = (tmp_path / "o" / "summary.md").read_text()
+    assert "**storage**: skipped — the site has no storage workload" in md
 
 
 BAD = [
