@@ -673,7 +673,7 @@ def _default_name(layer: str, t: dict) -> str:
         return f"NAS {', '.join(a.upper() for a in t['apps'])} class {t['class']}"
     return {"tcp": f"TCP over {t.get('link', 'the link')}", "trace": f"trace {t.get('file', '')}",
             "nfs": "NFS reads", "long-haul": "the long-haul range (usn profile)",
-            "pfs": f"{t.get('variant', '').upper()} {t.get('op')}s across the link"}[layer]
+            "pfs": f"{str(t.get('variant', '')).upper()} {t.get('op')}s across the link"}[layer]
 
 
 def _unique_names(c: _Checker, ws: list[Workload], raw: list) -> None:
