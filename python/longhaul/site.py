@@ -669,11 +669,12 @@ def _default_name(layer: str, t: dict) -> str:
         return f"verbs {t['transport'].upper()} {t['op']} {t['test']}"
     if layer == "mpi":
         return f"MPI {t['bench']}"
+    if layer == "pfs":
+        return f"{t['variant'].upper()} {t['op']}s across the link"
     if layer == "nas":
         return f"NAS {', '.join(a.upper() for a in t['apps'])} class {t['class']}"
     return {"tcp": f"TCP over {t.get('link', 'the link')}", "trace": f"trace {t.get('file', '')}",
-            "nfs": "NFS reads", "long-haul": "the long-haul range (usn profile)",
-            "pfs": f"{str(t.get('variant', '')).upper()} {t.get('op')}s across the link"}[layer]
+            "nfs": "NFS reads", "long-haul": "the long-haul range (usn profile)"}[layer]
 
 
 def _unique_names(c: _Checker, ws: list[Workload], raw: list) -> None:
