@@ -88,7 +88,7 @@ def _migration(out: PartResult, w, sc: dict) -> None:
                                   f"{rec['rate_MBps']:,.0f} MB/s", _bottleneck(rec),
                                   *helps(change, gain),
                                   f"longhaul sim pfs migrate {opts} --profile "
-                                  f"{sc['testbed']} --wan-links {path['wan_links']} {where}"))
+                                  f"{sc['testbed']} --extender {path['extender']} --wan-links {path['wan_links']} {where}"))
 
 
 def _bottleneck(rec: dict) -> str:
