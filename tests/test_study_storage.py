@@ -115,6 +115,9 @@ BAD = [
     ("a migration without its files", "files = 5050\n", "", "workloads[0].migrate.files: missing"),
     ("an unknown migration method", 'method = "restripe"', 'method = "rsync"',
      'workloads[0].migrate.method: unknown "rsync"'),
+    ("path migration without a second path", "threads = 6", "threads = 6\napm = true\nlmc = 0",
+     "workloads[0] (pfs): apm: automatic path migration needs an alternate path"),
+    ("path migration as a word", "threads = 6", 'threads = 6\napm = "yes"', 'workloads[0].apm: give true or false'),
     ("distances for a drill", "threads = 6", "threads = 6\ndistances_km = [1]",
      "workloads[0].distances_km: the storage drill runs at the planned distance"),
 ]

@@ -30,8 +30,9 @@ MAX_DISTANCE_KM = MAX_DELAY_US / FIBRE_DELAY_US_PER_KM
 @dataclass(frozen=True)
 class Key:
     """One key of a site-file table: its kind of value, unit, range, default and meaning.
-    ``kind``: int, float, str, name (one of ``names``), ints/floats/names (a list of those),
-    sizes (a list of byte counts, or a range string as --sizes takes: "2:8M")."""
+    ``kind``: int, float, str, bool, name (one of ``names``), ints/floats/names (a list of those),
+    sizes (a list of byte counts, or a range string as --sizes takes: "2:8M"), events (an array of
+    ``EVENT`` tables), migrate (a ``MIGRATE`` table)."""
 
     kind: str
     doc: str
@@ -163,6 +164,10 @@ WORKLOADS = {
         "stripe_count": Key("int", "lustre: OSTs per file (as --stripe-count)", "OSTs", 1, 65536),
         "wan_links": Key("int", "WAN links the file system's traffic spreads over (as --wan-links); default: "
                          "link.wan_links", "links", 1, 16),
+        "lmc": Key("int", "LIDs per port as 2^lmc: paths over other links the subnet manager can give (scenario "
+                   "[pfs] lmc); default: the profile's", "", 0, 7),
+        "apm": Key("bool", "automatic path migration: a QP moves to its alternate path when its retries run out "
+                   "(scenario [pfs] apm; needs lmc >= 1)", default=None),
         "duration_s": Key("float", "simulated time of the drill (as --duration-s)", "s", 0.001, 86400, 600.0),
         "events": Key("events", "the failure drill: [[workloads.events]] tables of at_s (s), link (0 to "
                       "wan_links - 1) and action (down, up), as a scenario's [[events]]"),
@@ -317,6 +322,10 @@ class _Checker:
                     if k not in e:
                         raise self.error(f"{key}[{i}].{k}", f"missing ({EVENT[k].doc})")
             return out
+        if kind == "bool":
+            if not isinstance(v, bool):
+                raise self.error(key, f"give true or false, not {json.dumps(v)}")
+            return v
         if kind == "str":
             if not isinstance(v, str):
                 raise self.error(key, f"give text in quotes, not {json.dumps(v)}")
