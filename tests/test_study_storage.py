@@ -54,12 +54,34 @@ def test_the_report_shows_the_drill(tmp_path):
     assert "link 2 replugged" in svg and "WAN link 3" in svg and "time (s)" in svg
     html = (out / "report.html").read_text()
     for text in ("phases between events", "RPC latency", "the ledger", "S3-gpfs-failover",
-                 "Storage: GPFS failure drill (S3 tests 4-5)", "nothing lost", "--scenario DRILL.toml",
+                 "Storage: GPFS failure drill (S3 tests 4-5)", "nothing lost",
+                 f"longhaul sim pfs --scenario {out}/scenarios/storage_0_drill.json",
                  "migration estimate (2 TB in 5,050 files, 6 of 6 NSDs, by restripe", "S3-gpfs-migration-time",
                  "wan_links -1 (one lost)", "Storage: migrating 2 TB"):
         assert text in html, text
     (rec,) = list(csv.DictReader((out / "records.csv").open()))
     assert rec["ledger_ok"] == "True" and int(rec["acked_blocks"]) == int(rec["stored_blocks"]) > 0
+
+
+def test_the_drills_command_reproduces_its_numbers(tmp_path, capsys):
+    """The summary's command runs the drill's scenario file, which the study writes beside the report."""
+    import json
+    import re
+    import shlex
+
+    out = tmp_path / "o"
+    assert main(["study", "--site", str(_storage_site(tmp_path)), "--parts", "storage", "--out", str(out),
+                 "--store", str(tmp_path / "r"), "--no-summary"]) == 0
+    md = (out / "summary.md").read_text()
+    cmd = next(line for line in md.split("`") if line.startswith("longhaul sim pfs --scenario"))
+    steady = float(re.search(r"Storage: GPFS failure drill \(S3 tests 4-5\)\*\*: ([\d,]+) MB/s on 4 links", md)
+                   .group(1).replace(",", ""))
+    capsys.readouterr()
+    assert main([*shlex.split(cmd)[1:], "--format", "json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    rec = recs[0] if isinstance(recs, list) else recs
+    assert round(rec["phases"][0]["bw_MBps"]) == steady and rec["ledger_ok"]
+
 
 
 def test_the_summary_names_the_limit_the_model_finds(tmp_path):

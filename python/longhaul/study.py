@@ -69,6 +69,9 @@ class PartResult:
     advice: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: files the report's commands need (a drill's scenario file), by their path under the output
+    #: directory: written with the report
+    files: dict[str, str] = field(default_factory=dict)
     computed: int = 0
     cached: int = 0
     skipped_reason: str = ""     # set: the part is reported as skipped, with whatever it still shows
@@ -204,7 +207,8 @@ def default_out_dir(base: str | Path = "study") -> Path:
 
 
 def write_outputs(study: Study, out_dir: Path) -> dict[str, Path]:
-    """Figures (PNG+SVG), report.html, summary.md, records.csv — each written atomically."""
+    """Figures (PNG+SVG), report.html, summary.md, records.csv and the files the report's commands
+    name (a drill's scenario) — each written atomically."""
     import io
 
     from longhaul import plots
@@ -222,6 +226,10 @@ def write_outputs(study: Study, out_dir: Path) -> dict[str, Path]:
     paths = {"report": out_dir / "report.html", "summary": out_dir / "summary.md"}
     atomic_write_text(paths["report"], html)
     atomic_write_text(paths["summary"], md)
+    for o in study.outcomes:
+        for name, text in o.result.files.items():
+            paths[name] = out_dir / name
+            atomic_write_text(paths[name], text)
     recs = [r for o in study.outcomes for r in o.result.records]
     if recs:
         buf = io.StringIO()

@@ -11,6 +11,9 @@ and migration are published points too: the validation section checks them."""
 
 from __future__ import annotations
 
+import json
+import shlex
+
 from longhaul.errors import UserError
 from longhaul.sim import pfs, pfs_migrate
 from longhaul.site_scenarios import pfs_drill, pfs_migration
@@ -59,8 +62,11 @@ def run(ctx: StudyContext) -> PartResult:
                                 [{k: rec.get(k) for k in ("acked_blocks", "stored_blocks", "rewritten_blocks",
                                                           "outstanding_blocks", "ledger_ok", "ledger_violation",
                                                           "qp_errors", "reconnects", "expelled_clients")}]))
-        out.summary.append(_summary(w, sc, rec))
-        out.commands.append(_command(sc))
+        name = f"scenarios/storage_{w.index}_drill.json"
+        out.files[name] = json.dumps(sc, indent=2, sort_keys=True) + "\n"
+        command = f"longhaul sim pfs --scenario {shlex.quote(str(ctx.out_dir / name))}"
+        out.summary.append(_summary(w, sc, rec, command))
+        out.commands.append(command)
         migration = pfs_migration(site, w)
         if migration is not None:
             _migration(out, w, migration)
@@ -136,7 +142,7 @@ def _what_if(sc: dict, rec: dict, limit: str) -> tuple[str, float | None]:
     return change, gain_pct(pfs.run(base)["bw_MBps"], after)
 
 
-def _summary(w, sc: dict, rec: dict) -> SummaryRow:
+def _summary(w, sc: dict, rec: dict, command: str) -> SummaryRow:
     phases = rec["phases"]
     steady = phases[0]["bw_MBps"]
     worst = min(phases, key=lambda p: p["bw_MBps"])
@@ -151,20 +157,8 @@ def _summary(w, sc: dict, rec: dict) -> SummaryRow:
     name, _, words = limits(rec, phases[0]["links_plugged"])
     limited = f"{words} (steady); " + limits(rec, worst["links_plugged"])[2] + " at worst"
     change, gain = helps(*_what_if(sc, rec, name))
-    return SummaryRow(f"Storage: {w.name}", gets, limited, change, gain, _command(sc))
+    return SummaryRow(f"Storage: {w.name}", gets, limited, change, gain, command)
 
-
-def _command(sc: dict) -> str:
-    """The ``sim pfs`` command of the drill (its events go in a --scenario file's [[events]])."""
-    path, p = sc["path"], sc["pfs"]
-    opts = [f"--profile {sc['testbed']}", f"--extender {path['extender']}", f"--wan-links {path['wan_links']}"]
-    opts.append(f"--distance-km {path['fibre_km']:g}" if "fibre_km" in path else f"--delay-us {path['delay_us']:g}")
-    opts += [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
-             for k, v in p.items() if k != "block_bytes"]
-    if "block_bytes" in p:
-        opts.append(f"--block-size {p['block_bytes']}")
-    drill = " --scenario DRILL.toml ([[events]] as in the site file)" if sc.get("events") else ""
-    return "longhaul sim pfs " + " ".join(opts) + drill
 
 
 PART = StudyPart("storage", "Storage across the link: a parallel file system's failure drill (simulator)", run,
