@@ -20,6 +20,7 @@ pub mod fluid;
 pub mod layout;
 pub mod ledger;
 pub mod migrate;
+pub mod packet;
 pub mod params;
 pub mod record;
 pub mod routing;
@@ -38,5 +39,9 @@ pub fn validate_pfs_json(text: &str) -> Result<PfsResolved, ScenarioError> {
 
 /// Validate a JSON scenario and run it: the parallel file system model's public entry point.
 pub fn run_pfs_json(text: &str) -> Result<PfsRecord, ScenarioError> {
-    Ok(fluid::run(&validate_pfs_json(text)?))
+    let r = validate_pfs_json(text)?;
+    Ok(match r.network {
+        packet::Network::Fluid => fluid::run(&r),
+        packet::Network::Packet { .. } => packet::run(&r),
+    })
 }

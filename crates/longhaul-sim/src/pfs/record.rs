@@ -132,6 +132,9 @@ impl Latency {
 #[allow(non_snake_case)]
 pub struct PfsRecord {
     pub testbed: String,
+    /// The driver ("fluid" or "packet") and the transport ("rc", or "tcp" at packet level).
+    pub network: String,
+    pub transport: String,
     pub variant: String,
     pub op: String,
     pub extender: String,

@@ -6,13 +6,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::packet::Network;
 use super::params::{PfsParams, Variant};
 use crate::engine::time::to_s;
 use crate::ib::headers;
 use crate::ib::subnet_manager::{FabricStep, SubnetManagerParams};
 use crate::link_events::{self, LinkAction, LinkEventSpec, SubnetManagerSpec};
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Scenario, ScenarioError, TransportName, VerbsSpec,
+    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
 };
 
 /// The long-haul path (every field optional: the testbed decides).
@@ -55,6 +56,11 @@ pub struct PfsSpec {
     pub retry_count: Option<u32>,
     /// Automatic path migration (needs lmc >= 1; default false).
     pub apm: Option<bool>,
+    /// "fluid" (default: flows over max-min shares, minutes in seconds) or "packet" (every
+    /// packet over the verbs or TCP model, [`super::packet`]).
+    pub network: Option<String>,
+    /// Packet level: "rc" (verbs, RDMA for data; default) or "tcp" (over IPoIB).
+    pub transport: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -118,6 +124,11 @@ pub struct PfsResolved {
     pub link_MBps: f64,
     /// Data one host adapter moves (MB/s): port, PCIe and switch port, the slowest, less headers.
     pub host_MBps: f64,
+    /// Which driver runs it, and over which transport ([`super::packet`]).
+    pub network: Network,
+    /// The path as the verbs model resolved it (the packet level builds its fabric from it).
+    #[serde(skip)]
+    pub verbs: Box<Resolved>,
 }
 
 pub const TESTBEDS: [&str; 9] = crate::scenario::TESTBEDS;
@@ -213,6 +224,7 @@ impl PfsScenario {
                 (events.collect(), l.subnet_manager, steps)
             }
         };
+        let network = Network::resolve(n.network.as_deref(), n.transport.as_deref(), &events, &verbs)?;
         // RDMA write packets: MTU payload plus LRH, BTH, ICRC and VCRC (the RETH of a message's
         // first packet is left out: a block is tens of packets).
         let mtu = verbs.mtu_bytes as f64;
@@ -249,6 +261,8 @@ impl PfsScenario {
             one_way_s: (verbs.one_way_delay_us() + boxes_us) * 1e-6,
             link_MBps: link_mbps,
             host_MBps: host_gbps * 1e3 / 8.0 * payload,
+            network,
+            verbs: Box::new(verbs),
         })
     }
 }

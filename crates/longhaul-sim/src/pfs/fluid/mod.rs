@@ -489,8 +489,11 @@ fn record(m: Model, cancelled: bool) -> PfsRecord {
     } else {
         "ok".to_string()
     };
+    let (network, transport) = r.network.names();
     PfsRecord {
         testbed: r.testbed.clone(),
+        network: network.into(),
+        transport: transport.into(),
         variant: p.fs.variant.name().to_string(),
         op: match r.op {
             PfsOp::Write => "write".into(),
