@@ -54,6 +54,8 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("pfs.testbed", strs(&crate::pfs::scenario::TESTBEDS));
     m.insert("pfs.migrate.method", strs(&crate::pfs::migrate::Method::NAMES));
     m.insert("pfs.migrate.nodes_at", strs(&crate::pfs::migrate::scenario::NodesAt::NAMES));
+    m.insert("pfs.network", strs(&crate::pfs::packet::Network::NAMES));
+    m.insert("pfs.transport", strs(&crate::pfs::packet::Network::TRANSPORTS));
     m.insert("mpi.osu.bench", variants::<OsuBench>());
     m.insert("mpi.algo", variants::<Algo>());
     m.insert("mpi.rndv_protocol", variants::<Rndv>());

@@ -14,6 +14,11 @@
 //! "packet"` (one line, at validation).
 //!
 //! Per-link traffic comes from the fabric's counters on the WAN ports, sampled every interval.
+//!
+//! The packet level's topology is `crate::topology::build`'s: the `wan_links` parallel links
+//! join ONE extender pair, whose local port every link's traffic crosses, and the fabric spreads
+//! connections over the links by connection number (a connection's packets keep to one link),
+//! not by destination LID as the subnet manager's minhop tables do ([`super::routing`]).
 
 pub mod tcp;
 pub mod verbs;
@@ -30,7 +35,7 @@ use super::scenario::{PfsOp, PfsResolved};
 use crate::engine::time::{from_ns, to_s, S};
 use crate::engine::{EventQueue, Stop, Time};
 use crate::link_events::LinkEventSpec;
-use crate::net::{Fabric, NodeKind, PortId, Routable};
+use crate::net::{Fabric, PortId};
 use crate::scenario::{err, Resolved, ScenarioError};
 use crate::tcp::TcpResolved;
 use crate::transport::Transport;
@@ -456,29 +461,6 @@ impl<C: Channel> App<C::Net> for PfsApp<C> {
     }
 }
 
-/// The long-haul links' ports toward side B, link 0 first: the links joining the two extenders
-/// (or, without extenders, the two switches), as `crate::topology::build` made them.
-fn wan_ports<P: Routable>(fabric: &Fabric<P>) -> Vec<PortId> {
-    let kind =
-        if fabric.nodes.iter().any(|n| n.kind == NodeKind::Extender) { NodeKind::Extender } else { NodeKind::Switch };
-    (0..fabric.ports.len() as PortId)
-        .filter(|&p| {
-            let port = &fabric.ports[p as usize];
-            let peer = fabric.ports[port.peer as usize].node;
-            fabric.nodes[port.node as usize].kind == kind
-                && fabric.nodes[peer as usize].kind == kind
-                && port.node < peer
-        })
-        .collect()
-}
-
-/// Bytes a WAN port has sent: its packets at the wire size of a full data packet (the fabric
-/// counts packets; the few small ones, requests and ACKs, are counted full, so this bounds the
-/// data from above).
-fn port_bytes<P: Routable>(fabric: &Fabric<P>, port: PortId, packet_bytes: u64) -> u64 {
-    fabric.ports[port as usize].stats.tx_packets * packet_bytes
-}
-
 /// Run a resolved packet-level scenario over its transport.
 pub fn run(r: &PfsResolved) -> PfsRecord {
     match &r.network {
@@ -488,12 +470,13 @@ pub fn run(r: &PfsResolved) -> PfsRecord {
 }
 
 /// Drive a built world interval by interval, sampling the clients' and links' traffic, and
-/// make the record. `packet_bytes`: wire bytes of a full data packet on the WAN.
-pub(crate) fn drive<C: Channel>(r: &PfsResolved, mut world: World<C::Net, PfsApp<C>>, packet_bytes: u64) -> PfsRecord {
+/// make the record. `wan`: the long-haul links' ports on side A (`crate::topology::TwoClusters`).
+/// A link's traffic is the bytes its port in the data's direction sent (IB headers included,
+/// WAN framing not), its utilisation those bytes against the port's rate.
+pub(crate) fn drive<C: Channel>(r: &PfsResolved, mut world: World<C::Net, PfsApp<C>>, wan: &[PortId]) -> PfsRecord {
     let mut q: EventQueue<Ev<<C::Net as Transport>::Timer, Step>> = EventQueue::new();
-    let links = wan_ports(&world.fabric);
     let (toward, back): (Vec<PortId>, Vec<PortId>) =
-        links.iter().map(|&p| (p, world.fabric.ports[p as usize].peer)).unzip();
+        wan.iter().map(|&p| (p, world.fabric.ports[p as usize].peer)).unzip();
     let data_ports = if r.op == PfsOp::Write { toward } else { back };
     let mut series = Series {
         client_bw_MBps: vec![Vec::new(); r.clients as usize],
@@ -520,11 +503,12 @@ pub(crate) fn drive<C: Channel>(r: &PfsResolved, mut world: World<C::Net, PfsApp
             *b = 0;
         }
         for (i, &p) in data_ports.iter().enumerate() {
-            let now = port_bytes(&world.fabric, p, packet_bytes);
-            let mbps = (now - last[i]) as f64 / dt / 1e6;
-            last[i] = now;
-            series.link_MBps[i].push(mbps);
-            series.link_util[i].push(mbps / r.link_MBps);
+            let port = &world.fabric.ports[p as usize];
+            let sent = port.tx_bytes_by(until);
+            let bytes = (sent - last[i]) as f64;
+            last[i] = sent;
+            series.link_MBps[i].push(bytes / dt / 1e6);
+            series.link_util[i].push(bytes * 8.0 / (port.params.rate.gbps() * 1e9 * dt));
         }
         series.links_up.push(data_ports.len() as u32);
     }

@@ -61,7 +61,7 @@ impl Channel for Tcp {
         cx.net.take_frames(dir, delivered, &mut self.frames);
         for f in self.frames.drain(..) {
             let tag = f.tag as u32;
-            arrived.push(if k % 2 == 0 {
+            arrived.push(if k.is_multiple_of(2) {
                 Arrival::Request { conn, tag, at }
             } else {
                 Arrival::Reply { conn, tag, at }
@@ -87,5 +87,5 @@ pub fn run(r: &PfsResolved, t: &TcpResolved) -> PfsRecord {
         }
     }
     let channel = Tcp { first_dir: first_dir.unwrap_or(0), nodes, frames: Vec::new() };
-    super::drive(r, super::world(r, fabric, tcp, channel), t.ib_mtu_bytes as u64)
+    super::drive(r, super::world(r, fabric, tcp, channel), &pair.wan)
 }

@@ -34,7 +34,7 @@ impl Verbs {
 
     /// The connection of queue pair `qp`, and whether it is the server's end.
     fn conn_of(&self, qp: u32) -> (u32, bool) {
-        ((qp - self.first_qp) / 2, (qp - self.first_qp) % 2 == 1)
+        ((qp - self.first_qp) / 2, !(qp - self.first_qp).is_multiple_of(2))
     }
 }
 
@@ -113,5 +113,5 @@ pub fn run(r: &PfsResolved) -> PfsRecord {
         }
     }
     let channel = Verbs { first_qp: first_qp.unwrap_or(0), nodes, post: from_ns(v.hca.post_ns), announced: Vec::new() };
-    super::drive(r, super::world(r, fabric, ib, channel), v.mtu_bytes as u64)
+    super::drive(r, super::world(r, fabric, ib, channel), &pair.wan)
 }
