@@ -40,6 +40,8 @@ CASES = {
     "pfs.testbed": lambda n: pfs.validate(pfs.scenario(testbed=n)),
     "pfs.migrate.method": lambda n: pfs_migrate.validate(pfs_migrate.scenario(method=n)),
     "pfs.migrate.nodes_at": lambda n: pfs_migrate.validate(pfs_migrate.scenario(nodes_at=n)),
+    "pfs.network": lambda n: pfs.validate(pfs.scenario(network=n)),
+    "pfs.transport": lambda n: pfs.validate(pfs.scenario(network="packet", transport=n)),
     "mpi.osu.bench": lambda n: mpi.validate(mpi.scenario(osu={"bench": n, "size_bytes": 8})),
     "mpi.algo": lambda n: mpi.validate(mpi.scenario(osu=OSU, algo=n)),
     "mpi.rndv_protocol": lambda n: mpi.validate(mpi.scenario(osu=OSU, rndv_protocol=n)),

@@ -171,3 +171,27 @@ def test_apm_without_a_second_lid_is_one_line_and_exit_2(cli, tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "apm" in lines[0] and "lmc 1..7" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("transport", ["rc", "tcp"])
+def test_the_packet_level_over_rc_and_tcp(cli, transport):
+    """Every packet over the verbs or TCP model: the ledger holds, no link above its rate, and the
+    steady rate of a link-bound write is the fluid level's within 5%."""
+    common = ("--wan-links", "1", "--distance-km", "10", "--duration-s", "0.6", "--format", "json")
+    (rec,) = json.loads(cli("sim", "pfs", "--network", "packet", "--transport", transport, *common,
+                            check=True).stdout)
+    assert (rec["network"], rec["transport"]) == ("packet", transport)
+    assert rec["ledger_ok"] and rec["acked_blocks"] > 0
+    assert all(u <= 1.0 + 2.5e-4 for link in rec["series"]["link_util"] for u in link)
+    (fluid,) = json.loads(cli("sim", "pfs", *common, check=True).stdout)
+    assert fluid["network"] == "fluid"
+    assert rec["phases"][0]["bw_MBps"] == pytest.approx(fluid["phases"][0]["bw_MBps"], rel=0.05)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--network", "packet", "--scenario", "EVENTS:[{at_s=1.0,link=0,action='down'}]"],
+     "events: link events run at network = fluid only"),
+    (["--transport", "tcp"], "transport: tcp runs at the packet level only"),
+])
+def test_packet_level_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
+    test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle)

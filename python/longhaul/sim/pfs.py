@@ -17,10 +17,12 @@ from longhaul.sim import core
 VARIANTS = core.names("pfs.variant")
 TESTBEDS = core.names("pfs.testbed")
 OPS = ("write", "read")
+NETWORKS = core.names("pfs.network")
+TRANSPORTS = core.names("pfs.transport")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links")
 _PFS_KEYS = ("variant", "op", "clients", "threads", "servers", "luns_per_server", "data_disks", "disk_MBps",
              "block_bytes", "stripe_count", "pagepool_bytes", "file_bytes", "duration_s", "interval_s", "lmc",
-             "ack_timeout_exp", "retry_count", "apm")
+             "ack_timeout_exp", "retry_count", "apm", "network", "transport")
 #: the subnet manager's timing, the ``[subnet_manager]`` table of ``sim verbs`` too
 _SM_KEYS = ("sweep_interval_s", "traps", "reroute_s", "link_training_s")
 #: a parameter's key in a scenario file, for messages about the file's values

@@ -28,13 +28,20 @@ def register(models: argparse._SubParsersAction) -> None:
                     "RAID LUNs on the other site, over wan_links parallel extender links; [[events]] in the scenario "
                     "file unplug and replug links (at_s, link, action). A flow-level model (max-min fair shares of "
                     "adapters, links, server CPU and storage path, LUNs), with the subnet manager's rerouting, RC "
-                    "retries, QP errors and reconnects: a 10-minute drill runs in seconds. Output: the run cut into "
+                    "retries, QP errors and reconnects: a 10-minute drill runs in seconds; --network packet runs "
+                    "the same file system packet by packet over RC verbs (RDMA for data) or TCP over IPoIB, for "
+                    "runs of seconds without link events. Output: the run cut into "
                     "phases at its events (steady bw_MBps, the dip min_MBps, recovery_s after a replug), the time "
                     "series (--show series), or the summary with RPC latency and the ledger (every acknowledged "
                     "write on a server exactly once). MB = 10^6 bytes.",
         formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--op", choices=pfs.OPS, default=None, help="write (default) or read")
+    p.add_argument("--network", choices=pfs.NETWORKS, default=None,
+                   help="fluid (default: flows over fair shares of the links, minutes in seconds, link events) or "
+                        "packet (every packet over the verbs or TCP model: seconds of traffic, no link events)")
+    p.add_argument("--transport", choices=pfs.TRANSPORTS, default=None,
+                   help="packet level: rc (verbs, data by RDMA; default) or tcp (over IPoIB connected mode)")
     p.add_argument("--variant", choices=pfs.VARIANTS, default=None,
                    help="gpfs (every file striped over all NSDs; default) or lustre (each file over stripe_count OSTs)")
     p.add_argument("--clients", type=units.whole(1, 1024), default=None, metavar="N", help="client nodes (1..1024; default 2)")
@@ -79,13 +86,14 @@ def run_pfs(args: argparse.Namespace) -> int:
                       luns_per_server=args.luns_per_server, data_disks=args.data_disks,
                       block_bytes=units.parse_optional_size(args.block_size, "--block-size"),
                       stripe_count=args.stripe_count, wan_links=args.wan_links, delay_us=args.delay_us,
-                      fibre_km=args.distance_km, duration_s=args.duration_s, interval_s=args.interval_s)
+                      fibre_km=args.distance_km, duration_s=args.duration_s, interval_s=args.interval_s,
+                      network=args.network, transport=args.transport)
     try:
         pfs.validate(sc)
     except UserError as err:
         raise naming_the_file(err, args.scenario, lambda: pfs.validate(pfs.scenario(base)), pfs.FILE_KEYS) from None
     rec = pfs.run(sc)
-    title = (f"longhaul sim pfs ({rec['testbed']}, {rec['variant']} {rec['op']}, {rec['clients']} clients x "
+    title = (f"longhaul sim pfs ({rec['testbed']}, {rec['network']} {rec['transport']}, {rec['variant']} {rec['op']}, {rec['clients']} clients x "
              f"{rec['threads']} threads, {rec['servers']} servers, {rec['wan_links']} links)")
     if args.format == "json":
         emit([rec], "json")
