@@ -183,7 +183,7 @@ pub struct PfsApp<C: Channel> {
     /// Blocks a writer may have outstanding: its share of the page pool's dirty data.
     window: u32,
     create_round_trips: u32,
-    header: Costs,
+    costs: Costs,
     layout: Layout,
     ledger: Ledger,
     conns: Vec<Connection>,
@@ -233,7 +233,7 @@ impl<C: Channel> PfsApp<C> {
             block: p.fs.block_bytes as u32,
             window: ((window_bytes / block) as u32).max(1),
             create_round_trips: p.fs.create_round_trips,
-            header: Costs {
+            costs: Costs {
                 client_rpc: from_ns(p.client.rpc_cpu_us * 1e3),
                 server_cpu: from_ns(p.server.request_cpu_us * 1e3),
                 lun: secs(block / (p.disk.lun_MBps(p.fs.block_bytes) * 1e6)),
@@ -283,7 +283,7 @@ impl<C: Channel> PfsApp<C> {
     fn post(&mut self, cx: &mut Cx<'_, C::Net>, client: u32, call: Call) {
         let tag = self.new_call(call);
         let cpu = &mut self.client_cpu[client as usize];
-        *cpu = (*cpu).max(cx.now) + self.header.client_rpc;
+        *cpu = (*cpu).max(cx.now) + self.costs.client_rpc;
         cx.schedule(*cpu, Step::Post { tag });
     }
 
@@ -336,7 +336,7 @@ impl<C: Channel> PfsApp<C> {
     /// the controller streams while the path feeds it).
     fn serve(&mut self, cx: &mut Cx<'_, C::Net>, tag: u32, at: Time) {
         let Some(Call::Block { rpc, .. }) = self.calls[tag as usize] else { unreachable!("a block call") };
-        let h = &self.header;
+        let h = &self.costs;
         let s = &mut self.servers[rpc.server as usize];
         let core = (0..s.cores_free.len()).min_by_key(|&i| s.cores_free[i]).expect("a core");
         let cpu_done = s.cores_free[core].max(at) + h.server_cpu;
@@ -351,7 +351,7 @@ impl<C: Channel> PfsApp<C> {
     fn serve_meta(&mut self, cx: &mut Cx<'_, C::Net>, conn: u32, tag: u32, at: Time) {
         let s = &mut self.servers[(conn % self.servers_n) as usize];
         let core = (0..s.cores_free.len()).min_by_key(|&i| s.cores_free[i]).expect("a core");
-        s.cores_free[core] = s.cores_free[core].max(at) + self.header.server_cpu;
+        s.cores_free[core] = s.cores_free[core].max(at) + self.costs.server_cpu;
         cx.schedule(s.cores_free[core], Step::Served { tag });
     }
 
