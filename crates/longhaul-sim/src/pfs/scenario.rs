@@ -224,7 +224,7 @@ impl PfsScenario {
                 (events.collect(), l.subnet_manager, steps)
             }
         };
-        let network = Network::resolve(n.network.as_deref(), n.transport.as_deref(), &events, &verbs)?;
+        let network = Network::resolve(n.network.as_deref(), n.transport.as_deref(), &verbs)?;
         // RDMA write packets: MTU payload plus LRH, BTH, ICRC and VCRC (the RETH of a message's
         // first packet is left out: a block is tens of packets).
         let mtu = verbs.mtu_bytes as f64;

@@ -34,8 +34,8 @@ use super::record::{phases, Latency, PfsRecord, Series};
 use super::scenario::{PfsOp, PfsResolved};
 use crate::engine::time::{from_ns, to_s, S};
 use crate::engine::{EventQueue, Stop, Time};
-use crate::link_events::LinkEventSpec;
-use crate::net::{Fabric, PortId};
+use crate::ib::subnet_manager::FabricStep;
+use crate::net::{Fabric, LinkChange, PortId};
 use crate::scenario::{err, Resolved, ScenarioError};
 use crate::tcp::TcpResolved;
 use crate::transport::Transport;
@@ -70,12 +70,7 @@ impl Network {
     pub const TRANSPORTS: [&'static str; 2] = ["rc", "tcp"];
 
     /// The scenario's `network` and `transport`, checked against each other and its events.
-    pub fn resolve(
-        network: Option<&str>,
-        transport: Option<&str>,
-        events: &[LinkEventSpec],
-        verbs: &Resolved,
-    ) -> Result<Network, ScenarioError> {
+    pub fn resolve(network: Option<&str>, transport: Option<&str>, verbs: &Resolved) -> Result<Network, ScenarioError> {
         let packet = match network.unwrap_or("fluid") {
             "fluid" => false,
             "packet" => true,
@@ -91,9 +86,6 @@ impl Network {
                 return err("transport: tcp runs at the packet level only (valid with network = fluid: rc)");
             }
             return Ok(Network::Fluid);
-        }
-        if !events.is_empty() {
-            return err("events: link events run at network = fluid only (valid with network = packet: no events)");
         }
         let tcp = match transport {
             PacketTransport::Rc => None,
@@ -135,6 +127,12 @@ pub trait Channel {
     fn request(&mut self, cx: &mut Cx<'_, Self::Net>, conn: u32, tag: u32, data: u32);
     /// The server of `conn` replies, carrying `data` bytes, now.
     fn reply(&mut self, cx: &mut Cx<'_, Self::Net>, conn: u32, tag: u32, data: u32);
+    /// Connections the transport gave up on (an RC queue pair out of retries): their
+    /// outstanding calls stay unanswered (the file system's reconnect and resend run at flow
+    /// level only).
+    fn failed(&self) -> u64 {
+        0
+    }
     /// A transport output: what it completed, if anything, onto `arrived`.
     fn on_output(
         &mut self,
@@ -485,6 +483,15 @@ pub(crate) fn drive<C: Channel>(r: &PfsResolved, mut world: World<C::Net, PfsApp
         ..Series::default()
     };
     let mut last = vec![0u64; data_ports.len()];
+    // The subnet manager's plan of the link events, on the fabric (before the run, as it asks).
+    for &(at, step) in &r.fabric_steps {
+        let change = match step {
+            FabricStep::Down(k) => LinkChange::Down(wan[k]),
+            FabricStep::Up(k) => LinkChange::Up(wan[k]),
+            FabricStep::Reroute => LinkChange::Reroute,
+        };
+        world.fabric.schedule_link_change(at, change, &mut q);
+    }
     let steps = (r.duration_s / r.interval_s).round().max(1.0) as u64;
     let mut cancelled = false;
     for k in 1..=steps {
@@ -510,7 +517,7 @@ pub(crate) fn drive<C: Channel>(r: &PfsResolved, mut world: World<C::Net, PfsApp
             series.link_MBps[i].push(bytes / dt / 1e6);
             series.link_util[i].push(bytes * 8.0 / (port.params.rate.gbps() * 1e9 * dt));
         }
-        series.links_up.push(data_ports.len() as u32);
+        series.links_up.push(wan.iter().filter(|&&p| world.fabric.is_link_up(p)).count() as u32);
     }
     record(r, world.app, series, q.events_handled(), cancelled)
 }
@@ -555,11 +562,15 @@ fn record<C: Channel>(r: &PfsResolved, app: PfsApp<C>, series: Series, events: u
         ledger_ok: app.ledger.violation.is_none(),
         ledger_violation: app.ledger.violation,
         rc_recoveries: 0,
-        qp_errors: 0,
+        qp_errors: app.channel.failed(),
         reconnects: 0,
         expelled_clients: 0,
         sim_events: events,
-        status: if cancelled { "cancelled".into() } else { "ok".into() },
+        status: match (cancelled, app.channel.failed()) {
+            (true, _) => "cancelled".into(),
+            (false, 0) => "ok".into(),
+            (false, n) => format!("ok: {n} connections failed (reconnects run at network = fluid only)"),
+        },
     }
 }
 

@@ -11,6 +11,7 @@
 use super::{Arrival, Channel, Cx, NSD_HEADER_BYTES};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
+use crate::ib::hosts::WcStatus;
 use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
 use crate::net::{Fabric, NodeId};
 use crate::pfs::record::PfsRecord;
@@ -24,6 +25,8 @@ pub struct Verbs {
     post: Time,
     /// Per call tag: the data its request announces in its header (what the server reads).
     announced: Vec<u32>,
+    /// Queue pairs that ran out of retries.
+    failed: u64,
 }
 
 impl Verbs {
@@ -70,7 +73,17 @@ impl Channel for Verbs {
         cx.kick(self.nodes[conn as usize].1);
     }
 
+    fn failed(&self) -> u64 {
+        self.failed
+    }
+
     fn on_output(&mut self, c: Completion, cx: &mut Cx<'_, IbHosts>, arrived: &mut Vec<Arrival>) {
+        // A queue pair out of retries completes its work requests in error: nothing it carried
+        // arrives any more.
+        if c.status != WcStatus::Success {
+            self.failed += u64::from(c.status == WcStatus::RetryExceeded);
+            return;
+        }
         let (conn, at_server) = self.conn_of(c.qp);
         // A receive completion carries the sender's header field, a send completion its own id.
         let tag = if c.kind == CompletionKind::Recv { c.id as u32 } else { (c.id >> 32) as u32 };
@@ -112,6 +125,12 @@ pub fn run(r: &PfsResolved) -> PfsRecord {
             nodes.push((client, server));
         }
     }
-    let channel = Verbs { first_qp: first_qp.unwrap_or(0), nodes, post: from_ns(v.hca.post_ns), announced: Vec::new() };
+    let channel = Verbs {
+        first_qp: first_qp.unwrap_or(0),
+        nodes,
+        post: from_ns(v.hca.post_ns),
+        announced: Vec::new(),
+        failed: 0,
+    };
     super::drive(r, super::world(r, fabric, ib, channel), &pair.wan)
 }
