@@ -189,9 +189,24 @@ def test_the_packet_level_over_rc_and_tcp(cli, transport):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--network", "packet", "--scenario", "EVENTS:[{at_s=1.0,link=0,action='down'}]"],
-     "events: link events run at network = fluid only"),
     (["--transport", "tcp"], "transport: tcp runs at the packet level only"),
+    (["--network", "packet", "--wan-links", "2", "--scenario", "EVENTS:[{at_s=1.0,link=2,action='down'}]"],
+     "link: 2 does not exist (valid: 0..1"),
 ])
 def test_packet_level_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
     test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle)
+
+
+def test_a_link_unplugged_at_packet_level(cli, tmp_path):
+    """The drill's events on the fabric: RC recovers packet by packet, nothing acknowledged is lost,
+    the unplugged link carries nothing once the subnet manager has rerouted."""
+    path = tmp_path / "cut.toml"
+    path.write_text('[path]\nwan_links = 2\nfibre_km = 10\n[pfs]\nnetwork = "packet"\nduration_s = 1.2\n'
+                    'interval_s = 0.05\n[[events]]\nat_s = 0.2\nlink = 0\naction = "down"\n')
+    (rec,) = json.loads(cli("sim", "pfs", "--scenario", str(path), "--format", "json", check=True).stdout)
+    assert rec["ledger_ok"] and rec["qp_errors"] == 0 and rec["status"] == "ok"
+    assert [p["event"] for p in rec["phases"]] == ["", "link 0 down"]
+    s = rec["series"]
+    after = [i for i, t in enumerate(s["t_s"]) if t > 0.3 + 1e-9]
+    assert all(s["link_MBps"][0][i] == 0 and s["links_up"][i] == 1 for i in after)
+    assert rec["phases"][1]["bw_MBps"] > 0.5 * rec["phases"][0]["bw_MBps"]

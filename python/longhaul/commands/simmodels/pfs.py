@@ -30,7 +30,7 @@ def register(models: argparse._SubParsersAction) -> None:
                     "adapters, links, server CPU and storage path, LUNs), with the subnet manager's rerouting, RC "
                     "retries, QP errors and reconnects: a 10-minute drill runs in seconds; --network packet runs "
                     "the same file system packet by packet over RC verbs (RDMA for data) or TCP over IPoIB, for "
-                    "runs of seconds without link events. Output: the run cut into "
+                    "runs of seconds. Output: the run cut into "
                     "phases at its events (steady bw_MBps, the dip min_MBps, recovery_s after a replug), the time "
                     "series (--show series), or the summary with RPC latency and the ledger (every acknowledged "
                     "write on a server exactly once). MB = 10^6 bytes.",
@@ -38,8 +38,8 @@ def register(models: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--op", choices=pfs.OPS, default=None, help="write (default) or read")
     p.add_argument("--network", choices=pfs.NETWORKS, default=None,
-                   help="fluid (default: flows over fair shares of the links, minutes in seconds, link events) or "
-                        "packet (every packet over the verbs or TCP model: seconds of traffic, no link events)")
+                   help="fluid (default: flows over fair shares of the links, minutes in seconds) or packet (every "
+                        "packet over the verbs or TCP model: seconds of traffic; a QP out of retries is not reconnected)")
     p.add_argument("--transport", choices=pfs.TRANSPORTS, default=None,
                    help="packet level: rc (verbs, data by RDMA; default) or tcp (over IPoIB connected mode)")
     p.add_argument("--variant", choices=pfs.VARIANTS, default=None,

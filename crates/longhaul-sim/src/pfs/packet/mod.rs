@@ -8,10 +8,12 @@
 //!
 //! What it adds to the fluid level: packet queues and link-level credits, RC's and TCP's own
 //! windows and ACKs, header overheads, the latency of each RPC as it really queues. What it
-//! costs: every packet is an event (about a second of wall time per simulated second at a few
-//! GB/s), so it suits runs of seconds; minutes-long drills stay with the fluid driver. Link
-//! events are the fluid driver's only: a scenario with `[[events]]` is refused at `network =
-//! "packet"` (one line, at validation).
+//! costs: every packet is an event (0.6-1 s of wall time per simulated second at 1 GB/s,
+//! optimised build), so it suits runs of seconds; minutes-long drills stay with the fluid driver. Link
+//! events run here through the verbs model's link failure (the subnet manager's plan of
+//! `PfsResolved::fabric_steps` on the fabric's WAN links): RC or TCP recover what a cut lost,
+//! packet by packet; a queue pair out of retries leaves its connection failed (the file system's
+//! reconnect and resend are the fluid driver's).
 //!
 //! Per-link traffic comes from the fabric's counters on the WAN ports, sampled every interval.
 //!
