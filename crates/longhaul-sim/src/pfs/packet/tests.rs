@@ -74,8 +74,9 @@ fn tcp_at_fluid_level_and_unknown_names_are_refused_in_one_line() {
 }
 
 /// A link unplugged under load: the fabric drops what was on it, the subnet manager's trap
-/// reroutes (0.1 s) within RC's retries (8 x 67 ms) and TCP's retransmission timeout, so the
-/// connections recover packet by packet, without a QP error; meanwhile the writers' page pools
+/// reroutes (0.1 s) long before RC runs out of retries (8 timeouts of ConnectX-2's ACK timer, at
+/// least ~500 ms each) and within TCP's retransmission timeouts, so the connections recover
+/// packet by packet at their next retry, without a QP error; meanwhile the writers' page pools
 /// fill behind the stalled connections (every file is striped over every server), so the
 /// aggregate stalls until they do. The link carries nothing while down; nothing acknowledged is
 /// lost.
@@ -99,4 +100,18 @@ fn a_link_unplugged_under_load_loses_nothing_and_carries_nothing_while_down() {
         assert!(r.rpc_latency.max_us > 1e5, "{transport}: {:?}", r.rpc_latency);
         assert!(r.phases[1].bw_MBps > 0.5 * r.phases[0].bw_MBps, "{transport}: {:?}", r.phases);
     }
+}
+
+/// Without traps the subnet manager reroutes only at its next sweep (10 s): the queue pairs on
+/// the dead link run out of retries (ConnectX-2's ACK timer is at least ~500 ms whatever the
+/// exponent, so 8 timeouts take about 4 s), fail, and their calls stay unanswered (reconnecting
+/// is the fluid level's); the ledger still holds and the record says so.
+#[test]
+fn queue_pairs_out_of_retries_fail_without_losing_an_acknowledged_block() {
+    let json = r#"{"path": {"wan_links": 2, "fibre_km": 10}, "subnet_manager": {"traps": false},
+        "pfs": {"network": "packet", "duration_s": 5.0, "interval_s": 0.5},
+        "events": [{"at_s": 0.1, "link": 0, "action": "down"}]}"#;
+    let r = run(json);
+    assert!(r.ledger_ok && r.qp_errors > 0 && r.status.contains("connections failed"), "{} {}", r.qp_errors, r.status);
+    assert!(r.outstanding_blocks > 0 && r.acked_blocks > 0);
 }
