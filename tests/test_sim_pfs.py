@@ -188,6 +188,17 @@ def test_the_packet_level_over_rc_and_tcp(cli, transport):
     assert rec["phases"][0]["bw_MBps"] == pytest.approx(fluid["phases"][0]["bw_MBps"], rel=0.05)
 
 
+def test_four_links_at_packet_level_are_four_extender_pairs(cli):
+    """S3's four links are four Longbow C103 pairs (one long-haul port each): the packet level
+    carries more than one link's rate, as the fluid level does, not one box's local port."""
+    common = ("--profile", "s3", "--extender", "longbow-c103", "--wan-links", "4", "--distance-km", "10",
+              "--duration-s", "0.6", "--format", "json")
+    (rec,) = json.loads(cli("sim", "pfs", "--network", "packet", *common, check=True).stdout)
+    (fluid,) = json.loads(cli("sim", "pfs", *common, check=True).stdout)
+    assert rec["phases"][0]["bw_MBps"] > 1.1 * rec["link_MBps"]
+    assert rec["phases"][0]["bw_MBps"] == pytest.approx(fluid["phases"][0]["bw_MBps"], rel=0.05)
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--transport", "tcp"], "transport: tcp runs at the packet level only"),
     (["--network", "packet", "--wan-links", "2", "--scenario", "EVENTS:[{at_s=1.0,link=2,action='down'}]"],

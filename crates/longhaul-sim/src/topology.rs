@@ -3,7 +3,9 @@
 //! ```text
 //! host A -- switch A -- extender A ==== WAN ==== extender B -- switch B -- host B
 //! ```
-//! (without an extender, switch A and switch B are joined directly by a long IB link). With cross
+//! (without an extender, switch A and switch B are joined directly by a long IB link). Parallel
+//! WAN links (`wan_links`) beyond one box's long-haul ports take more extender pairs, each on its
+//! own switch port, and the switches spread routes over them. With cross
 //! traffic the extenders' WAN ports meet the long-haul link at a WAN switch on each side
 //! (Ethernet or SONET, where IB is framed so), which a second host pair shares:
 //!
@@ -79,12 +81,21 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
     match &r.extender {
         Some(ext) => {
             let lat = from_ns(ext.latency_ns);
-            let ex_a = fabric.add_node(NodeKind::Extender, "extender-a", lat, false);
-            let ex_b = fabric.add_node(NodeKind::Extender, "extender-b", lat, false);
-            for (sw, ex) in [(sw_a, ex_a), (sw_b, ex_b)] {
-                let link = slower(ext.local, r.switch.link);
-                // The extender's local-side receive buffer feeds its WAN port: as deep as the WAN one.
-                fabric.connect(sw, ex, local(link, ext.buffer_bytes), local(link, r.switch.buffer_bytes));
+            // A box has `wan_ports` long-haul ports: more parallel links than that take more
+            // pairs of boxes (S3's four links are four Longbow C103 pairs, one port each), each
+            // with its own local port, packet engine and credits.
+            let pairs = r.wan_links.div_ceil(ext.wan_ports.max(1));
+            let mut boxes = Vec::new();
+            for i in 0..pairs {
+                let n = if pairs == 1 { String::new() } else { i.to_string() };
+                let ex_a = fabric.add_node(NodeKind::Extender, &format!("extender-a{n}"), lat, false);
+                let ex_b = fabric.add_node(NodeKind::Extender, &format!("extender-b{n}"), lat, false);
+                for (sw, ex) in [(sw_a, ex_a), (sw_b, ex_b)] {
+                    let link = slower(ext.local, r.switch.link);
+                    // The extender's local-side receive buffer feeds its WAN port: as deep as the WAN one.
+                    fabric.connect(sw, ex, local(link, ext.buffer_bytes), local(link, r.switch.buffer_bytes));
+                }
+                boxes.push((ex_a, ex_b));
             }
             let wan = PortParams {
                 rate: Rate::from_gbps(ext.framing.payload_gbps(&ext.wan)),
@@ -96,11 +107,13 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
                 loss: r.loss,
             };
             if r.cross.is_some() {
-                let (hosts, long) = shared_wan(r, ext, fabric, (ex_a, ex_b), wan, one_way);
+                let (hosts, long) = shared_wan(r, ext, fabric, boxes[0], wan, one_way);
                 cross = Some(hosts);
                 wan_ports.push(long);
             } else {
-                for _ in 0..r.wan_links {
+                // Link k on pair k / wan_ports: a box's ports are filled before the next box's.
+                for k in 0..r.wan_links {
+                    let (ex_a, ex_b) = boxes[(k / ext.wan_ports.max(1)) as usize];
                     wan_ports.push(fabric.connect(ex_a, ex_b, wan.clone(), wan.clone()).0);
                 }
             }

@@ -18,7 +18,8 @@
 //! Per-link traffic comes from the fabric's counters on the WAN ports, sampled every interval.
 //!
 //! The packet level's topology is `crate::topology::build`'s: the `wan_links` parallel links
-//! join ONE extender pair, whose local port every link's traffic crosses, and the fabric spreads
+//! take as many extender pairs as the product's long-haul ports require (S3's Longbow C103 has
+//! one: four links, four pairs, as the fluid level's links), and the fabric spreads
 //! connections over the links by connection number (a connection's packets keep to one link),
 //! not by destination LID as the subnet manager's minhop tables do ([`super::routing`]).
 
