@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use super::ledger::Ledger;
+use super::scenario::{PfsOp, PfsResolved};
 use crate::link_events::{LinkAction, LinkEventSpec};
 
 /// Interval samples, one entry per interval (ending at `t_s`).
@@ -176,4 +178,71 @@ pub struct PfsRecord {
     pub expelled_clients: u32,
     pub sim_events: u64,
     pub status: String,
+}
+
+/// What a driver's run left behind, for its record.
+pub struct Outcome {
+    pub series: Series,
+    pub latency_us: Vec<f32>,
+    pub ledger: Ledger,
+    /// Blocks sent and not yet acknowledged at the end.
+    pub outstanding_blocks: u64,
+    /// Connections recovered by RC retransmission, failed, reconnected; clients expelled.
+    pub rc_recoveries: u64,
+    pub qp_errors: u64,
+    pub reconnects: u64,
+    pub expelled_clients: u32,
+    pub sim_events: u64,
+    pub status: String,
+}
+
+impl PfsRecord {
+    /// The record of a run of `r` (either driver).
+    pub fn new(r: &PfsResolved, o: Outcome) -> PfsRecord {
+        let p = &r.params;
+        let (network, transport) = r.network.names();
+        let total: f64 = o.series.bw_MBps.iter().sum::<f64>() * r.interval_s;
+        PfsRecord {
+            testbed: r.testbed.clone(),
+            network: network.into(),
+            transport: transport.into(),
+            variant: p.fs.variant.name().to_string(),
+            op: match r.op {
+                PfsOp::Write => "write".into(),
+                PfsOp::Read => "read".into(),
+            },
+            extender: r.extender.clone(),
+            clients: r.clients,
+            threads: p.client.threads,
+            servers: r.servers,
+            luns: r.servers * r.luns_per_server,
+            wan_links: r.wan_links,
+            block_bytes: p.fs.block_bytes,
+            delay_us: r.delay_us,
+            fibre_km: r.fibre_km,
+            one_way_delay_us: r.one_way_s * 1e6,
+            duration_s: r.duration_s,
+            interval_s: r.interval_s,
+            seed: r.seed,
+            link_MBps: r.link_MBps,
+            host_MBps: r.host_MBps,
+            lun_MBps: p.disk.lun_MBps(p.fs.block_bytes),
+            bw_MBps: total / r.duration_s,
+            phases: phases(&o.series, &r.events, r.wan_links, r.duration_s),
+            series: o.series,
+            rpc_latency: Latency::of(o.latency_us),
+            acked_blocks: o.ledger.acked,
+            stored_blocks: o.ledger.stored,
+            rewritten_blocks: o.ledger.rewrites,
+            outstanding_blocks: o.outstanding_blocks,
+            ledger_ok: o.ledger.violation.is_none(),
+            ledger_violation: o.ledger.violation,
+            rc_recoveries: o.rc_recoveries,
+            qp_errors: o.qp_errors,
+            reconnects: o.reconnects,
+            expelled_clients: o.expelled_clients,
+            sim_events: o.sim_events,
+            status: o.status,
+        }
+    }
 }

@@ -26,7 +26,7 @@ mod tests;
 use super::core::{Connection, Fate, Writer};
 use super::layout::Layout;
 use super::ledger::Ledger;
-use super::record::{phases, Latency, PfsRecord, Series};
+use super::record::{Outcome, PfsRecord, Series};
 use super::routing::Routes;
 use super::scenario::{PfsOp, PfsResolved};
 use crate::engine::time::{to_s, S};
@@ -478,10 +478,6 @@ pub fn run(r: &PfsResolved) -> PfsRecord {
 }
 
 fn record(m: Model, cancelled: bool) -> PfsRecord {
-    let r = m.r;
-    let p = &r.params;
-    let outstanding: u64 = m.conns.iter().map(|c| c.outstanding.len() as u64).sum();
-    let total: f64 = m.series.bw_MBps.iter().sum::<f64>() * r.interval_s;
     let status = if cancelled {
         "cancelled".to_string()
     } else if m.expelled.iter().any(|&e| e) {
@@ -489,47 +485,17 @@ fn record(m: Model, cancelled: bool) -> PfsRecord {
     } else {
         "ok".to_string()
     };
-    let (network, transport) = r.network.names();
-    PfsRecord {
-        testbed: r.testbed.clone(),
-        network: network.into(),
-        transport: transport.into(),
-        variant: p.fs.variant.name().to_string(),
-        op: match r.op {
-            PfsOp::Write => "write".into(),
-            PfsOp::Read => "read".into(),
-        },
-        extender: r.extender.clone(),
-        clients: r.clients,
-        threads: p.client.threads,
-        servers: r.servers,
-        luns: r.servers * r.luns_per_server,
-        wan_links: r.wan_links,
-        block_bytes: p.fs.block_bytes,
-        delay_us: r.delay_us,
-        fibre_km: r.fibre_km,
-        one_way_delay_us: r.one_way_s * 1e6,
-        duration_s: r.duration_s,
-        interval_s: r.interval_s,
-        seed: r.seed,
-        link_MBps: r.link_MBps,
-        host_MBps: r.host_MBps,
-        lun_MBps: p.disk.lun_MBps(p.fs.block_bytes),
-        bw_MBps: total / r.duration_s,
-        phases: phases(&m.series, &r.events, r.wan_links, r.duration_s),
-        series: m.series,
-        rpc_latency: Latency::of(m.latency_us),
-        acked_blocks: m.ledger.acked,
-        stored_blocks: m.ledger.stored,
-        rewritten_blocks: m.ledger.rewrites,
-        outstanding_blocks: outstanding,
-        ledger_ok: m.ledger.violation.is_none(),
-        ledger_violation: m.ledger.violation,
+    let outcome = Outcome {
+        outstanding_blocks: m.conns.iter().map(|c| c.outstanding.len() as u64).sum(),
         rc_recoveries: m.counts[0],
         qp_errors: m.counts[1],
         reconnects: m.counts[2],
         expelled_clients: m.expelled.iter().filter(|&&e| e).count() as u32,
         sim_events: m.q.events_handled(),
+        series: m.series,
+        latency_us: m.latency_us,
+        ledger: m.ledger,
         status,
-    }
+    };
+    PfsRecord::new(m.r, outcome)
 }

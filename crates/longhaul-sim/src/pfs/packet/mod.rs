@@ -33,7 +33,7 @@ use serde::Serialize;
 use super::core::{Connection, Rpc, Writer};
 use super::layout::Layout;
 use super::ledger::Ledger;
-use super::record::{phases, Latency, PfsRecord, Series};
+use super::record::{Outcome, PfsRecord, Series};
 use super::scenario::{PfsOp, PfsResolved};
 use crate::engine::time::{from_ns, to_s, S};
 use crate::engine::{EventQueue, Stop, Time};
@@ -526,55 +526,24 @@ pub(crate) fn drive<C: Channel>(r: &PfsResolved, mut world: World<C::Net, PfsApp
 }
 
 fn record<C: Channel>(r: &PfsResolved, app: PfsApp<C>, series: Series, events: u64, cancelled: bool) -> PfsRecord {
-    let p = &r.params;
-    let (network, transport) = r.network.names();
-    let total: f64 = series.bw_MBps.iter().sum::<f64>() * r.interval_s;
-    PfsRecord {
-        testbed: r.testbed.clone(),
-        network: network.into(),
-        transport: transport.into(),
-        variant: p.fs.variant.name().to_string(),
-        op: match r.op {
-            PfsOp::Write => "write".into(),
-            PfsOp::Read => "read".into(),
-        },
-        extender: r.extender.clone(),
-        clients: r.clients,
-        threads: p.client.threads,
-        servers: r.servers,
-        luns: r.servers * r.luns_per_server,
-        wan_links: r.wan_links,
-        block_bytes: p.fs.block_bytes,
-        delay_us: r.delay_us,
-        fibre_km: r.fibre_km,
-        one_way_delay_us: r.one_way_s * 1e6,
-        duration_s: r.duration_s,
-        interval_s: r.interval_s,
-        seed: r.seed,
-        link_MBps: r.link_MBps,
-        host_MBps: r.host_MBps,
-        lun_MBps: p.disk.lun_MBps(p.fs.block_bytes),
-        bw_MBps: total / r.duration_s,
-        phases: phases(&series, &r.events, r.wan_links, r.duration_s),
-        series,
-        rpc_latency: Latency::of(app.latency_us),
-        acked_blocks: app.ledger.acked,
-        stored_blocks: app.ledger.stored,
-        rewritten_blocks: app.ledger.rewrites,
+    let failed = app.channel.failed();
+    let outcome = Outcome {
         outstanding_blocks: app.conns.iter().map(|c| c.outstanding.len() as u64).sum(),
-        ledger_ok: app.ledger.violation.is_none(),
-        ledger_violation: app.ledger.violation,
         rc_recoveries: 0,
-        qp_errors: app.channel.failed(),
+        qp_errors: failed,
         reconnects: 0,
         expelled_clients: 0,
         sim_events: events,
-        status: match (cancelled, app.channel.failed()) {
+        status: match (cancelled, failed) {
             (true, _) => "cancelled".into(),
             (false, 0) => "ok".into(),
             (false, n) => format!("ok: {n} connections failed (reconnects run at network = fluid only)"),
         },
-    }
+        series,
+        latency_us: app.latency_us,
+        ledger: app.ledger,
+    };
+    PfsRecord::new(r, outcome)
 }
 
 /// Build the world of a channel: the app over `net` on `fabric`.
