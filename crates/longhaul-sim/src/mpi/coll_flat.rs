@@ -409,6 +409,48 @@ pub fn alltoall_bruck(p: &mut Programs, g: &[u32], a: &A2a) {
     }
 }
 
+/// Open MPI 4.1's barrier (`ompi_coll_tuned_barrier_intra_dec_fixed`): basic_linear for 4 to 7
+/// ranks (everyone reports to the first rank, which then releases everyone), recursive doubling
+/// below 64 ranks (two_procs for 2 is its one exchange; ranks beyond the largest power of two
+/// hand over to a partner first and are released by it at the end), and from 64 ranks bruck,
+/// which is the dissemination barrier (its tree for 256-511 ranks runs as bruck here).
+pub fn barrier_ompi(p: &mut Programs, g: &[u32]) {
+    let n = g.len();
+    let zero = |r: u32| Xfer::plain(r, 0);
+    if n >= 64 {
+        return barrier(p, g);
+    }
+    if (4..8).contains(&n) {
+        for &r in &g[1..] {
+            push(p, r, Action::send(zero(g[0])));
+            push(p, r, Action::recv(zero(g[0])));
+        }
+        push(p, g[0], Action::Round { sends: Vec::new(), recvs: g[1..].iter().map(|&r| zero(r)).collect() });
+        push(p, g[0], Action::Round { sends: g[1..].iter().map(|&r| zero(r)).collect(), recvs: Vec::new() });
+        return;
+    }
+    let pof2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
+    for (i, &me) in g.iter().enumerate() {
+        if i >= pof2 {
+            push(p, me, Action::send(zero(g[i - pof2])));
+            push(p, me, Action::recv(zero(g[i - pof2])));
+            continue;
+        }
+        if i + pof2 < n {
+            push(p, me, Action::recv(zero(g[i + pof2])));
+        }
+        let mut mask = 1;
+        while mask < pof2 {
+            let peer = g[i ^ mask];
+            push(p, me, Action::sendrecv(zero(peer), zero(peer)));
+            mask <<= 1;
+        }
+        if i + pof2 < n {
+            push(p, me, Action::send(zero(g[i + pof2])));
+        }
+    }
+}
+
 /// Dissemination barrier (MPICH): ceil(log2 m) rounds of zero-byte messages.
 pub fn barrier(p: &mut Programs, g: &[u32]) {
     let m = g.len();

@@ -57,8 +57,8 @@ pub fn mpich2(c: Collective, bytes: u64, m: usize) -> Algo {
 ///   allgather: the same bytes per rank, 2 log2 p steps instead of 2 (p - 1)); nonoverlapping
 ///   (2: a reduce then a broadcast, chosen from 128 ranks up for small messages) and
 ///   basic_linear (Rabenseifner's fallback for tiny messages) as recursive doubling;
-/// - barrier: the dissemination barrier whatever the size (Open MPI: recursive doubling, linear
-///   for 4-7 ranks, bruck = dissemination, tree for 256-511 ranks).
+/// - barrier: `coll_flat::barrier_ompi` (recursive doubling, linear for 4-7 ranks, bruck =
+///   dissemination from 64 ranks; its tree for 256-511 ranks runs as bruck).
 fn open_mpi(c: Collective, bytes: u64, m: usize) -> Algo {
     match c {
         Collective::Bcast => match ompi_bcast_choice(m, bytes) {

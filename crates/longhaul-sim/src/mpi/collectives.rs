@@ -151,7 +151,10 @@ pub fn emit(p: &mut Programs, layout: &Layout, c: Collective, root: u32, bytes: 
         _ => default(),
     };
     if c == Collective::Barrier {
-        flat::barrier(p, &world);
+        match lib {
+            CollRules::Mpich2 => flat::barrier(p, &world),
+            CollRules::OpenMpi41 => flat::barrier_ompi(p, &world),
+        }
         return Algo::Default;
     }
     let all: Vec<u32> = (0..n as u32).collect();
