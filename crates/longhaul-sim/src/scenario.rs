@@ -196,7 +196,8 @@ pub struct Scenario {
     pub subnet_manager: SubnetManagerSpec,
 }
 
-fn default_seed() -> u64 {
+/// The seed of a scenario that names none: every model's scenario defaults to it.
+pub(crate) fn default_seed() -> u64 {
     1
 }
 fn default_testbed() -> String {

@@ -46,7 +46,7 @@ pub struct IserSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IserScenario {
-    #[serde(default = "default_seed")]
+    #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Hardware profile (default s1).
     pub testbed: Option<String>,
@@ -56,10 +56,6 @@ pub struct IserScenario {
     pub path: IserPathSpec,
     #[serde(default)]
     pub iser: IserSpec,
-}
-
-fn default_seed() -> u64 {
-    1
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -174,7 +174,7 @@ impl NodeSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MpiScenario {
-    #[serde(default = "default_seed")]
+    #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Verbs: the hardware profile (default s1).
     pub testbed: Option<String>,
@@ -197,10 +197,6 @@ pub struct MpiScenario {
     pub osu: Option<OsuSpec>,
     pub app: Option<AppSpec>,
     pub trace: Option<TraceSpec>,
-}
-
-fn default_seed() -> u64 {
-    1
 }
 
 /// The scenario's `path` table as the transport's path spec `P` (errors name `path.<key>`).

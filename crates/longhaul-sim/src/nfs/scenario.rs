@@ -51,7 +51,7 @@ pub struct NfsSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NfsScenario {
-    #[serde(default = "default_seed")]
+    #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Hardware profile: s1 (default) or s1-connectx.
     pub testbed: Option<String>,
@@ -61,10 +61,6 @@ pub struct NfsScenario {
     pub path: NfsPathSpec,
     #[serde(default)]
     pub nfs: NfsSpec,
-}
-
-fn default_seed() -> u64 {
-    1
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -66,7 +66,7 @@ pub struct PfsSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PfsScenario {
-    #[serde(default = "default_seed")]
+    #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Hardware profile (a verbs testbed; default s3, the CSCS testbed of the GPFS drill).
     pub testbed: Option<String>,
@@ -81,10 +81,6 @@ pub struct PfsScenario {
     /// The subnet manager's timing (`[subnet_manager]`, as for `sim verbs`).
     #[serde(default)]
     pub subnet_manager: SubnetManagerSpec,
-}
-
-fn default_seed() -> u64 {
-    1
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -90,7 +90,7 @@ pub struct TcpSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TcpScenario {
-    #[serde(default = "default_seed")]
+    #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Hardware profile: a verbs testbed (IPoIB: the fabric and hosts; Ethernet: the hosts), or
     /// for Ethernet also "modern" / "ideal". Default: s1 for IPoIB, modern otherwise.
@@ -161,10 +161,6 @@ impl StackSpec {
             }
         }
     }
-}
-
-fn default_seed() -> u64 {
-    1
 }
 
 /// The Ethernet/SONET path: hosts on 10GigE, two IP boxes (routers or extenders) and the WAN.

@@ -76,7 +76,7 @@ pub struct MigrateSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MigrateScenario {
-    #[serde(default = "default_seed")]
+    #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Hardware profile (a verbs testbed; default s3, the CSCS testbed of the move).
     pub testbed: Option<String>,
@@ -84,10 +84,6 @@ pub struct MigrateScenario {
     pub path: PfsPathSpec,
     #[serde(default)]
     pub migrate: MigrateSpec,
-}
-
-fn default_seed() -> u64 {
-    1
 }
 
 /// Every parameter the estimate uses, in range.
