@@ -540,15 +540,29 @@ class Store:
     def run_path(self, run_id: str) -> Path:
         return self.runs_dir / f"{run_id}.parquet"
 
+    def _open_lock_file(self, *, for_writing: bool) -> tuple[IO[bytes] | None, bool]:
+        """(the store's lock file, whether the store can be written). Opening it for appending
+        creates the store; when that fails, a writer gets one line, a reader the lock file opened
+        for reading (a read-only mount or another user's store), or None when even that fails."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            return open(self.root / ".lock", "a+b"), True
+        except OSError as err:  # the writers that never called check_writable() meet it here
+            if for_writing:
+                raise UserError(f"--store: cannot write results to '{self.root}' ({err.strerror or err})") from None
+            if not self.root.is_dir():
+                raise UserError(f"--store: cannot read '{self.root}' ({err.strerror or err})") from None
+        try:
+            return open(self.root / ".lock", "rb"), False
+        except OSError:
+            return None, False
+
     @contextlib.contextmanager
     def _locked(self):
         """Thread lock + exclusive advisory file lock around manifest read-modify-write."""
         with _thread_lock:
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-                lockf = open(self.root / ".lock", "a+")  # noqa: SIM115 - closed by the `with lockf` below
-            except OSError as err:  # the writers that never called check_writable() meet it here
-                raise UserError(f"--store: cannot write results to '{self.root}' ({err.strerror or err})") from None
+            lockf, _ = self._open_lock_file(for_writing=True)
+            assert lockf is not None  # a writer's open either succeeds or raises
             with lockf:
                 fcntl.flock(lockf.fileno(), fcntl.LOCK_EX)
                 try:
@@ -559,27 +573,16 @@ class Store:
     @contextlib.contextmanager
     def _read_locked(self):
         """The write lock when the store can be written (yields True: the index may be saved), else
-        a shared lock on its lock file when that can be opened for reading, else none (a read-only
-        mount or another user's store: yields False, and nothing is written)."""
+        a shared lock on its lock file when that can be opened for reading, else none (yields
+        False, and nothing is written)."""
         with _thread_lock:
-            writable = True
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-                lockf: IO[bytes] = open(self.root / ".lock", "a+b")  # noqa: SIM115 - closed by `with lockf`
-            except OSError as err:
-                if not self.root.is_dir():
-                    raise UserError(f"--store: cannot read '{self.root}' ({err.strerror or err})") from None
-                writable = False
-                try:
-                    lockf = open(self.root / ".lock", "rb")  # noqa: SIM115
-                except OSError:
-                    yield False
-                    return
+            lockf, writable = self._open_lock_file(for_writing=False)
+            if lockf is None:
+                yield False
+                return
             with lockf:
-                try:
+                with contextlib.suppress(OSError):
                     fcntl.flock(lockf.fileno(), fcntl.LOCK_EX if writable else fcntl.LOCK_SH)
-                except OSError:
-                    pass
                 try:
                     yield writable
                 finally:
