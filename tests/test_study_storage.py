@@ -112,6 +112,20 @@ def test_the_migration_estimate_is_the_commands(tmp_path, capsys):
     assert res.tables[-1].rows == rec["what_if"]
 
 
+def test_a_second_study_takes_the_drill_from_the_store(tmp_path):
+    """The drill, its what-if (with its base) and the migration are cached like the other parts' points: the same
+    site again computes nothing and gives the same records and tables."""
+    from longhaul.results import Store
+
+    site = load(_storage_site(tmp_path))
+    first = storage.run(StudyContext(site=site, out_dir=tmp_path, store=Store(tmp_path / "r")))
+    again = storage.run(StudyContext(site=site, out_dir=tmp_path, store=Store(tmp_path / "r")))
+    assert (first.computed, first.cached) == (4, 0) and (again.computed, again.cached) == (0, 4)
+    assert again.records == first.records and [t.rows for t in again.tables] == [t.rows for t in first.tables]
+    fresh = storage.run(StudyContext(site=site, out_dir=tmp_path, store=Store(tmp_path / "r"), use_cache=False))
+    assert (fresh.computed, fresh.cached) == (4, 0) and fresh.records == first.records
+
+
 def test_a_site_without_storage_skips_the_part_and_says_why(tmp_path):
     with pytest.raises(SkipPart, match=r"no storage workload .* has 1 WAN link, and a drill needs more than one"):
         storage.run(StudyContext(site=load(S1), quick=True, out_dir=tmp_path))

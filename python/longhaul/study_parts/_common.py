@@ -3,6 +3,9 @@ axis, and the bounds each mechanism puts on a bandwidth (from the records' own q
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 from longhaul.site import Site, Workload, one_way_delay_us
 from longhaul.site_scenarios import points
 from longhaul.study import PartResult, SkipPart, StudyContext, SummaryRow, sweep
@@ -45,6 +48,21 @@ def run_workloads(ctx: StudyContext, ws: list[Workload], kind: str) -> tuple[lis
     pts = [p for w in ws for p in points(ctx.site, w, ctx.quick)]
     res = sweep(ctx, pts, kind, f"study-{kind}")
     return res.records, res.computed, res.cached
+
+
+def cached_json(ctx: StudyContext, key: dict, compute: Callable[[], list[dict]], label: str) -> tuple[list[dict], bool]:
+    """``compute()``'s rows, cached in the store like any run (a changed model is a miss: the store
+    checks the model fingerprint), and whether they came from the store. Each row is kept as one
+    JSON column, since its values nest or mix numbers and text."""
+    if ctx.store is not None and ctx.use_cache:
+        hit = ctx.store.get_cached(key)
+        if hit is not None:
+            return [json.loads(r["row_json"]) for r in hit], True
+    rows = [dict(r) for r in compute()]
+    if ctx.store is not None:
+        ctx.store.put(key, [{"id": str(r.get("id", i)), "row_json": json.dumps(r, default=str)}
+                            for i, r in enumerate(rows)], source="sim", label=label)
+    return rows, False
 
 
 def of(recs: list[dict], w: Workload) -> list[dict]:

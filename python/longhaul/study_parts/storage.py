@@ -18,7 +18,7 @@ from longhaul.errors import UserError
 from longhaul.sim import pfs, pfs_migrate
 from longhaul.site_scenarios import pfs_drill, pfs_migration
 from longhaul.study import Figure, PartResult, SkipPart, StudyContext, StudyPart, SummaryRow, Table
-from longhaul.study_parts._common import gain_pct, helps
+from longhaul.study_parts._common import cached_json, gain_pct, helps
 
 #: the published points the validation part checks the drill and the migration against
 #: (validation/storage.py), when the site is S3's (the s3 profile, GPFS)
@@ -44,7 +44,7 @@ def run(ctx: StudyContext) -> PartResult:
     out = PartResult()
     for w in ws:
         sc = pfs_drill(site, w)
-        rec = pfs.run(sc)
+        rec = _run(ctx, out, pfs, sc)
         out.records.append({**{k: rec.get(k) for k in _FLAT}, **rec["rpc_latency"], "site_workload": w.name})
         events = sc.get("events", [])
         fig = plots.failover_series(rec["series"], events, title=f"{w.name}: bandwidth over time")
@@ -65,18 +65,28 @@ def run(ctx: StudyContext) -> PartResult:
         name = f"scenarios/storage_{w.index}_drill.json"
         out.files[name] = json.dumps(sc, indent=2, sort_keys=True) + "\n"
         command = f"longhaul sim pfs --scenario {shlex.quote(str(ctx.out_dir / name))}"
-        out.summary.append(_summary(w, sc, rec, command))
+        out.summary.append(_summary(ctx, out, w, sc, rec, command))
         out.commands.append(command)
         migration = pfs_migration(site, w)
         if migration is not None:
-            _migration(out, w, migration)
+            _migration(ctx, out, w, migration)
     return out
 
 
-def _migration(out: PartResult, w, sc: dict) -> None:
+def _run(ctx: StudyContext, out: PartResult, model, sc: dict) -> dict:
+    """``model.run(sc)``'s record, cached in the store like the other parts' points (counted in
+    ``out`` as computed or cached)."""
+    key = {"kind": "study-storage", "fn": model.__name__ + ".run", "scenario": sc}
+    rows, hit = cached_json(ctx, key, lambda: [model.run(sc)], "study-storage")
+    out.cached += hit
+    out.computed += not hit
+    return rows[0]
+
+
+def _migration(ctx: StudyContext, out: PartResult, w, sc: dict) -> None:
     """The workload's migration estimate (``sim pfs migrate``): predicted time, bottleneck, and
     the what-ifs of links and servers added or lost."""
-    rec = pfs_migrate.run(sc)
+    rec = _run(ctx, out, pfs_migrate, sc)
     m = sc["migrate"]
     what = (f"{rec['moved_bytes'] / 1e12:.3g} TB in {rec['files']:,} files, {rec['move_nsds']} of "
             f"{rec['source_nsds']} NSDs, by {rec['method']}")
@@ -122,7 +132,7 @@ def limits(rec: dict, links: int) -> tuple[str, float, str]:
     return min(caps, key=lambda c: c[1])
 
 
-def _what_if(sc: dict, rec: dict, limit: str) -> tuple[str, float | None]:
+def _what_if(ctx: StudyContext, out: PartResult, sc: dict, rec: dict, limit: str) -> tuple[str, float | None]:
     """One more of what limits the steady rate, run by the model without the drill: the change and
     its gain over the same run unchanged."""
     base = {**sc, "events": [], "pfs": {**sc["pfs"], "duration_s": WHAT_IF_S}}
@@ -136,13 +146,13 @@ def _what_if(sc: dict, rec: dict, limit: str) -> tuple[str, float | None]:
         per = rec["luns"] // rec["servers"] + 1
         change, more = f"a LUN more per server ({per})", {"pfs": {**base["pfs"], "luns_per_server": per}}
     try:
-        after = pfs.run({**base, **more})["bw_MBps"]
+        after = _run(ctx, out, pfs, {**base, **more})["bw_MBps"]
     except UserError:   # beyond a range the model takes (e.g. 16 links already): no change to offer
         return "", None
-    return change, gain_pct(pfs.run(base)["bw_MBps"], after)
+    return change, gain_pct(_run(ctx, out, pfs, base)["bw_MBps"], after)
 
 
-def _summary(w, sc: dict, rec: dict, command: str) -> SummaryRow:
+def _summary(ctx: StudyContext, out: PartResult, w, sc: dict, rec: dict, command: str) -> SummaryRow:
     phases = rec["phases"]
     steady = phases[0]["bw_MBps"]
     worst = min(phases, key=lambda p: p["bw_MBps"])
@@ -156,7 +166,7 @@ def _summary(w, sc: dict, rec: dict, command: str) -> SummaryRow:
     gets += "; nothing lost" if rec["ledger_ok"] else f"; LEDGER VIOLATED: {rec['ledger_violation']}"
     name, _, words = limits(rec, phases[0]["links_plugged"])
     limited = f"{words} (steady); " + limits(rec, worst["links_plugged"])[2] + " at worst"
-    change, gain = helps(*_what_if(sc, rec, name))
+    change, gain = helps(*_what_if(ctx, out, sc, rec, name))
     return SummaryRow(f"Storage: {w.name}", gets, limited, change, gain, command)
 
 

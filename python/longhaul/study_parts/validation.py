@@ -7,6 +7,7 @@ import importlib
 
 from longhaul.errors import UserError
 from longhaul.study import PartResult, SkipPart, StudyContext, StudyPart
+from longhaul.study_parts._common import cached_json
 
 
 def run(ctx: StudyContext) -> PartResult:
@@ -63,20 +64,9 @@ def _checked_elsewhere(ctx: StudyContext) -> set[str]:
 
 
 def _cached_check_all(ctx: StudyContext, check_all, models: list[str] | None = None) -> list[dict]:
-    """check_all() rows, cached in the store like any run (keyed by the model fingerprint via the
-    software version; values kept as JSON since a column mixes numbers and text)."""
-    import json
-
+    """check_all() rows, cached in the store like any run."""
     key = {"kind": "validation", "fn": "longhaul.validation.check_all", "models": models}
-    if ctx.store is not None and ctx.use_cache:
-        cached = ctx.store.get_cached(key)
-        if cached is not None:
-            return [json.loads(r["row_json"]) for r in cached]
-    rows = [dict(r) for r in check_all()]
-    if ctx.store is not None:
-        ctx.store.put(key, [{"id": str(r.get("id")), "row_json": json.dumps(r, default=str)} for r in rows],
-                      source="sim", label="study-validation")
-    return rows
+    return cached_json(ctx, key, check_all, "study-validation")[0]
 
 
 def _expected(p: dict) -> str:
