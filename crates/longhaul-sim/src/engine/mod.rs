@@ -26,8 +26,11 @@ pub trait Model {
 /// Why a run stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
+    /// The model said it is finished ([`Model::finished`]).
     Finished,
+    /// No event pending: nothing more can happen (a workload that stalled, or one without an end).
     Idle,
+    /// Simulated time reached the caller's `until`.
     TimeLimit,
     /// [`cancel_runs`] was called: the user interrupted (Ctrl-C), the result means nothing.
     Cancelled,
@@ -36,7 +39,7 @@ pub enum Stop {
 /// Set from outside the simulation (the Python binding, on Ctrl-C) to stop every run in the
 /// process: a single point can take minutes, and the caller cannot interrupt it otherwise.
 static CANCEL: AtomicBool = AtomicBool::new(false);
-/// Events handled between two looks at [`CANCEL`] (well under a millisecond of work).
+/// Events handled between two looks at `CANCEL` (well under a millisecond of work).
 pub const CANCEL_CHECK_EVENTS: u64 = 1 << 12;
 
 /// Stop (`true`) every run in progress at its next check, and any run started until cleared.

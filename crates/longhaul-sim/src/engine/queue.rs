@@ -5,10 +5,10 @@
 //!
 //! A model usually has a handful of pending events (a TCP run 3-5: an arrival per host and the
 //! retransmission timers; the verbs model 5-7), and schedules mostly near-term ones. While
-//! there are at most [`SORTED_MAX`] events they are kept sorted, latest first: the next event
+//! there are at most `SORTED_MAX` events they are kept sorted, latest first: the next event
 //! is popped off the end, and a new one moves only the events due before it (one or two) up
 //! by a slot. Beyond that they form a 4-ary min-heap (a list sorted earliest first is one),
-//! sorted again once they are down to [`SORTED_MIN`]: both forms pop the same order. An MPI
+//! sorted again once they are down to `SORTED_MIN`: both forms pop the same order. An MPI
 //! collective over 64 hosts keeps 30-120 events pending: a 4-ary heap is half as deep as a
 //! binary one, and with the earliest child picked by selects rather than branches it took 3%
 //! less time there (but 1% more instructions). In the heap, the popped root stays in place
@@ -54,6 +54,7 @@ impl<E: Copy> Default for EventQueue<E> {
 }
 
 impl<E: Copy> EventQueue<E> {
+    /// An empty queue at time 0, with room for 1024 events before it grows.
     pub fn new() -> Self {
         EventQueue { events: Vec::with_capacity(1024), sorted: true, handled_root: false, seq: 0, now: 0, popped: 0 }
     }
@@ -203,10 +204,12 @@ impl<E: Copy> EventQueue<E> {
         Some((key >> 64) as Time)
     }
 
+    /// Events pending (the one being handled no longer counts).
     pub fn len(&self) -> usize {
         self.events.len() - usize::from(self.handled_root)
     }
 
+    /// No event pending: the run loop stops as [`crate::engine::Stop::Idle`].
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -5,6 +5,7 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+/// One seeded stream of random draws (xoshiro256++), owned by one component for one purpose.
 pub struct RngStream(Xoshiro256PlusPlus);
 
 impl RngStream {
@@ -23,6 +24,7 @@ impl RngStream {
         p > 0.0 && self.0.random::<f64>() < p
     }
 
+    /// A draw uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
         self.0.random::<f64>()
     }

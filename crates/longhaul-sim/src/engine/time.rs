@@ -6,10 +6,15 @@
 /// Simulated time in picoseconds.
 pub type Time = u64;
 
+/// One picosecond: the engine's resolution.
 pub const PS: Time = 1;
+/// One nanosecond in picoseconds.
 pub const NS: Time = 1_000;
+/// One microsecond in picoseconds.
 pub const US: Time = 1_000_000;
+/// One millisecond in picoseconds.
 pub const MS: Time = 1_000_000_000;
+/// One second in picoseconds.
 pub const S: Time = 1_000_000_000_000;
 
 /// Microseconds (as typed by users) to picoseconds, rounded to the nearest picosecond.
@@ -22,10 +27,12 @@ pub fn from_ns(ns: f64) -> Time {
     (ns * NS as f64).round() as Time
 }
 
+/// Picoseconds to microseconds (the unit of delays in scenarios and records).
 pub fn to_us(t: Time) -> f64 {
     f64_of(t) / US as f64
 }
 
+/// Picoseconds to seconds (the unit of durations and rates in records).
 pub fn to_s(t: Time) -> f64 {
     f64_of(t) / S as f64
 }
