@@ -133,8 +133,11 @@ pub trait App<T: Transport> {
 
 /// The fabric, the transport and the application, and what settles between them.
 pub struct World<T: Transport, A: App<T>> {
+    /// Links, switches and range extenders: carries the transport's packets between hosts.
     pub fabric: Fabric<T::Packet>,
+    /// The hosts' transport (adapters or kernels); drivers read its statistics after a run.
     pub net: T,
+    /// The workload; drivers read its results after a run.
     pub app: A,
     /// Hosts given new work since the last settling (each is kicked once, in order).
     kicks: Vec<NodeId>,
@@ -147,6 +150,7 @@ pub struct World<T: Transport, A: App<T>> {
 }
 
 impl<T: Transport, A: App<T>> World<T, A> {
+    /// A world at rest: nothing runs until [`World::run`] starts the application.
     pub fn new(fabric: Fabric<T::Packet>, net: T, app: A, policy: TimerPolicy) -> Self {
         World {
             fabric,
