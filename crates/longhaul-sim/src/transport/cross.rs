@@ -8,12 +8,16 @@ use super::Transport;
 use crate::engine::Time;
 use crate::net::{CrossHosts, Datagram, Endpoints, NodeId, Pull};
 
+/// Transport `T` on its hosts and cross-traffic sources and sinks on theirs, as one set of endpoints.
 pub struct WithCross<T> {
+    /// The application's transport.
     pub inner: T,
+    /// The cross-traffic hosts (their node ids are none of the transport's).
     pub cross: CrossHosts,
 }
 
 impl<T> WithCross<T> {
+    /// Put `cross`'s hosts beside `inner`'s.
     pub fn new(inner: T, cross: CrossHosts) -> Self {
         WithCross { inner, cross }
     }

@@ -13,9 +13,9 @@
 //! Adding a transport: implement [`Transport`] (and [`Endpoints`] for its packet type) in a new
 //! file here; every application whose needs it meets runs over it unchanged.
 
-pub mod cross;
-pub mod tcp;
-pub mod verbs;
+pub(crate) mod cross;
+pub(crate) mod tcp;
+pub(crate) mod verbs;
 
 use crate::engine::Time;
 use crate::net::{Endpoints, NodeId, Routable};
