@@ -176,8 +176,8 @@ impl IbHosts {
         let qa = self.qps.len() as u32;
         let qb = qa + 1;
         let depth = sq_depth.clamp(1, self.hca.max_qp_wr);
-        self.qps.push(Qp::new(qa, a, qb, b, transport, mtu, initial_psn, depth));
-        self.qps.push(Qp::new(qb, b, qa, a, transport, mtu, initial_psn, depth));
+        self.qps.push(Qp::new(a, qb, b, transport, mtu, initial_psn, depth));
+        self.qps.push(Qp::new(b, qa, a, transport, mtu, initial_psn, depth));
         self.host(a);
         self.host(b);
         (qa, qb)
@@ -460,7 +460,6 @@ impl IbHosts {
             h.engine_free = ready;
             self.stats.acks += 1;
             let pkt = IbPacket {
-                src: node,
                 dst: q.peer_node,
                 qp: q.peer_qp,
                 kind,
@@ -526,7 +525,6 @@ impl IbHosts {
             let first = job.first;
             let last = job.remaining == len;
             let pkt = IbPacket {
-                src: node,
                 dst: q.peer_node,
                 qp: q.peer_qp,
                 kind: Kind::ReadResp,
@@ -610,7 +608,6 @@ impl IbHosts {
                 let req_len = w.len - offset.min(w.len);
                 q.reads_outstanding += 1;
                 let p = IbPacket {
-                    src: node,
                     dst: q.peer_node,
                     qp: q.peer_qp,
                     kind: Kind::ReadReq,
@@ -628,7 +625,6 @@ impl IbHosts {
                 let last = q.cur_pkt + 1 == w.npkts;
                 let ack_req = last || (q.cur_pkt + 1).is_multiple_of(ack_every);
                 let p = IbPacket {
-                    src: node,
                     dst: q.peer_node,
                     qp: q.peer_qp,
                     kind: Kind::Data,

@@ -2,17 +2,16 @@
 //! with send/recv, RDMA write and RDMA read.
 
 mod active;
-pub mod hca;
-pub mod headers;
-pub mod hosts;
-pub mod packet;
-pub mod qp;
-pub mod subnet_manager;
+pub(crate) mod hca;
+pub(crate) mod headers;
+pub(crate) mod hosts;
+pub(crate) mod packet;
+pub(crate) mod qp;
+pub(crate) mod subnet_manager;
 pub mod timer;
 
-pub use hca::HcaProfile;
-pub use headers::Op;
-pub use hosts::{Completion, CompletionKind, IbHosts, IbStats, WcStatus};
-pub use packet::IbPacket;
-pub use qp::Transport;
-pub use timer::AckTimerRule;
+pub(crate) use hca::HcaProfile;
+pub(crate) use headers::Op;
+pub(crate) use hosts::{Completion, CompletionKind, IbHosts, WcStatus};
+pub(crate) use packet::IbPacket;
+pub(crate) use qp::Transport;

@@ -6,7 +6,6 @@ use crate::net::{Datagram, NodeId, Routable};
 
 #[derive(Debug, Clone, Copy)]
 pub struct IbPacket {
-    pub src: NodeId,
     pub dst: NodeId,
     /// Destination queue pair (global index in the simulation).
     pub qp: u32,
@@ -49,9 +48,8 @@ impl Routable for IbPacket {
 
 impl Datagram for IbPacket {
     /// Cross traffic's datagram: `qp` holds its source (and so its flow).
-    fn datagram(src: NodeId, dst: NodeId, source: u32, wire_bytes: u32) -> Self {
+    fn datagram(_src: NodeId, dst: NodeId, source: u32, wire_bytes: u32) -> Self {
         IbPacket {
-            src,
             dst,
             qp: source,
             kind: Kind::Datagram,

@@ -45,7 +45,6 @@ pub struct ReadJob {
 }
 
 pub struct Qp {
-    pub id: u32,
     pub node: NodeId,
     pub peer_qp: u32,
     pub peer_node: NodeId,
@@ -100,9 +99,7 @@ pub struct Qp {
 }
 
 impl Qp {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        id: u32,
         node: NodeId,
         peer_qp: u32,
         peer_node: NodeId,
@@ -112,7 +109,6 @@ impl Qp {
         sq_depth: u32,
     ) -> Self {
         Qp {
-            id,
             node,
             peer_qp,
             peer_node,
