@@ -11,8 +11,11 @@ use crate::scenario::{err, in_range_f, ScenarioError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// What happens to the link (`action` = "down" | "up").
 pub enum LinkAction {
+    /// Unplugged: the link stops carrying packets at once.
     Down,
+    /// Plugged back: the link trains, then the subnet manager brings it to Active.
     Up,
 }
 
@@ -21,8 +24,11 @@ pub enum LinkAction {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LinkEventSpec {
+    /// Seconds from the start of the run, in [0, the run's duration].
     pub at_s: f64,
+    /// Which WAN link, 0 .. the scenario's link count.
     pub link: u32,
+    /// Unplugged or plugged back.
     pub action: LinkAction,
 }
 
@@ -30,9 +36,13 @@ pub struct LinkEventSpec {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SubnetManagerSpec {
+    /// Seconds between the SM's periodic sweeps (OpenSM's default 10 s).
     pub sweep_interval_s: Option<f64>,
+    /// Whether a port state change reaches the SM at once by trap 128 (default true).
     pub traps: Option<bool>,
+    /// Seconds from the SM learning of a change to new forwarding tables everywhere (default 0.1 s).
     pub reroute_s: Option<f64>,
+    /// Seconds a plugged-back link trains before its physical layer is up (default 1 s).
     pub link_training_s: Option<f64>,
 }
 
@@ -41,6 +51,7 @@ pub struct SubnetManagerSpec {
 pub struct LinkEvents {
     /// (time, link, true = up), in time order (ties in the file's order).
     pub events: Vec<(Time, usize, bool)>,
+    /// The subnet manager's timing: when the forwarding tables follow an event.
     pub subnet_manager: SubnetManagerParams,
     /// The time series' interval.
     pub interval: Time,
@@ -58,7 +69,7 @@ fn to_time(s: f64) -> Time {
 
 /// Check `events` against `links` WAN links and a run of `duration_s` seconds (None: the run has
 /// no fixed length), and `sm` in range.
-pub fn resolve(
+pub(crate) fn resolve(
     events: &[LinkEventSpec],
     sm: &SubnetManagerSpec,
     links: u32,
