@@ -3,6 +3,11 @@
 //! Layers, each usable alone: [`engine`] (time, events; knows no protocol) → [`net`] (links,
 //! credits, switches, range extenders) → [`ib`] (adapters, RC/UC/UD) → [`workload`] (perftest-like
 //! drivers). A [`scenario::Scenario`] is plain data, validated once into [`scenario::Resolved`].
+//!
+//! Public outside the crate: each model's entry points (`run_*_json`, `validate_*_json`, called
+//! by the Python binding, crates/longhaul-py), the scenario and record types the integration
+//! tests build and read, and the engine. The rest (the transports, the world, the topology) is
+//! crate-internal.
 
 pub mod engine;
 pub mod ib;
@@ -15,10 +20,10 @@ pub mod nfs;
 pub mod pfs;
 pub mod scenario;
 pub mod tcp;
-pub mod topology;
-pub mod transport;
+pub(crate) mod topology;
+pub(crate) mod transport;
 pub mod workload;
-pub mod world;
+pub(crate) mod world;
 
 pub use scenario::{Resolved, Scenario, ScenarioError};
 pub use workload::{run_verbs, VerbsRecord};
