@@ -24,45 +24,73 @@ use crate::world::{App, Ev, TimerPolicy, World};
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[allow(non_snake_case)]
 pub struct TcpRecord {
+    /// The testbed (published study) the scenario reproduces; a label only.
     pub testbed: String,
+    /// The host stack profile's name (kernel era, NIC, offloads).
     pub stack: String,
+    /// The long-haul link kind (e.g. 10GbE, OC-192 SONET).
     pub link: String,
+    /// The congestion control algorithm the streams ran (Linux name: "cubic", "reno", "bbr", ...).
     pub cc: String,
+    /// IP MTU of the path in bytes.
     pub mtu_bytes: u32,
+    /// TCP maximum segment size in bytes (MTU less IP and TCP headers and options).
     pub mss_bytes: u32,
+    /// Parallel TCP connections (iperf `-P`).
     pub streams: u32,
     /// The fixed socket buffer (iperf -w); None when Linux auto-tunes it.
     pub window_bytes: Option<u64>,
     /// Auto-tuning's receive-buffer ceiling (tcp_rmem[2]); None with a fixed buffer.
     pub rmem_max_bytes: Option<u64>,
+    /// The one-way delay added on the long-haul link, microseconds.
     pub delay_us: f64,
+    /// Fibre length of the long-haul link in km (5 us per km, one way).
     pub fibre_km: f64,
+    /// Fibre plus added delay, one way, microseconds.
     pub one_way_delay_us: f64,
+    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
     pub distance_km: f64,
+    /// Random packet loss probability on the long-haul link, per packet and direction, in [0, 1).
     pub loss: f64,
+    /// UDP cross traffic offered on the WAN (IP-level Gb/s while on; 0: none).
     pub cross_gbps: f64,
+    /// Simulated length of the test, seconds (iperf `-t`).
     pub duration_s: f64,
+    /// The run seed: same scenario and seed, bit-identical record.
     pub seed: u64,
+    /// The long-haul link's data rate, Gb/s (10^9 bit/s).
     pub wan_gbps: f64,
     /// Aggregate goodput of the TCP streams.
     pub bw_MBps: f64,
+    /// Each stream's goodput, MB/s, in stream order.
     pub stream_bw_MBps: Vec<f64>,
+    /// Segments retransmitted, all streams.
     pub retransmits: u64,
+    /// Each stream's retransmitted segments.
     pub stream_retransmits: Vec<u64>,
+    /// Retransmission timeouts (RTO) that fired, all streams.
     pub timeouts: u64,
+    /// Fast recoveries entered (loss detected by duplicate ACKs or SACK), all streams.
     pub fast_recoveries: u64,
     /// Smallest RTT any stream measured (None before the first sample).
     pub min_rtt_us: Option<f64>,
+    /// Cross traffic delivered: IP bytes over the run, MB/s.
     pub cross_bw_MBps: f64,
+    /// Packets the WAN switches dropped from a full queue, both directions.
     pub wan_drops_queue: u64,
+    /// Packets the long-haul link lost at random (`loss`), both directions.
     pub wan_drops_loss: u64,
     /// Packets sent on the long-haul link, both directions (the benchmarks' unit of work).
     pub link_packets: u64,
+    /// Events the engine handled (the cost of the run).
     pub sim_events: u64,
+    /// Sample instants of the goodput time series, seconds from the start.
     pub series_t_s: Vec<f64>,
+    /// Aggregate goodput over each sample interval ending at `series_t_s`, MB/s.
     pub series_bw_MBps: Vec<f64>,
     /// Per sample instant, each stream's cwnd in segments (empty unless asked for).
     pub cwnd_trace_segs: Vec<Vec<f64>>,
+    /// "ok" (a TCP run always completes its fixed duration).
     pub status: String,
 }
 

@@ -1,7 +1,7 @@
 //! Benchmark drivers that run a scenario and produce records.
 
-pub mod failover;
+pub(crate) mod failover;
 pub mod iperf;
-pub mod perftest;
+pub(crate) mod perftest;
 
 pub use perftest::{run_verbs, VerbsRecord};

@@ -29,40 +29,68 @@ type Never = std::convert::Infallible;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[allow(non_snake_case)]
 pub struct VerbsRecord {
+    /// The testbed (published study) the scenario reproduces, e.g. "s1"; a label only.
     pub testbed: String,
+    /// The adapter profile's name (e.g. ConnectX-2 QDR).
     pub hca: String,
+    /// "rc", "uc" or "ud".
     pub transport: String,
+    /// "send", "write" or "read".
     pub op: String,
+    /// "bw" or "lat": bandwidth (streaming) or ping-pong latency.
     pub test: String,
+    /// Message size in bytes.
     pub size_bytes: u32,
+    /// Messages per queue pair (perftest `-n`).
     pub iterations: u64,
+    /// Queue pairs driven in parallel (perftest `-q`).
     pub qps: u32,
+    /// Send work requests outstanding per queue pair (perftest `-t`).
     pub tx_depth: u32,
     /// Receive work requests posted: recorded as given, the model never runs out of them.
     pub rx_depth: u32,
     /// RDMA reads in flight per QP (the adapter's limit unless set).
     pub outstanding_reads: u32,
+    /// IB path MTU in bytes (256 to 4096).
     pub mtu_bytes: u32,
+    /// The one-way delay added on the long-haul link (the range extender's setting), microseconds.
     pub delay_us: f64,
+    /// Fibre length of the long-haul link in km (5 us per km, one way).
     pub fibre_km: f64,
+    /// Fibre plus added delay, one way, microseconds.
     pub one_way_delay_us: f64,
+    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
     pub distance_km: f64,
+    /// The run seed: same scenario and seed, bit-identical record.
     pub seed: u64,
+    /// Bandwidth tests: the sender's bytes over its first post to last completion, MB/s (10^6 B); None for latency
+    /// tests.
     pub bw_MBps: Option<f64>,
     /// Receiver-side bandwidth: `delivered_bytes` over the time the last of them landed (from the
     /// start, so the first one-way trip is in it). For UD and UC, whose `bw_MBps` is the sender's,
     /// this is what got through; for RC it is a little above `bw_MBps`, which waits for the last ACK.
     pub rx_bw_MBps: Option<f64>,
+    /// Bandwidth tests: messages completed per second, in millions.
     pub msg_rate_Mps: Option<f64>,
+    /// Latency tests: the median, microseconds (half the round trip for send and write, the whole for read).
     pub lat_us: Option<f64>,
+    /// Latency tests: the least sample, as `lat_us`.
     pub lat_min_us: Option<f64>,
+    /// Latency tests: the greatest sample, as `lat_us`.
     pub lat_max_us: Option<f64>,
+    /// Latency tests: the mean, as `lat_us`.
     pub lat_avg_us: Option<f64>,
+    /// Simulated time when the run stopped, microseconds.
     pub sim_time_us: f64,
+    /// Events the engine handled (the cost of the run).
     pub sim_events: u64,
+    /// Data packets the requesters sent, retransmissions included.
     pub data_packets: u64,
+    /// Data packets sent again (RC after a NAK or a timeout).
     pub retransmitted_packets: u64,
+    /// Local ACK timeouts that fired (RC).
     pub timeouts: u64,
+    /// NAKs received (PSN sequence errors, receiver not ready).
     pub naks: u64,
     /// RDMA reads requested again before the timeout (a later read's responses overtook lost ones).
     pub read_retries: u64,
@@ -70,13 +98,19 @@ pub struct VerbsRecord {
     /// connected through the RDMA CM, the exponent they got (the CM's, when it sets it) and the
     /// timer in force once the adapter's firmware has applied its rule (None: no timer).
     pub timeout_exp: u32,
+    /// The queue pairs were connected through the RDMA CM (perftest `-R`), which sets the timeout exponent itself.
     pub cm: bool,
+    /// The ACK timeout exponent the queue pairs got (4.096 us x 2^exp).
     pub ack_timeout_exp: u32,
+    /// The local ACK timeout in force after the adapter's firmware rule, microseconds (None: no timer).
     pub ack_timeout_us: Option<f64>,
+    /// Retries of a timed-out request before the queue pair fails (IBA: at most 7).
     pub retry_count: u32,
     /// The most local-ACK-timeout retries a queue pair made in a row without progress.
     pub retries_max: u32,
+    /// UD messages dropped at the receiver for want of a posted receive.
     pub ud_drops: u64,
+    /// UC messages sent and never delivered (a lost packet drops the whole message).
     pub uc_messages_dropped: u64,
     /// Packets the long-haul link lost at random (`loss`), both directions: what UD and UC lose
     /// without a trace of their own.
@@ -94,7 +128,9 @@ pub struct VerbsRecord {
     /// UDP cross traffic on the WAN switches (IP-level Gb/s while on; 0: none), what of it
     /// arrived (IP bytes over the run), and the datagrams the WAN switch dropped.
     pub cross_gbps: f64,
+    /// Cross traffic delivered: IP bytes over the run, MB/s.
     pub cross_bw_MBps: f64,
+    /// Cross-traffic datagrams the WAN switch's full queue dropped.
     pub cross_packets_dropped: u64,
     /// IB packets the WAN switches dropped from a full queue, both directions (RC resends them;
     /// UD and UC lose them).
