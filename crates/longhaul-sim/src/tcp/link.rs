@@ -20,8 +20,6 @@ use crate::net::WanFraming;
 
 /// IPv4 + TCP headers + timestamp option: what every segment carries besides payload.
 pub const TCP_IP_HEADER_BYTES: u32 = 20 + 20 + 12;
-/// A UDP/IPv4 header (cross traffic).
-pub const UDP_IP_HEADER_BYTES: u32 = 20 + 8;
 /// The IPoIB encapsulation header (RFC 4391 section 6).
 pub const IPOIB_HEADER_BYTES: u32 = 4;
 /// Bytes of one SACK block (RFC 2018) and of the option's kind/length.

@@ -15,21 +15,20 @@
 //!   advertised window at the receiver), not by skb accounting;
 //! - host stack costs are one CPU timeline per core, charged per packet and per byte.
 
-pub mod cc;
-pub mod flow;
-pub mod hosts;
-pub mod link;
-pub mod params;
-pub mod path;
+pub(crate) mod cc;
+pub(crate) mod flow;
+pub(crate) mod hosts;
+pub(crate) mod link;
+pub(crate) mod params;
+pub(crate) mod path;
 pub mod receiver;
-pub mod rtt;
-pub mod scenario;
-pub mod segment;
-pub mod sender;
-pub mod stream;
+pub(crate) mod rtt;
+pub(crate) mod scenario;
+pub(crate) mod segment;
+pub(crate) mod sender;
+pub(crate) mod stream;
 
-pub use cc::CcName;
-pub use link::LinkKind;
-pub use params::{HostStack, TcpParams, WindowSpec};
-pub use scenario::{TcpResolved, TcpScenario};
-pub use segment::{Kind, TcpPacket};
+pub use params::WindowSpec;
+pub(crate) use scenario::TcpResolved;
+pub use scenario::TcpScenario;
+pub(crate) use segment::TcpPacket;

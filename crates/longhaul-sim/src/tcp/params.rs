@@ -19,13 +19,23 @@ pub enum WindowSpec {
     /// `iperf -w BYTES`: SO_SNDBUF and SO_RCVBUF set to BYTES. Linux doubles the value it is
     /// given (socket(7): "to allow space for bookkeeping overhead") and advertises half of its
     /// buffer (tcp_adv_win_scale = 1), so the usable window is about BYTES at both ends.
-    Fixed { bytes: u64 },
+    Fixed {
+        /// The value given to `-w` (SO_SNDBUF = SO_RCVBUF), bytes.
+        bytes: u64,
+    },
     /// Linux auto-tuning: the receive buffer grows once per round trip in which the application
     /// read more than before (dynamic right-sizing, tcp_rcv_space_adjust: twice what it read plus
     /// 16 segments, tripled when the rate doubled) from tcp_rmem[1] up to tcp_rmem[2]; the
     /// advertised window is half of it. The send buffer grows with cwnd up to
     /// tcp_wmem[2] (tcp_sndbuf_expand), and data in flight never exceeds it.
-    Auto { rmem_initial_bytes: u64, rmem_max_bytes: u64, wmem_max_bytes: u64 },
+    Auto {
+        /// tcp_rmem[1]: the receive buffer a connection starts with, bytes.
+        rmem_initial_bytes: u64,
+        /// tcp_rmem[2]: the most the receive buffer grows to, bytes.
+        rmem_max_bytes: u64,
+        /// tcp_wmem[2]: the most the send buffer grows to, bytes.
+        wmem_max_bytes: u64,
+    },
 }
 
 impl WindowSpec {

@@ -14,8 +14,10 @@ use super::params::{WindowSpec, ADV_WINDOW_FRACTION};
 use super::segment::MAX_SACK_BLOCKS;
 use crate::engine::Time;
 
+/// `delack_at` when no delayed ACK is pending.
 pub const NEVER: Time = Time::MAX;
 
+/// Whether a segment just received is acknowledged at once or later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AckNow {
     /// Acknowledge at once.
@@ -27,12 +29,17 @@ pub enum AckNow {
 /// An acknowledgement's content.
 #[derive(Debug, Clone, Copy)]
 pub struct AckContent {
+    /// Cumulative ACK: the next segment number expected.
     pub ack: u64,
+    /// SACK blocks [start, end) in segment numbers, the latest-changed first; `n_sack` of them are valid.
     pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    /// How many of `sack` are in use (at most MAX_SACK_BLOCKS).
     pub n_sack: usize,
+    /// The advertised receive window, whole segments.
     pub rwnd_segs: u64,
 }
 
+/// One connection's receiving side: in-order delivery, SACK, delayed ACKs and (Linux auto-tuning) the receive window.
 pub struct Receiver {
     /// Next segment expected: everything below has been delivered in order, exactly once.
     pub rcv_nxt: u64,
@@ -44,6 +51,7 @@ pub struct Receiver {
     unacked: u32,
     ack_every: u32,
     delack: Time,
+    /// When the delayed-ACK timer fires ([`NEVER`]: not armed).
     pub delack_at: Time,
     mss: u64,
     window_bytes: u64,
@@ -60,6 +68,7 @@ pub struct Receiver {
     /// holds if fewer, less one byte: the model sends whole segments only, so a round that fills
     /// the offered window must count as growth (Linux's sender fills it to the byte).
     space: u64,
+    /// Segments received that were already delivered or held (spurious retransmissions).
     pub duplicates: u64,
 }
 
@@ -69,6 +78,8 @@ const RCV_SPACE_CUSHION_SEGS: u64 = 16;
 const RCV_SPACE_INITIAL_SEGS: u64 = 10;
 
 impl Receiver {
+    /// A receiver expecting segment 0, with segments of `mss` bytes, sized by `window`, that
+    /// acknowledges every `ack_every` segments or `delack` after the first unacknowledged one.
     pub fn new(mss: u32, window: WindowSpec, ack_every: u32, delack: Time) -> Self {
         let (window_bytes, max_window_bytes, autotune) = match window {
             WindowSpec::Fixed { bytes } => (bytes, bytes, false),

@@ -89,6 +89,8 @@ impl RttEstimator {
         }
     }
 
+    /// Whether an RTT has been measured yet (the tests' view of a fresh estimator).
+    #[cfg(test)]
     pub fn has_sample(&self) -> bool {
         self.srtt.is_some()
     }

@@ -12,7 +12,7 @@ use super::link::{Framing, LinkKind, MIN_MTU};
 use super::params::{CwndGrowth, HostStack, RtoFormula, RtoRestart, RtoSsthresh, TcpParams, WindowSpec};
 use crate::engine::time::{MS, S};
 use crate::engine::Time;
-pub use crate::net::{CrossResolved, CrossSpec};
+pub(crate) use crate::net::{CrossResolved, CrossSpec};
 use crate::net::{ExtenderParams, WanFraming};
 use crate::scenario::{
     bdp_queue_bytes, err, in_range_f, in_range_u, resolve_cross, OpName, PathSpec, Resolved, Scenario, ScenarioError,
@@ -87,9 +87,11 @@ pub struct TcpSpec {
     pub cwnd_trace: Option<bool>,
 }
 
+/// A TCP (iperf-like) scenario as the user wrote it: plain data, validated once by [`TcpScenario::resolve`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TcpScenario {
+    /// Seed of every random stream in the run (default 1).
     #[serde(default = "crate::scenario::default_seed")]
     pub seed: u64,
     /// Hardware profile: a verbs testbed (IPoIB: the fabric and hosts; Ethernet: the hosts), or
@@ -100,10 +102,13 @@ pub struct TcpScenario {
     pub stack: Option<StackSpec>,
     /// One of [`LinkKind::NAMES`].
     pub link: String,
+    /// The long-haul path: delay, fibre, extender, rate, queue, loss.
     #[serde(default)]
     pub path: TcpPathSpec,
+    /// The streams, the sockets and the TCP options (Linux defaults otherwise).
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// UDP cross traffic sharing the WAN (none if absent).
     pub cross: Option<CrossSpec>,
 }
 
@@ -225,10 +230,12 @@ const HOST_NIC_GBPS: f64 = 10.0;
 pub const STREAMS_MAX: u64 = 1024;
 
 impl TcpScenario {
+    /// Parse a scenario from JSON; an unknown key or a value of the wrong type is an error.
     pub fn from_json(text: &str) -> Result<TcpScenario, ScenarioError> {
         crate::scenario::parse_json(text)
     }
 
+    /// Check every value against its valid range and fill in the profiles' defaults.
     pub fn resolve(&self) -> Result<TcpResolved, ScenarioError> {
         let Some(link) = LinkKind::by_name(&self.link) else {
             return err(format!("link: unknown '{}' (valid: {})", self.link, LinkKind::NAMES.join(", ")));

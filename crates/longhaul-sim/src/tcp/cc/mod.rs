@@ -5,15 +5,15 @@
 //! loss starts a recovery episode, when the retransmission timer expires, and (BBR) how fast to
 //! pace. Windows are in segments (fractional, like Linux's snd_cwnd plus its fractional counter).
 
-pub mod bbr;
-pub mod bic;
-pub mod cubic;
-pub mod highspeed;
-pub mod htcp;
-pub mod hystart;
-pub mod reno;
-pub mod scalable;
-pub mod vegas;
+pub(crate) mod bbr;
+pub(crate) mod bic;
+pub(crate) mod cubic;
+pub(crate) mod highspeed;
+pub(crate) mod htcp;
+pub(crate) mod hystart;
+pub(crate) mod reno;
+pub(crate) mod scalable;
+pub(crate) mod vegas;
 
 use serde::{Deserialize, Serialize};
 
