@@ -9,7 +9,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::fabric::{NodeId, Pull, Routable};
-use crate::engine::time::S;
 use crate::engine::Time;
 
 /// Constant-bit-rate UDP cross traffic on the WAN, from a second host pair (a scenario's
@@ -19,9 +18,11 @@ use crate::engine::Time;
 pub struct CrossSpec {
     /// IP-level rate while on (Gb/s).
     pub gbps: f64,
+    /// When the sources start, seconds into the run (default 0).
     pub start_s: Option<f64>,
     /// On/off bursts: on for on_ms, off for off_ms (unset: always on).
     pub on_ms: Option<f64>,
+    /// Off time of each on/off cycle, milliseconds (with `on_ms`).
     pub off_ms: Option<f64>,
     /// Datagram size (IP bytes; default the MTU).
     pub packet_bytes: Option<u32>,
@@ -79,10 +80,11 @@ impl CrossSource {
         }
     }
 
-    /// The average IP-level rate this source offers (Gb/s).
+    /// The average IP-level rate this source offers (Gb/s): what the tests check the schedule by.
+    #[cfg(test)]
     pub fn offered_gbps(&self) -> f64 {
         let duty = if self.off > 0 { self.on as f64 / (self.on + self.off) as f64 } else { 1.0 };
-        self.ip_bytes as f64 * 8.0 / (self.interval as f64 / S as f64) / 1e9 * duty
+        self.ip_bytes as f64 * 8.0 / (self.interval as f64 / crate::engine::time::S as f64) / 1e9 * duty
     }
 }
 

@@ -2,15 +2,17 @@
 //! drop-tail queues, wires with propagation delay, and the fabric that routes between hosts
 //! through switches and range extenders, and constant-rate cross traffic sharing them. Protocol-agnostic: transports plug in via `Endpoints`.
 
-pub mod cross;
-pub mod devices;
+pub(crate) mod cross;
+pub(crate) mod devices;
 pub mod fabric;
-pub mod flow;
-pub mod port;
-pub mod rate;
+pub(crate) mod flow;
+pub(crate) mod port;
+pub(crate) mod rate;
 
-pub use cross::{CrossHosts, CrossResolved, CrossSource, CrossSpec, Datagram};
-pub use devices::{ExtenderParams, SwitchParams};
-pub use fabric::{Endpoints, Fabric, LinkChange, NetEvent, NodeId, NodeKind, Pull, Routable};
-pub use port::{PortId, PortParams, PortStats};
-pub use rate::{Generation, IbLink, Rate, WanFraming};
+pub use cross::CrossSpec;
+pub(crate) use cross::{CrossHosts, CrossResolved, CrossSource, Datagram};
+pub(crate) use devices::{ExtenderParams, SwitchParams};
+pub(crate) use fabric::{Endpoints, Fabric, LinkChange, NetEvent, NodeId, NodeKind, Pull, Routable};
+pub(crate) use port::{PortId, PortParams};
+pub use rate::WanFraming;
+pub(crate) use rate::{Generation, IbLink, Rate};

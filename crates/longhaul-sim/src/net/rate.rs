@@ -117,6 +117,7 @@ pub enum WanFraming {
 }
 
 impl WanFraming {
+    /// Every framing, in the order the CLI lists them.
     pub const ALL: [WanFraming; 5] = [
         WanFraming::Ib,
         WanFraming::Oc192,
