@@ -15,20 +15,20 @@
 //! (a recovered connection resends its lost blocks at once). A packet-level adapter can drive
 //! [`core`] over `crate::transport` where those matter.
 
-pub mod core;
-pub mod fluid;
-pub mod layout;
-pub mod ledger;
+pub(crate) mod core;
+pub(crate) mod fluid;
+pub(crate) mod layout;
+pub(crate) mod ledger;
 pub mod migrate;
-pub mod packet;
-pub mod params;
-pub mod record;
-pub mod routing;
-pub mod scenario;
+pub(crate) mod packet;
+pub(crate) mod params;
+pub(crate) mod record;
+pub(crate) mod routing;
+pub(crate) mod scenario;
 
-pub use params::{PfsParams, Variant};
-pub use record::PfsRecord;
-pub use scenario::{PfsResolved, PfsScenario};
+pub(crate) use params::Variant;
+pub(crate) use record::PfsRecord;
+pub(crate) use scenario::{PfsResolved, PfsScenario};
 
 use crate::scenario::ScenarioError;
 

@@ -8,70 +8,109 @@
 //! [`scenario`] (plain data, validated once), [`model`] (the fluid network of one case and its
 //! bottleneck). This file runs the case asked and its what-ifs into a [`MigrateRecord`].
 
-pub mod model;
-pub mod params;
-pub mod scenario;
+pub(crate) mod model;
+pub(crate) mod params;
+pub(crate) mod scenario;
 
 use serde::Serialize;
 
 use crate::scenario::ScenarioError;
 use model::{estimate, Estimate, ResourceUse, Setup};
-pub use scenario::{Method, MigrateResolved, MigrateScenario};
+pub(crate) use scenario::{Method, MigrateResolved, MigrateScenario};
 
 /// One what-if: the case changed by one link or server, solved again.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[allow(non_snake_case)]
 pub struct WhatIf {
+    /// What changed, e.g. "wan_links +1", "a source server lost" ("as given": the case asked).
     pub case: String,
+    /// WAN links in this case.
     pub wan_links: u32,
+    /// NSD servers on the source site in this case.
     pub source_servers: u32,
+    /// NSD servers on the target site in this case.
     pub target_servers: u32,
     /// None when the case leaves no path (no link, no server).
     pub time_s: Option<f64>,
+    /// Aggregate migration rate, MB/s (0 when no path is left).
     pub rate_MBps: f64,
+    /// The resource that limits the rate, or why nothing moves.
     pub bottleneck: String,
     /// Change of time against the case asked (%; + is slower).
     pub time_change_pct: Option<f64>,
 }
 
+/// A migration's estimate: the case asked, its time, rate and bottleneck, each resource's load and the what-if table.
 #[derive(Debug, Clone, Serialize)]
 #[allow(non_snake_case)]
 pub struct MigrateRecord {
+    /// Always "pfs_migrate" (the record kind in the results store).
     pub kind: &'static str,
+    /// The hardware profile (a verbs testbed).
     pub testbed: String,
+    /// The range extender's name on the WAN links.
     pub extender: String,
+    /// "restripe" (mmrestripefs onto NSDs on the target site) or "copy" (streams between two file systems).
     pub method: &'static str,
+    /// The run seed (the estimate draws nothing; recorded for the store).
     pub seed: u64,
+    /// Data in the file system (restripe) or to copy, bytes.
     pub data_bytes: u64,
+    /// Files holding `data_bytes`.
     pub files: u64,
+    /// NSDs of the file system on the source site.
     pub source_nsds: u32,
+    /// Restripe: source NSDs emptied.
     pub move_nsds: u32,
+    /// New NSDs on the target site.
     pub target_nsds: u32,
+    /// NSD servers on the source site.
     pub source_servers: u32,
+    /// NSD servers on the target site.
     pub target_servers: u32,
+    /// Nodes doing the work (mmrestripefs -N, or running the copy streams).
     pub nodes: u32,
+    /// "source" or "target": the site the working nodes are on.
     pub nodes_at: &'static str,
+    /// Restripe: PIT threads per node (None for a copy).
     pub threads_per_node: Option<u32>,
+    /// Copy: streams in all (None for a restripe).
     pub streams: Option<u32>,
+    /// Parallel WAN links between the sites.
     pub wan_links: u32,
+    /// Fibre length of the WAN links, km.
     pub fibre_km: f64,
+    /// One-way delay between the sites' hosts, microseconds.
     pub one_way_delay_us: f64,
+    /// The file system's block size, bytes (the I/O size).
     pub block_bytes: u64,
     /// Capacities derived: one WAN link, one host adapter, one LUN at block-sized I/O (MB/s).
     pub link_MBps: f64,
+    /// What one host adapter carries, MB/s.
     pub host_MBps: f64,
+    /// What one LUN delivers at block-sized I/O, MB/s.
     pub lun_MBps: f64,
+    /// Bytes that cross the WAN (restripe: the share on the NSDs emptied).
     pub moved_bytes: f64,
+    /// Estimated migration time, seconds.
     pub time_s: f64,
+    /// `time_s` in minutes.
     pub time_min: f64,
+    /// Aggregate migration rate, MB/s.
     pub rate_MBps: f64,
+    /// The resource (or per-file round trips, block latency, stream window) that limits the rate.
     pub bottleneck: &'static str,
+    /// Every resource kind filled to within 0.1 %, most loaded first.
     pub saturated: Vec<&'static str>,
+    /// Each resource kind's count, capacity, busiest member's load and utilisation.
     pub resources: Vec<ResourceUse>,
     /// A worker's time per file: metadata round trips and data (s).
     pub file_metadata_s: f64,
+    /// A worker's time per file moving its data, seconds (with `file_metadata_s`).
     pub file_data_s: f64,
+    /// The case solved again with one link or server more, fewer or lost.
     pub what_if: Vec<WhatIf>,
+    /// What the estimate is: the flow-level model it comes from.
     pub model: &'static str,
 }
 

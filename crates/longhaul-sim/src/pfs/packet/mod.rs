@@ -23,8 +23,8 @@
 //! connections over the links by connection number (a connection's packets keep to one link),
 //! not by destination LID as the subnet manager's minhop tables do ([`super::routing`]).
 
-pub mod tcp;
-pub mod verbs;
+pub(crate) mod tcp;
+pub(crate) mod verbs;
 
 use std::collections::VecDeque;
 
