@@ -6,10 +6,10 @@
 //! and the queue depth, transport-free), [`rdma`] (PDUs as Sends, data by RDMA Write and Read),
 //! [`scenario`] (plain data, validated once).
 
-pub mod initiator;
-pub mod params;
-pub mod rdma;
-pub mod scenario;
+pub(crate) mod initiator;
+pub(crate) mod params;
+pub(crate) mod rdma;
+pub(crate) mod scenario;
 
 use serde::Serialize;
 
@@ -17,10 +17,10 @@ use crate::engine::time::{to_s, to_us, S};
 use crate::engine::Time;
 use crate::scenario::ScenarioError;
 pub use params::IserParams;
-pub use scenario::{IserOp, IserResolved, IserScenario};
+pub(crate) use scenario::{IserOp, IserResolved, IserScenario};
 
 /// What a run produced.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Bytes of the completed commands, and the time from the first command to the last response.
     pub bytes: u64,
     pub elapsed: Time,
@@ -41,35 +41,60 @@ pub struct Outcome {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[allow(non_snake_case)]
 pub struct IserRecord {
+    /// The hardware profile (a verbs testbed).
     pub testbed: String,
+    /// "read" or "write": the SCSI command the initiator issues.
     pub op: String,
+    /// The one-way delay added on the long-haul link, microseconds.
     pub delay_us: f64,
+    /// Fibre length of the long-haul link in km (5 us per km, one way).
     pub fibre_km: f64,
+    /// Fibre plus added delay, one way, microseconds.
     pub one_way_delay_us: f64,
+    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
     pub distance_km: f64,
+    /// The workload's I/O size in bytes (split into commands of at most `max_command_bytes`).
     pub block_bytes: u64,
+    /// Bytes the workload reads or writes in all.
     pub total_bytes: u64,
+    /// SCSI commands the initiator keeps outstanding.
     pub queue_depth: u32,
+    /// Largest SCSI command the initiator issues, bytes.
     pub max_command_bytes: u32,
+    /// MaxBurstLength: the most solicited data in one R2T sequence, bytes.
     pub max_burst_bytes: u32,
+    /// FirstBurstLength: the most unsolicited data (immediate and Data-Out) a WRITE sends, bytes.
     pub first_burst_bytes: u32,
+    /// ImmediateData: a WRITE may carry data in its command PDU.
     pub immediate_data: bool,
+    /// InitialR2T: no unsolicited Data-Out PDUs, only immediate data, before the first R2T.
     pub initial_r2t: bool,
+    /// MaxOutstandingR2T: R2Ts a command may have in progress at once.
     pub max_outstanding_r2t: u32,
     /// RDMA Reads the target may have outstanding on the queue pair (the adapter's max_rd_atomic).
     pub rdma_read_depth: u32,
+    /// The target's backing store's rate, MB/s.
     pub backing_MBps: f64,
+    /// The run seed: same scenario and seed, bit-identical record.
     pub seed: u64,
+    /// Throughput: the completed commands' bytes over the first command to the last response, MB/s.
     pub bw_MBps: f64,
+    /// SCSI commands completed.
     pub commands: u64,
     /// Data that arrived where it was going (the target for WRITE, the initiator's buffers for
     /// READ): equal to total_bytes when every byte arrived once.
     pub data_bytes: u64,
+    /// RDMA Writes (READ) or Reads (WRITE) the target posted.
     pub rdma_ops: u64,
+    /// Data packets the adapters sent, retransmissions included.
     pub data_packets: u64,
+    /// Data packets sent again (RC after a NAK or a timeout).
     pub retransmitted_packets: u64,
+    /// Simulated time when the run stopped, microseconds.
     pub sim_time_us: f64,
+    /// Events the engine handled (the cost of the run).
     pub sim_events: u64,
+    /// "ok", or why the run did not complete.
     pub status: String,
 }
 

@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The iSCSI session keys, iSER and host costs of one session: one value per profile.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 #[allow(non_snake_case)]
