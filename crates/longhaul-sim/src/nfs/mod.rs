@@ -13,11 +13,11 @@
 //! connection has warmed up, so simulating all 512 MiB would only cost time. The record's
 //! `bw_drift_pct` says whether it was steady (a short run over TCP at a long delay is not).
 
-pub mod client;
-pub mod ipoib;
-pub mod params;
-pub mod rdma;
-pub mod scenario;
+pub(crate) mod client;
+pub(crate) mod ipoib;
+pub(crate) mod params;
+pub(crate) mod rdma;
+pub(crate) mod scenario;
 
 use serde::Serialize;
 
@@ -25,10 +25,10 @@ use crate::engine::time::{to_s, to_us, S};
 use crate::engine::Time;
 use crate::scenario::ScenarioError;
 pub use params::NfsParams;
-pub use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
+pub(crate) use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
 
 /// What a transport's run produced.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// READ data received after the warm-up, and the time it took.
     pub bytes: u64,
     pub elapsed: Time,
@@ -47,37 +47,55 @@ pub struct Outcome {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[allow(non_snake_case)]
 pub struct NfsRecord {
+    /// The hardware profile (a verbs testbed).
     pub testbed: String,
+    /// "rdma" (NFS/RDMA) or "tcp" (NFS over IPoIB).
     pub transport: String,
+    /// The one-way delay added on the long-haul link, microseconds.
     pub delay_us: f64,
+    /// Fibre length of the long-haul link in km (5 us per km, one way).
     pub fibre_km: f64,
+    /// Fibre plus added delay, one way, microseconds.
     pub one_way_delay_us: f64,
+    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
     pub distance_km: f64,
+    /// IOzone threads reading at once.
     pub threads: u32,
     /// O_DIRECT reads (IOzone -I): a record at a time per thread, no readahead.
     pub direct_io: bool,
     /// READs the readahead keeps outstanding per thread (0 with direct_io).
     pub readahead_reads: u32,
+    /// Bytes one NFSv3 READ asks for (the mount's rsize).
     pub rsize_bytes: u32,
+    /// IOzone record size, bytes.
     pub record_bytes: u64,
+    /// IOzone file size, bytes.
     pub file_bytes: u64,
+    /// Bytes actually simulated (the steady part of reading `file_bytes`).
     pub simulated_bytes: u64,
     /// RPC-over-RDMA credits or the TCP slot table: READs outstanding on the connection.
     pub slots: u32,
     /// NFS/RDMA: bytes per RDMA Write (0 over TCP).
     pub chunk_bytes: u32,
+    /// The run seed: same scenario and seed, bit-identical record.
     pub seed: u64,
+    /// Read throughput after the warm-up, MB/s.
     pub bw_MBps: f64,
     /// How much faster the second half of the measured bytes went than the first, percent: near
     /// 0 when the warm-up sufficed; large when the connection was still opening its window
     /// (raise `simulated_bytes`). None when too few replies to tell.
     pub bw_drift_pct: Option<f64>,
+    /// NFS READ calls completed.
     pub rpcs: u64,
     /// Data packets (RDMA) or TCP data segments sent.
     pub data_packets: u64,
+    /// Data packets (RDMA) or segments (TCP) sent again.
     pub retransmitted_packets: u64,
+    /// Simulated time when the run stopped, microseconds.
     pub sim_time_us: f64,
+    /// Events the engine handled (the cost of the run).
     pub sim_events: u64,
+    /// "ok", or why the run did not complete.
     pub status: String,
 }
 

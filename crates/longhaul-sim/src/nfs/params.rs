@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The NFS and RPC parameters of one hardware profile (the module doc says how they are set).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NfsParams {
@@ -57,6 +58,8 @@ pub struct NfsParams {
     /// RPC-over-RDMA header of a call: xid, version, credits, type (16 bytes) plus the chunk lists;
     /// each write-chunk segment adds handle, length and offset (16 bytes) (RFC 8166 section 4.2).
     pub rdma_header_bytes: u32,
+    /// Bytes each write-chunk segment adds to that header (handle, length, offset: 16, RFC 8166
+    /// section 4.2).
     pub rdma_segment_bytes: u32,
     /// A READ reply without its data: RPC reply header, status, post-op attributes, count, eof,
     /// opaque length (RFC 1813 section 3.3.6): about 120 bytes.
