@@ -70,28 +70,41 @@ fn plain_types(msg: &str) -> String {
     TYPES.iter().fold(msg.to_string(), |out, (rust, words)| out.replace(rust, words))
 }
 
+/// The IB transport service a verbs benchmark runs over (`verbs.transport`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportName {
+    /// Reliable Connected: acknowledged, retransmitted, in order.
     Rc,
+    /// Unreliable Connected: no acknowledgements; a lost packet drops its whole message.
     Uc,
+    /// Unreliable Datagram: one-MTU messages, no acknowledgements.
     Ud,
 }
 
+/// The verb a benchmark posts (`verbs.op`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OpName {
+    /// Send/receive: the responder consumes a posted receive per message.
     Send,
+    /// RDMA Write: the data lands in the responder's memory without a receive.
     Write,
+    /// RDMA Read: the requester fetches from the responder's memory (outstanding reads limited).
     Read,
 }
 
+/// The perftest measurement (`verbs.test`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TestName {
+    /// Bandwidth: stream messages one way with up to tx-depth outstanding (ib_*_bw).
     Bw,
+    /// Latency: ping-pong one message at a time (ib_*_lat).
     Lat,
+    /// Bidirectional bandwidth: both sides stream at once (ib_*_bw -b).
     Bibw,
+    /// Message rate: streams as `Bw` does; its figure is the record's `msg_rate_Mps`.
     Rate,
 }
 
@@ -107,11 +120,18 @@ pub struct PathSpec {
     pub extender: Option<String>,
     /// Parallel WAN links between the extender pair (flows are spread by queue pair).
     pub wan_links: Option<u32>,
+    /// How the extenders frame IB on the WAN (default: the extender's own).
     pub wan_framing: Option<WanFraming>,
+    /// IB link width of the WAN in lanes (1, 4 or 12): the plain link's, or the extender's WAN port's; default the testbed's.
     pub wan_width: Option<u32>,
+    /// IB generation of the WAN (SDR to XDR), as `wan_width`; default the testbed's.
     pub wan_generation: Option<Generation>,
+    /// The extender's receive buffer for traffic from the WAN, bytes per direction: the credits that bound the data in
+    /// flight.
     pub extender_buffer_bytes: Option<u64>,
+    /// Per-packet time of the extender's forwarding engine, ns (caps its packet rate).
     pub extender_packet_ns: Option<f64>,
+    /// The switches' receive buffer per port and direction, bytes (advertised as link credits).
     pub switch_buffer_bytes: Option<u64>,
     /// Probability that a packet is corrupted on the WAN (each direction).
     pub loss: Option<f64>,
@@ -127,17 +147,27 @@ pub struct PathSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct VerbsSpec {
+    /// RC, UC or UD.
     pub transport: TransportName,
+    /// Send, RDMA Write or RDMA Read.
     pub op: OpName,
+    /// Bandwidth, latency, bidirectional bandwidth or message rate.
     pub test: TestName,
+    /// Message size, bytes (1 to MAX_SIZE_BYTES).
     pub size_bytes: u64,
+    /// Messages per queue pair (perftest `-n`; default 1000).
     pub iterations: Option<u64>,
+    /// Send work requests outstanding per queue pair (perftest `-t`; default the testbed's, else 128).
     pub tx_depth: Option<u32>,
+    /// Receive work requests posted (perftest `-r`; default 512); recorded, never run short of.
     pub rx_depth: Option<u32>,
+    /// Queue pairs driven in parallel (perftest `-q`; default 1).
     pub qps: Option<u32>,
+    /// RDMA Reads in flight per queue pair (perftest `-o`; default the adapter's limit).
     pub outstanding_reads: Option<u32>,
     /// The local ACK timeout exponent the benchmark asks for (perftest's `-u`/--qp-timeout).
     pub timeout_exp: Option<u32>,
+    /// Retries of a timed-out request before the queue pair fails (0 to 7; default 7).
     pub retry_count: Option<u32>,
     /// Connect the queue pairs through the RDMA CM (perftest's `-c`/`-R`), which sets their
     /// timeout (see [`crate::ib::timer`]).
@@ -172,9 +202,11 @@ impl VerbsSpec {
     }
 }
 
+/// A verbs scenario as the user wrote it: plain data, validated once by [`Scenario::resolve`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Seed of every random stream in the run (default 1).
     #[serde(default = "default_seed")]
     pub seed: u64,
     /// Hardware profile: one of [`TESTBEDS`].
@@ -182,8 +214,10 @@ pub struct Scenario {
     pub testbed: String,
     /// Override the testbed's adapter by name.
     pub hca: Option<String>,
+    /// The long-haul path (the testbed decides what is unset).
     #[serde(default)]
     pub path: PathSpec,
+    /// The perftest-like benchmark to run.
     pub verbs: VerbsSpec,
     /// UDP cross traffic from a second host pair on the WAN switches (framed WANs only).
     #[serde(default)]
@@ -213,6 +247,7 @@ pub const PERFTEST_TX_DEPTH: u32 = 128;
 /// perftest's defaults for the ACK timer (perftest_parameters.h DEF_QP_TIME and DEF_RETRY_COUNT;
 /// the same 14 and 7 in 2008's ib_rdma_bw/ib_write_bw).
 pub const PERFTEST_QP_TIMEOUT: u32 = 14;
+/// perftest's default retry count (DEF_RETRY_COUNT), the IBA's largest.
 pub const PERFTEST_RETRY_COUNT: u32 = 7;
 
 /// The packet life time the subnet administrator gives path records (an exponent): OpenSM's
@@ -223,7 +258,7 @@ pub const SA_PACKET_LIFE_TIME: u32 = 18;
 /// published on it used the benchmark. Parameters are set here once per profile, never per
 /// point.
 #[derive(Debug, Clone)]
-pub struct Testbed {
+pub(crate) struct Testbed {
     pub hca: HcaProfile,
     pub switch: SwitchParams,
     pub extender: Option<ExtenderParams>,
@@ -313,7 +348,9 @@ impl Testbed {
     }
 }
 
+/// Largest message a verbs scenario may send, bytes (1 GiB).
 pub const MAX_SIZE_BYTES: u64 = 1 << 30;
+/// Largest added one-way delay, microseconds (200 ms: beyond any terrestrial path).
 pub const MAX_DELAY_US: f64 = 200_000.0;
 /// The longest fixed-length run (s).
 pub const MAX_DURATION_S: f64 = 3600.0;
@@ -321,26 +358,45 @@ pub const MAX_DURATION_S: f64 = 3600.0;
 /// Every parameter the models use, in range.
 #[derive(Debug, Clone, Serialize)]
 pub struct Resolved {
+    /// Seed of every random stream in the run.
     pub seed: u64,
+    /// The hardware profile's name.
     pub testbed: String,
+    /// The adapters (both ends alike).
     pub hca: HcaProfile,
+    /// The switches between the hosts and the extenders.
     pub switch: SwitchParams,
     /// None: the switches are joined by a plain IB link (`wan` rate) over the distance.
     pub extender: Option<ExtenderParams>,
+    /// The long link's IB rate (width and generation) when no extender frames it.
     pub wan: IbLink,
+    /// Parallel WAN links between the extender pair.
     pub wan_links: u32,
+    /// Delay added on the long-haul link, one way, microseconds.
     pub delay_us: f64,
+    /// Fibre of the long-haul link, km (5 us per km).
     pub fibre_km: f64,
+    /// Probability that a packet is corrupted on the WAN, each direction, in [0, 1).
     pub loss: f64,
+    /// IB path MTU, bytes.
     pub mtu_bytes: u32,
+    /// RC, UC or UD.
     pub transport: TransportName,
+    /// Send, RDMA Write or RDMA Read.
     pub op: OpName,
+    /// Bandwidth, latency, bidirectional bandwidth or message rate.
     pub test: TestName,
+    /// Message size, bytes.
     pub size_bytes: u32,
+    /// Messages per queue pair.
     pub iterations: u64,
+    /// Send work requests outstanding per queue pair.
     pub tx_depth: u32,
+    /// Receive work requests posted (recorded; never run short of).
     pub rx_depth: u32,
+    /// Queue pairs driven in parallel.
     pub qps: u32,
+    /// RDMA Reads in flight per queue pair.
     pub outstanding_reads: u32,
     /// The ACK timeout exponent the benchmark asked for (perftest's `-u`).
     pub timeout_exp: u32,
@@ -349,6 +405,7 @@ pub struct Resolved {
     /// The exponent the queue pairs get: `timeout_exp`, or the CM's (see [`crate::ib::timer`]);
     /// the adapter's firmware may still raise the timer (`HcaProfile::ack_timer`).
     pub ack_timeout_exp: u32,
+    /// Retries of a timed-out request before the queue pair fails.
     pub retry_count: u32,
     /// What the user should know about the hardware combination and distance (an extender
     /// beyond its rated reach, or slower than the adapters), one line each.
@@ -356,6 +413,7 @@ pub struct Resolved {
     /// Cross traffic on the WAN switches, and their drop-tail queue toward the long-haul link
     /// (bytes; 0 without cross traffic: no WAN switch is built).
     pub cross: Option<CrossResolved>,
+    /// The WAN switches' drop-tail queue toward the long-haul link, bytes (0: no WAN switch).
     pub queue_bytes: u64,
     /// A run of fixed length (s), posting without an iteration count (None: `iterations`).
     pub duration_s: Option<f64>,
@@ -436,10 +494,12 @@ const CROSS_DEFAULT_BYTES: u32 = 1500;
 const CROSS_MAX_BYTES: u32 = 9000;
 
 impl Scenario {
+    /// Parse a scenario from JSON; an unknown key or a value of the wrong type is an error.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
         parse_json(text)
     }
 
+    /// Check every value against its valid range and fill in the testbed's defaults.
     pub fn resolve(&self) -> Result<Resolved, ScenarioError> {
         let Some(testbed) = Testbed::of(&self.testbed) else {
             return err(format!("testbed: unknown '{}' (valid: {})", self.testbed, TESTBEDS.join(", ")));
