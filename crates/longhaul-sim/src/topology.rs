@@ -63,13 +63,13 @@ fn slower(a: IbLink, b: IbLink) -> IbLink {
 /// Build `hosts_per_side` hosts on each side of the long-haul path.
 pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: usize) -> TwoClusters {
     let sw_lat = from_ns(r.switch.latency_ns);
-    let sw_a = fabric.add_node(NodeKind::Switch, "switch-a", sw_lat, true);
-    let sw_b = fabric.add_node(NodeKind::Switch, "switch-b", sw_lat, true);
+    let sw_a = fabric.add_node(NodeKind::Switch, sw_lat, true);
+    let sw_b = fabric.add_node(NodeKind::Switch, sw_lat, true);
     let mut hosts_a = Vec::new();
     let mut hosts_b = Vec::new();
-    for (side, sw, hosts) in [("a", sw_a, &mut hosts_a), ("b", sw_b, &mut hosts_b)] {
-        for i in 0..hosts_per_side {
-            let h = fabric.add_node(NodeKind::Host, &format!("host-{side}{i}"), 0, false);
+    for (sw, hosts) in [(sw_a, &mut hosts_a), (sw_b, &mut hosts_b)] {
+        for _ in 0..hosts_per_side {
+            let h = fabric.add_node(NodeKind::Host, 0, false);
             let link = slower(r.hca.port, r.switch.link);
             fabric.connect(h, sw, local(link, r.switch.buffer_bytes), local(link, HCA_BUFFER_BYTES));
             hosts.push(h);
@@ -86,10 +86,9 @@ pub fn build<P: Routable>(r: &Resolved, fabric: &mut Fabric<P>, hosts_per_side: 
             // with its own local port, packet engine and credits.
             let pairs = r.wan_links.div_ceil(ext.wan_ports.max(1));
             let mut boxes = Vec::new();
-            for i in 0..pairs {
-                let n = if pairs == 1 { String::new() } else { i.to_string() };
-                let ex_a = fabric.add_node(NodeKind::Extender, &format!("extender-a{n}"), lat, false);
-                let ex_b = fabric.add_node(NodeKind::Extender, &format!("extender-b{n}"), lat, false);
+            for _ in 0..pairs {
+                let ex_a = fabric.add_node(NodeKind::Extender, lat, false);
+                let ex_b = fabric.add_node(NodeKind::Extender, lat, false);
                 for (sw, ex) in [(sw_a, ex_a), (sw_b, ex_b)] {
                     let link = slower(ext.local, r.switch.link);
                     // The extender's local-side receive buffer feeds its WAN port: as deep as the WAN one.
@@ -140,8 +139,8 @@ fn shared_wan<P: Routable>(
     one_way: Time,
 ) -> ((NodeId, NodeId), PortId) {
     let lat = from_ns(WAN_SWITCH_LATENCY_NS);
-    let ws_a = fabric.add_node(NodeKind::Switch, "wan-switch-a", lat, false);
-    let ws_b = fabric.add_node(NodeKind::Switch, "wan-switch-b", lat, false);
+    let ws_a = fabric.add_node(NodeKind::Switch, lat, false);
+    let ws_b = fabric.add_node(NodeKind::Switch, lat, false);
     let cable = from_ns(CABLE_NS);
     // Extender to switch: the extender's WAN port, its credits for the far extender's buffer.
     let to_switch = PortParams { propagation: cable, loss: 0.0, ..wan.clone() };
@@ -166,8 +165,8 @@ fn shared_wan<P: Routable>(
         queue_limit_bytes: None,
         loss: 0.0,
     };
-    let ca = fabric.add_node(NodeKind::Host, "cross-a", 0, false);
-    let cb = fabric.add_node(NodeKind::Host, "cross-b", 0, false);
+    let ca = fabric.add_node(NodeKind::Host, 0, false);
+    let cb = fabric.add_node(NodeKind::Host, 0, false);
     fabric.connect(ca, ws_a, access.clone(), access.clone());
     fabric.connect(cb, ws_b, access.clone(), access);
     ((ca, cb), ab)

@@ -10,7 +10,7 @@ use super::port::{
     credit_blocks, CreditReturn, Ends, InFlight, Port, PortId, PortParams, Queued, CREDIT_BLOCK_BYTES, NEVER, NO_PORT,
 };
 use crate::engine::{EventQueue, RngStream, Time};
-pub use links::LinkChange;
+pub(crate) use links::LinkChange;
 
 pub type NodeId = u32;
 
@@ -60,7 +60,6 @@ pub enum NodeKind {
 
 pub struct Node {
     pub kind: NodeKind,
-    pub name: String,
     /// Forwarding latency (switch cut-through latency, extender processing).
     pub latency: Time,
     /// Cut-through nodes start forwarding when the header arrives; others store and forward.
@@ -124,8 +123,8 @@ impl<P: Routable> Fabric<P> {
         }
     }
 
-    pub fn add_node(&mut self, kind: NodeKind, name: &str, latency: Time, cut_through: bool) -> NodeId {
-        self.nodes.push(Node { kind, name: name.to_string(), latency, cut_through, ports: Vec::new() });
+    pub fn add_node(&mut self, kind: NodeKind, latency: Time, cut_through: bool) -> NodeId {
+        self.nodes.push(Node { kind, latency, cut_through, ports: Vec::new() });
         (self.nodes.len() - 1) as NodeId
     }
 
@@ -202,13 +201,6 @@ impl<P: Routable> Fabric<P> {
     fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
         let r = self.routes[node as usize * self.nodes.len() + dst as usize];
         &self.route_ports[r.start as usize..(r.start + r.count) as usize]
-    }
-
-    /// True if every host can reach every other host.
-    pub fn fully_connected(&self) -> bool {
-        let hosts: Vec<NodeId> =
-            (0..self.nodes.len() as NodeId).filter(|&i| self.nodes[i as usize].kind == NodeKind::Host).collect();
-        hosts.iter().all(|&a| hosts.iter().all(|&b| a == b || !self.route(a, b).is_empty()))
     }
 
     /// The egress port of a host (hosts have one port).
@@ -711,10 +703,5 @@ impl<P: Routable> Fabric<P> {
             }
             None => head_ready,
         }
-    }
-
-    /// Packets queued or on a wire anywhere (what memory use is proportional to).
-    pub fn packets_in_flight(&self) -> usize {
-        self.ports.iter().map(|p| p.in_flight_packets()).sum()
     }
 }

@@ -4,7 +4,7 @@
 
 pub(crate) mod cross;
 pub(crate) mod devices;
-pub mod fabric;
+pub(crate) mod fabric;
 pub(crate) mod flow;
 pub(crate) mod port;
 pub(crate) mod rate;

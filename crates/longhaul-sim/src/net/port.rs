@@ -297,9 +297,4 @@ impl<P> Port<P> {
     pub fn drops_queue_by(&self, t: Time) -> u64 {
         self.stats.drops_queue - self.early_drops.iter().filter(|&&at| at > t).count() as u64
     }
-
-    /// Packets and bytes currently on the wire or queued (memory is proportional to these).
-    pub fn in_flight_packets(&self) -> usize {
-        self.wire.len() + self.queue.len()
-    }
 }

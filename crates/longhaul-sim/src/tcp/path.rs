@@ -46,8 +46,8 @@ pub fn build(r: &TcpResolved, fabric: &mut Fabric<TcpPacket>, hosts_per_side: us
     }
     let e = r.eth.as_ref().expect("an Ethernet/SONET path when not IPoIB");
     let lat = from_ns(e.box_latency_ns);
-    let box_a = fabric.add_node(NodeKind::Switch, "box-a", lat, false);
-    let box_b = fabric.add_node(NodeKind::Switch, "box-b", lat, false);
+    let box_a = fabric.add_node(NodeKind::Switch, lat, false);
+    let box_b = fabric.add_node(NodeKind::Switch, lat, false);
     let access = PortParams {
         rate: Rate::from_gbps(e.host_gbps),
         frame_overhead_bytes: e.host_frame_overhead_bytes,
@@ -59,9 +59,9 @@ pub fn build(r: &TcpResolved, fabric: &mut Fabric<TcpPacket>, hosts_per_side: us
     };
     let mut hosts_a = Vec::new();
     let mut hosts_b = Vec::new();
-    for (side, bx, hosts) in [("a", box_a, &mut hosts_a), ("b", box_b, &mut hosts_b)] {
-        for i in 0..hosts_per_side {
-            let h = fabric.add_node(NodeKind::Host, &format!("host-{side}{i}"), 0, false);
+    for (bx, hosts) in [(box_a, &mut hosts_a), (box_b, &mut hosts_b)] {
+        for _ in 0..hosts_per_side {
+            let h = fabric.add_node(NodeKind::Host, 0, false);
             fabric.connect(h, bx, access.clone(), access.clone());
             hosts.push(h);
         }
