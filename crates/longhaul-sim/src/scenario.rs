@@ -122,7 +122,8 @@ pub struct PathSpec {
     pub wan_links: Option<u32>,
     /// How the extenders frame IB on the WAN (default: the extender's own).
     pub wan_framing: Option<WanFraming>,
-    /// IB link width of the WAN in lanes (1, 4 or 12): the plain link's, or the extender's WAN port's; default the testbed's.
+    /// IB link width of the WAN in lanes (1, 4 or 12): the plain link's, or the extender's WAN
+    /// port's; default the testbed's.
     pub wan_width: Option<u32>,
     /// IB generation of the WAN (SDR to XDR), as `wan_width`; default the testbed's.
     pub wan_generation: Option<Generation>,
