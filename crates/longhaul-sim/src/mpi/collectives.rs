@@ -125,6 +125,7 @@ impl AlgoChoice {
 }
 
 /// The buffer size (in checksum blocks) a collective's data check needs for `n` ranks.
+#[cfg(test)]
 pub fn nblocks(c: Collective, n: u32) -> u32 {
     match c {
         Collective::Alltoall => A2a { n, per_peer: 0 }.nblocks(),

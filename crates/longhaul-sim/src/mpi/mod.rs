@@ -7,23 +7,23 @@
 //! within a node), workloads `osu`, `apps` (NAS), `trace`
 //! (replay), and `scenario` (plain data, validated once).
 
-pub mod apps;
-pub mod btl_tcp;
-pub mod coll_flat;
-pub mod coll_rules;
-pub mod collectives;
-pub mod engine;
-pub mod ob1_tcp;
-pub mod osu;
-pub mod params;
-pub mod placement;
-pub mod program;
-pub mod protocol;
-pub mod reliable;
-pub mod scenario;
-pub mod scenario_tcp;
-pub mod shm;
-pub mod trace;
+pub(crate) mod apps;
+pub(crate) mod btl_tcp;
+pub(crate) mod coll_flat;
+pub(crate) mod coll_rules;
+pub(crate) mod collectives;
+pub(crate) mod engine;
+pub(crate) mod ob1_tcp;
+pub(crate) mod osu;
+pub(crate) mod params;
+pub(crate) mod placement;
+pub(crate) mod program;
+pub(crate) mod protocol;
+pub(crate) mod reliable;
+pub(crate) mod scenario;
+pub(crate) mod scenario_tcp;
+pub(crate) mod shm;
+pub(crate) mod trace;
 
 /// Longest compute step an application iteration or a trace event may take (us): 100 s, well
 /// inside the simulation's hour of simulated time.
@@ -54,59 +54,100 @@ use scenario_tcp::TcpNet;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[allow(non_snake_case)]
 pub struct MpiRecord {
+    /// The hardware profile (a verbs testbed), or for MPI over TCP the WAN rate and host stack.
     pub testbed: String,
+    /// The adapter profile's name ("none (tcp)" over TCP).
     pub hca: String,
+    /// The node profile (cores, memory, shared-memory costs).
     pub node: String,
+    /// "rc", "uc", "ud" (MPI over verbs) or "tcp" (Open MPI's ob1 over TCP).
     pub transport: String,
+    /// "osu", "app" (a NAS kernel) or "trace" (a replayed trace).
     pub workload: String,
+    /// OSU: the benchmark (e.g. "latency", "bw", "bcast").
     pub bench: Option<String>,
+    /// Applications: the NAS kernel (e.g. "is", "ft").
     pub app: Option<String>,
+    /// Applications: the NAS problem class (e.g. "a", "b").
     pub class: Option<String>,
+    /// The collective algorithm used (the library's rules, or one pinned by the scenario).
     pub algo: String,
+    /// OSU: the message size, bytes.
     pub size_bytes: Option<u64>,
+    /// MPI ranks in the job.
     pub ranks: u32,
+    /// Nodes per cluster.
     pub nodes: u32,
+    /// Ranks (processes) per node.
     pub ppn: u32,
     /// The long-haul link is on the measured path: every point-to-point pair has a rank in each
     /// cluster (collectives, applications, traces: ranks run in both). Block placement puts an
     /// osu_latency pair on two nodes of cluster A once there are two nodes per cluster.
     pub crosses_wan: bool,
+    /// osu_mbw_mr: communicating pairs (senders in cluster A, receivers in B).
     pub pairs: Option<u32>,
     /// bw, bibw, mbw_mr: messages in flight per window (OSU's window size).
     pub window_msgs: Option<u32>,
+    /// The one-way delay added on the long-haul link, microseconds.
     pub delay_us: f64,
+    /// Fibre length of the long-haul link in km (5 us per km, one way).
     pub fibre_km: f64,
+    /// Fibre plus added delay, one way, microseconds.
     pub one_way_delay_us: f64,
+    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
     pub distance_km: f64,
+    /// Largest message sent eagerly; larger ones take the rendezvous protocol.
     pub eager_threshold_bytes: u32,
+    /// The rendezvous protocol: "rput", "rget" or "r3" over verbs, "ob1-tcp" over TCP.
     pub rndv_protocol: String,
+    /// The run seed: same scenario and seed, bit-identical record.
     pub seed: u64,
+    /// OSU: osu_latency's half round trip, or a collective's call time averaged per rank and then over the ranks,
+    /// microseconds.
     pub lat_us: Option<f64>,
+    /// OSU collectives: the least rank's average call time, microseconds (osu_latency: `lat_us`).
     pub lat_min_us: Option<f64>,
+    /// OSU collectives: the greatest rank's average call time, microseconds (osu_latency: `lat_us`).
     pub lat_max_us: Option<f64>,
+    /// OSU bandwidth benchmarks: MB/s (10^6 B).
     pub bw_MBps: Option<f64>,
+    /// OSU bandwidth benchmarks: messages per second, in millions (osu_mbw_mr's figure).
     pub msg_rate_Mps: Option<f64>,
     /// Applications and traces: predicted run time (scaled to the class's iterations).
     pub run_time_s: Option<f64>,
+    /// Applications: the compute part of `run_time_s`, seconds.
     pub compute_s: Option<f64>,
+    /// Iterations the record stands for (OSU's, or the NAS class's).
     pub iterations: u64,
+    /// Iterations actually simulated (an application scales its run time up from them).
     pub iterations_simulated: u64,
+    /// Applications: share of bytes sent in messages of 64 KiB and more, in [0, 1].
     pub large_msg_share: Option<f64>,
+    /// MPI messages sent, every rank.
     pub messages: u64,
+    /// Messages sent eagerly.
     pub eager_messages: u64,
+    /// Messages sent by rendezvous.
     pub rendezvous_messages: u64,
+    /// Messages between ranks of one node (shared memory).
     pub shm_messages: u64,
     /// Library sends (packets: eager, RTS, CTS, FIN, R3 chunks; UD/UC also every data frame) that
     /// found no credit: RC takes the send/receive channel instead of the ring, UD/UC waits for
     /// the window. Not MPI messages: a UD rendezvous of 1 MiB can stall hundreds of frames.
     pub credit_stalls: u64,
+    /// Messages delivered to their receivers.
     pub delivered_messages: u64,
+    /// Messages delivered out of order on a pair (0 unless the transport reorders).
     pub order_violations: u64,
+    /// Packets the transport sent again (RC, TCP).
     pub retransmitted_packets: u64,
     /// MPI over UD/UC: frames the library resent after its retry timeout.
     pub resent_frames: u64,
+    /// Simulated time when the run stopped, microseconds.
     pub sim_time_us: f64,
+    /// Events the engine handled (the cost of the run).
     pub sim_events: u64,
+    /// "ok", or why the run did not complete.
     pub status: String,
 }
 

@@ -345,5 +345,3 @@ impl MpiParams {
         self
     }
 }
-
-pub const RNDV_NAMES: [&str; 3] = ["rput", "rget", "r3"];

@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
-pub use super::coll_flat::Pattern;
+pub(crate) use super::coll_flat::Pattern;
 use crate::engine::Time;
 
 /// One message of a round, seen from the rank that posts it.
@@ -278,7 +278,9 @@ impl Posted {
 
 /// When a blocking send completes, as [`check`] plays it.
 pub enum Sends<'a> {
-    /// On posting: the library buffers every send (eager), so a send never waits for its peer.
+    /// On posting: the library buffers every send (eager), so a send never waits for its peer
+    /// (the tests' check of the data a schedule moves, whatever the protocol).
+    #[cfg(test)]
     Buffered,
     /// Where `is_rendezvous(src, dst, bytes)` holds, only once the receiver has posted the
     /// matching receive (the rendezvous handshake waits for it); buffered otherwise.
@@ -304,6 +306,7 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result
     let mut round_rndv: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
     let mut posted_rndv: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
     let is_rndv = |src: usize, x: &Xfer| match &sends {
+        #[cfg(test)]
         Sends::Buffered => false,
         Sends::Rendezvous { is_rendezvous, .. } => is_rendezvous(src as u32, x.peer, x.bytes),
     };
