@@ -16,6 +16,9 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "skipped: clippy is not installed (rustup component add clippy)"
 fi
+echo "== cargo doc -p longhaul-sim (warnings are errors: broken links, bad markup) =="
+RUSTDOCFLAGS="-D warnings" cargo doc -q -p longhaul-sim --no-deps \
+  || { echo "cargo doc: the warnings above fail the tests; fix the doc comments they name"; exit 1; }
 echo "== ruff check python tests bench =="
 ruff check -q python tests bench \
   || { echo "ruff: the problems above fail the tests; fix them (ruff check --fix fixes some)"; exit 1; }

@@ -1,13 +1,19 @@
+// Every public item documented (issue 27); clippy's `-D warnings` in scripts/test.sh makes a
+// missing doc an error.
+#![warn(missing_docs)]
+// Module docs link to the crate-internal parts they are made of: such links resolve in the
+// crate's own docs (`cargo doc --document-private-items`), not in the public ones.
+#![allow(rustdoc::private_intra_doc_links)]
 //! longhaul-sim: a mechanistic discrete-event model of clusters joined by long-haul links.
 //!
-//! Layers, each usable alone: [`engine`] (time, events; knows no protocol) → [`net`] (links,
+//! Layers: [`engine`] (time, events; knows no protocol) → [`net`] (links,
 //! credits, switches, range extenders) → [`ib`] (adapters, RC/UC/UD) → [`workload`] (perftest-like
 //! drivers). A [`scenario::Scenario`] is plain data, validated once into [`scenario::Resolved`].
 //!
 //! Public outside the crate: each model's entry points (`run_*_json`, `validate_*_json`, called
 //! by the Python binding, crates/longhaul-py), the scenario and record types the integration
-//! tests build and read, and the engine. The rest (the transports, the world, the topology) is
-//! crate-internal.
+//! tests build and read, and the engine. The rest (the fabric, the transports and the protocols'
+//! machinery, the world, the topology) is crate-internal.
 
 pub mod engine;
 pub mod ib;

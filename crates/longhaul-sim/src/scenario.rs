@@ -144,7 +144,7 @@ pub struct PathSpec {
 
 /// A perftest-like verbs benchmark. Unset fields take perftest's defaults
 /// (perftest_parameters.h: 1000 iterations, tx-depth 128, rx-depth 512, QP timeout 14, retry
-/// count 7), except tx-depth on the S1 testbeds: see [`testbed_tx_depth`].
+/// count 7), except tx-depth on the S1 testbeds: see `Testbed::of`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct VerbsSpec {
@@ -425,7 +425,7 @@ pub struct Resolved {
 impl Resolved {
     /// One-way delay of the long-haul link (us): fibre plus the extenders' delay setting.
     ///
-    /// [S1] says its Longbows delay packets "before and after traversing the WAN link". We read
+    /// \[S1\] says its Longbows delay packets "before and after traversing the WAN link". We read
     /// the setting as the total added one-way delay (half applied on each side of the WAN), so
     /// a round trip gains twice the setting. This matches S1's own equivalence of 1000 us with
     /// about 200 km (5 us/km one way) and is used for every S1 point.

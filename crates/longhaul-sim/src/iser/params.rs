@@ -69,7 +69,7 @@ pub struct IserParams {
 
 impl IserParams {
     /// The defaults above: RFC 3720/7145 session keys, open-iscsi and ib_iser of the 2008
-    /// Linux releases, assumed host costs of the [S1]-era hosts.
+    /// Linux releases, assumed host costs of the \[S1\]-era hosts.
     pub fn defaults() -> Self {
         IserParams {
             queue_depth: 32,

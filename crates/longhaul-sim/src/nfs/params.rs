@@ -10,20 +10,20 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct NfsParams {
     /// Bytes one NFSv3 READ asks for (the mount's rsize). Default 32 KiB: the early Linux
-    /// NFS/RDMA client (xprtrdma, 2.6.24-25, the OFED 1.2/1.3 era of [S1]) carries at most
+    /// NFS/RDMA client (xprtrdma, 2.6.24-25, the OFED 1.2/1.3 era of \[S1\]) carries at most
     /// RPCRDMA_MAX_DATA_SEGS = 8 page segments per call, 8 x 4 KiB. The same rsize is used over
-    /// TCP so that the transports are compared like for like (assumed; [S1] does not state it).
+    /// TCP so that the transports are compared like for like (assumed; \[S1\] does not state it).
     pub rsize_bytes: u32,
     /// Bytes the server moves per RDMA Write: the client registers its read buffer page by page
     /// and lists each 4 KiB page as one segment of the write chunk (RFC 5666 section 3.4, RFC 8166
-    /// section 3.4.4), and the server writes segment by segment. [S1] section 3.6: "4 KB chunks".
+    /// section 3.4.4), and the server writes segment by segment. \[S1\] section 3.6: "4 KB chunks".
     /// This is the 2.6.2x client's persistent "all-physical" registration
     /// (RPCRDMA_PERSISTENT_REGISTRATION = 1 in xprt_rdma.h; RPCRDMA_ALLPHYSICAL maps one page per
     /// segment, `nsegs = 1`, in rpcrdma_register_external of verbs.c; it is also where
     /// RPCRDMA_MTHCAFMR falls back when the adapter has no FMRs): nothing is registered or
     /// deregistered per call, so no per-call registration cost is charged. FMR would have
     /// coalesced a READ's 8 pages into one 32 KiB segment, FRMR (the default from 2.6.28) too;
-    /// [S1]'s 4 KB chunks say S1 ran the page-per-segment mode.
+    /// \[S1\]'s 4 KB chunks say S1 ran the page-per-segment mode.
     pub chunk_bytes: u32,
     /// RPC-over-RDMA credits: READs the client may have outstanding on the connection. Linux's
     /// server grants svcrdma_max_requests = RPCRDMA_MAX_REQUESTS = 16 (svc_rdma.h of 2.6.25);
@@ -65,7 +65,7 @@ pub struct NfsParams {
     /// opaque length (RFC 1813 section 3.3.6): about 120 bytes.
     pub reply_header_bytes: u32,
     /// Server CPU per READ (ns): nfsd wakes, decodes, looks the pages up in the page cache,
-    /// encodes the reply. Assumed 10 us for the 2008 Xeon servers of [S1] (the file is cached:
+    /// encodes the reply. Assumed 10 us for the 2008 Xeon servers of \[S1\] (the file is cached:
     /// IOzone re-reads a 512 MB file).
     pub server_rpc_ns: f64,
     /// Client CPU per READ (ns): marshal and send the call, match and complete the reply; charged
@@ -74,7 +74,7 @@ pub struct NfsParams {
 }
 
 impl NfsParams {
-    /// The [S1] testbed: Linux NFS/RDMA of 2008 on InfiniHost III hosts.
+    /// The \[S1\] testbed: Linux NFS/RDMA of 2008 on InfiniHost III hosts.
     pub fn s1() -> Self {
         NfsParams {
             rsize_bytes: 32 * 1024,

@@ -25,22 +25,22 @@ pub enum WindowSpec {
     },
     /// Linux auto-tuning: the receive buffer grows once per round trip in which the application
     /// read more than before (dynamic right-sizing, tcp_rcv_space_adjust: twice what it read plus
-    /// 16 segments, tripled when the rate doubled) from tcp_rmem[1] up to tcp_rmem[2]; the
+    /// 16 segments, tripled when the rate doubled) from `tcp_rmem[1]` up to `tcp_rmem[2]`; the
     /// advertised window is half of it. The send buffer grows with cwnd up to
-    /// tcp_wmem[2] (tcp_sndbuf_expand), and data in flight never exceeds it.
+    /// `tcp_wmem[2]` (tcp_sndbuf_expand), and data in flight never exceeds it.
     Auto {
-        /// tcp_rmem[1]: the receive buffer a connection starts with, bytes.
+        /// `tcp_rmem[1]`: the receive buffer a connection starts with, bytes.
         rmem_initial_bytes: u64,
-        /// tcp_rmem[2]: the most the receive buffer grows to, bytes.
+        /// `tcp_rmem[2]`: the most the receive buffer grows to, bytes.
         rmem_max_bytes: u64,
-        /// tcp_wmem[2]: the most the send buffer grows to, bytes.
+        /// `tcp_wmem[2]`: the most the send buffer grows to, bytes.
         wmem_max_bytes: u64,
     },
 }
 
 impl WindowSpec {
-    /// Stock Linux (ip-sysctl.rst: tcp_rmem[1] = 131072, tcp_rmem[2] = 6291456 since 4.20;
-    /// tcp_wmem[2] = 4194304).
+    /// Stock Linux (ip-sysctl.rst: `tcp_rmem[1]` = 131072, `tcp_rmem[2]` = 6291456 since 4.20;
+    /// `tcp_wmem[2]` = 4194304).
     pub fn linux_auto() -> Self {
         WindowSpec::Auto { rmem_initial_bytes: 131_072, rmem_max_bytes: 6_291_456, wmem_max_bytes: 4_194_304 }
     }

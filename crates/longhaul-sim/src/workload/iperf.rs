@@ -40,7 +40,7 @@ pub struct TcpRecord {
     pub streams: u32,
     /// The fixed socket buffer (iperf -w); None when Linux auto-tunes it.
     pub window_bytes: Option<u64>,
-    /// Auto-tuning's receive-buffer ceiling (tcp_rmem[2]); None with a fixed buffer.
+    /// Auto-tuning's receive-buffer ceiling (`tcp_rmem[2]`); None with a fixed buffer.
     pub rmem_max_bytes: Option<u64>,
     /// The one-way delay added on the long-haul link, microseconds.
     pub delay_us: f64,
