@@ -5,6 +5,7 @@ use longhaul_sim::engine::{cancel_runs, runs_cancelled};
 use longhaul_sim::ScenarioError;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A run's JSON, or the user's interrupt (the run was cancelled part way: its record means
@@ -32,11 +33,7 @@ fn cancel_runs_py(on: bool) {
 #[pyo3(signature = (scenario_json, duration_s=None))]
 fn run_verbs(py: Python<'_>, scenario_json: &str, duration_s: Option<f64>) -> PyResult<String> {
     let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        let rec = longhaul_sim::run_verbs_json(&text, duration_s)?;
-        serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
-    });
-    finish(result)
+    detached(py, move || longhaul_sim::run_verbs_json(&text, duration_s))
 }
 
 /// Validate a verbs scenario without running it; returns the resolved parameters as JSON.
@@ -47,115 +44,77 @@ fn resolve_verbs(scenario_json: &str) -> PyResult<String> {
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Validate and run one TCP (iperf-like) scenario (JSON text); returns the record as JSON text.
-/// With `validate_only`, the scenario is only validated and its resolved parameters returned.
-/// The GIL is released while the simulation runs.
+/// The JSON of what `work` returns, worked out with the GIL released (Python threads run points
+/// in parallel), or the user's interrupt, or bad input as `ValueError` ([`finish`]).
+fn detached<T: Serialize>(py: Python<'_>, work: impl FnOnce() -> Result<T, ScenarioError> + Send) -> PyResult<String> {
+    let to_json = |v: T| serde_json::to_string(&v).map_err(|e| ScenarioError(e.to_string()));
+    finish(py.detach(move || work().and_then(to_json)))
+}
+
+/// One model's scenario (JSON text) validated, returning its resolved parameters
+/// (`validate_only`), or validated and run, returning its record; both as JSON text.
+fn run_model<V: Serialize, R: Serialize>(
+    py: Python<'_>,
+    scenario_json: &str,
+    validate_only: bool,
+    validate: fn(&str) -> Result<V, ScenarioError>,
+    run: fn(&str) -> Result<R, ScenarioError>,
+) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    if validate_only {
+        detached(py, move || validate(&text))
+    } else {
+        detached(py, move || run(&text))
+    }
+}
+
+/// Validate and run one TCP (iperf-like) scenario: [`run_model`].
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_tcp(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        if validate_only {
-            let r = longhaul_sim::tcp::TcpScenario::from_json(&text)?.resolve()?;
-            serde_json::to_string(&r).map_err(|e| ScenarioError(e.to_string()))
-        } else {
-            let rec = longhaul_sim::run_tcp_json(&text)?;
-            serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
-        }
-    });
-    finish(result)
+    run_model(py, scenario_json, validate_only, longhaul_sim::validate_tcp_json, longhaul_sim::run_tcp_json)
 }
 
-/// Validate and run one MPI scenario (JSON text); returns the record as JSON text. With
-/// `validate_only`, the scenario is only validated and the library's resolved parameters
-/// returned. The GIL is released.
+/// Validate and run one MPI scenario: [`run_model`]; validated, it returns the library's
+/// resolved parameters.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_mpi(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        if validate_only {
-            let params = longhaul_sim::mpi::validate_mpi_json(&text)?;
-            serde_json::to_string(&params).map_err(|e| ScenarioError(e.to_string()))
-        } else {
-            let rec = longhaul_sim::mpi::run_mpi_json(&text)?;
-            serde_json::to_string(&rec).map_err(|e| ScenarioError(e.to_string()))
-        }
-    });
-    finish(result)
+    use longhaul_sim::mpi::{run_mpi_json, validate_mpi_json};
+    run_model(py, scenario_json, validate_only, validate_mpi_json, run_mpi_json)
 }
 
-/// Validate and run one NFS scenario (JSON text); returns the record as JSON text. With
-/// `validate_only`, the scenario is only validated and its resolved parameters returned.
-/// The GIL is released while the simulation runs.
+/// Validate and run one NFS scenario: [`run_model`].
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_nfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
-        if validate_only {
-            longhaul_sim::nfs::validate_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        } else {
-            longhaul_sim::nfs::run_nfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        }
-    });
-    finish(result)
+    use longhaul_sim::nfs::{run_nfs_json, validate_nfs_json};
+    run_model(py, scenario_json, validate_only, validate_nfs_json, run_nfs_json)
 }
 
-/// Validate and run one iSER scenario (JSON text); returns the record as JSON text. With
-/// `validate_only`, the scenario is only validated and its resolved parameters returned.
-/// The GIL is released while the simulation runs.
+/// Validate and run one iSER scenario: [`run_model`].
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_iser(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
-        if validate_only {
-            longhaul_sim::iser::validate_iser_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        } else {
-            longhaul_sim::iser::run_iser_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        }
-    });
-    finish(result)
+    use longhaul_sim::iser::{run_iser_json, validate_iser_json};
+    run_model(py, scenario_json, validate_only, validate_iser_json, run_iser_json)
 }
 
-/// Validate and run one parallel file system scenario (JSON text); returns the record as JSON
-/// text. With `validate_only`, the scenario is only validated and its resolved parameters
-/// returned. The GIL is released while the simulation runs.
+/// Validate and run one parallel file system scenario: [`run_model`].
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_pfs(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
-        if validate_only {
-            longhaul_sim::pfs::validate_pfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        } else {
-            longhaul_sim::pfs::run_pfs_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        }
-    });
-    finish(result)
+    use longhaul_sim::pfs::{run_pfs_json, validate_pfs_json};
+    run_model(py, scenario_json, validate_only, validate_pfs_json, run_pfs_json)
 }
 
-/// Validate and estimate one migration scenario (JSON text): the time, the bottleneck and the
-/// what-if table of `longhaul sim pfs migrate`, as JSON text. With `validate_only`, the scenario
-/// is only validated and its resolved parameters returned. The GIL is released.
+/// Validate and estimate one migration scenario: the time, the bottleneck and the what-if table
+/// of `longhaul sim pfs migrate` ([`run_model`]).
 #[pyfunction]
 #[pyo3(signature = (scenario_json, validate_only=false))]
 fn run_pfs_migrate(py: Python<'_>, scenario_json: &str, validate_only: bool) -> PyResult<String> {
-    let text = scenario_json.to_owned();
-    let result = py.detach(move || {
-        let to_json = |e: serde_json::Error| ScenarioError(e.to_string());
-        if validate_only {
-            longhaul_sim::pfs::migrate::validate_migrate_json(&text)
-                .and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        } else {
-            longhaul_sim::pfs::migrate::run_migrate_json(&text).and_then(|r| serde_json::to_string(&r).map_err(to_json))
-        }
-    });
-    finish(result)
+    use longhaul_sim::pfs::migrate::{run_migrate_json, validate_migrate_json};
+    run_model(py, scenario_json, validate_only, validate_migrate_json, run_migrate_json)
 }
 
 /// The names each name-valued scenario key accepts (`verbs.transport`, `tcp.cc`, `mpi.osu.bench`,

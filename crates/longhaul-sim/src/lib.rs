@@ -24,6 +24,7 @@ pub mod names;
 pub mod net;
 pub mod nfs;
 pub mod pfs;
+pub mod record;
 pub mod scenario;
 pub mod tcp;
 pub(crate) mod topology;
@@ -46,8 +47,12 @@ pub fn run_verbs_json(text: &str, seconds: Option<f64>) -> Result<VerbsRecord, S
     Ok(run_verbs(&resolved, until))
 }
 
+/// Validate a JSON TCP scenario (the whole check, nothing runs).
+pub fn validate_tcp_json(text: &str) -> Result<tcp::TcpResolved, ScenarioError> {
+    scenario::validate_json::<tcp::TcpScenario>(text)
+}
+
 /// Validate a JSON TCP scenario and run the iperf-like test: the TCP model's public entry point.
 pub fn run_tcp_json(text: &str) -> Result<workload::iperf::TcpRecord, ScenarioError> {
-    let resolved = tcp::TcpScenario::from_json(text)?.resolve()?;
-    Ok(workload::iperf::run_tcp(&resolved))
+    scenario::run_json::<tcp::TcpScenario>(text)
 }

@@ -32,6 +32,7 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("verbs.transport", variants::<TransportName>());
     m.insert("verbs.op", variants::<OpName>());
     m.insert("verbs.test", variants::<TestName>());
+    // Every verbs testbed carries iSER, NFS and the parallel file systems.
     m.insert("verbs.testbed", strs(&crate::scenario::TESTBEDS));
     m.insert("verbs.hca", strs(&HcaProfile::NAMES));
     m.insert("verbs.extender", strs(&ExtenderParams::NAMES));
@@ -47,11 +48,11 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("tcp.rto_ssthresh", variants::<RtoSsthresh>());
     m.insert("tcp.cwnd_growth", variants::<CwndGrowth>());
     m.insert("nfs.transport", strs(&NfsTransport::NAMES));
-    m.insert("nfs.testbed", strs(&crate::nfs::scenario::TESTBEDS));
+    m.insert("nfs.testbed", strs(&crate::scenario::TESTBEDS));
     m.insert("iser.op", strs(&crate::iser::IserOp::NAMES));
-    m.insert("iser.testbed", strs(&crate::iser::scenario::TESTBEDS));
+    m.insert("iser.testbed", strs(&crate::scenario::TESTBEDS));
     m.insert("pfs.variant", strs(&crate::pfs::Variant::NAMES));
-    m.insert("pfs.testbed", strs(&crate::pfs::scenario::TESTBEDS));
+    m.insert("pfs.testbed", strs(&crate::scenario::TESTBEDS));
     m.insert("pfs.migrate.method", strs(&crate::pfs::migrate::Method::NAMES));
     m.insert("pfs.migrate.nodes_at", strs(&crate::pfs::migrate::scenario::NodesAt::NAMES));
     m.insert("pfs.network", strs(&crate::pfs::packet::Network::NAMES));

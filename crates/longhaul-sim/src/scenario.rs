@@ -41,6 +41,46 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Scena
     })
 }
 
+/// A model's scenario: plain data read from JSON and validated once into what the model runs,
+/// and the run itself. Every model's entry points ([`validate_json`], [`run_json`]) are these.
+pub(crate) trait ModelScenario: serde::de::DeserializeOwned {
+    /// Every parameter the model uses, in range.
+    type Resolved: Serialize;
+    /// One measured point.
+    type Record: Serialize;
+
+    /// The whole check: every key in range, or one line naming the key and its valid range.
+    fn resolve(&self) -> Result<Self::Resolved, ScenarioError>;
+
+    /// Runs a resolved scenario.
+    fn run(resolved: &Self::Resolved) -> Self::Record;
+
+    /// Reads the scenario; a key of the wrong kind or unknown is one line naming its path.
+    fn from_json(text: &str) -> Result<Self, ScenarioError> {
+        parse_json(text)
+    }
+}
+
+/// Validates a model's JSON scenario (the whole check, nothing runs).
+pub(crate) fn validate_json<S: ModelScenario>(text: &str) -> Result<S::Resolved, ScenarioError> {
+    S::from_json(text)?.resolve()
+}
+
+/// Validates a model's JSON scenario and runs it: every model's public entry point.
+pub(crate) fn run_json<S: ModelScenario>(text: &str) -> Result<S::Record, ScenarioError> {
+    Ok(S::run(&validate_json::<S>(text)?))
+}
+
+/// The testbed a model's scenario names (`default` when it names none), if it is one of
+/// [`TESTBEDS`]; the error says which model asked.
+pub(crate) fn known_testbed(name: Option<&str>, default: &str, model: &str) -> Result<String, ScenarioError> {
+    let testbed = name.unwrap_or(default);
+    if !TESTBEDS.contains(&testbed) {
+        return err(format!("testbed: unknown '{testbed}' for {model} (valid: {})", TESTBEDS.join(", ")));
+    }
+    Ok(testbed.to_string())
+}
+
 /// The IB path MTUs (IBA vol. 1: 256 to 4096 bytes).
 pub(crate) const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
@@ -140,6 +180,31 @@ pub struct PathSpec {
     pub mtu_bytes: Option<u32>,
     /// With cross traffic: the WAN switches' drop-tail queue toward the long-haul link (bytes).
     pub queue_bytes: Option<u64>,
+}
+
+/// The long-haul path of a model that names only its length and its extenders and runs over
+/// the verbs or TCP model's path (iSER, NFS): every field optional, the testbed decides.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExtenderPathSpec {
+    /// Delay added by the range extenders, one way (us).
+    pub delay_us: Option<f64>,
+    /// Fibre between the extenders (km, 5 us per km).
+    pub fibre_km: Option<f64>,
+    /// "longbow-xr", "longbow-c103", "generic" or "none".
+    pub extender: Option<String>,
+}
+
+impl ExtenderPathSpec {
+    /// The verbs model's path with these keys set (its checks, its messages).
+    pub fn verbs(&self) -> PathSpec {
+        PathSpec {
+            delay_us: self.delay_us,
+            fibre_km: self.fibre_km,
+            extender: self.extender.clone(),
+            ..PathSpec::default()
+        }
+    }
 }
 
 /// A perftest-like verbs benchmark. Unset fields take perftest's defaults
@@ -498,6 +563,29 @@ impl Scenario {
     /// Parse a scenario from JSON; an unknown key or a value of the wrong type is an error.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
         parse_json(text)
+    }
+
+    /// The verbs path a model over RDMA runs on (iSER, NFS/RDMA, the parallel file system): one
+    /// RC queue pair of the testbed's adapter writing `size_bytes` messages, perftest's defaults
+    /// otherwise, resolved by the verbs model's own validation (the same testbeds and messages).
+    pub fn rc_path(seed: u64, testbed: &str, path: PathSpec, size_bytes: u64) -> Result<Resolved, ScenarioError> {
+        let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Write, size_bytes);
+        Scenario::of_path(seed, testbed, None, path, verbs).resolve()
+    }
+
+    /// The verbs scenario of the path another model runs over (iSER, NFS, TCP over IPoIB, MPI,
+    /// the parallel file system): no cross traffic and no link events of its own.
+    pub fn of_path(seed: u64, testbed: &str, hca: Option<String>, path: PathSpec, verbs: VerbsSpec) -> Scenario {
+        Scenario {
+            seed,
+            testbed: testbed.into(),
+            hca,
+            path,
+            verbs,
+            cross: None,
+            events: Vec::new(),
+            subnet_manager: SubnetManagerSpec::default(),
+        }
     }
 
     /// Check every value against its valid range and fill in the testbed's defaults.

@@ -10,7 +10,7 @@ fn bw(op: &str, delay_us: f64, extra: &str) -> f64 {
         r#"{{"op": "{op}", "path": {{"delay_us": {delay_us}}}, "iser": {{"total_bytes": 268435456, "block_bytes": 524288{extra}}}}}"#
     );
     let r = run_iser_json(&json).unwrap();
-    assert_eq!((r.status.as_str(), r.data_bytes), ("ok", 268435456));
+    assert_eq!((r.run.status.as_str(), r.data_bytes), ("ok", 268435456));
     r.bw_MBps
 }
 

@@ -13,9 +13,10 @@ pub(crate) mod scenario;
 
 use serde::Serialize;
 
-use crate::engine::time::{to_s, to_us, S};
+use crate::engine::time::{to_s, S};
 use crate::engine::Time;
-use crate::scenario::ScenarioError;
+use crate::record::{PathColumns, RunColumns, RunEnd};
+use crate::scenario::{run_json, validate_json, ScenarioError};
 pub use params::IserParams;
 pub(crate) use scenario::{IserOp, IserResolved, IserScenario};
 
@@ -29,12 +30,7 @@ pub(crate) struct Outcome {
     pub data_bytes: u64,
     /// RDMA Writes (READ) or Reads (WRITE) the target posted.
     pub rdma_ops: u64,
-    pub finished: bool,
-    pub failed: bool,
-    pub sim_events: u64,
-    pub sim_time: Time,
-    pub packets: u64,
-    pub retransmitted_packets: u64,
+    pub end: RunEnd,
 }
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes).
@@ -45,14 +41,9 @@ pub struct IserRecord {
     pub testbed: String,
     /// "read" or "write": the SCSI command the initiator issues.
     pub op: String,
-    /// The one-way delay added on the long-haul link, microseconds.
-    pub delay_us: f64,
-    /// Fibre length of the long-haul link in km (5 us per km, one way).
-    pub fibre_km: f64,
-    /// Fibre plus added delay, one way, microseconds.
-    pub one_way_delay_us: f64,
-    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
-    pub distance_km: f64,
+    /// The path: delay, fibre, one-way delay, distance ([`PathColumns`], flattened in place).
+    #[serde(flatten)]
+    pub path: PathColumns,
     /// The workload's I/O size in bytes (split into commands of at most `max_command_bytes`).
     pub block_bytes: u64,
     /// Bytes the workload reads or writes in all.
@@ -86,16 +77,9 @@ pub struct IserRecord {
     pub data_bytes: u64,
     /// RDMA Writes (READ) or Reads (WRITE) the target posted.
     pub rdma_ops: u64,
-    /// Data packets the adapters sent, retransmissions included.
-    pub data_packets: u64,
-    /// Data packets sent again (RC after a NAK or a timeout).
-    pub retransmitted_packets: u64,
-    /// Simulated time when the run stopped, microseconds.
-    pub sim_time_us: f64,
-    /// Events the engine handled (the cost of the run).
-    pub sim_events: u64,
-    /// "ok", or why the run did not complete.
-    pub status: String,
+    /// The run's columns: data packets sent and resent, simulated time and events, status.
+    #[serde(flatten)]
+    pub run: RunColumns,
 }
 
 /// Simulated time after which a run is abandoned.
@@ -105,23 +89,12 @@ const SIM_TIME_LIMIT: Time = 3600 * S;
 pub fn run_iser(r: &IserResolved) -> IserRecord {
     let v = r.path.as_ref().expect("a resolved path");
     let out = rdma::run_rdma(r, v, SIM_TIME_LIMIT);
-    let status = if out.failed {
-        "qp error: retry count exceeded".to_string()
-    } else if out.finished {
-        "ok".to_string()
-    } else {
-        format!("incomplete: stopped after {:.3} s simulated", to_s(out.sim_time))
-    };
     let bw = if out.elapsed > 0 { out.bytes as f64 / to_s(out.elapsed) / 1e6 } else { 0.0 };
-    let one_way = r.one_way_delay_us();
     let p = &r.params;
     IserRecord {
         testbed: r.testbed.clone(),
         op: r.op.name().to_string(),
-        delay_us: r.delay_us,
-        fibre_km: r.fibre_km,
-        one_way_delay_us: one_way,
-        distance_km: one_way / 5.0,
+        path: PathColumns::new(r.delay_us, r.fibre_km, r.one_way_delay_us()),
         block_bytes: r.block_bytes,
         total_bytes: r.total_bytes,
         queue_depth: p.queue_depth,
@@ -138,20 +111,16 @@ pub fn run_iser(r: &IserResolved) -> IserRecord {
         commands: out.commands,
         data_bytes: out.data_bytes,
         rdma_ops: out.rdma_ops,
-        data_packets: out.packets,
-        retransmitted_packets: out.retransmitted_packets,
-        sim_time_us: to_us(out.sim_time),
-        sim_events: out.sim_events,
-        status,
+        run: RunColumns::from(&out.end),
     }
 }
 
 /// Validate a JSON iSER scenario (the whole check, nothing runs).
 pub fn validate_iser_json(text: &str) -> Result<IserResolved, ScenarioError> {
-    IserScenario::from_json(text)?.resolve()
+    validate_json::<IserScenario>(text)
 }
 
 /// Validate a JSON iSER scenario and run it: the iSER model's public entry point.
 pub fn run_iser_json(text: &str) -> Result<IserRecord, ScenarioError> {
-    Ok(run_iser(&validate_iser_json(text)?))
+    run_json::<IserScenario>(text)
 }

@@ -14,14 +14,13 @@ use super::initiator::{Command, Initiator};
 use super::scenario::{IserOp, IserResolved};
 use super::Outcome;
 use crate::engine::time::{from_ns, S};
-use crate::engine::{EventQueue, Stop, Time};
-use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport, WcStatus};
-use crate::net::{Fabric, NodeId};
+use crate::engine::Time;
+use crate::ib::{Completion, CompletionKind, IbHosts, Op, WcStatus};
+use crate::net::NodeId;
 use crate::scenario::Resolved;
-use crate::topology;
-use crate::world::{App, Ev, TimerPolicy, World};
+use crate::workload::rc_pair::{Never, RcPair};
+use crate::world::App;
 
-type Never = std::convert::Infallible;
 type Cx<'a> = crate::world::Cx<'a, IbHosts, Never>;
 
 /// A Send from the initiator to the target, in flight (RC delivers them in order).
@@ -240,20 +239,16 @@ impl App<IbHosts> for Iser {
 }
 
 pub fn run_rdma(r: &IserResolved, v: &Resolved, limit: Time) -> Outcome {
-    let mut fabric: Fabric<IbPacket> = Fabric::new(r.seed);
-    let pair = topology::build(v, &mut fabric, 1);
-    let (initiator_node, target_node) = (pair.hosts_a[0], pair.hosts_b[0]);
-    let mut ib = IbHosts::new(v.hca.clone(), fabric.nodes.len(), v.ack_timeout_exp, v.retry_count);
+    let pair = RcPair::build(r.seed, v, r.sq_depth);
     let p = r.params.clone();
-    let (qi, qt) = ib.connect(initiator_node, target_node, Transport::Rc, v.mtu_bytes, 0, r.sq_depth);
     let init = Initiator::new(r.total_bytes, r.block_bytes, p.max_command_bytes, p.queue_depth);
     let commands = r.commands() as usize;
     let app = Iser {
         init,
         op: r.op,
-        qi,
-        qt,
-        nodes: (initiator_node, target_node),
+        qi: pair.qps.0,
+        qt: pair.qps.1,
+        nodes: pair.nodes,
         to_target: VecDeque::new(),
         responses: VecDeque::new(),
         target: vec![TargetCmd::default(); commands],
@@ -269,10 +264,7 @@ pub fn run_rdma(r: &IserResolved, v: &Resolved, limit: Time) -> Outcome {
         rdma_ops: 0,
         p,
     };
-    let mut world = World::new(fabric, ib, app, TimerPolicy::Direct);
-    let mut q: EventQueue<Ev<u32, Never>> = EventQueue::new();
-    let stop = world.run(&mut q, limit);
-    let st = &world.net.stats;
+    let (world, end) = pair.run(app, limit);
     let a = &world.app;
     Outcome {
         bytes: a.init.bytes_done,
@@ -280,11 +272,6 @@ pub fn run_rdma(r: &IserResolved, v: &Resolved, limit: Time) -> Outcome {
         commands: a.init.commands_done,
         data_bytes: a.data_bytes,
         rdma_ops: a.rdma_ops,
-        finished: stop == Stop::Finished,
-        failed: st.qp_errors > 0,
-        sim_events: q.events_handled(),
-        sim_time: q.now(),
-        packets: st.data_packets,
-        retransmitted_packets: st.retransmitted_packets,
+        end,
     }
 }

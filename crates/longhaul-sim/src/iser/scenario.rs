@@ -5,21 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::params::IserParams;
+use super::IserRecord;
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
+    err, in_range_f, in_range_u, known_testbed, ExtenderPathSpec, ModelScenario, Resolved, Scenario, ScenarioError,
 };
-
-/// The long-haul path (every field optional: the testbed decides).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct IserPathSpec {
-    /// Delay added by the range extenders, one way (us).
-    pub delay_us: Option<f64>,
-    /// Fibre between the extenders (km, 5 us per km).
-    pub fibre_km: Option<f64>,
-    /// "longbow-xr", "longbow-c103", "generic" or "none".
-    pub extender: Option<String>,
-}
 
 /// The workload and the session (every field optional: [`IserParams::defaults`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -53,7 +42,7 @@ pub struct IserScenario {
     /// "read" or "write".
     pub op: String,
     #[serde(default)]
-    pub path: IserPathSpec,
+    pub path: ExtenderPathSpec,
     #[serde(default)]
     pub iser: IserSpec,
 }
@@ -76,8 +65,6 @@ impl IserOp {
     }
 }
 
-/// Every verbs testbed carries iSER.
-pub const TESTBEDS: [&str; 9] = crate::scenario::TESTBEDS;
 const DEFAULT_BLOCK_BYTES: u64 = 1 << 20;
 const DEFAULT_TOTAL_BYTES: u64 = 64 << 20;
 /// The send queue both ends ask for: LIO's ib_isert sizes it ISERT_QP_MAX_REQ_DTOS =
@@ -117,21 +104,22 @@ impl IserResolved {
     }
 }
 
-impl IserScenario {
-    pub fn from_json(text: &str) -> Result<IserScenario, ScenarioError> {
-        crate::scenario::parse_json(text)
+impl ModelScenario for IserScenario {
+    type Resolved = IserResolved;
+    type Record = IserRecord;
+
+    fn run(r: &IserResolved) -> IserRecord {
+        super::run_iser(r)
     }
 
-    pub fn resolve(&self) -> Result<IserResolved, ScenarioError> {
+    fn resolve(&self) -> Result<IserResolved, ScenarioError> {
         let op = match self.op.as_str() {
             "read" => IserOp::Read,
             "write" => IserOp::Write,
             other => return err(format!("op: unknown '{other}' (valid: {})", IserOp::NAMES.join(", "))),
         };
-        let testbed = self.testbed.clone().unwrap_or_else(|| "s1".into());
-        if !TESTBEDS.contains(&testbed.as_str()) {
-            return err(format!("testbed: unknown '{testbed}' for iSER (valid: {})", TESTBEDS.join(", ")));
-        }
+        // Every verbs testbed carries iSER.
+        let testbed = known_testbed(self.testbed.as_deref(), "s1", "iSER")?;
         let s = &self.iser;
         let mut p = IserParams::defaults();
         let u32_in = |name: &str, v: Option<u32>, default: u32, lo: u64, hi: u64| -> Result<u32, ScenarioError> {
@@ -161,23 +149,7 @@ impl IserScenario {
         let total = s.total_bytes.unwrap_or(DEFAULT_TOTAL_BYTES.max(block_bytes));
         let total_bytes = in_range_u("total_bytes", total, block_bytes, 1 << 40)?;
 
-        let path = &self.path;
-        let verbs = Scenario {
-            seed: self.seed,
-            testbed: testbed.clone(),
-            hca: None,
-            path: PathSpec {
-                delay_us: Some(path.delay_us.unwrap_or(0.0)),
-                fibre_km: Some(path.fibre_km.unwrap_or(0.0)),
-                extender: path.extender.clone(),
-                ..PathSpec::default()
-            },
-            verbs: VerbsSpec::bw_test(TransportName::Rc, OpName::Write, p.max_burst_bytes as u64),
-            cross: None,
-            events: Vec::new(),
-            subnet_manager: Default::default(),
-        }
-        .resolve()?;
+        let verbs = Scenario::rc_path(self.seed, &testbed, self.path.verbs(), p.max_burst_bytes as u64)?;
         let r = IserResolved {
             seed: self.seed,
             testbed,
@@ -207,7 +179,7 @@ mod tests {
     use super::*;
 
     fn resolve(json: &str) -> Result<IserResolved, String> {
-        IserScenario::from_json(json).and_then(|s| s.resolve()).map_err(|e| e.0)
+        crate::scenario::validate_json::<IserScenario>(json).map_err(|e| e.0)
     }
 
     #[test]

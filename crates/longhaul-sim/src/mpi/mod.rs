@@ -35,6 +35,7 @@ use crate::engine::time::{to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{IbHosts, IbPacket, Transport};
 use crate::net::{Fabric, NodeId};
+use crate::record::PathColumns;
 use crate::scenario::{in_range_f, Resolved, ScenarioError, TransportName};
 use crate::tcp::hosts::TcpHosts;
 use crate::tcp::TcpPacket;
@@ -88,14 +89,9 @@ pub struct MpiRecord {
     pub pairs: Option<u32>,
     /// bw, bibw, mbw_mr: messages in flight per window (OSU's window size).
     pub window_msgs: Option<u32>,
-    /// The one-way delay added on the long-haul link, microseconds.
-    pub delay_us: f64,
-    /// Fibre length of the long-haul link in km (5 us per km, one way).
-    pub fibre_km: f64,
-    /// Fibre plus added delay, one way, microseconds.
-    pub one_way_delay_us: f64,
-    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
-    pub distance_km: f64,
+    /// The path: delay, fibre, one-way delay, distance ([`PathColumns`], flattened in place).
+    #[serde(flatten)]
+    pub path: PathColumns,
     /// Largest message sent eagerly; larger ones take the rendezvous protocol.
     pub eager_threshold_bytes: u32,
     /// The rendezvous protocol: "rput", "rget" or "r3" over verbs, "ob1-tcp" over TCP.
@@ -445,10 +441,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         crosses_wan,
         pairs,
         window_msgs: window,
-        delay_us,
-        fibre_km,
-        one_way_delay_us: choice.one_way_delay_us,
-        distance_km: choice.one_way_delay_us / 5.0,
+        path: PathColumns::new(delay_us, fibre_km, choice.one_way_delay_us),
         eager_threshold_bytes,
         rndv_protocol,
         seed: r.net.seed(),

@@ -484,17 +484,7 @@ impl MpiScenario {
             None => testbed,
         };
         let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Send, 1);
-        let sc = Scenario {
-            seed: self.seed,
-            testbed: base_testbed.into(),
-            hca: self.hca.clone(),
-            path,
-            verbs,
-            cross: None,
-            events: Vec::new(),
-            subnet_manager: Default::default(),
-        };
-        let mut base = sc.resolve()?;
+        let mut base = Scenario::of_path(self.seed, base_testbed, self.hca.clone(), path, verbs).resolve()?;
         base.testbed = testbed.into();
         // The 2007 node of [S1]'s era for the published testbeds; a 2023 server for the profiles
         // of today's fabrics (none of the FDR/EDR era, 2012-2017, is in the table: --node sets one).

@@ -5,7 +5,7 @@
 
 use super::btl_tcp::{BtlParams, BTL_HDR_BYTES, FRAG_HDR_BYTES, RNDV_HDR_BYTES};
 use super::scenario::{typed_path, MpiScenario};
-use crate::scenario::{err, in_range_f, in_range_u, ScenarioError};
+use crate::scenario::{err, in_range_f, in_range_u, ModelScenario, ScenarioError};
 use crate::tcp::link::LinkKind;
 use crate::tcp::scenario::{TcpPathSpec, TcpResolved, TcpScenario};
 

@@ -91,9 +91,6 @@ impl IbLink {
     pub fn data_gbps(&self) -> f64 {
         self.width as f64 * self.generation.lane_signal_gbps() * self.generation.encoding_efficiency()
     }
-    pub fn signal_gbps(&self) -> f64 {
-        self.width as f64 * self.generation.lane_signal_gbps()
-    }
 }
 
 /// How a range extender (or a WAN path) frames packets on the long-haul link.

@@ -18,6 +18,7 @@ use super::Outcome;
 use crate::engine::time::from_ns;
 use crate::engine::{EventQueue, Stop, Time};
 use crate::net::{Fabric, NodeId};
+use crate::record::RunEnd;
 use crate::tcp::hosts::{TcpHosts, TcpOutput};
 use crate::tcp::link::TCP_IP_HEADER_BYTES;
 use crate::tcp::stream::Frame;
@@ -147,11 +148,13 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
         drift_pct: world.app.client.drift_pct(),
         rpcs: world.app.client.rpcs_done,
         elapsed,
-        finished: stop == Stop::Finished,
-        failed: false,
-        sim_events: q.events_handled(),
-        sim_time: q.now(),
-        packets: tx.segments_sent,
-        retransmitted_packets: tx.retransmits,
+        end: RunEnd {
+            finished: stop == Stop::Finished,
+            failed: false,
+            sim_events: q.events_handled(),
+            sim_time: q.now(),
+            packets: tx.segments_sent,
+            retransmitted_packets: tx.retransmits,
+        },
     }
 }

@@ -21,9 +21,10 @@ pub(crate) mod scenario;
 
 use serde::Serialize;
 
-use crate::engine::time::{to_s, to_us, S};
+use crate::engine::time::{to_s, S};
 use crate::engine::Time;
-use crate::scenario::ScenarioError;
+use crate::record::{PathColumns, RunColumns, RunEnd};
+use crate::scenario::{run_json, validate_json, ScenarioError};
 pub use params::NfsParams;
 pub(crate) use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
 
@@ -35,12 +36,7 @@ pub(crate) struct Outcome {
     /// `ReadClient::drift_pct`.
     pub drift_pct: Option<f64>,
     pub rpcs: u64,
-    pub finished: bool,
-    pub failed: bool,
-    pub sim_events: u64,
-    pub sim_time: Time,
-    pub packets: u64,
-    pub retransmitted_packets: u64,
+    pub end: RunEnd,
 }
 
 /// One measured point. Field names carry their unit (MB = 10^6 bytes).
@@ -51,14 +47,9 @@ pub struct NfsRecord {
     pub testbed: String,
     /// "rdma" (NFS/RDMA) or "tcp" (NFS over IPoIB).
     pub transport: String,
-    /// The one-way delay added on the long-haul link, microseconds.
-    pub delay_us: f64,
-    /// Fibre length of the long-haul link in km (5 us per km, one way).
-    pub fibre_km: f64,
-    /// Fibre plus added delay, one way, microseconds.
-    pub one_way_delay_us: f64,
-    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
-    pub distance_km: f64,
+    /// The path: delay, fibre, one-way delay, distance ([`PathColumns`], flattened in place).
+    #[serde(flatten)]
+    pub path: PathColumns,
     /// IOzone threads reading at once.
     pub threads: u32,
     /// O_DIRECT reads (IOzone -I): a record at a time per thread, no readahead.
@@ -87,16 +78,9 @@ pub struct NfsRecord {
     pub bw_drift_pct: Option<f64>,
     /// NFS READ calls completed.
     pub rpcs: u64,
-    /// Data packets (RDMA) or TCP data segments sent.
-    pub data_packets: u64,
-    /// Data packets (RDMA) or segments (TCP) sent again.
-    pub retransmitted_packets: u64,
-    /// Simulated time when the run stopped, microseconds.
-    pub sim_time_us: f64,
-    /// Events the engine handled (the cost of the run).
-    pub sim_events: u64,
-    /// "ok", or why the run did not complete.
-    pub status: String,
+    /// The run's columns: data packets sent and resent, simulated time and events, status.
+    #[serde(flatten)]
+    pub run: RunColumns,
 }
 
 /// Simulated time after which a run is abandoned.
@@ -108,22 +92,11 @@ pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
         NfsPath::Rdma(v) => rdma::run_rdma(r, v, SIM_TIME_LIMIT),
         NfsPath::Tcp(t) => ipoib::run_tcp(r, t, SIM_TIME_LIMIT),
     };
-    let status = if out.failed {
-        "qp error: retry count exceeded".to_string()
-    } else if out.finished {
-        "ok".to_string()
-    } else {
-        format!("incomplete: stopped after {:.3} s simulated", to_s(out.sim_time))
-    };
     let bw = if out.elapsed > 0 { out.bytes as f64 / to_s(out.elapsed) / 1e6 } else { 0.0 };
-    let one_way = r.one_way_delay_us();
     NfsRecord {
         testbed: r.testbed.clone(),
         transport: r.transport.name().to_string(),
-        delay_us: r.delay_us,
-        fibre_km: r.fibre_km,
-        one_way_delay_us: one_way,
-        distance_km: one_way / 5.0,
+        path: PathColumns::new(r.delay_us, r.fibre_km, r.one_way_delay_us()),
         threads: r.threads,
         direct_io: r.direct_io,
         readahead_reads: if r.direct_io { 0 } else { r.params.readahead_reads },
@@ -137,20 +110,16 @@ pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
         bw_MBps: bw,
         bw_drift_pct: out.drift_pct,
         rpcs: out.rpcs,
-        data_packets: out.packets,
-        retransmitted_packets: out.retransmitted_packets,
-        sim_time_us: to_us(out.sim_time),
-        sim_events: out.sim_events,
-        status,
+        run: RunColumns::from(&out.end),
     }
 }
 
 /// Validate a JSON NFS scenario (the whole check, nothing runs).
 pub fn validate_nfs_json(text: &str) -> Result<NfsResolved, ScenarioError> {
-    NfsScenario::from_json(text)?.resolve()
+    validate_json::<NfsScenario>(text)
 }
 
 /// Validate a JSON NFS scenario and run it: the NFS model's public entry point.
 pub fn run_nfs_json(text: &str) -> Result<NfsRecord, ScenarioError> {
-    Ok(run_nfs(&validate_nfs_json(text)?))
+    run_json::<NfsScenario>(text)
 }

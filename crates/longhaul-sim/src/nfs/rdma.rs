@@ -13,15 +13,13 @@ use super::params::NfsParams;
 use super::scenario::NfsResolved;
 use super::Outcome;
 use crate::engine::time::from_ns;
-use crate::engine::{EventQueue, Stop, Time};
-use crate::ib::{Completion, CompletionKind, IbHosts, IbPacket, Op, Transport};
-use crate::net::{Fabric, NodeId};
+use crate::engine::Time;
+use crate::ib::{Completion, CompletionKind, IbHosts, Op};
+use crate::net::NodeId;
 use crate::scenario::Resolved;
-use crate::topology;
-use crate::world::{App, Ev, TimerPolicy, World};
+use crate::workload::rc_pair::{Never, RcPair};
+use crate::world::App;
 
-/// NFS/RDMA has no events of its own.
-type Never = std::convert::Infallible;
 type Cx<'a> = crate::world::Cx<'a, IbHosts, Never>;
 
 struct Rdma {
@@ -102,19 +100,14 @@ impl App<IbHosts> for Rdma {
 }
 
 pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
-    let mut fabric: Fabric<IbPacket> = Fabric::new(r.seed);
-    let pair = topology::build(v, &mut fabric, 1);
-    let (client_node, server_node) = (pair.hosts_a[0], pair.hosts_b[0]);
-    let mut ib = IbHosts::new(v.hca.clone(), fabric.nodes.len(), v.ack_timeout_exp, v.retry_count);
-    let sq_depth = r.slots.saturating_mul(r.params.sq_depth_per_credit);
-    let (qc, qs) = ib.connect(client_node, server_node, Transport::Rc, v.mtu_bytes, 0, sq_depth);
+    let pair = RcPair::build(r.seed, v, r.slots.saturating_mul(r.params.sq_depth_per_credit));
     let p = r.params.clone();
     let client = ReadClient::new(r.threads, r.record_bytes, p.rsize_bytes, r.slots, r.simulated_bytes, r.read_path());
     let app = Rdma {
         client,
-        qc,
-        qs,
-        nodes: (client_node, server_node),
+        qc: pair.qps.0,
+        qs: pair.qps.1,
+        nodes: pair.nodes,
         calls: VecDeque::new(),
         replies: VecDeque::new(),
         client_cpu: 0,
@@ -124,21 +117,7 @@ pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
         server_rpc: from_ns(p.server_rpc_ns),
         params: p,
     };
-    let mut world = World::new(fabric, ib, app, TimerPolicy::Direct);
-    let mut q: EventQueue<Ev<u32, Never>> = EventQueue::new();
-    let stop = world.run(&mut q, limit);
-    let st = &world.net.stats;
+    let (world, end) = pair.run(app, limit);
     let (bytes, elapsed) = world.app.client.measured();
-    Outcome {
-        bytes,
-        drift_pct: world.app.client.drift_pct(),
-        rpcs: world.app.client.rpcs_done,
-        elapsed,
-        finished: stop == Stop::Finished,
-        failed: st.qp_errors > 0,
-        sim_events: q.events_handled(),
-        sim_time: q.now(),
-        packets: st.data_packets,
-        retransmitted_packets: st.retransmitted_packets,
-    }
+    Outcome { bytes, drift_pct: world.app.client.drift_pct(), rpcs: world.app.client.rpcs_done, elapsed, end }
 }

@@ -7,23 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use super::client::ReadPath;
 use super::params::NfsParams;
+use super::NfsRecord;
 use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
+    err, in_range_f, in_range_u, known_testbed, ExtenderPathSpec, ModelScenario, Resolved, Scenario, ScenarioError,
 };
 use crate::tcp::scenario::{TcpPathSpec, TcpSpec};
 use crate::tcp::{TcpResolved, TcpScenario};
-
-/// The long-haul path (every field optional: the testbed decides).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NfsPathSpec {
-    /// Delay added by the range extenders, one way (us).
-    pub delay_us: Option<f64>,
-    /// Fibre between the extenders (km, 5 us per km).
-    pub fibre_km: Option<f64>,
-    /// "longbow-xr", "longbow-c103", "generic" or "none".
-    pub extender: Option<String>,
-}
 
 /// The IOzone read test and the NFS mount (every field optional).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -58,7 +47,7 @@ pub struct NfsScenario {
     /// rdma (NFS/RDMA), ipoib-rc (NFS over TCP over IPoIB connected mode), ipoib-ud.
     pub transport: String,
     #[serde(default)]
-    pub path: NfsPathSpec,
+    pub path: ExtenderPathSpec,
     #[serde(default)]
     pub nfs: NfsSpec,
 }
@@ -125,28 +114,27 @@ impl NfsResolved {
     }
 }
 
-/// Every verbs testbed: NFS runs over RDMA or IPoIB on any of them (with [S1]'s 2008 Linux
-/// NFS and RPC parameters, `NfsParams::s1`, on all: no later client/server profile is modelled).
-pub const TESTBEDS: [&str; 9] = crate::scenario::TESTBEDS;
 const DEFAULT_THREADS: u32 = 8;
 const DEFAULT_SIMULATED_BYTES: u64 = 32 << 20;
 
-impl NfsScenario {
-    pub fn from_json(text: &str) -> Result<NfsScenario, ScenarioError> {
-        crate::scenario::parse_json(text)
+impl ModelScenario for NfsScenario {
+    type Resolved = NfsResolved;
+    type Record = NfsRecord;
+
+    fn run(r: &NfsResolved) -> NfsRecord {
+        super::run_nfs(r)
     }
 
-    pub fn resolve(&self) -> Result<NfsResolved, ScenarioError> {
+    fn resolve(&self) -> Result<NfsResolved, ScenarioError> {
         let transport = match self.transport.as_str() {
             "rdma" => NfsTransport::Rdma,
             "ipoib-rc" => NfsTransport::IpoibRc,
             "ipoib-ud" => NfsTransport::IpoibUd,
             other => return err(format!("transport: unknown '{other}' (valid: {})", NfsTransport::NAMES.join(", "))),
         };
-        let testbed = self.testbed.clone().unwrap_or_else(|| "s1".into());
-        if !TESTBEDS.contains(&testbed.as_str()) {
-            return err(format!("testbed: unknown '{testbed}' for NFS (valid: {})", TESTBEDS.join(", ")));
-        }
+        // Every verbs testbed: NFS runs over RDMA or IPoIB on any of them (with [S1]'s 2008 Linux
+        // NFS and RPC parameters, `NfsParams::s1`, on all: no later client/server profile is modelled).
+        let testbed = known_testbed(self.testbed.as_deref(), "s1", "NFS")?;
         let mut params = NfsParams::s1();
         let n = &self.nfs;
         params.rsize_bytes =
@@ -166,30 +154,9 @@ impl NfsScenario {
         let simulated_bytes = in_range_u("simulated_bytes", simulated, record_bytes, file_bytes)?;
 
         let p = &self.path;
-        let delay_us = p.delay_us.unwrap_or(0.0);
-        let fibre_km = p.fibre_km.unwrap_or(0.0);
         let path = match transport {
             NfsTransport::Rdma => {
-                let verbs_path = PathSpec {
-                    delay_us: Some(delay_us),
-                    fibre_km: Some(fibre_km),
-                    extender: p.extender.clone(),
-                    ..PathSpec::default()
-                };
-                let verbs = VerbsSpec::bw_test(TransportName::Rc, OpName::Write, params.chunk_bytes as u64);
-                NfsPath::Rdma(Box::new(
-                    Scenario {
-                        seed: self.seed,
-                        testbed: testbed.clone(),
-                        hca: None,
-                        path: verbs_path,
-                        verbs,
-                        cross: None,
-                        events: Vec::new(),
-                        subnet_manager: Default::default(),
-                    }
-                    .resolve()?,
-                ))
+                NfsPath::Rdma(Box::new(Scenario::rc_path(self.seed, &testbed, p.verbs(), params.chunk_bytes as u64)?))
             }
             NfsTransport::IpoibRc | NfsTransport::IpoibUd => {
                 let link = if transport == NfsTransport::IpoibRc { "ipoib-cm" } else { "ipoib-ud" };
@@ -199,8 +166,8 @@ impl NfsScenario {
                     stack: None,
                     link: link.into(),
                     path: TcpPathSpec {
-                        delay_us: Some(delay_us),
-                        fibre_km: Some(fibre_km),
+                        delay_us: p.delay_us,
+                        fibre_km: p.fibre_km,
                         extender: p.extender.clone(),
                         ..TcpPathSpec::default()
                     },
@@ -238,7 +205,7 @@ mod tests {
     use super::*;
 
     fn resolve(json: &str) -> Result<NfsResolved, String> {
-        NfsScenario::from_json(json).and_then(|s| s.resolve()).map_err(|e| e.0)
+        crate::scenario::validate_json::<NfsScenario>(json).map_err(|e| e.0)
     }
 
     #[test]

@@ -83,10 +83,6 @@ impl Ledger {
             self.acked += 1;
         }
     }
-
-    pub fn is_acked(&self, writer: u32, seq: u64) -> bool {
-        self.writers[writer as usize].get(seq as usize).is_some_and(|e| e.acked)
-    }
 }
 
 #[cfg(test)]

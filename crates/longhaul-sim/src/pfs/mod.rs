@@ -30,18 +30,14 @@ pub(crate) use params::Variant;
 pub(crate) use record::PfsRecord;
 pub(crate) use scenario::{PfsResolved, PfsScenario};
 
-use crate::scenario::ScenarioError;
+use crate::scenario::{run_json, validate_json, ScenarioError};
 
 /// Validate a JSON scenario (the whole check, nothing runs).
 pub fn validate_pfs_json(text: &str) -> Result<PfsResolved, ScenarioError> {
-    PfsScenario::from_json(text)?.resolve()
+    validate_json::<PfsScenario>(text)
 }
 
 /// Validate a JSON scenario and run it: the parallel file system model's public entry point.
 pub fn run_pfs_json(text: &str) -> Result<PfsRecord, ScenarioError> {
-    let r = validate_pfs_json(text)?;
-    Ok(match r.network {
-        packet::Network::Fluid => fluid::run(&r),
-        packet::Network::Packet { .. } => packet::run(&r),
-    })
+    run_json::<PfsScenario>(text)
 }

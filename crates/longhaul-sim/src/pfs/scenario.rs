@@ -8,13 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::packet::Network;
 use super::params::{PfsParams, Variant};
+use super::PfsRecord;
 use crate::engine::time::to_s;
 use crate::ib::headers;
 use crate::ib::subnet_manager::{FabricStep, SubnetManagerParams};
 use crate::link_events::{self, LinkAction, LinkEventSpec, SubnetManagerSpec};
-use crate::scenario::{
-    err, in_range_f, in_range_u, OpName, PathSpec, Resolved, Scenario, ScenarioError, TransportName, VerbsSpec,
-};
+use crate::scenario::{err, in_range_f, in_range_u, ModelScenario, PathSpec, Resolved, Scenario, ScenarioError};
 
 /// The long-haul path (every field optional: the testbed decides).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -127,15 +126,20 @@ pub struct PfsResolved {
     pub verbs: Box<Resolved>,
 }
 
-pub const TESTBEDS: [&str; 9] = crate::scenario::TESTBEDS;
 pub const MAX_DURATION_S: f64 = 86_400.0;
 
-impl PfsScenario {
-    pub fn from_json(text: &str) -> Result<PfsScenario, ScenarioError> {
-        crate::scenario::parse_json(text)
+impl ModelScenario for PfsScenario {
+    type Resolved = PfsResolved;
+    type Record = PfsRecord;
+
+    fn run(r: &PfsResolved) -> PfsRecord {
+        match r.network {
+            Network::Fluid => super::fluid::run(r),
+            Network::Packet { .. } => super::packet::run(r),
+        }
     }
 
-    pub fn resolve(&self) -> Result<PfsResolved, ScenarioError> {
+    fn resolve(&self) -> Result<PfsResolved, ScenarioError> {
         let testbed = self.testbed.clone().unwrap_or_else(|| "s3".into());
         let n = &self.pfs;
         let variant = n.variant.unwrap_or(Variant::Gpfs);
@@ -184,23 +188,14 @@ impl PfsScenario {
             in_range_f("interval_s", n.interval_s.unwrap_or(interval_default), duration_s / 1e5, duration_s)?;
 
         let path = &self.path;
-        let verbs = Scenario {
-            seed: self.seed,
-            testbed: testbed.clone(),
-            hca: None,
-            path: PathSpec {
-                delay_us: path.delay_us,
-                fibre_km: path.fibre_km,
-                extender: path.extender.clone(),
-                wan_links: path.wan_links,
-                ..PathSpec::default()
-            },
-            verbs: VerbsSpec::bw_test(TransportName::Rc, OpName::Write, p.fs.block_bytes.min(1 << 30)),
-            cross: None,
-            events: Vec::new(),
-            subnet_manager: SubnetManagerSpec::default(),
-        }
-        .resolve()?;
+        let verbs_path = PathSpec {
+            delay_us: path.delay_us,
+            fibre_km: path.fibre_km,
+            extender: path.extender.clone(),
+            wan_links: path.wan_links,
+            ..PathSpec::default()
+        };
+        let verbs = Scenario::rc_path(self.seed, &testbed, verbs_path, p.fs.block_bytes.min(1 << 30))?;
         let link_events = link_events::resolve(
             &self.events,
             &self.subnet_manager,
@@ -268,7 +263,7 @@ mod tests {
     use super::*;
 
     fn resolve(json: &str) -> Result<PfsResolved, String> {
-        PfsScenario::from_json(json).and_then(|s| s.resolve()).map_err(|e| e.0)
+        crate::scenario::validate_json::<PfsScenario>(json).map_err(|e| e.0)
     }
 
     #[test]

@@ -15,9 +15,10 @@ use crate::engine::Time;
 pub(crate) use crate::net::{CrossResolved, CrossSpec};
 use crate::net::{ExtenderParams, WanFraming};
 use crate::scenario::{
-    bdp_queue_bytes, err, in_range_f, in_range_u, resolve_cross, OpName, PathSpec, Resolved, Scenario, ScenarioError,
-    TransportName, VerbsSpec, MAX_DELAY_US,
+    bdp_queue_bytes, err, in_range_f, in_range_u, resolve_cross, ModelScenario, OpName, PathSpec, Resolved, Scenario,
+    ScenarioError, TransportName, VerbsSpec, MAX_DELAY_US,
 };
+use crate::workload::iperf::TcpRecord;
 
 /// The long-haul path (every field optional).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -229,14 +230,15 @@ const HOST_NIC_GBPS: f64 = 10.0;
 
 pub const STREAMS_MAX: u64 = 1024;
 
-impl TcpScenario {
-    /// Parse a scenario from JSON; an unknown key or a value of the wrong type is an error.
-    pub fn from_json(text: &str) -> Result<TcpScenario, ScenarioError> {
-        crate::scenario::parse_json(text)
+impl ModelScenario for TcpScenario {
+    type Resolved = TcpResolved;
+    type Record = TcpRecord;
+
+    fn run(r: &TcpResolved) -> TcpRecord {
+        crate::workload::iperf::run_tcp(r)
     }
 
-    /// Check every value against its valid range and fill in the profiles' defaults.
-    pub fn resolve(&self) -> Result<TcpResolved, ScenarioError> {
+    fn resolve(&self) -> Result<TcpResolved, ScenarioError> {
         let Some(link) = LinkKind::by_name(&self.link) else {
             return err(format!("link: unknown '{}' (valid: {})", self.link, LinkKind::NAMES.join(", ")));
         };
@@ -359,17 +361,7 @@ impl TcpScenario {
                 ..PathSpec::default()
             };
             let verbs = VerbsSpec::bw_test(TransportName::Ud, OpName::Send, 1);
-            let r = Scenario {
-                seed: self.seed,
-                testbed: testbed.clone(),
-                hca: None,
-                path: verbs_path,
-                verbs,
-                cross: None,
-                events: Vec::new(),
-                subnet_manager: Default::default(),
-            }
-            .resolve()?;
+            let r = Scenario::of_path(self.seed, &testbed, None, verbs_path, verbs).resolve()?;
             let wan = match &r.extender {
                 Some(e) => e.framing.payload_gbps(&e.wan),
                 None => r.wan.data_gbps(),

@@ -14,6 +14,7 @@ use crate::engine::time::{to_s, to_us};
 use crate::engine::{EventQueue, Time};
 use crate::net::CrossSource;
 use crate::net::{Fabric, NodeId};
+use crate::record::PathColumns;
 use crate::tcp::hosts::{TcpHosts, TcpOutput, TcpTimer};
 use crate::tcp::path::{self, TcpPath};
 use crate::tcp::scenario::TcpResolved;
@@ -42,14 +43,9 @@ pub struct TcpRecord {
     pub window_bytes: Option<u64>,
     /// Auto-tuning's receive-buffer ceiling (`tcp_rmem[2]`); None with a fixed buffer.
     pub rmem_max_bytes: Option<u64>,
-    /// The one-way delay added on the long-haul link, microseconds.
-    pub delay_us: f64,
-    /// Fibre length of the long-haul link in km (5 us per km, one way).
-    pub fibre_km: f64,
-    /// Fibre plus added delay, one way, microseconds.
-    pub one_way_delay_us: f64,
-    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
-    pub distance_km: f64,
+    /// The path: delay, fibre, one-way delay, distance ([`PathColumns`], flattened in place).
+    #[serde(flatten)]
+    pub path: PathColumns,
     /// Random packet loss probability on the long-haul link, per packet and direction, in [0, 1).
     pub loss: f64,
     /// UDP cross traffic offered on the WAN (IP-level Gb/s while on; 0: none).
@@ -248,7 +244,6 @@ fn record(
         crate::tcp::WindowSpec::Fixed { bytes } => (Some(bytes), None),
         crate::tcp::WindowSpec::Auto { rmem_max_bytes, .. } => (None, Some(rmem_max_bytes)),
     };
-    let one_way = r.one_way_delay_us();
     TcpRecord {
         testbed: r.testbed.clone(),
         stack: r.stack.name.clone(),
@@ -259,10 +254,7 @@ fn record(
         streams: r.streams,
         window_bytes,
         rmem_max_bytes,
-        delay_us: r.delay_us,
-        fibre_km: r.fibre_km,
-        one_way_delay_us: one_way,
-        distance_km: one_way / 5.0,
+        path: PathColumns::new(r.delay_us, r.fibre_km, r.one_way_delay_us()),
         loss: r.loss,
         cross_gbps: r.cross.as_ref().map(|c| c.gbps).unwrap_or(0.0),
         duration_s: secs,
@@ -290,6 +282,7 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::ModelScenario;
     use crate::tcp::TcpScenario;
 
     /// Forwarding at send time (`Fabric::plan_forwarding`) saves events and changes nothing

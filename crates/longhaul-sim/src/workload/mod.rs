@@ -3,5 +3,6 @@
 pub(crate) mod failover;
 pub mod iperf;
 pub(crate) mod perftest;
+pub(crate) mod rc_pair;
 
 pub use perftest::{run_verbs, VerbsRecord};

@@ -14,6 +14,7 @@ use crate::engine::time::{from_ns, from_us, to_s, to_us, S};
 use crate::engine::{EventQueue, Stop, Time};
 use crate::ib::{timer, Completion, CompletionKind, IbHosts, IbPacket, Op, Transport, WcStatus};
 use crate::net::{CrossHosts, CrossSource, Fabric, NodeId};
+use crate::record::PathColumns;
 use crate::scenario::{OpName, Resolved, TestName, TransportName};
 use crate::topology;
 use crate::transport::cross::WithCross;
@@ -53,14 +54,9 @@ pub struct VerbsRecord {
     pub outstanding_reads: u32,
     /// IB path MTU in bytes (256 to 4096).
     pub mtu_bytes: u32,
-    /// The one-way delay added on the long-haul link (the range extender's setting), microseconds.
-    pub delay_us: f64,
-    /// Fibre length of the long-haul link in km (5 us per km, one way).
-    pub fibre_km: f64,
-    /// Fibre plus added delay, one way, microseconds.
-    pub one_way_delay_us: f64,
-    /// The fibre length the whole one-way delay equals (one_way_delay_us / 5 us per km).
-    pub distance_km: f64,
+    /// The path: delay, fibre, one-way delay, distance ([`PathColumns`], flattened in place).
+    #[serde(flatten)]
+    pub path: PathColumns,
     /// The run seed: same scenario and seed, bit-identical record.
     pub seed: u64,
     /// Bandwidth tests: the sender's bytes over its first post to last completion, MB/s (10^6 B); None for latency
@@ -526,10 +522,7 @@ fn record(
         rx_depth: r.rx_depth,
         outstanding_reads: r.outstanding_reads,
         mtu_bytes: r.mtu_bytes,
-        delay_us: r.delay_us,
-        fibre_km: r.fibre_km,
-        one_way_delay_us: r.one_way_delay_us(),
-        distance_km: r.one_way_delay_us() / 5.0,
+        path: PathColumns::new(r.delay_us, r.fibre_km, r.one_way_delay_us()),
         seed: r.seed,
         bw_MBps: bw,
         rx_bw_MBps: rx_bw,

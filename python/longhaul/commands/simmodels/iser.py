@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 from longhaul import units
+from longhaul.commands.simmodels import _path_options as path_options
 from longhaul.commands.simmodels.verbs import naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.scenario_file import load_scenario_file
-from longhaul.sim import iser, verbs
+from longhaul.sim import iser
 
 COLUMNS = ["op", "delay_us", "distance_km", "block_bytes", "queue_depth", "max_burst_bytes", "rdma_read_depth",
            "bw_MBps", "commands", "rdma_ops", "retransmitted_packets", "status"]
@@ -32,11 +33,7 @@ def register(models: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--op", default=None, metavar="LIST",
                    help="comma list of read, write (default read, or the scenario file's)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", default=None, metavar="LIST",
-                       help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
-    where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
-    where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
+    path_options.add_distance_lists(p)
     p.add_argument("--block-bytes", default=None, metavar="BYTES",
                    help="bytes per I/O (512..1G; default 1M), cut into SCSI commands of at most --max-command-bytes")
     p.add_argument("--total-bytes", default=None, metavar="BYTES", help="bytes read or written (block..1T; default 64M)")
@@ -57,11 +54,8 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="InitialR2T: no unsolicited Data-Out PDUs (default yes, RFC 3720)")
     p.add_argument("--backing-MBps", type=units.real(1, 1e6), default=None, metavar="MBPS",
                    help="target backing store rate in MB/s (1..1e6; default 5000, a RAM disk)")
-    p.add_argument("--profile", choices=iser.TESTBEDS, default=None, help="hardware profile (default s1: the [S1] testbed)")
-    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None,
-                   help="range extender pair (none = a plain IB link between the switches)")
-    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
-                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
+    path_options.add_profile_and_extender(p, iser.TESTBEDS, "hardware profile (default s1: the [S1] testbed)")
+    path_options.add_seed(p)
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -72,13 +66,7 @@ def run_iser(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario is not None else None
     # None: the file's op (checked by the core, like the file's other values), else read.
     ops = [None] if args.op is None else units.parse_name_list(args.op, "--op", iser.OPS)
-    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points: list[dict] = [{}]
-    elif args.distance_km is None and args.distance_miles is None:
-        points = [{"delay_us": d} for d in units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
-    else:
-        km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
-        points = [{"fibre_km": k} for k in km]
+    points = path_options.distance_points(args)
     size = units.parse_optional_size
     common = dict(testbed=args.profile, seed=args.seed, extender=args.extender, queue_depth=args.queue_depth,
                   block_bytes=size(args.block_bytes, "--block-bytes"), total_bytes=size(args.total_bytes, "--total-bytes"),

@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from longhaul import units
+from longhaul.commands.simmodels import _path_options as path_options
 from longhaul.commands.simmodels.verbs import naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.scenario_file import load_scenario_file
-from longhaul.sim import nfs, verbs
+from longhaul.sim import nfs
 
 COLUMNS = ["transport", "delay_us", "distance_km", "threads", "rsize_bytes", "slots", "chunk_bytes", "bw_MBps", "rpcs",
            "retransmitted_packets", "status"]
@@ -33,11 +34,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--transport", default=None, metavar="LIST",
                    help="comma list of rdma (NFS/RDMA), ipoib-rc (TCP over IPoIB connected mode), ipoib-ud "
                         "(TCP over IPoIB datagram mode) (default rdma, or the scenario file's)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", default=None, metavar="LIST",
-                       help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
-    where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
-    where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
+    path_options.add_distance_lists(p)
     p.add_argument("--threads", type=units.whole(1, 1024), default=None, metavar="N", help="IOzone client threads (1..1024; default 8)")
     p.add_argument("--rsize", default=None, metavar="BYTES",
                    help="bytes per NFS READ, the mount's rsize (4K..1M; default 32K, the early Linux NFS/RDMA client's maximum)")
@@ -51,11 +48,8 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--slots", type=units.whole(1, 65536), default=None, metavar="N",
                    help="READs outstanding on the connection: RPC-over-RDMA credits (default 16) or the TCP slot table "
                         "(default 16) (1..65536)")
-    p.add_argument("--profile", choices=nfs.TESTBEDS, default=None, help="hardware profile (default s1: the [S1] testbed)")
-    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None,
-                   help="range extender pair (none = a plain IB link between the switches)")
-    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
-                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
+    path_options.add_profile_and_extender(p, nfs.TESTBEDS, "hardware profile (default s1: the [S1] testbed)")
+    path_options.add_seed(p)
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -71,13 +65,7 @@ def run_nfs(args: argparse.Namespace) -> int:
     # None: the file's transport (checked by the core, like the file's other values), else rdma.
     transports = [None] if args.transport is None else units.parse_name_list(args.transport, "--transport",
                                                                              nfs.TRANSPORTS)
-    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points: list[dict] = [{}]
-    elif args.distance_km is None and args.distance_miles is None:
-        points = [{"delay_us": d} for d in units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
-    else:
-        km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
-        points = [{"fibre_km": k} for k in km]
+    points = path_options.distance_points(args)
     common = dict(testbed=args.profile, seed=args.seed, extender=args.extender, threads=args.threads,
                   rsize_bytes=units.parse_optional_size(args.rsize, "--rsize"),
                   record_bytes=units.parse_optional_size(args.record_bytes, "--record-bytes"),

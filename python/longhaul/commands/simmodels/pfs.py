@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from longhaul import units
+from longhaul.commands.simmodels import _path_options as path_options
 from longhaul.commands.simmodels.verbs import naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.scenario_file import load_scenario_file
-from longhaul.sim import pfs, verbs
+from longhaul.sim import pfs
 
 #: A run in one row (what `longhaul sweep pfs` shows per point).
 COLUMNS = ["variant", "op", "clients", "threads", "servers", "luns", "wan_links", "distance_km", "bw_MBps", "link_MBps",
@@ -58,20 +59,15 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="lustre: OSTs per file (1..servers x luns-per-server; default 1)")
     p.add_argument("--wan-links", type=units.whole(0, 1 << 20), default=None, metavar="N",
                    help="parallel WAN links (1..16; default the extender's ports)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", type=units.real(0, units.MAX_DELAY_US), default=None, metavar="US",
-                       help="added one-way delay on the WAN in us (0..200000; default 0)")
-    where.add_argument("--distance-km", type=units.real(0, 40000), default=None, metavar="KM",
-                       help="fibre length in km (5 us/km; 0..40000)")
+    path_options.add_distance(p)
     p.add_argument("--duration-s", type=units.real(0.001, 86400), default=None, metavar="S",
                    help="simulated time (0.001..86400; default 60)")
     p.add_argument("--interval-s", type=units.real(0, 86400, above_lo=True), default=None, metavar="S",
                    help="time-series interval (default 1, or a tenth of a shorter run)")
-    p.add_argument("--profile", choices=pfs.TESTBEDS, default=None, help="hardware profile (default s3: the CSCS testbed)")
-    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair of each link")
-    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
-                   help="random seed, recorded (the flow-level model draws nothing at random; default: the scenario "
-                        "file's, else 1)")
+    path_options.add_profile_and_extender(p, pfs.TESTBEDS, "hardware profile (default s3: the CSCS testbed)",
+                                          "range extender pair of each link")
+    path_options.add_seed(p, "random seed, recorded (the flow-level model draws nothing at random; default: the "
+                             "scenario file's, else 1)")
     p.add_argument("--scenario", default=None, metavar="FILE",
                    help="scenario file (TOML or JSON: [path], [pfs], [[events]], [subnet_manager]); options override it")
     p.add_argument("--show", choices=SHOWS, default="phases", help="what the table shows (json carries everything)")

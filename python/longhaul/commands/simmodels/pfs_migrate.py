@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 
 from longhaul import units
+from longhaul.commands.simmodels import _path_options as path_options
 from longhaul.commands.simmodels.verbs import naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
 from longhaul.scenario_file import load_scenario_file
-from longhaul.sim import pfs_migrate, verbs
+from longhaul.sim import pfs_migrate
 
 SUMMARY_COLUMNS = ["method", "moved_bytes", "files", "move_nsds", "target_nsds", "wan_links", "source_servers",
                    "target_servers", "nodes", "time_s", "time_min", "rate_MBps", "bottleneck"]
@@ -77,14 +78,9 @@ def register(models: argparse._SubParsersAction) -> None:
                    help="file system block size, one block move (4K..64M; default 256K)")
     p.add_argument("--wan-links", type=units.whole(0, 1 << 20), default=None, metavar="N",
                    help="parallel WAN links (1..16; default the extender's ports)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", type=units.real(0, units.MAX_DELAY_US), default=None, metavar="US",
-                       help="added one-way delay on the WAN in us (0..200000; default 0)")
-    where.add_argument("--distance-km", type=units.real(0, 40000), default=None, metavar="KM",
-                       help="fibre length in km (5 us/km; 0..40000)")
-    p.add_argument("--profile", choices=pfs_migrate.TESTBEDS, default=None,
-                   help="hardware profile (default s3: the CSCS testbed)")
-    p.add_argument("--extender", choices=verbs.EXTENDERS, default=None, help="range extender pair of each link")
+    path_options.add_distance(p)
+    path_options.add_profile_and_extender(p, pfs_migrate.TESTBEDS, "hardware profile (default s3: the CSCS testbed)",
+                                          "range extender pair of each link")
     p.add_argument("--scenario", default=None, metavar="FILE",
                    help="scenario file (TOML or JSON: [path], [migrate]); options override it")
     p.add_argument("--show", choices=SHOWS, default="what-if", help="what the table shows (json carries everything)")

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from longhaul import units
+from longhaul.commands.simmodels import _path_options as path_options
 from longhaul.commands.simmodels.verbs import add_cross_arguments, cross_options, naming_the_file
 from longhaul.errors import UserError
 from longhaul.helpformat import DefaultsHelpFormatter
@@ -36,11 +37,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--mtu", type=units.whole(1, 65535), default=None, metavar="BYTES",
                    help="IP MTU: ipoib-ud 576..2044 (default 2044), ipoib-cm 576..65520 (default 65520), "
                         "Ethernet/SONET 576..9000 (default 1500)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", default=None, metavar="LIST",
-                       help="added one-way delay on the long-haul link in us (comma list; 0..200000; default 0)")
-    where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
-    where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
+    path_options.add_distance_lists(p)
     p.add_argument("--streams", default=None, metavar="LIST",
                    help="parallel streams, iperf -P (comma list; 1..1024; default: the scenario file's, else 1)")
     p.add_argument("--window", default=None, metavar="LIST",
@@ -86,8 +83,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--no-delayed-ack", action="store_true", help="acknowledge every segment (Linux quickack)")
     p.add_argument("--initial-cwnd", type=units.whole(1, 1000), default=None, metavar="SEGS", help="initial congestion window (1..1000; default 10, RFC 6928)")
     p.add_argument("--cwnd-trace", action="store_true", help="add each stream's cwnd at every interval (cwnd_trace_segs)")
-    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
-                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
+    path_options.add_seed(p)
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -116,13 +112,7 @@ def _queue(text: str | None) -> dict:
 
 def run_tcp(args: argparse.Namespace) -> int:
     base = load_scenario_file(args.scenario) if args.scenario is not None else None
-    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points: list[dict] = [{}]
-    elif args.distance_km is None and args.distance_miles is None:
-        points = [{"delay_us": d} for d in units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)]
-    else:
-        km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
-        points = [{"fibre_km": k} for k in km]
+    points = path_options.distance_points(args)
     streams: Sequence[int | None] = [None]   # None: the scenario file's value, else the core's default (1)
     if args.streams is not None:
         streams = units.parse_int_list(args.streams, "--streams", 1, 1024)

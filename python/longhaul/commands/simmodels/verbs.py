@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from longhaul import units
+from longhaul.commands.simmodels import _path_options as path_options
 from longhaul.errors import UserError, in_scenario_file
 from longhaul.helpformat import DefaultsHelpFormatter
 from longhaul.output import FORMATS, emit
@@ -37,11 +38,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--test", choices=verbs.TESTS, default=None,
                    help="bw, lat (half round trip; full for read), bibw (both directions, summed), rate (bw reporting "
                         "msg_rate_Mps); default: the scenario file's, else bw")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--delay-us", default=None, metavar="LIST",
-                       help="range-extender delay setting, one way, in us (comma list; 0..200000; default 0)")
-    where.add_argument("--distance-km", default=None, metavar="LIST", help="fibre length in km instead (5 us/km; 0..40000)")
-    where.add_argument("--distance-miles", default=None, metavar="LIST", help="fibre length in miles instead")
+    path_options.add_distance_lists(p, "range-extender delay setting, one way, in us (comma list; 0..200000; default 0)")
     p.add_argument("--sizes", default=None, metavar="LIST",
                    help="message sizes in bytes: comma list (2048,65536) or power-of-two range (2:8M); 1..1G; "
                         "default 2:8M (bw) or 2:MTU for ud, 2 for lat")
@@ -93,8 +90,7 @@ def register(models: argparse._SubParsersAction) -> None:
     p.add_argument("--queue", default=None, metavar="SIZE",
                    help="with --cross-gbps: the WAN switches' drop-tail queue toward the long-haul link, in bytes "
                         "(64K, 8M; default one bandwidth-delay product, >= 100 frames)")
-    p.add_argument("--seed", type=units.whole(0, units.SEED_MAX), default=None,
-                   help="random seed (default: the scenario file's, else 1; same seed, same result)")
+    path_options.add_seed(p)
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
     p.add_argument("--workers", type=units.whole(1, 65536), default=None, metavar="N", help="parallel points (default: all cores)")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -191,14 +187,7 @@ def run_verbs(args: argparse.Namespace) -> int:
         sizes = [base_size]
     else:
         sizes = default_sizes(base, args.transport, args.test, args.mtu)
-    if args.delay_us is None and args.distance_km is None and args.distance_miles is None:
-        points: list[dict] = [{}]  # the scenario file's path, or no added delay
-    elif args.distance_km is None and args.distance_miles is None:
-        delays = units.parse_float_list(args.delay_us, "--delay-us", 0, units.MAX_DELAY_US)
-        points = [{"delay_us": d} for d in delays]
-    else:
-        km = [d / units.FIBRE_DELAY_US_PER_KM for d in units.delays_from_options(None, args.distance_km, args.distance_miles)]
-        points = [{"fibre_km": k} for k in km]
+    points = path_options.distance_points(args)
     # None: the scenario file's value, else the core's default (1).
     qps_list: Sequence[int | None] = [None] if args.qps is None else units.parse_int_list(args.qps, "--qps", 1, 1024)
     common = dict(

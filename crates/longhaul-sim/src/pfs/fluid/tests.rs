@@ -3,6 +3,7 @@
 use super::run;
 use crate::pfs::record::PfsRecord;
 use crate::pfs::scenario::PfsScenario;
+use crate::scenario::ModelScenario;
 use proptest::prelude::*;
 
 fn run_json(json: &str) -> PfsRecord {

@@ -14,7 +14,7 @@ pub(crate) mod scenario;
 
 use serde::Serialize;
 
-use crate::scenario::ScenarioError;
+use crate::scenario::{run_json, validate_json, ScenarioError};
 use model::{estimate, Estimate, ResourceUse, Setup};
 pub(crate) use scenario::{Method, MigrateResolved, MigrateScenario};
 
@@ -213,10 +213,10 @@ pub fn run(r: &MigrateResolved) -> MigrateRecord {
 
 /// Validate a JSON scenario (the whole check, nothing runs).
 pub fn validate_migrate_json(text: &str) -> Result<MigrateResolved, ScenarioError> {
-    MigrateScenario::from_json(text)?.resolve()
+    validate_json::<MigrateScenario>(text)
 }
 
 /// Validate a JSON scenario and estimate it: the migration planner's public entry point.
 pub fn run_migrate_json(text: &str) -> Result<MigrateRecord, ScenarioError> {
-    Ok(run(&validate_migrate_json(text)?))
+    run_json::<MigrateScenario>(text)
 }

@@ -300,9 +300,10 @@ pub fn estimate(r: &MigrateResolved, s: &Setup) -> Estimate {
 mod tests {
     use super::*;
     use crate::pfs::migrate::scenario::MigrateScenario;
+    use crate::scenario::validate_json;
 
     fn resolve(json: &str) -> MigrateResolved {
-        MigrateScenario::from_json(json).and_then(|s| s.resolve()).unwrap()
+        validate_json::<MigrateScenario>(json).unwrap()
     }
 
     fn setup(r: &MigrateResolved) -> Setup {

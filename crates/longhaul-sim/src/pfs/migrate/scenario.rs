@@ -6,9 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::params::MigrateParams;
+use super::MigrateRecord;
 use crate::pfs::params::PfsParams;
 use crate::pfs::scenario::{PfsPathSpec, PfsScenario, PfsSpec};
-use crate::scenario::{err, in_range_u, ScenarioError};
+use crate::scenario::{err, in_range_u, ModelScenario, ScenarioError};
 
 /// How the data moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,12 +121,15 @@ pub const DEFAULT_DATA_BYTES: u64 = 2_000_000_000_000;
 pub const DEFAULT_FILES: u64 = 5_050;
 pub const DEFAULT_NSDS: u32 = 6;
 
-impl MigrateScenario {
-    pub fn from_json(text: &str) -> Result<MigrateScenario, ScenarioError> {
-        crate::scenario::parse_json(text)
+impl ModelScenario for MigrateScenario {
+    type Resolved = MigrateResolved;
+    type Record = MigrateRecord;
+
+    fn run(r: &MigrateResolved) -> MigrateRecord {
+        super::run(r)
     }
 
-    pub fn resolve(&self) -> Result<MigrateResolved, ScenarioError> {
+    fn resolve(&self) -> Result<MigrateResolved, ScenarioError> {
         let m = &self.migrate;
         let method = m.method.unwrap_or(Method::Restripe);
         let data_bytes = in_range_u("data_bytes", m.data_bytes.unwrap_or(DEFAULT_DATA_BYTES), 1, 1 << 60)?;
@@ -204,7 +208,7 @@ mod tests {
     use super::*;
 
     fn resolve(json: &str) -> Result<MigrateResolved, String> {
-        MigrateScenario::from_json(json).and_then(|s| s.resolve()).map_err(|e| e.0)
+        crate::scenario::validate_json::<MigrateScenario>(json).map_err(|e| e.0)
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::{Arrival, Channel, Cx, NSD_HEADER_BYTES};
 use crate::net::{Fabric, NodeId};
 use crate::pfs::record::PfsRecord;
 use crate::pfs::scenario::PfsResolved;
-use crate::scenario::{Resolved, ScenarioError};
+use crate::scenario::{ModelScenario, Resolved, ScenarioError};
 use crate::tcp::hosts::{TcpHosts, TcpOutput};
 use crate::tcp::scenario::{TcpPathSpec, TcpSpec};
 use crate::tcp::stream::Frame;

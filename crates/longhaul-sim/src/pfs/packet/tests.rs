@@ -1,10 +1,11 @@
 //! The packet-level driver against its invariants and against the fluid driver.
 
 use crate::pfs::record::PfsRecord;
-use crate::pfs::{run_pfs_json, validate_pfs_json};
+use crate::pfs::PfsScenario;
+use crate::scenario::{run_json, validate_json};
 
 fn run(json: &str) -> PfsRecord {
-    run_pfs_json(json).unwrap_or_else(|e| panic!("{json}: {}", e.0))
+    run_json::<PfsScenario>(json).unwrap_or_else(|e| panic!("{json}: {}", e.0))
 }
 
 fn scenario(network: &str, transport: &str, variant: &str, op: &str, links: u32, duration_s: f64) -> String {
@@ -68,7 +69,7 @@ fn tcp_at_fluid_level_and_unknown_names_are_refused_in_one_line() {
         (r#"{"pfs": {"network": "packet", "transport": "ud"}}"#, "transport: unknown 'ud' (valid: rc, tcp)"),
     ];
     for (json, want) in cases {
-        let e = validate_pfs_json(json).err().unwrap_or_else(|| panic!("{json} accepted")).0;
+        let e = validate_json::<PfsScenario>(json).err().unwrap_or_else(|| panic!("{json} accepted")).0;
         assert!(e.contains(want) && !e.contains('\n'), "{json}: {e}");
     }
 }
