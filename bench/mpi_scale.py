@@ -1,0 +1,165 @@
+"""``python bench/mpi_bench.py scale``: issue 27's scale cases on longhaul and, side by side in the
+same run, on SimGrid's SMPI (bench/smpi_side.py) over the same two-cluster platform.
+
+Cases (one rank per node, half the ranks in each cluster): osu_bcast 1 MiB at 128, 2,048 and
+4,096 ranks; osu_alltoall 64 KiB at 128, 256, 1,024 and 4,096; NAS CG class C at 128 and 1,024.
+The OSU cases run OSU's 2 warm-up calls and 1 timed call, each followed by a barrier (longhaul's
+`--iterations 1`); CG runs the iterations longhaul simulates (10 of class C's 75; both report
+the run time scaled to 75). Each case is one command in a fresh process, start-up included
+(SMPI's programs are compiled before, into a temporary directory, untimed): wall time, peak
+resident set (RSS) and peak proportional set size (PSS) of the process tree (bench/proc_peak.py).
+A case still running after `--limit-s` is stopped: its figures are lower bounds ('>=').
+
+Printed per case: both simulators' wall time and memory, longhaul / SMPI for time and for memory
+(longhaul's peak RSS over SMPI's peak PSS), and how each grows from 128 ranks: the exponent k of
+ranks^k for wall time and for peak RSS above the simulator's own 2-rank run. Then what each
+simulated (the collective's average latency; CG's run time), to show the two simulate the same
+thing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import proc_peak
+import smpi_side
+
+# (label, workload, message bytes, rank counts); the first count is the growth's reference.
+CASES: list[tuple[str, str, int, tuple[int, ...]]] = [
+    ("osu_bcast 1M", "bcast", 1 << 20, (128, 2048, 4096)),
+    ("osu_alltoall 64K", "alltoall", 64 << 10, (128, 256, 1024, 4096)),
+    ("NAS CG class C", "cg", 0, (128, 1024)),
+]
+# NAS CG class C (NPB's cg.f / NAS-95-020: na 150000, 75 iterations), of which longhaul simulates
+# SIM_ITERATIONS = 10 (crates/longhaul-sim/src/mpi/apps.rs) and scales; used when longhaul's
+# record is missing (a stopped run).
+CG_NA = 150_000
+CG_ITERATIONS = 75
+CG_SIMULATED = 10
+
+
+@dataclass
+class Result:
+    peak: proc_peak.Peak | None  # None: not run (SMPI unavailable)
+    simulated: str = "-"  # what the simulator reported, with its unit
+
+
+def longhaul_args(workload: str, size: int, ranks: int, delay_us: float, extra: list[str]) -> list[str]:
+    common = ["--nodes", str(ranks // 2), "--delay-us", f"{delay_us:g}", "--workers", "1", "--format", "json"]
+    if workload == "cg":
+        return ["sim", "mpi", "app", "--app", "cg", "--class", "C", *common, *extra]
+    return ["sim", "mpi", "osu", "--bench", workload, "--sizes", str(size), "--iterations", "1", *common, *extra]
+
+
+def run_longhaul(args: list[str], limit_s: float) -> tuple[Result, dict]:
+    exe = shutil.which("longhaul") or sys.exit("bench: longhaul is not on PATH (source .venv/bin/activate)")
+    peak = proc_peak.run([exe, *args], limit_s)
+    rec = json.loads(peak.stdout)[0] if peak.done else {}
+    if not rec:
+        return Result(peak), rec
+    if rec.get("lat_us") is not None:
+        return Result(peak, f"{rec['lat_us']:.0f} us"), rec
+    return Result(peak, f"{rec['run_time_s']:.3f} s"), rec
+
+
+def run_smpi(programs: dict[str, Path], workload: str, size: int, ranks: int, delay_us: float, cg: tuple[float, int],
+             work: Path, limit_s: float) -> Result:
+    """`cg`: CG's compute per iteration (us) and the iterations to simulate."""
+    if workload == "cg":
+        compute_us, simulated = cg
+        exe, args = programs["nas_cg"], [str(CG_NA), str(simulated), f"{compute_us:.6f}"]
+    else:
+        exe, args = programs["osu_coll"], [workload, str(size), "2", "1"]
+    peak = proc_peak.run(smpi_side.command(exe, args, ranks, delay_us, work), limit_s)
+    if not peak.done:
+        return Result(peak)
+    key, value = peak.stdout.split()[:2]
+    if key == "s_per_iter":
+        return Result(peak, f"{float(value) * CG_ITERATIONS:.3f} s")
+    return Result(peak, f"{float(value):.0f} us")
+
+
+def fmt(value: float, done: bool, width: int, digits: int = 1) -> str:
+    return f"{'' if done else '>='}{value:.{digits}f}".rjust(width)
+
+
+def ratio(a: proc_peak.Peak, b: proc_peak.Peak, av: float, bv: float) -> str:
+    """a / b, as a bound when either was stopped."""
+    bound = {(True, True): "", (False, True): ">=", (True, False): "<="}.get((a.done, b.done))
+    return f"{bound}{av / bv:.2f}" if bound is not None and av > 0 and bv > 0 else "?"
+
+
+def growth(first: proc_peak.Peak | None, now: proc_peak.Peak, r0: int, r: int, base: int) -> str:
+    """Exponents k of ranks^k from `first` (at r0 ranks) to `now`: wall time, and RSS above `base`."""
+    if first is None or not (first.done and now.done) or r == r0:
+        return "-".rjust(11)
+    g = math.log(r / r0)
+    mem = math.log(max(now.rss_bytes - base, 1) / max(first.rss_bytes - base, 1)) / g
+    return f"{math.log(now.wall_s / first.wall_s) / g:5.2f} {mem:5.2f}"
+
+
+HEADER = (f"{'case':<17}{'ranks':>6} | {'longhaul: wall s':>16} {'RSS MB':>8} {'PSS MB':>8} | "
+          f"{'SMPI: wall s':>12} {'RSS MB':>8} {'PSS MB':>8} | {'lh/SMPI: time':>13} {'memory':>7} | "
+          f"{'growth lh: t^k':>14} {'m^k':>5} | {'SMPI: t^k':>9} {'m^k':>5} | simulated: longhaul, SMPI")
+
+
+def row(label: str, ranks: int, lh: Result, sm: Result, growth_lh: str, growth_sm: str) -> str:
+    a = lh.peak
+    assert a is not None
+    line = (f"{label:<17}{ranks:>6} | {fmt(a.wall_s, a.done, 16)} {fmt(a.rss_bytes / 1e6, a.done, 8, 0)} "
+            f"{fmt(a.pss_bytes / 1e6, a.done, 8, 0)} | ")
+    b = sm.peak
+    if b is None:
+        return line + f"{'-':>12} {'-':>8} {'-':>8} | {'-':>13} {'-':>7} | {growth_lh:>20} | {'-':>15} | {lh.simulated}"
+    return line + (f"{fmt(b.wall_s, b.done, 12)} {fmt(b.rss_bytes / 1e6, b.done, 8, 0)} "
+                   f"{fmt(b.pss_bytes / 1e6, b.done, 8, 0)} | {ratio(a, b, a.wall_s, b.wall_s):>13} "
+                   f"{ratio(a, b, a.rss_bytes, b.pss_bytes):>7} | {growth_lh:>20} | {growth_sm:>15} | "
+                   f"{lh.simulated}, {sm.simulated}")
+
+
+def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
+    print(f"longhaul: profile s1 (the default), one-way delay {delay_us:g} us, extra arguments: "
+          f"{shlex.join(extra) or '(none)'}; limit {limit_s:g} s per case")
+    why_not = smpi_side.available()
+    with tempfile.TemporaryDirectory(prefix="smpi-bench-") as tmp:
+        work = Path(tmp)
+        programs = {} if why_not else smpi_side.build(work)
+        print(why_not or f"SMPI: SimGrid {smpi_side.version()}'s smpirun, CM02 network model, collectives "
+                         f"{smpi_side.COLLECTIVES}")
+        base_lh = run_longhaul(longhaul_args("bcast", 8, 2, delay_us, extra), limit_s)[0].peak
+        base_lh_bytes = base_lh.rss_bytes if base_lh else 0
+        base_sm = 0
+        if programs:
+            base_sm = proc_peak.run(smpi_side.command(programs["osu_coll"], ["bcast", "8", "2", "1"], 2, delay_us,
+                                                      work), limit_s).rss_bytes
+        print(f"base (2 ranks, bcast 8 B): longhaul {base_lh_bytes / 1e6:.0f} MB, SMPI {base_sm / 1e6:.0f} MB peak RSS "
+              "(subtracted for the memory exponent)")
+        print(HEADER, flush=True)
+        for label, workload, size, rank_counts in CASES:
+            first: tuple[Result, Result] | None = None
+            cg_at_first = (0.0, CG_SIMULATED)
+            for ranks in rank_counts:
+                lh, rec = run_longhaul(longhaul_args(workload, size, ranks, delay_us, extra), limit_s)
+                if rec.get("compute_s") is not None:
+                    cg = (rec["compute_s"] / rec["iterations"] * 1e6, rec["iterations_simulated"])
+                else:
+                    # Compute per iteration falls as 1 / ranks (apps.rs: Mop / iterations / (P x rate)).
+                    cg = (cg_at_first[0] * rank_counts[0] / ranks, cg_at_first[1])
+                if first is None:
+                    cg_at_first = cg
+                sm = Result(None)
+                if programs:
+                    sm = run_smpi(programs, workload, size, ranks, delay_us, cg, work, limit_s)
+                if first is None:
+                    first = (lh, sm)
+                r0 = rank_counts[0]
+                g_lh = growth(first[0].peak, lh.peak, r0, ranks, base_lh_bytes) if lh.peak else "-"
+                g_sm = growth(first[1].peak, sm.peak, r0, ranks, base_sm) if sm.peak else "-"
+                print(row(label, ranks, lh, sm, g_lh, g_sm), flush=True)

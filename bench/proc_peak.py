@@ -1,0 +1,78 @@
+"""Wall time and peak memory of a command and its child processes, for the benchmarks.
+
+Peak resident set: the largest VmHWM of any process of the tree, and at the end `wait4`'s
+ru_maxrss (which covers the reaped descendants too). Peak proportional set size: the largest
+sum over the tree's processes of the Pss of /proc/PID/smaps_rollup, sampled every
+`interval_s` (shared pages count once in all, split between the processes mapping them; a
+short peak between two samples can be missed, so it is a lower bound). A command still running
+after `limit_s` is stopped (its whole process group) and its peaks so far are returned.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Peak:
+    wall_s: float
+    rss_bytes: int
+    pss_bytes: int
+    done: bool
+    stdout: str
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (from each thread's children list)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def _kb(path: str, key: str) -> int:
+    try:
+        with open(path, encoding="ascii") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith(key)), 0)
+    except OSError:
+        return 0
+
+
+def run(cmd: list[str], limit_s: float, interval_s: float = 0.05) -> Peak:
+    """Run `cmd` (stdout kept, stderr's tail reported on failure) and measure it."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
+        rss = pss = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                wall = time.perf_counter() - t
+                code = os.waitstatus_to_exitcode(status)
+                if code != 0:
+                    err.seek(0)
+                    tail = err.read().decode(errors="replace")[-400:]
+                    raise RuntimeError(f"{Path(cmd[0]).name} exited with {code}: {tail}")
+                out.seek(0)
+                return Peak(wall, max(rss, usage.ru_maxrss * 1024), pss, True, out.read().decode())
+            tree = _tree(proc.pid)
+            rss = max(rss, *(_kb(f"/proc/{p}/status", "VmHWM:") * 1024 for p in tree))
+            pss = max(pss, sum(_kb(f"/proc/{p}/smaps_rollup", "Pss:") * 1024 for p in tree))
+            if time.perf_counter() - t > limit_s:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return Peak(time.perf_counter() - t, rss, pss, False, "")
+            time.sleep(interval_s)
