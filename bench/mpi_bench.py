@@ -35,7 +35,8 @@ def main() -> None:
     if sys.argv[1:2] == ["scale"]:
         parser = argparse.ArgumentParser(prog="mpi_bench.py scale", description=mpi_scale.__doc__,
                                          formatter_class=argparse.RawDescriptionHelpFormatter)
-        parser.add_argument("--limit-s", type=float, default=120.0, help="stop a case after this long (default 120)")
+        parser.add_argument("--limit-s", type=float, default=120.0,
+                            help="stop a case after this much CPU time (default 120)")
         parser.add_argument("--delay-us", type=float, default=0.0,
                             help="one-way delay of the long-haul link on both simulators (default 0, longhaul's)")
         parser.add_argument("--longhaul-args", default="",

@@ -8,7 +8,9 @@ The OSU cases run OSU's 2 warm-up calls and 1 timed call, each followed by a bar
 the run time scaled to 75). Each case is one command in a fresh process, start-up included
 (SMPI's programs are compiled before, into a temporary directory, untimed): wall time, peak
 resident set (RSS) and peak proportional set size (PSS) of the process tree (bench/proc_peak.py).
-A case still running after `--limit-s` is stopped: its figures are lower bounds ('>=').
+A case that has used `--limit-s` of CPU time (or run 4 times that long) is stopped: its figures
+are lower bounds ('>='). CPU time is printed next to wall time: on a shared machine it is the
+figure other jobs do not inflate (both simulators run on one thread).
 
 Printed per case: both simulators' wall time and memory, longhaul / SMPI for time and for memory
 (longhaul's peak RSS over SMPI's peak PSS), and how each grows from 128 ranks: the exponent k of
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import shutil
 import sys
@@ -105,28 +108,31 @@ def growth(first: proc_peak.Peak | None, now: proc_peak.Peak, r0: int, r: int, b
     return f"{math.log(now.wall_s / first.wall_s) / g:5.2f} {mem:5.2f}"
 
 
-HEADER = (f"{'case':<17}{'ranks':>6} | {'longhaul: wall s':>16} {'RSS MB':>8} {'PSS MB':>8} | "
-          f"{'SMPI: wall s':>12} {'RSS MB':>8} {'PSS MB':>8} | {'lh/SMPI: time':>13} {'memory':>7} | "
-          f"{'growth lh: t^k':>14} {'m^k':>5} | {'SMPI: t^k':>9} {'m^k':>5} | simulated: longhaul, SMPI")
+HEADER = (f"{'case':<17}{'ranks':>6} | {'longhaul: wall s':>16} {'cpu s':>6} {'RSS MB':>7} {'PSS MB':>7} | "
+          f"{'SMPI: wall s':>12} {'cpu s':>6} {'RSS MB':>7} {'PSS MB':>7} | {'lh/SMPI: wall':>13} {'cpu':>5} "
+          f"{'memory':>7} | {'growth lh: t^k':>14} {'m^k':>5} | {'SMPI: t^k':>9} {'m^k':>5} | simulated: longhaul, SMPI")
+
+
+def side(p: proc_peak.Peak, wall_width: int) -> str:
+    return (f"{fmt(p.wall_s, p.done, wall_width)} {fmt(p.cpu_s, p.done, 6)} {fmt(p.rss_bytes / 1e6, p.done, 7, 0)} "
+            f"{fmt(p.pss_bytes / 1e6, p.done, 7, 0)}")
 
 
 def row(label: str, ranks: int, lh: Result, sm: Result, growth_lh: str, growth_sm: str) -> str:
-    a = lh.peak
+    a, b = lh.peak, sm.peak
     assert a is not None
-    line = (f"{label:<17}{ranks:>6} | {fmt(a.wall_s, a.done, 16)} {fmt(a.rss_bytes / 1e6, a.done, 8, 0)} "
-            f"{fmt(a.pss_bytes / 1e6, a.done, 8, 0)} | ")
-    b = sm.peak
+    line = f"{label:<17}{ranks:>6} | {side(a, 16)} | "
     if b is None:
-        return line + f"{'-':>12} {'-':>8} {'-':>8} | {'-':>13} {'-':>7} | {growth_lh:>20} | {'-':>15} | {lh.simulated}"
-    return line + (f"{fmt(b.wall_s, b.done, 12)} {fmt(b.rss_bytes / 1e6, b.done, 8, 0)} "
-                   f"{fmt(b.pss_bytes / 1e6, b.done, 8, 0)} | {ratio(a, b, a.wall_s, b.wall_s):>13} "
+        none = f"{'-':>12} {'-':>6} {'-':>7} {'-':>7} | {'-':>13} {'-':>5} {'-':>7}"
+        return line + f"{none} | {growth_lh:>20} | {'-':>15} | {lh.simulated}"
+    return line + (f"{side(b, 12)} | {ratio(a, b, a.wall_s, b.wall_s):>13} {ratio(a, b, a.cpu_s, b.cpu_s):>5} "
                    f"{ratio(a, b, a.rss_bytes, b.pss_bytes):>7} | {growth_lh:>20} | {growth_sm:>15} | "
                    f"{lh.simulated}, {sm.simulated}")
 
 
 def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
     print(f"longhaul: profile s1 (the default), one-way delay {delay_us:g} us, extra arguments: "
-          f"{shlex.join(extra) or '(none)'}; limit {limit_s:g} s per case")
+          f"{shlex.join(extra) or '(none)'}; limit {limit_s:g} s of CPU per case; {load()}")
     why_not = smpi_side.available()
     with tempfile.TemporaryDirectory(prefix="smpi-bench-") as tmp:
         work = Path(tmp)
@@ -163,3 +169,9 @@ def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
                 g_lh = growth(first[0].peak, lh.peak, r0, ranks, base_lh_bytes) if lh.peak else "-"
                 g_sm = growth(first[1].peak, sm.peak, r0, ranks, base_sm) if sm.peak else "-"
                 print(row(label, ranks, lh, sm, g_lh, g_sm), flush=True)
+    print(f"done; {load()}")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} CPUs"
