@@ -14,7 +14,8 @@ figure other jobs do not inflate (both simulators run on one thread).
 
 Printed per case: both simulators' wall time and memory, longhaul / SMPI for time and for memory
 (longhaul's peak RSS over SMPI's peak PSS), and how each grows from 128 ranks: the exponent k of
-ranks^k for wall time and for peak RSS above the simulator's own 2-rank run. Then what each
+ranks^k for CPU time and for peak PSS above the simulator's own 2-rank run (PSS, not RSS: SMPI's
+shared buffers map the same pages once per rank, which RSS counts each time). Then what each
 simulated (the collective's average latency; CG's run time), to show the two simulate the same
 thing.
 """
@@ -100,17 +101,17 @@ def ratio(a: proc_peak.Peak, b: proc_peak.Peak, av: float, bv: float) -> str:
 
 
 def growth(first: proc_peak.Peak | None, now: proc_peak.Peak, r0: int, r: int, base: int) -> str:
-    """Exponents k of ranks^k from `first` (at r0 ranks) to `now`: wall time, and RSS above `base`."""
+    """Exponents k of ranks^k from `first` (at r0 ranks) to `now`: CPU time, and PSS above `base`."""
     if first is None or not (first.done and now.done) or r == r0:
         return "-".rjust(11)
     g = math.log(r / r0)
-    mem = math.log(max(now.rss_bytes - base, 1) / max(first.rss_bytes - base, 1)) / g
-    return f"{math.log(now.wall_s / first.wall_s) / g:5.2f} {mem:5.2f}"
+    mem = math.log(max(now.pss_bytes - base, 1) / max(first.pss_bytes - base, 1)) / g
+    return f"{math.log(now.cpu_s / first.cpu_s) / g:5.2f} {mem:5.2f}"
 
 
 HEADER = (f"{'case':<17}{'ranks':>6} | {'longhaul: wall s':>16} {'cpu s':>6} {'RSS MB':>7} {'PSS MB':>7} | "
           f"{'SMPI: wall s':>12} {'cpu s':>6} {'RSS MB':>7} {'PSS MB':>7} | {'lh/SMPI: wall':>13} {'cpu':>5} "
-          f"{'memory':>7} | {'growth lh: t^k':>14} {'m^k':>5} | {'SMPI: t^k':>9} {'m^k':>5} | simulated: longhaul, SMPI")
+          f"{'memory':>7} | {'growth lh: cpu^k':>16} {'m^k':>5} | {'SMPI: cpu^k':>11} {'m^k':>5} | simulated: longhaul, SMPI")
 
 
 def side(p: proc_peak.Peak, wall_width: int) -> str:
@@ -124,9 +125,9 @@ def row(label: str, ranks: int, lh: Result, sm: Result, growth_lh: str, growth_s
     line = f"{label:<17}{ranks:>6} | {side(a, 16)} | "
     if b is None:
         none = f"{'-':>12} {'-':>6} {'-':>7} {'-':>7} | {'-':>13} {'-':>5} {'-':>7}"
-        return line + f"{none} | {growth_lh:>20} | {'-':>15} | {lh.simulated}"
+        return line + f"{none} | {growth_lh:>22} | {'-':>17} | {lh.simulated}"
     return line + (f"{side(b, 12)} | {ratio(a, b, a.wall_s, b.wall_s):>13} {ratio(a, b, a.cpu_s, b.cpu_s):>5} "
-                   f"{ratio(a, b, a.rss_bytes, b.pss_bytes):>7} | {growth_lh:>20} | {growth_sm:>15} | "
+                   f"{ratio(a, b, a.rss_bytes, b.pss_bytes):>7} | {growth_lh:>22} | {growth_sm:>17} | "
                    f"{lh.simulated}, {sm.simulated}")
 
 
@@ -139,13 +140,19 @@ def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
         programs = {} if why_not else smpi_side.build(work)
         print(why_not or f"SMPI: SimGrid {smpi_side.version()}'s smpirun, CM02 network model, collectives "
                          f"{smpi_side.COLLECTIVES}")
-        base_lh = run_longhaul(longhaul_args("bcast", 8, 2, delay_us, extra), limit_s)[0].peak
-        base_lh_bytes = base_lh.rss_bytes if base_lh else 0
+        try:
+            base_lh = run_longhaul(longhaul_args("bcast", 8, 2, delay_us, extra), limit_s)[0].peak
+        except RuntimeError as e:
+            # The first longhaul command: a bad --longhaul-args shows here.
+            print(f"bench: longhaul {shlex.join(extra)}: {str(e).strip().splitlines()[-1]}", file=sys.stderr)
+            sys.exit(2)
+        base_lh_bytes = base_lh.pss_bytes if base_lh else 0
         base_sm = 0
         if programs:
-            base_sm = proc_peak.run(smpi_side.command(programs["osu_coll"], ["bcast", "8", "2", "1"], 2, delay_us,
-                                                      work), limit_s).rss_bytes
-        print(f"base (2 ranks, bcast 8 B): longhaul {base_lh_bytes / 1e6:.0f} MB, SMPI {base_sm / 1e6:.0f} MB peak RSS "
+            # 20,000 calls: a second or two, long enough for PSS to be sampled once the simulator runs.
+            base_sm = proc_peak.run(smpi_side.command(programs["osu_coll"], ["bcast", "8", "0", "20000"], 2,
+                                                      delay_us, work), limit_s).pss_bytes
+        print(f"base (2 ranks, bcast 8 B): longhaul {base_lh_bytes / 1e6:.0f} MB, SMPI {base_sm / 1e6:.0f} MB peak PSS "
               "(subtracted for the memory exponent)")
         print(HEADER, flush=True)
         for label, workload, size, rank_counts in CASES:
