@@ -126,6 +126,10 @@ def command(exe: Path, args: list[str], ranks: int, delay_us: float, work: Path)
         # Compute is what the program asks for (smpi_execute_flops), not this machine's CPU time.
         "smpi/simulate-computation:no", f"smpi/send-is-detached-thresh:{detached}",
         *(f"smpi/{c}:{a}" for c, a in COLLECTIVES.items()),
+        # SMPI_SHARED_MALLOC maps one block of a file over and over to fill a buffer, a mapping per
+        # block: with the default 1 MiB blocks, 1,024 ranks' alltoall buffers of 64 MiB need 131,072,
+        # beyond Linux's vm.max_map_count (65,530). One sparse 1 GiB block maps any buffer at once.
+        "smpi/shared-malloc-blocksize:1073741824",
     ]
     # Global variables are not privatized per rank: the programs keep none (thousands of
     # copies of the binary otherwise, SimGrid's dlopen privatization).
