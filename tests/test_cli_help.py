@@ -79,3 +79,20 @@ def test_version_names_the_package_and_the_model(cli):
     out = cli("--version", check=True).stdout
     assert out.startswith(f"longhaul {longhaul.__version__}") and f"model {model_fingerprint()}" in out
     assert out.count("\n") == 1
+
+
+def test_a_command_loads_only_its_own_module():
+    """A short simulation pays at start-up for the simulator only: `longhaul sim ...` imports neither
+    the emulator nor the results store, and the alias `analyze` finds `analyse`'s module."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from longhaul.cli import main\n"
+            "main(['sim', 'verbs', '--delay-us', '0', '--sizes', '4096', '--format', 'csv'])\n"
+            "print(sorted(m for m in ('longhaul.emu', 'longhaul.results', 'longhaul.commands.emu') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines()[-1] == "[]", proc.stdout[-300:]
+    from longhaul.cli import _command_named
+
+    assert _command_named(["analyze", "dpm"]) == "analyse" and _command_named(["--version"]) is None
+    assert _command_named(["bogus"]) is None  # the whole parser, whose error lists every command

@@ -72,7 +72,7 @@ def test_ctrl_c_while_the_commands_load_is_an_interrupt_not_a_traceback(monkeypa
     """The first ~0.2 s of every command import and parse; Ctrl-C there printed a traceback."""
     import longhaul.cli as cli
 
-    def interrupted():
+    def interrupted(command=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "build_parser", interrupted)

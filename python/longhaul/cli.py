@@ -20,8 +20,14 @@ from longhaul import commands, output
 from longhaul.errors import Terminated, UserError
 from longhaul.parser import Parser, say_error
 
+#: command names that are not their module's name
+_ALIASES = {"analyze": "analyse"}
 
-def build_parser() -> Parser:
+
+def build_parser(command: str | None = None) -> Parser:
+    """The whole parser, or, given the ``command`` a command line names, one with that command's
+    module only: each module imports what its commands run (the emulator, plots, the store), and
+    a short simulation should not pay for the others at start-up."""
     parser = Parser(
         prog="longhaul",
         description="A lab for HPC communication between clusters joined by long-haul links.",
@@ -30,7 +36,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.ispkg:
+        if info.ispkg or command not in (None, info.name):
             continue
         module = importlib.import_module(f"longhaul.commands.{info.name}")
         module.register(sub)
@@ -81,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     try:
         # Inside the try: Ctrl-C while the commands are imported and parsed is an interrupt too.
-        args = build_parser().parse_args(argv)
+        args = build_parser(_command_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
         output.WIDE = bool(getattr(args, "wide", False))
         return int(args.func(args) or 0)
     except UserError as err:
@@ -98,6 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + sig.signum
     except BrokenPipeError:
         return 0
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The command module a command line names (its first word, the top-level parser taking no
+    option with a value), or None (none or an unknown one: the whole parser, for its help or its
+    error listing every command)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    name = _ALIASES.get(first or "", first)
+    known = {info.name for info in pkgutil.iter_modules(commands.__path__) if not info.ispkg}
+    return name if name in known else None
 
 
 def run() -> NoReturn:
