@@ -177,7 +177,10 @@ fn bad_input_names_the_parameter_and_range() {
         (top(r#""testbed": "s1""#), "testbed: not used with transport tcp"),
         (base(r#", "eager_credits": 4"#), "mpi.eager_credits: not used with transport tcp"),
         (base(r#", "wan_chunk_bytes": 0"#), "wan_chunk_bytes: 0 is out of range [1, 1073741824]"),
-        (top(r#""cluster": {"nodes": 200}"#).replace(r#""bw""#, r#""bcast""#), "ranks: 400 is out of range [2, 256] with transport tcp"),
+        (
+            top(r#""cluster": {"nodes": 2100}"#).replace(r#""bw""#, r#""bcast""#),
+            "ranks: 4200 (2100 nodes x 1 per node in each of 2 clusters) is out of range [2, 4096]",
+        ),
         (
             r#"{"osu": {"bench": "bw", "size_bytes": 8}, "mpi": {"per_msg_us": 3}}"#.to_string(),
             "mpi.per_msg_us: only with transport tcp",

@@ -32,6 +32,10 @@ pub const ACK_HDR_BYTES: u64 = 40;
 pub const FRAG_HDR_BYTES: u64 = 32;
 /// TCP BTL header in front of every fragment (tag, type, segment count, size).
 pub const BTL_HDR_BYTES: u64 = 8;
+/// The TCP BTL's connect ACK, each side's first bytes on a new connection: the process name
+/// (8 bytes) and the 16-byte magic string "OPAL-TCP-BTL" (`mca_btl_tcp_endpoint_hs_msg_t`,
+/// opal/mca/btl/tcp/btl_tcp_endpoint.h, MCA_BTL_TCP_MAGIC_STRING_LENGTH = 16).
+pub const CONNECT_ACK_BYTES: u64 = 24;
 
 /// The protocol's parameters (Open MPI 4.1 defaults, see the module docs).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -66,6 +70,8 @@ pub enum FrameKind {
     Rts,
     Ack,
     Rest,
+    /// The BTL's connect ACK (no message: `msg` is 0).
+    ConnectAck,
 }
 
 /// One protocol unit written to the connection: `msg` numbers the messages of its direction
@@ -94,6 +100,11 @@ impl BtlParams {
         } else {
             Frame { kind: FrameKind::Rts, msg, bytes: self.rts_payload(size) + RNDV_HDR_BYTES + BTL_HDR_BYTES }
         }
+    }
+
+    /// The connect ACK each side writes first on a new connection (see [`CONNECT_ACK_BYTES`]).
+    pub fn connect_ack_frame(&self) -> Frame {
+        Frame { kind: FrameKind::ConnectAck, msg: 0, bytes: CONNECT_ACK_BYTES }
     }
 
     pub fn ack_frame(&self, msg: u64) -> Frame {

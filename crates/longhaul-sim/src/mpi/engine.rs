@@ -166,6 +166,8 @@ pub struct MpiStats {
     /// UD/UC: frames the library sent again, and copies the receiver dropped as duplicates.
     pub resent_frames: u64,
     pub duplicate_frames: u64,
+    /// Connections the channel opened (pairs of ranks on different nodes that talked).
+    pub connections: u64,
 }
 
 pub struct Mpi<C> {

@@ -304,15 +304,15 @@ fn simulate_verbs(
 }
 
 /// Play `progs` over the scenario's two clusters joined by TCP: Open MPI's ob1 on the TCP BTL,
-/// one connection per pair of ranks on different hosts. The library's CPU time per frame is
+/// one connection per pair of ranks on different hosts that talks, opened on its first frame. The library's CPU time per frame is
 /// the host layer's (`per_msg_ns`); a call costs nothing more.
 fn simulate_tcp(r: &MpiResolved, t: &TcpNet, layout: &Layout, progs: Programs) -> Outcome {
     let tcp = &t.tcp;
     let mut fabric: Fabric<TcpPacket> = Fabric::new(tcp.seed);
     let p = tcp::path::build(tcp, &mut fabric, r.nodes as usize);
-    let mut net = TcpHosts::new(fabric.nodes.len(), tcp.framing(), &tcp.stack, t.btl.per_msg_ns);
+    let net = TcpHosts::new(fabric.nodes.len(), tcp.framing(), &tcp.stack, t.btl.per_msg_ns);
     let host = hosts(layout, r.nodes, &p.hosts_a, &p.hosts_b);
-    let ch = Ob1Tcp::connect(&mut net, &host, layout, &tcp.params, tcp.cc, t.btl.clone());
+    let ch = Ob1Tcp::new(tcp.params.clone(), tcp.cc, t.btl.clone());
     let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, (0.0, r.params.smp_chunk_bytes), ch);
     let mut world = World::new(fabric, net, mpi, TimerPolicy::Direct);
     let mut q = EventQueue::new();
@@ -505,5 +505,46 @@ mod tests {
             assert_eq!(a, b, "{bench} {algo} over {transport}");
             assert_eq!(a.3, "ok");
         }
+    }
+
+    /// The distinct pairs of ranks on different nodes whose programs send to each other.
+    fn talking_pairs(progs: &Programs, layout: &Layout) -> std::collections::BTreeSet<(u32, u32)> {
+        let mut pairs = std::collections::BTreeSet::new();
+        for (r, actions) in progs.expanded().ranks.iter().enumerate() {
+            for a in actions {
+                if let program::Action::Round { sends, .. } | program::Action::Post { sends, .. } = a {
+                    for x in sends.iter().filter(|x| !layout.same_node(r as u32, x.peer)) {
+                        pairs.insert((x.peer.min(r as u32), x.peer.max(r as u32)));
+                    }
+                }
+            }
+        }
+        pairs
+    }
+
+    /// The scenario `json` resolved, with its OSU programs and placement.
+    fn osu_job(json: &str) -> (MpiResolved, Programs, Layout) {
+        let r = MpiScenario::from_json(json).unwrap().resolve().unwrap();
+        let Workload::Osu(o) = &r.workload else { unreachable!("an OSU scenario") };
+        let ranks = o.bench.ranks(1, 2 * r.nodes * r.ppn);
+        let layout = Layout::new(r.nodes, r.ppn, ranks, &r.placement).unwrap();
+        let (progs, _) = osu::programs(o, &layout, algo_choice(&r));
+        (r, progs, layout)
+    }
+
+    /// Over TCP a 512-rank job runs, and only the pairs that talk get a connection (a binary
+    /// tree bcast and the barrier: O(ranks log ranks), not the 130,816 pairs of all ranks).
+    #[test]
+    fn tcp_connections_open_only_for_the_pairs_that_talk() {
+        let json = r#"{"seed": 1, "path": {"delay_us": 100}, "cluster": {"nodes": 256},
+            "mpi": {"transport": "tcp"}, "osu": {"bench": "bcast", "size_bytes": 1024, "iterations": 1}}"#;
+        let (r, progs, layout) = osu_job(json);
+        let MpiNet::Tcp(t) = &r.net else { unreachable!("tcp") };
+        let pairs = talking_pairs(&progs, &layout);
+        let o = simulate_tcp(&r, t, &layout, progs);
+        assert_eq!(o.status, "ok");
+        assert_eq!(o.stats.delivered, o.stats.messages);
+        assert_eq!(o.stats.connections, pairs.len() as u64);
+        assert!(pairs.len() < 512 * 10, "{} pairs talk", pairs.len());
     }
 }

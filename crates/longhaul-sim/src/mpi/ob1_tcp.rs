@@ -2,9 +2,25 @@
 //! ([`super::btl_tcp`]) on the rank pair's TCP connection of the one TCP host layer
 //! ([`TcpHosts`]: sender, receiver, the host stack's costs, congestion control).
 //!
-//! Each pair of ranks on different hosts has one connection (as the TCP BTL opens with
-//! `btl_tcp_links` = 1), opened before the programs start (the library connects during start-up;
-//! the measured traffic never waits for a handshake). The connection delivers frames in order.
+//! Each pair of ranks on different hosts that talks has one connection (as the TCP BTL opens
+//! with `btl_tcp_links` = 1), opened on the pair's first frame, as the BTL does: a send on an
+//! endpoint in state CLOSED queues the fragment and starts the connection
+//! (`mca_btl_tcp_endpoint_send` -> `mca_btl_tcp_endpoint_start_connect`,
+//! opal/mca/btl/tcp/btl_tcp_endpoint.c, Open MPI 4.1 and main). Opening costs:
+//! - TCP's three-way handshake (the SYN and SYN-ACK of the TCP model, with their loss and
+//!   retransmission): the connecting side's first bytes follow the SYN-ACK;
+//! - the BTL's connect ACK exchange: the connecting side writes its connect ACK
+//!   (`mca_btl_tcp_endpoint_send_connect_ack`: process name and magic string); the accepting
+//!   side, on reading it, writes its own and is connected (`mca_btl_tcp_endpoint_accept`); the
+//!   connecting side is connected once it has read the answer (`recv_connect_ack` in state
+//!   CONNECT_ACK). Frames either side writes before it is connected wait in order
+//!   (`endpoint_frags`) and follow its connect ACK.
+//!
+//! So a pair's first message pays about two round trips more; OSU's warm-up iterations take
+//! that before the timed ones. Pairs that never talk keep nothing, so the state grows with the
+//! pairs that talk, not with the square of the ranks. Simplification: both ranks of a pair
+//! starting to connect at the same instant (which Open MPI resolves by comparing process names
+//! and closing one socket) is one connection, opened by whichever frame comes first.
 //!
 //! - Eager: the payload is copied into the BTL's fragment, so the send completes when the frame
 //!   is written; the receive completes when it has arrived and met its receive.
@@ -17,23 +33,47 @@
 
 use super::btl_tcp::{BtlParams, Frame, FrameKind};
 use super::engine::{Channel, Ev, Mpi, PairMap, Proto};
-use super::placement::Layout;
 use crate::engine::Time;
-use crate::net::NodeId;
 use crate::tcp::cc::CcName;
 use crate::tcp::hosts::{TcpHosts, TcpOutput};
 use crate::tcp::params::TcpParams;
 use crate::tcp::stream;
 
-/// The TCP channel's state: Open MPI's TCP BTL limits and the rank pairs' connections.
+/// The TCP channel's state: Open MPI's TCP BTL limits and the connections of the rank pairs
+/// that have talked.
 pub struct Ob1Tcp {
     pub btl: BtlParams,
-    /// The direction carrying rank a's frames to rank b, by (a, b).
-    dir: PairMap<u32>,
+    tcp: TcpParams,
+    cc: CcName,
+    /// The connection of each pair of ranks that has written a frame, by (lower, higher rank).
+    conns: PairMap<Conn>,
     /// (sending rank, receiving rank) of each direction.
     ends: Vec<(u32, u32)>,
     /// Frames taken off a direction (kept to reuse the buffer).
     frames: Vec<stream::Frame>,
+}
+
+/// One pair's connection: its direction from the rank that opened it (the next is the
+/// reverse), and the frames each side wrote before it was connected.
+struct Conn {
+    opener: u32,
+    forward: u32,
+    /// Connected: the opener (it read the accepting side's connect ACK), the acceptor (it read
+    /// the opener's).
+    ready: [bool; 2],
+    /// Frames written while their side was not connected: (writing rank, frame), in order.
+    waiting: Vec<(u32, Frame)>,
+}
+
+impl Conn {
+    /// The direction rank `from` writes to, and whether `from` is connected.
+    fn side(&self, from: u32) -> (u32, bool) {
+        if from == self.opener {
+            (self.forward, self.ready[0])
+        } else {
+            (self.forward + 1, self.ready[1])
+        }
+    }
 }
 
 /// The TCP channel's events.
@@ -41,56 +81,91 @@ pub struct Ob1Tcp {
 pub enum TcpEv {
     /// In-order bytes of a direction reached its receiving rank.
     Ready(u32, u64),
-    /// A rank writes a frame to a direction (at its CPU's time, which may be ahead of the
+    /// Rank `from` writes a frame to rank `to` (at its CPU's time, which may be ahead of the
     /// event being handled).
-    Write(u32, Frame),
+    Write { from: u32, to: u32, frame: Frame },
 }
 
 type Cx<'a> = super::engine::Cx<'a, Ob1Tcp>;
 
-const KINDS: [FrameKind; 4] = [FrameKind::Eager, FrameKind::Rts, FrameKind::Ack, FrameKind::Rest];
+const KINDS: [FrameKind; 5] =
+    [FrameKind::Eager, FrameKind::Rts, FrameKind::Ack, FrameKind::Rest, FrameKind::ConnectAck];
+
+/// Bits of a stream frame's tag below its kind (the message number).
+const MSG_BITS: u32 = 61;
 
 /// A protocol frame as the stream carries it: its kind in the tag's top bits, its message below.
 fn to_stream(f: Frame) -> stream::Frame {
     let kind = KINDS.iter().position(|&k| k == f.kind).expect("a kind") as u64;
-    stream::Frame { tag: kind << 62 | f.msg, bytes: f.bytes }
+    stream::Frame { tag: kind << MSG_BITS | f.msg, bytes: f.bytes }
 }
 
 fn from_stream(f: stream::Frame) -> Frame {
-    Frame { kind: KINDS[(f.tag >> 62) as usize], msg: f.tag & ((1 << 62) - 1), bytes: f.bytes }
+    Frame { kind: KINDS[(f.tag >> MSG_BITS) as usize], msg: f.tag & ((1 << MSG_BITS) - 1), bytes: f.bytes }
+}
+
+fn pair_key(a: u32, b: u32) -> (u32, u32) {
+    (a.min(b), a.max(b))
 }
 
 impl Ob1Tcp {
-    /// Connect every pair of ranks of `layout` on different hosts (`host`: each rank's), in
-    /// rank order, with TCP parameters `p` and congestion control `cc`.
-    pub fn connect(
-        net: &mut TcpHosts,
-        host: &[NodeId],
-        layout: &Layout,
-        p: &TcpParams,
-        cc: CcName,
-        btl: BtlParams,
-    ) -> Self {
-        let n = layout.ranks();
-        let mut dir = PairMap::default();
-        let mut ends = Vec::new();
-        for a in 0..n {
-            for b in a + 1..n {
-                if layout.same_node(a, b) {
-                    continue; // shared memory
-                }
-                let (ab, ba) = net.connect(host[a as usize], host[b as usize], p, cc, true, false);
-                dir.insert((a, b), ab);
-                dir.insert((b, a), ba);
-                ends.extend([(a, b), (b, a)]);
-            }
-        }
-        Ob1Tcp { btl, dir, ends, frames: Vec::new() }
+    /// No connection yet: each opens on its pair's first frame, with TCP parameters `tcp` and
+    /// congestion control `cc`.
+    pub fn new(tcp: TcpParams, cc: CcName, btl: BtlParams) -> Self {
+        Ob1Tcp { btl, tcp, cc, conns: PairMap::default(), ends: Vec::new(), frames: Vec::new() }
     }
 
     /// Rank `from` writes `f` to rank `to` at `t`.
     fn write(&self, cx: &mut Cx, (from, to): (u32, u32), f: Frame, t: Time) {
-        cx.schedule(t, Ev::Channel(TcpEv::Write(self.dir[&(from, to)], f)));
+        cx.schedule(t, Ev::Channel(TcpEv::Write { from, to, frame: f }));
+    }
+}
+
+/// Rank `from`'s frame `f` to `to` reaches its socket at `now`: written to the connection if
+/// `from` is connected; else it waits, and the pair's first frame opens the connection.
+fn write_now(mpi: &mut Mpi<Ob1Tcp>, cx: &mut Cx, (from, to): (u32, u32), f: Frame, now: Time) {
+    let ch = &mut mpi.ch;
+    let conn = match ch.conns.get_mut(&pair_key(from, to)) {
+        Some(c) => c,
+        None => {
+            let (a, b) = (mpi.host[from as usize], mpi.host[to as usize]);
+            let (forward, reverse) = cx.net.connect(a, b, &ch.tcp, ch.cc, false, false);
+            debug_assert_eq!(forward as usize, ch.ends.len());
+            ch.ends.extend([(from, to), (to, from)]);
+            mpi.stats.connections += 1;
+            debug_assert_eq!(reverse, forward + 1);
+            // The connect ACK waits in the socket behind the handshake.
+            cx.net.write(now, forward, to_stream(ch.btl.connect_ack_frame()));
+            cx.kick(a);
+            let c = Conn { opener: from, forward, ready: [false; 2], waiting: Vec::new() };
+            ch.conns.entry(pair_key(from, to)).or_insert(c)
+        }
+    };
+    match conn.side(from) {
+        (d, true) => {
+            cx.net.write(now, d, to_stream(f));
+            cx.kick(mpi.host[from as usize]);
+        }
+        (_, false) => conn.waiting.push((from, f)),
+    }
+}
+
+/// Rank `r` has read its peer's connect ACK on the connection of pair `key` at `now`: it is
+/// connected; once its CPU is free the acceptor answers with its own connect ACK, and `r`
+/// writes what waited, in order.
+fn connected(mpi: &mut Mpi<Ob1Tcp>, cx: &mut Cx, r: u32, key: (u32, u32), now: Time) {
+    let at = when(mpi, r, now);
+    let peer = if r == key.0 { key.1 } else { key.0 };
+    let conn = mpi.ch.conns.get_mut(&key).expect("a connection that carried a connect ACK");
+    let accepts = r != conn.opener;
+    conn.ready[usize::from(accepts)] = true;
+    let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut conn.waiting).into_iter().partition(|w| w.0 == r);
+    conn.waiting = others;
+    if accepts {
+        mpi.ch.write(cx, (r, peer), mpi.ch.btl.connect_ack_frame(), at);
+    }
+    for (_, f) in mine {
+        mpi.ch.write(cx, (r, peer), f, at);
     }
 }
 
@@ -145,11 +220,7 @@ impl Channel for Ob1Tcp {
 
     fn on_event(mpi: &mut Mpi<Ob1Tcp>, cx: &mut Cx, ev: TcpEv, now: Time) {
         match ev {
-            TcpEv::Write(d, f) => {
-                cx.net.write(now, d, to_stream(f));
-                let src = cx.net.dirs[d as usize].src;
-                cx.kick(src);
-            }
+            TcpEv::Write { from, to, frame } => write_now(mpi, cx, (from, to), frame, now),
             TcpEv::Ready(d, bytes) => {
                 let mut frames = std::mem::take(&mut mpi.ch.frames);
                 cx.net.take_frames(d, bytes, &mut frames);
@@ -169,6 +240,7 @@ impl Channel for Ob1Tcp {
                             let at = when(mpi, b, now);
                             mpi.complete_recv(cx, m, at);
                         }
+                        FrameKind::ConnectAck => connected(mpi, cx, b, pair_key(a, b), now),
                     }
                 }
                 mpi.ch.frames = frames;

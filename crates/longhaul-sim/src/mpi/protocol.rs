@@ -261,6 +261,7 @@ impl Mpi<Verbs> {
                     cx.net.post_recv(qb, u32::MAX / 2);
                 }
                 let c = self.ch.conns.len() as u32;
+                self.stats.connections += 1;
                 let credits = self.initial_credits();
                 let dir = || Dir { credits, ..Dir::default() };
                 self.ch.conns.push(Conn { ranks: [key.0, key.1], qps: [qa, qb], dirs: [dir(), dir()] });

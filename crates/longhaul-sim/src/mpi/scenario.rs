@@ -405,13 +405,6 @@ impl MpiScenario {
             ));
         }
         Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
-        if matches!(net, MpiNet::Tcp(_)) && ranks > scenario_tcp::MAX_RANKS {
-            return err(format!(
-                "ranks: {ranks} is out of range [2, {}] with transport tcp (a TCP connection for every pair of \
-                 ranks on different hosts, opened at start-up)",
-                scenario_tcp::MAX_RANKS
-            ));
-        }
         let wan_chunk_bytes = match &net {
             MpiNet::Tcp(t) => Some(t.wan_chunk_bytes),
             MpiNet::Verbs { .. } => {

@@ -9,10 +9,6 @@ use crate::scenario::{err, in_range_f, in_range_u, ModelScenario, ScenarioError}
 use crate::tcp::link::LinkKind;
 use crate::tcp::scenario::{TcpPathSpec, TcpResolved, TcpScenario};
 
-/// Ranks a job over TCP may have: every pair of ranks on different hosts has a connection from
-/// the start (32,640 at 256 ranks).
-pub const MAX_RANKS: u32 = 256;
-
 /// HierComm.WAN_CHUNK_BYTES and liblonghaul_coll's default piece size.
 pub const WAN_CHUNK_BYTES: u64 = 32 * 1024;
 

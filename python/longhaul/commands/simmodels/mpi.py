@@ -59,7 +59,7 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
     p.add_argument("--transport", choices=mpi.TRANSPORTS, default=None,
                    help="the channel: an IB transport under MVAPICH2 (rc, uc, ud; default rc), or tcp: Open MPI's "
                         "ob1 on the TCP BTL over the TCP model (options under 'MPI over TCP'; one TCP connection per "
-                        "pair of ranks on different nodes, at most 256 ranks)")
+                        "pair of ranks on different nodes that talk, opened on their first message)")
     p.add_argument("--eager-credits", type=units.whole(1, 4096), default=None, metavar="N",
                    help="eager buffers per peer (1..4096; default: the library's, 16 in MVAPICH2's RDMA fast path, "
                         "512 in UCX's flow-control window)")
