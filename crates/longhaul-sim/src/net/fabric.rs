@@ -98,14 +98,22 @@ struct Route {
     count: u32,
 }
 
+/// A node with no row of its own in the routing table, or a node that is no destination.
+const NO_ROW: u32 = u32::MAX;
+
 pub struct Fabric<P> {
     pub nodes: Vec<Node>,
     pub ports: Vec<Port<P>>,
-    /// Routing, flattened (one lookup per hop): `routes[node * nodes.len() + dst]` holds the
-    /// ports on a shortest path from `node` toward host `dst` (several = parallel links; none =
-    /// no route).
+    /// Routing, flattened (one lookup per hop): `routes[route_row[node] * route_cols +
+    /// route_col[dst]]` holds the ports on a shortest path from `node` toward host `dst`
+    /// (several = parallel links; none = no route). Rows only for the nodes that forward and
+    /// the hosts with several ports: a host with one port reaches every host it reaches through
+    /// that port ([`Fabric::host_route`]), so the table grows with switches x hosts, not hosts^2.
     routes: Vec<Route>,
     route_ports: Vec<PortId>,
+    route_row: Vec<u32>,
+    route_col: Vec<u32>,
+    route_cols: usize,
     seed: u64,
     /// The routes have been computed once (later recomputations follow link changes).
     routed: bool,
@@ -118,6 +126,9 @@ impl<P: Routable> Fabric<P> {
             ports: Vec::new(),
             routes: Vec::new(),
             route_ports: Vec::new(),
+            route_row: Vec::new(),
+            route_col: Vec::new(),
+            route_cols: 0,
             seed,
             routed: false,
         }
@@ -157,7 +168,18 @@ impl<P: Routable> Fabric<P> {
     /// The routing tables over the links up.
     fn fill_routes(&mut self) {
         let n = self.nodes.len();
-        self.routes = vec![Route::default(); n * n];
+        let is_host = |i: usize| self.nodes[i].kind == NodeKind::Host;
+        let (mut rows, mut cols) = (0u32, 0u32);
+        let count = |c: &mut u32| {
+            *c += 1;
+            *c - 1
+        };
+        self.route_row = (0..n)
+            .map(|i| if is_host(i) && self.nodes[i].ports.len() == 1 { NO_ROW } else { count(&mut rows) })
+            .collect();
+        self.route_col = (0..n).map(|i| if is_host(i) { count(&mut cols) } else { NO_ROW }).collect();
+        self.route_cols = cols as usize;
+        self.routes = vec![Route::default(); rows as usize * cols as usize];
         self.route_ports.clear();
         for dst in 0..n {
             if self.nodes[dst].kind != NodeKind::Host {
@@ -179,7 +201,7 @@ impl<P: Routable> Fabric<P> {
                 }
             }
             for u in 0..n {
-                if u == dst || dist[u] == usize::MAX {
+                if u == dst || dist[u] == usize::MAX || self.route_row[u] == NO_ROW {
                     continue;
                 }
                 let start = self.route_ports.len() as u32;
@@ -191,15 +213,49 @@ impl<P: Routable> Fabric<P> {
                 }
                 let count = self.route_ports.len() as u32 - start;
                 let first = self.route_ports.get(start as usize).copied().unwrap_or(NO_PORT);
-                self.routes[u * n + dst] = Route { first, start, count };
+                let cell = self.route_row[u] as usize * self.route_cols + self.route_col[dst] as usize;
+                self.routes[cell] = Route { first, start, count };
             }
         }
+    }
+
+    /// The routing entry of `node` toward `dst`.
+    #[inline(always)]
+    fn route_entry(&self, node: NodeId, dst: NodeId) -> Route {
+        let (row, col) = (self.route_row[node as usize], self.route_col[dst as usize]);
+        if col == NO_ROW {
+            return Route::default();
+        }
+        if row == NO_ROW {
+            return if self.host_route(node, dst) {
+                Route { first: self.nodes[node as usize].ports[0], start: 0, count: 1 }
+            } else {
+                Route::default()
+            };
+        }
+        self.routes[row as usize * self.route_cols + col as usize]
+    }
+
+    /// Whether host `host` (one port) reaches host `dst`: its port is up and leads to `dst`, or
+    /// to a node that forwards and has a route to it (a shortest path then starts with that
+    /// port, the host's only one).
+    fn host_route(&self, host: NodeId, dst: NodeId) -> bool {
+        let port = &self.ports[self.nodes[host as usize].ports[0] as usize];
+        let next = port.ends.to_node;
+        host != dst
+            && port.up
+            && (next == dst
+                || self.nodes[next as usize].kind != NodeKind::Host && self.route_entry(next, dst).count > 0)
     }
 
     /// The ports on a shortest path from `node` toward host `dst`.
     #[inline]
     fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
-        let r = self.routes[node as usize * self.nodes.len() + dst as usize];
+        if self.route_row[node as usize] == NO_ROW {
+            let one = std::slice::from_ref(&self.nodes[node as usize].ports[0]);
+            return if self.host_route(node, dst) { one } else { &[] };
+        }
+        let r = self.route_entry(node, dst);
         &self.route_ports[r.start as usize..(r.start + r.count) as usize]
     }
 
@@ -386,7 +442,7 @@ impl<P: Routable> Fabric<P> {
     ) -> Option<(PortId, Time)> {
         let sender = &self.ports[from as usize];
         let (in_port, node) = (sender.peer, sender.ends.to_node);
-        let route = self.routes[node as usize * self.nodes.len() + item.pkt.dst() as usize];
+        let route = self.route_entry(node, item.pkt.dst());
         let out = match route.count {
             1 => route.first,
             0 => {
