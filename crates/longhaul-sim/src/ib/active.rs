@@ -25,6 +25,10 @@ impl ActiveQps {
         self.0.partition_point(|&q| q < from)
     }
 
+    pub fn contains(&self, qp: u32) -> bool {
+        self.0.binary_search(&qp).is_ok()
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

@@ -9,6 +9,7 @@ use super::hca::HcaProfile;
 use super::headers::{self, psn_diff, Kind, Op, PSN_MASK};
 use super::packet::IbPacket;
 use super::qp::{Qp, ReadJob, Transport};
+use super::qp_table::QpTable;
 use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::net::{Endpoints, NodeId, Pull, Rate};
@@ -112,7 +113,7 @@ struct HostState {
 }
 
 pub struct IbHosts {
-    pub qps: Vec<Qp>,
+    pub qps: QpTable,
     hosts: Vec<Option<HostState>>,
     pub hca: HcaProfile,
     pub completions: Vec<Completion>,
@@ -130,7 +131,7 @@ impl IbHosts {
     pub fn new(hca: HcaProfile, node_count: usize, timeout_exp: u32, retry_count: u32) -> Self {
         let ack_timeout = hca.ack_timer.in_force(timeout_exp);
         IbHosts {
-            qps: Vec::new(),
+            qps: QpTable::default(),
             hosts: (0..node_count).map(|_| None).collect(),
             hca,
             completions: Vec::new(),
@@ -184,6 +185,7 @@ impl IbHosts {
     }
 
     pub fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
+        self.qps.wake(qp);
         self.qps[qp as usize].post(op, len, id, ready_at);
         self.activate(qp);
     }
@@ -195,11 +197,23 @@ impl IbHosts {
     }
 
     pub fn post_recv(&mut self, qp: u32, count: u32) {
+        self.qps.wake(qp);
         self.qps[qp as usize].rq_posted += count;
     }
 
     pub fn node_of(&self, qp: u32) -> NodeId {
-        self.qps[qp as usize].node
+        self.qps.node(qp)
+    }
+
+    /// Park queue pair `qp` if it is idle (nothing queued, in flight or owed, and not waiting
+    /// for its port): its state shrinks to what resuming needs ([`QpTable`]); any later use
+    /// restores it. True if it is parked now.
+    pub fn park(&mut self, qp: u32) -> bool {
+        let node = self.qps.node(qp);
+        if self.hosts[node as usize].as_ref().is_some_and(|h| h.active.contains(qp)) {
+            return false;
+        }
+        self.qps.park(qp)
     }
 
     fn arm_timer(&mut self, qp: u32, now: Time) {
@@ -219,6 +233,9 @@ impl IbHosts {
     /// The RC local ACK timer of `qp` fired.
     pub fn on_timer(&mut self, now: Time, qp: u32) {
         let Some(timeout) = self.ack_timeout else { return };
+        if self.qps.parked_timer_fired(qp) {
+            return;
+        }
         let q = &mut self.qps[qp as usize];
         q.timer_at = Time::MAX;
         if !q.has_outstanding() || q.failed {
@@ -677,6 +694,7 @@ impl Endpoints<IbPacket> for IbHosts {
         h.rx_free = h.rx_free.max(now) + h.costs.rx_pkt;
         let ready = h.rx_free;
         let seen = ready + h.costs.poll;
+        self.qps.wake(pkt.qp);
         if self.qps[pkt.qp as usize].failed {
             return;
         }
@@ -711,7 +729,7 @@ impl Endpoints<IbPacket> for IbHosts {
             return;
         }
         let qp = pkt.qp as usize;
-        let local = self.qps[qp].peer_qp;
+        let local = self.qps.peer_qp(qp as u32);
         let q = &mut self.qps[local as usize];
         if q.transport == Transport::Rc {
             return;

@@ -7,6 +7,7 @@ pub(crate) mod headers;
 pub(crate) mod hosts;
 pub(crate) mod packet;
 pub(crate) mod qp;
+pub(crate) mod qp_table;
 pub(crate) mod subnet_manager;
 pub mod timer;
 

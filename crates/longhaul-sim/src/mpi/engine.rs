@@ -168,6 +168,8 @@ pub struct MpiStats {
     pub duplicate_frames: u64,
     /// Connections the channel opened (pairs of ranks on different nodes that talked).
     pub connections: u64,
+    /// Times a drained connection parked its queue pairs (verbs RC, `protocol.rs`).
+    pub parked: u64,
 }
 
 pub struct Mpi<C> {

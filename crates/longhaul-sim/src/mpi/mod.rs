@@ -547,4 +547,31 @@ mod tests {
         assert_eq!(o.stats.connections, pairs.len() as u64);
         assert!(pairs.len() < 512 * 10, "{} pairs talk", pairs.len());
     }
+
+    /// Over verbs, connections open only between the ranks that talk (a 256-rank bcast: its
+    /// tree's edges and the barrier's peers, under 2,304, not 32,640), and a drained connection parks its
+    /// state: every connection of an alltoall, which talks to each peer once per call, is
+    /// parked at least once (the goldens show that parking changes no record).
+    #[test]
+    fn verbs_connections_follow_the_pairs_that_talk_and_drained_ones_park() {
+        let bcast = r#"{"seed": 1, "path": {"delay_us": 10}, "cluster": {"nodes": 128},
+            "osu": {"bench": "bcast", "size_bytes": 1024, "iterations": 1}}"#;
+        let alltoall = r#"{"seed": 1, "path": {"delay_us": 10}, "cluster": {"nodes": 32},
+            "osu": {"bench": "alltoall", "size_bytes": 1024, "iterations": 1}}"#;
+        for (json, ranks) in [(bcast, 256u64), (alltoall, 64)] {
+            let (r, progs, layout) = osu_job(json);
+            let MpiNet::Verbs { base, transport } = &r.net else { unreachable!("verbs") };
+            let pairs = talking_pairs(&progs, &layout).len() as u64;
+            let o = simulate_verbs(&r, base, *transport, &layout, progs);
+            assert_eq!((o.status.as_str(), o.stats.delivered), ("ok", o.stats.messages));
+            assert_eq!(o.stats.connections, pairs);
+            assert!(o.stats.parked >= o.stats.connections, "{} of {} parked", o.stats.parked, pairs);
+            if ranks == 256 {
+                // The tree's edges and Bruck's barrier (log2 ranks peers a rank): ranks log ranks.
+                assert!(pairs <= ranks * (u64::from(ranks.ilog2()) + 1), "{pairs} pairs talk");
+            } else {
+                assert_eq!(pairs, ranks * (ranks - 1) / 2);
+            }
+        }
+    }
 }

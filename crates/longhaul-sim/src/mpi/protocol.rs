@@ -219,7 +219,63 @@ pub struct Dir {
 pub struct Conn {
     pub ranks: [u32; 2],
     pub qps: [u32; 2],
-    pub dirs: [Dir; 2],
+    pub dirs: Dirs,
+}
+
+/// A connection's two directions: live, or parked once drained as what resuming needs (each
+/// direction's credits and the credits it owes back: 16 bytes instead of about 240).
+/// Indexing reaches live directions; [`Dirs::wake`] first (indexing parked ones panics).
+pub enum Dirs {
+    Live(Box<[Dir; 2]>),
+    Parked([(u32, u32); 2]),
+}
+
+impl Dirs {
+    fn drained(d: &Dir) -> bool {
+        d.backlog.is_empty() && d.inbox.is_empty() && d.sends_out == 0 && d.held.is_none() && d.rel.is_unused()
+    }
+
+    /// Park both directions if neither has anything queued, posted, held or sequenced; true if
+    /// they are parked now.
+    pub fn park(&mut self) -> bool {
+        if let Dirs::Live(d) = self {
+            if !d.iter().all(Dirs::drained) {
+                return false;
+            }
+            *self = Dirs::Parked([(d[0].credits, d[0].owed), (d[1].credits, d[1].owed)]);
+        }
+        true
+    }
+
+    /// Make parked directions live again, as they were.
+    #[inline]
+    pub fn wake(&mut self) {
+        if let Dirs::Parked(p) = *self {
+            let dir = |(credits, owed)| Dir { credits, owed, ..Dir::default() };
+            *self = Dirs::Live(Box::new([dir(p[0]), dir(p[1])]));
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Dirs {
+    type Output = Dir;
+    #[inline]
+    fn index(&self, d: usize) -> &Dir {
+        match self {
+            Dirs::Live(dirs) => &dirs[d],
+            Dirs::Parked(_) => panic!("a parked connection is used: wake it first"),
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Dirs {
+    #[inline]
+    fn index_mut(&mut self, d: usize) -> &mut Dir {
+        match self {
+            Dirs::Live(dirs) => &mut dirs[d],
+            Dirs::Parked(_) => panic!("a parked connection is used: wake it first"),
+        }
+    }
 }
 
 impl Mpi<Verbs> {
@@ -264,7 +320,11 @@ impl Mpi<Verbs> {
                 self.stats.connections += 1;
                 let credits = self.initial_credits();
                 let dir = || Dir { credits, ..Dir::default() };
-                self.ch.conns.push(Conn { ranks: [key.0, key.1], qps: [qa, qb], dirs: [dir(), dir()] });
+                self.ch.conns.push(Conn {
+                    ranks: [key.0, key.1],
+                    qps: [qa, qb],
+                    dirs: Dirs::Live(Box::new([dir(), dir()])),
+                });
                 let need = qb as usize + 1;
                 if self.ch.qp_conn.len() < need {
                     self.ch.qp_conn.resize(need, (u32::MAX, 0));
@@ -275,6 +335,7 @@ impl Mpi<Verbs> {
                 c
             }
         };
+        self.ch.conns[c as usize].dirs.wake();
         (c, usize::from(a != key.0))
     }
 
@@ -539,7 +600,29 @@ impl Mpi<Verbs> {
     /// A verbs completion for one of the MPI queue pairs.
     pub fn on_completion(&mut self, cx: &mut Cx, c: Completion) {
         let (conn, side) = self.ch.qp_conn[c.qp as usize];
-        let side = side as usize;
+        self.ch.conns[conn as usize].dirs.wake();
+        self.on_work_done(cx, conn, side as usize, c);
+        self.park_if_idle(cx, conn);
+    }
+
+    /// An RC connection whose queues have drained (nothing waiting for credits, posted and not
+    /// completed, or held for coalescing) parks its directions ([`Dirs`]) and its two queue
+    /// pairs ([`IbHosts::park`]): an
+    /// alltoall talks to every peer once per phase, a few at a time, and an idle queue pair
+    /// then keeps a few dozen bytes instead of its whole state. UD/UC connections keep theirs
+    /// (the library's own reliability runs timers on them).
+    fn park_if_idle(&mut self, cx: &mut Cx, conn: u32) {
+        let c = &mut self.ch.conns[conn as usize];
+        if self.ch.transport != Transport::Rc || !c.dirs.park() {
+            return;
+        }
+        let [qa, qb] = c.qps;
+        if cx.net.park(qa) & cx.net.park(qb) {
+            self.stats.parked += 1;
+        }
+    }
+
+    fn on_work_done(&mut self, cx: &mut Cx, conn: u32, side: usize, c: Completion) {
         match c.kind {
             CompletionKind::Recv => {
                 // Arrived on side's QP: it travelled in the other side's direction.

@@ -70,6 +70,13 @@ pub struct Reliable {
 #[derive(Default)]
 pub struct LazyReliable(Option<Box<Reliable>>);
 
+impl LazyReliable {
+    /// Never sent or received a sequenced frame.
+    pub fn is_unused(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
 /// What a direction that has never sent or received a sequenced frame reads.
 static UNUSED: Reliable = Reliable {
     next_seq: 0,
