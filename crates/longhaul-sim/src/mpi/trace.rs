@@ -160,9 +160,13 @@ pub fn parse(name: &str, text: &str) -> Result<Parsed, String> {
     Ok(Parsed { ranks, lines })
 }
 
-/// Rank programs of a parsed trace on `layout`.
+/// Rank programs of a parsed trace on `layout`, for the timing engine: byte counts, not the
+/// block lists the data checker reads (they grow with ranks^2: every message of a binomial
+/// bcast names every rank's block). [`super::program::check`] on them checks what a trace can
+/// get wrong (every receive has its send, no deadlock); the data each collective algorithm
+/// moves is checked once for all by the algorithms' own tests (`collectives.rs`).
 pub fn programs(t: &Parsed, layout: &Layout, choice: AlgoChoice) -> Programs {
-    let mut p = Programs::new(t.ranks as usize);
+    let mut p = Programs::timing(t.ranks as usize);
     for (_, who, ev) in &t.lines {
         match (ev, *who) {
             (Event::Coll(c, root, b), _) => {
