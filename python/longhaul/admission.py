@@ -4,8 +4,8 @@ kernel says is available now, ``MemAvailable`` in /proc/meminfo).
 
 The MPI simulator's memory, measured as the peak resident set (``/usr/bin/time -v``, maximum
 resident set size) of ``longhaul sim mpi ... --workers 1 --iterations 1`` on this repository's
-2-core x86-64 VM (2026-12-06, after the per-pair state was cut; one rank per node), R = ranks in
-both clusters, MB:
+2-core x86-64 VM (2026-12-06, after the per-pair state was cut, before idle connections were parked;
+one rank per node), R = ranks in both clusters, MB:
 
 =========================  =====  =====  =====  ======  ======  ======
 job                        R=32   R=256  R=512  R=1024  R=2048  R=4096
@@ -25,18 +25,21 @@ rank pair, of three kinds (``MPI_*`` below, each rounded up so the estimate boun
 measurement):
 
 - alltoall (and the NAS skeletons FT and IS, which run one): the pairwise and scattered algorithms
-  connect every pair of ranks, and a connection keeps its state for the run (the MPI connection's
-  two directions and the verbs layer's two queue pairs, ~900 B in all, ~450 B per ordered pair:
-  (540 - 28 - 33) MB over 1024^2). Bruck's (up to 256 bytes) connects log2(R) peers per rank only.
-- a trace: its collectives' block lists, kept for the data check that runs before the replay
-  (each message of a broadcast or allreduce names every rank's block): ~85 B per pair at R=2048.
-- the rest: what grows with R^2 is outside MPI (the fabric's forwarding state, 8 B per pair of
-  hosts at one rank per node), ~11 B per pair at R=4096; connections follow the active pairs
-  (R log R for the tree, ring and recursive-doubling algorithms) and are counted per rank.
+  connect every pair of ranks, and a connection keeps its state for the run. Since 2026-12-06 a
+  drained connection parks its directions and queue pairs (~900 B -> ~160 B, plus the pair's
+  sequence numbers and table slots): 175 B per ordered pair at R=1024 ((318 - 28 - 64) MB over
+  1024^2), rounded up to 256. Bruck's (up to 256 bytes) connects log2(R) peers per rank only.
+- a trace: it no longer keeps its collectives' block lists (the check before the replay reads byte
+  counts only since 2026-12-06), so it is counted as the rest.
+- the rest: the fabric's forwarding state no longer grows with hosts^2 (rows per switch, columns
+  per host since 2026-12-06); connections follow the active pairs (R log R for the tree, ring and
+  recursive-doubling algorithms): 8 B per pair bounds them.
 
-Points simulated at once (``--workers``) each take their own. At R = 4,096 this gives 8.3 GiB for
-alltoall (20 GB before the per-pair state was cut, at 1.2 kB per pair), 2.3 GiB for a trace and
-704 MiB for the others (bcast measured 350 MB; 2.7 GB estimated before).
+Measured after those changes (same machine, 2026-12-06, MB): osu alltoall 1K at R=1024 318 (540
+before), alltoall 64K at R=256 43 (58), bcast 1K at R=2048 57 (121), a 1,024-rank replay of bcast,
+allreduce, alltoall and barrier 51 (279). Points simulated at once (``--workers``) each take their
+own. At R = 4,096 this gives 4.3 GiB for alltoall (8.3 GiB before the parking, 20 GB before the
+per-pair state was cut) and 448 MiB for the others.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ BASE_BYTES = 64 * MiB
 #: per rank: its state, programs and connections to the peers of log-size collectives
 #: (cg class A: 44 MB at 256 ranks)
 MPI_RANK_BYTES = 64 * 1024
-#: per ordered rank pair, by kind (see above): every pair connected; a trace's block lists; the rest
-MPI_PAIR_BYTES = {"alltoall": 512, "trace": 128, "other": 24}
+#: per ordered rank pair, by kind (see above): every pair connected (parked when idle); a trace; the rest
+MPI_PAIR_BYTES = {"alltoall": 256, "trace": 8, "other": 8}
 #: the share of MemAvailable a job may take by default
 DEFAULT_SHARE = 0.8
 
