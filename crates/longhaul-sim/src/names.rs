@@ -62,6 +62,7 @@ pub fn all() -> BTreeMap<&'static str, Vec<String>> {
     m.insert("mpi.rndv_protocol", variants::<Rndv>());
     m.insert("mpi.library", strs(&crate::mpi::params::LIBRARIES));
     m.insert("mpi.transport", variants::<crate::mpi::scenario::MpiTransport>());
+    m.insert("mpi.network", strs(&crate::mpi::network::Network::NAMES));
     m.insert("mpi.app.name", variants::<AppName>());
     m.insert("mpi.app.class", variants::<NasClass>());
     m.insert("mpi.testbed", strs(&crate::mpi::scenario::TESTBEDS));

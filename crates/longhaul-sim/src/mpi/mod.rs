@@ -13,6 +13,8 @@ pub(crate) mod coll_flat;
 pub(crate) mod coll_rules;
 pub(crate) mod collectives;
 pub(crate) mod engine;
+pub(crate) mod fluid;
+pub(crate) mod network;
 pub(crate) mod ob1_tcp;
 pub(crate) mod osu;
 pub(crate) mod params;
@@ -43,6 +45,9 @@ use crate::world::{TimerPolicy, World};
 use crate::{tcp, topology};
 use collectives::AlgoChoice;
 use engine::{Channel, Mpi, MpiStats};
+use fluid::paths::{FluidParams, Paths};
+use fluid::FluidIb;
+use network::Network;
 use ob1_tcp::Ob1Tcp;
 use params::MpiParams;
 use placement::{Layout, Placement};
@@ -63,6 +68,8 @@ pub struct MpiRecord {
     pub node: String,
     /// "rc", "uc", "ud" (MPI over verbs) or "tcp" (Open MPI's ob1 over TCP).
     pub transport: String,
+    /// "packet" or "fluid": the level the network was simulated at (`mpi.network`).
+    pub network: String,
     /// "osu", "app" (a NAS kernel) or "trace" (a replayed trace).
     pub workload: String,
     /// OSU: the benchmark (e.g. "latency", "bw", "bcast").
@@ -281,19 +288,29 @@ fn simulate_verbs(
         hca.max_rd_atomic = hca.max_rd_atomic.min(reads);
     }
     let post_ns = hca.post_ns;
-    // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
-    let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
     let transport = match transport {
         TransportName::Rc => Transport::Rc,
         TransportName::Uc => Transport::Uc,
         TransportName::Ud => Transport::Ud,
     };
     let mut params = job_params(r, layout.ranks());
-    if ib.hca.name.starts_with("connectx") {
+    if hca.name.starts_with("connectx") {
         params.coalesce_after = 0; // as MVAPICH2 does for MLX_CX_* adapters (ibv_param.c)
     }
     let costs = (params.call_ns, params.smp_chunk_bytes);
-    let verbs = Verbs::new(params, transport, base.mtu_bytes, post_ns);
+    if r.network == Network::Fluid {
+        let mut q = EventQueue::new();
+        let paths = Paths::new(&fabric, FluidParams::new(&hca, base.mtu_bytes));
+        let net = FluidIb::new(paths, fabric.nodes.len());
+        let verbs: Verbs<FluidIb> = Verbs::new(params, transport, base.mtu_bytes, post_ns);
+        let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
+        let mut world = World::new(fabric, net, mpi, TimerPolicy::Coalesced);
+        let stop = world.run(&mut q, SIM_TIME_LIMIT);
+        return Outcome::new(world.app, &q, stop, None, 0);
+    }
+    // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
+    let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
+    let verbs: Verbs = Verbs::new(params, transport, base.mtu_bytes, post_ns);
     let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
     let mut world = World::new(fabric, ib, mpi, TimerPolicy::Coalesced);
     let mut q = EventQueue::new();
@@ -429,6 +446,7 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
         hca,
         node: r.node.name.clone(),
         transport,
+        network: r.network.name().into(),
         workload: workload.into(),
         bench,
         app,

@@ -25,6 +25,7 @@
 //!   RPUT sender's buffer is free once the receiver acknowledges the data.
 
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 
 use super::engine::{Channel, Mpi, PairMap, Proto};
 use super::params::{MpiParams, Rndv};
@@ -32,10 +33,11 @@ use super::reliable::{LazyReliable, ACK_TAG, NO_SEQ};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::ib::{Completion, CompletionKind, IbHosts, Op, Transport, WcStatus};
+use crate::net::NodeId;
 
 /// MVAPICH2's channel over InfiniBand verbs: the library's parameters, the transport its queue
 /// pairs use, and its connections and work requests.
-pub struct Verbs {
+pub struct Verbs<N = IbHosts> {
     pub params: MpiParams,
     pub transport: Transport,
     pub mtu: u32,
@@ -47,9 +49,44 @@ pub struct Verbs {
     pub qp_conn: Vec<(u32, u8)>,
     /// The adapter's cost to post a work request.
     pub post_cost: Time,
+    net: PhantomData<fn() -> N>,
 }
 
-impl Verbs {
+/// What the channel needs of the hosts' verbs: queue pairs to connect, work requests to post,
+/// receives to provide, and the host of a queue pair. The packet-level adapters ([`IbHosts`])
+/// and the flow-level ones ([`super::fluid::FluidIb`]) both offer it, so the protocol above is
+/// written once.
+pub trait VerbsNet: crate::transport::Transport<Output = Completion> {
+    /// A connected pair of queue pairs on hosts `a` and `b`: (the one on a, the one on b).
+    fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, mtu: u32, sq_depth: u32) -> (u32, u32);
+    /// Post a work request of `op` moving `len` bytes on `qp`, ready at `ready_at`.
+    fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time);
+    /// Give `qp` `count` more posted receives.
+    fn post_recv(&mut self, qp: u32, count: u32);
+    fn node_of(&self, qp: u32) -> NodeId;
+    /// Let idle queue pair `qp` keep only what it needs to be woken (true if it did).
+    fn park(&mut self, qp: u32) -> bool;
+}
+
+impl VerbsNet for IbHosts {
+    fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, mtu: u32, sq_depth: u32) -> (u32, u32) {
+        IbHosts::connect(self, a, b, transport, mtu, 0, sq_depth)
+    }
+    fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
+        IbHosts::post_send(self, qp, op, len, id, ready_at)
+    }
+    fn post_recv(&mut self, qp: u32, count: u32) {
+        IbHosts::post_recv(self, qp, count)
+    }
+    fn node_of(&self, qp: u32) -> NodeId {
+        IbHosts::node_of(self, qp)
+    }
+    fn park(&mut self, qp: u32) -> bool {
+        IbHosts::park(self, qp)
+    }
+}
+
+impl<N> Verbs<N> {
     /// The channel with `params` over `transport` queue pairs of `mtu`; `post_ns`: the
     /// adapter's cost to post a work request.
     pub fn new(params: MpiParams, transport: Transport, mtu: u32, post_ns: f64) -> Self {
@@ -63,6 +100,7 @@ impl Verbs {
             conn_of: PairMap::default(),
             qp_conn: Vec::new(),
             post_cost: from_ns(post_ns),
+            net: PhantomData,
         }
     }
 
@@ -85,10 +123,10 @@ pub enum VerbsEv {
 }
 
 /// What the verbs channel may do while it handles a completion or one of its events.
-pub type Cx<'a> = super::engine::Cx<'a, Verbs>;
+pub type Cx<'a, N> = super::engine::Cx<'a, Verbs<N>>;
 
-impl Channel for Verbs {
-    type Net = IbHosts;
+impl<N: VerbsNet> Channel for Verbs<N> {
+    type Net = N;
     type Event = VerbsEv;
 
     fn proto(&self, bytes: u64) -> Proto {
@@ -99,14 +137,14 @@ impl Channel for Verbs {
         }
     }
 
-    fn send(mpi: &mut Mpi<Verbs>, cx: &mut Cx, m: u32, t: Time) {
+    fn send(mpi: &mut Mpi<Verbs<N>>, cx: &mut Cx<N>, m: u32, t: Time) {
         match mpi.msgs[m as usize].proto {
             Proto::Eager => mpi.eager_send(cx, m, t),
             _ => mpi.rndv_send(cx, m, t),
         }
     }
 
-    fn matched(mpi: &mut Mpi<Verbs>, cx: &mut Cx, m: u32, t: Time) {
+    fn matched(mpi: &mut Mpi<Verbs<N>>, cx: &mut Cx<N>, m: u32, t: Time) {
         match mpi.msgs[m as usize].proto {
             Proto::Eager => {
                 // The data is already here: copy it out of the eager (or unexpected) buffer.
@@ -118,7 +156,7 @@ impl Channel for Verbs {
         }
     }
 
-    fn on_output(mpi: &mut Mpi<Verbs>, cx: &mut Cx, c: Completion) {
+    fn on_output(mpi: &mut Mpi<Verbs<N>>, cx: &mut Cx<N>, c: Completion) {
         // A queue pair in error ends the job: the run reports it (`stats.qp_errors`).
         if c.status != WcStatus::Success {
             return;
@@ -126,7 +164,7 @@ impl Channel for Verbs {
         mpi.on_completion(cx, c);
     }
 
-    fn on_event(mpi: &mut Mpi<Verbs>, cx: &mut Cx, ev: VerbsEv, now: Time) {
+    fn on_event(mpi: &mut Mpi<Verbs<N>>, cx: &mut Cx<N>, ev: VerbsEv, now: Time) {
         match ev {
             VerbsEv::UdRetry(c, d) => mpi.on_retry_timer(cx, c, d as usize, now),
             VerbsEv::UdAck(c, d) => mpi.on_ack_timer(cx, c, d as usize, now),
@@ -278,7 +316,7 @@ impl std::ops::IndexMut<usize> for Dirs {
     }
 }
 
-impl Mpi<Verbs> {
+impl<N: VerbsNet> Mpi<Verbs<N>> {
     /// Payload bytes one eager/control frame can carry.
     fn frame_payload(&self) -> u64 {
         match self.ch.transport {
@@ -304,13 +342,13 @@ impl Mpi<Verbs> {
     }
 
     /// The connection between `a` and `b` (created on first use) and the direction a -> b.
-    fn conn(&mut self, cx: &mut Cx, a: u32, b: u32) -> (u32, usize) {
+    fn conn(&mut self, cx: &mut Cx<N>, a: u32, b: u32) -> (u32, usize) {
         let key = (a.min(b), a.max(b));
         let c = match self.ch.conn_of.get(&key) {
             Some(&c) => c,
             None => {
                 let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
-                let (qa, qb) = cx.net.connect(na, nb, self.ch.transport, self.ch.mtu, 0, self.ch.params.max_send_wqe);
+                let (qa, qb) = cx.net.connect(na, nb, self.ch.transport, self.ch.mtu, self.ch.params.max_send_wqe);
                 if self.ch.transport == Transport::Ud {
                     // MVAPICH2-UD keeps a deep pool of posted receives; they never run out here.
                     cx.net.post_recv(qa, u32::MAX / 2);
@@ -368,7 +406,7 @@ impl Mpi<Verbs> {
     }
 
     /// Send a wire of `kind` for message `m` from rank `from` to rank `to`, ready at `t`.
-    pub(super) fn send_wire(&mut self, cx: &mut Cx, (from, to): (u32, u32), kind: Kind, m: u32, bytes: u32, t: Time) {
+    pub(super) fn send_wire(&mut self, cx: &mut Cx<N>, (from, to): (u32, u32), kind: Kind, m: u32, bytes: u32, t: Time) {
         let op = kind.op();
         let (c, d) = self.conn(cx, from, to);
         let rc = self.ch.transport == Transport::Rc;
@@ -432,7 +470,7 @@ impl Mpi<Verbs> {
     }
 
     /// Post wire `w` (with what is chained to it) as one work request, or hold it to coalesce.
-    fn post_wire(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    fn post_wire(&mut self, cx: &mut Cx<N>, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         if self.ch.wires[w as usize].kind.op() == Op::Send
             && self.ch.params.coalesce_after > 0
             && self.ch.transport == Transport::Rc
@@ -448,14 +486,14 @@ impl Mpi<Verbs> {
         self.post_now(cx, c, d, w, bytes, ready);
     }
 
-    fn flush_held(&mut self, cx: &mut Cx, c: u32, d: usize) {
+    fn flush_held(&mut self, cx: &mut Cx<N>, c: u32, d: usize) {
         if let Some(h) = self.ch.conns[c as usize].dirs[d].held.take() {
             self.post_now(cx, c, d, h.head, h.bytes, h.ready);
         }
     }
 
     /// Post a wire that holds a receiver buffer (RC) or a window slot (UD/UC).
-    fn post_slot(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    fn post_slot(&mut self, cx: &mut Cx<N>, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         if self.ch.transport == Transport::Rc {
             self.post_now(cx, c, d, w, bytes, ready);
         } else {
@@ -464,7 +502,7 @@ impl Mpi<Verbs> {
     }
 
     /// Hand wire `w` (`bytes` on the wire, with what is chained to it) to the adapter at `ready`.
-    pub(super) fn post_now(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    pub(super) fn post_now(&mut self, cx: &mut Cx<N>, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         let op = self.ch.wires[w as usize].kind.op();
         let rc = self.ch.transport == Transport::Rc;
         let conn = &mut self.ch.conns[c as usize];
@@ -498,7 +536,7 @@ impl Mpi<Verbs> {
 
     /// Credits came back to direction `d` of connection `c` at `t`: release work waiting for
     /// window slots (UD/UC; RC never waits, see `send_wire`).
-    pub(super) fn add_credits(&mut self, cx: &mut Cx, c: u32, d: usize, n: u32, t: Time) {
+    pub(super) fn add_credits(&mut self, cx: &mut Cx<N>, c: u32, d: usize, n: u32, t: Time) {
         if n == 0 {
             return;
         }
@@ -528,7 +566,7 @@ impl Mpi<Verbs> {
 
     /// RC: the receiver of direction `d` freed a buffer at `t`; return credits when enough are
     /// owed.
-    fn free_buffer(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
+    fn free_buffer(&mut self, cx: &mut Cx<N>, c: u32, d: usize, t: Time) {
         let after = self.ch.params.credit_update_after;
         let dir = &mut self.ch.conns[c as usize].dirs[d];
         dir.owed += 1;
@@ -541,7 +579,7 @@ impl Mpi<Verbs> {
         }
     }
 
-    pub fn eager_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    pub fn eager_send(&mut self, cx: &mut Cx<N>, m: u32, t: Time) {
         self.stats.eager += 1;
         let (src, dst, bytes) = (self.msgs[m as usize].src, self.msgs[m as usize].dst, self.msgs[m as usize].bytes);
         let done = self.copy(src, t, bytes);
@@ -551,7 +589,7 @@ impl Mpi<Verbs> {
     }
 
     /// Send `bytes` of message `m` as eager-buffer frames (one unless UD fragments it).
-    fn send_frames(&mut self, cx: &mut Cx, route: (u32, u32), m: u32, bytes: u64, t: Time, kind: fn(bool) -> Kind) {
+    fn send_frames(&mut self, cx: &mut Cx<N>, route: (u32, u32), m: u32, bytes: u64, t: Time, kind: fn(bool) -> Kind) {
         let per = self.frame_payload();
         let hdr = self.ch.params.header_bytes as u64;
         let mut left = bytes;
@@ -565,7 +603,7 @@ impl Mpi<Verbs> {
         }
     }
 
-    pub fn rndv_send(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    pub fn rndv_send(&mut self, cx: &mut Cx<N>, m: u32, t: Time) {
         self.stats.rendezvous += 1;
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         let hdr = self.ch.params.header_bytes;
@@ -573,7 +611,7 @@ impl Mpi<Verbs> {
     }
 
     /// The receive for rendezvous message `m` is posted and its RTS has arrived (at `t`).
-    pub fn rndv_matched(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    pub fn rndv_matched(&mut self, cx: &mut Cx<N>, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
         let (src, dst, bytes, proto) = (msg.src, msg.dst, msg.bytes, msg.proto);
         let hdr = self.ch.params.header_bytes;
@@ -598,7 +636,7 @@ impl Mpi<Verbs> {
     }
 
     /// A verbs completion for one of the MPI queue pairs.
-    pub fn on_completion(&mut self, cx: &mut Cx, c: Completion) {
+    pub fn on_completion(&mut self, cx: &mut Cx<N>, c: Completion) {
         let (conn, side) = self.ch.qp_conn[c.qp as usize];
         self.ch.conns[conn as usize].dirs.wake();
         self.on_work_done(cx, conn, side as usize, c);
@@ -611,7 +649,7 @@ impl Mpi<Verbs> {
     /// alltoall talks to every peer once per phase, a few at a time, and an idle queue pair
     /// then keeps a few dozen bytes instead of its whole state. UD/UC connections keep theirs
     /// (the library's own reliability runs timers on them).
-    fn park_if_idle(&mut self, cx: &mut Cx, conn: u32) {
+    fn park_if_idle(&mut self, cx: &mut Cx<N>, conn: u32) {
         let c = &mut self.ch.conns[conn as usize];
         if self.ch.transport != Transport::Rc || !c.dirs.park() {
             return;
@@ -622,7 +660,7 @@ impl Mpi<Verbs> {
         }
     }
 
-    fn on_work_done(&mut self, cx: &mut Cx, conn: u32, side: usize, c: Completion) {
+    fn on_work_done(&mut self, cx: &mut Cx<N>, conn: u32, side: usize, c: Completion) {
         match c.kind {
             CompletionKind::Recv => {
                 // Arrived on side's QP: it travelled in the other side's direction.
@@ -674,7 +712,7 @@ impl Mpi<Verbs> {
         }
     }
 
-    fn read_done(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    fn read_done(&mut self, cx: &mut Cx<N>, m: u32, t: Time) {
         self.msgs[m as usize].pending_parts -= 1;
         if self.msgs[m as usize].pending_parts > 0 {
             return;
@@ -688,7 +726,7 @@ impl Mpi<Verbs> {
 
     /// Wire `w` travelling in direction `d` of `conn` reached its receiver at `at` (UD/UC: in
     /// sequence, its acknowledgement already counted).
-    pub(super) fn on_arrival(&mut self, cx: &mut Cx, conn: u32, d: usize, w: u32, at: Time) {
+    pub(super) fn on_arrival(&mut self, cx: &mut Cx<N>, conn: u32, d: usize, w: u32, at: Time) {
         let wire = self.ch.wires[w as usize];
         let me = self.ch.conns[conn as usize].ranks[1 - d];
         let t = self.cpu(me, at, 0);
@@ -734,7 +772,7 @@ impl Mpi<Verbs> {
     }
 
     /// Clear to send: push the data.
-    fn on_cts(&mut self, cx: &mut Cx, m: u32, t: Time) {
+    fn on_cts(&mut self, cx: &mut Cx<N>, m: u32, t: Time) {
         let (src, dst, bytes, proto) = {
             let x = &self.msgs[m as usize];
             (x.src, x.dst, x.bytes, x.proto)

@@ -26,7 +26,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use super::engine::{Ev, Mpi};
-use super::protocol::{Cx, Kind, Verbs, VerbsEv};
+use super::protocol::{Cx, Kind, Verbs, VerbsEv, VerbsNet};
 use crate::engine::time::from_ns;
 use crate::engine::Time;
 
@@ -101,7 +101,7 @@ impl std::ops::DerefMut for LazyReliable {
     }
 }
 
-impl Mpi<Verbs> {
+impl<N: VerbsNet> Mpi<Verbs<N>> {
     fn retry_after(&self, retries: u32) -> Time {
         let factor = if retries > 1 { retries.ilog2() } else { 1 } as f64;
         from_ns((self.ch.params.ud_retry_timeout_us * factor).min(self.ch.params.ud_max_retry_timeout_us) * 1e3)
@@ -109,7 +109,7 @@ impl Mpi<Verbs> {
 
     /// Post wire `w` in direction `d` of connection `c` with the next sequence number (it holds
     /// a window slot until acknowledged).
-    pub(super) fn post_sequenced(&mut self, cx: &mut Cx, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
+    pub(super) fn post_sequenced(&mut self, cx: &mut Cx<N>, c: u32, d: usize, w: u32, bytes: u32, ready: Time) {
         let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         let seq = rel.next_seq;
         rel.next_seq += 1;
@@ -122,7 +122,7 @@ impl Mpi<Verbs> {
         self.post_now(cx, c, d, w, bytes, ready);
     }
 
-    fn arm_retry(&mut self, cx: &mut Cx, c: u32, d: usize, at: Time) {
+    fn arm_retry(&mut self, cx: &mut Cx<N>, c: u32, d: usize, at: Time) {
         let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         if rel.timer_at.is_none_or(|t| at < t) {
             rel.timer_at = Some(at);
@@ -151,7 +151,7 @@ impl Mpi<Verbs> {
     }
 
     /// A frame with header tag `tag` arrived in direction `d` of connection `c` at `at`.
-    pub(super) fn on_frame(&mut self, cx: &mut Cx, c: u32, d: usize, tag: u32, at: Time) {
+    pub(super) fn on_frame(&mut self, cx: &mut Cx<N>, c: u32, d: usize, tag: u32, at: Time) {
         let me = self.ch.conns[c as usize].ranks[1 - d];
         if tag & ACK_TAG != 0 {
             let t = self.cpu(me, at, 0);
@@ -201,7 +201,7 @@ impl Mpi<Verbs> {
 
     /// The receiver of direction `d` owes an acknowledgement: send it at the progress timeout
     /// unless a frame going back carries it first.
-    fn owe_ack(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
+    fn owe_ack(&mut self, cx: &mut Cx<N>, c: u32, d: usize, t: Time) {
         let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         rel.ack_pending = rel.ack_pending.max(1);
         if !rel.ack_timer {
@@ -212,7 +212,7 @@ impl Mpi<Verbs> {
     }
 
     /// Explicit acknowledgement of direction `d`, from its receiver.
-    fn send_ack(&mut self, cx: &mut Cx, c: u32, d: usize, t: Time) {
+    fn send_ack(&mut self, cx: &mut Cx<N>, c: u32, d: usize, t: Time) {
         self.stats.credit_updates += 1;
         let [a, b] = self.ch.conns[c as usize].ranks;
         let (from, to) = if d == 0 { (b, a) } else { (a, b) };
@@ -220,7 +220,7 @@ impl Mpi<Verbs> {
         self.send_wire(cx, (from, to), Kind::Credit, u32::MAX, hdr, t);
     }
 
-    pub fn on_ack_timer(&mut self, cx: &mut Cx, c: u32, d: usize, now: Time) {
+    pub fn on_ack_timer(&mut self, cx: &mut Cx<N>, c: u32, d: usize, now: Time) {
         let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         rel.ack_timer = false;
         if rel.ack_pending > 0 {
@@ -229,7 +229,7 @@ impl Mpi<Verbs> {
     }
 
     /// Everything direction `d` sent before `ack` has arrived (seen by its sender at `t`).
-    fn acked(&mut self, cx: &mut Cx, c: u32, d: usize, ack: u32, t: Time) {
+    fn acked(&mut self, cx: &mut Cx<N>, c: u32, d: usize, ack: u32, t: Time) {
         let mut freed = 0;
         while let Some(u) = self.ch.conns[c as usize].dirs[d].rel.unacked.front() {
             if u.seq >= ack {
@@ -249,7 +249,7 @@ impl Mpi<Verbs> {
     }
 
     /// Direction `d`'s retransmission check is due at `now`: resend what timed out.
-    pub fn on_retry_timer(&mut self, cx: &mut Cx, c: u32, d: usize, now: Time) {
+    pub fn on_retry_timer(&mut self, cx: &mut Cx<N>, c: u32, d: usize, now: Time) {
         let rel = &mut self.ch.conns[c as usize].dirs[d].rel;
         if rel.timer_at != Some(now) {
             return; // superseded by an earlier check

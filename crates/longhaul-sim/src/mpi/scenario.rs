@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::apps::{AppName, NasClass};
 use super::collectives::Algo;
+use super::network::Network;
 use super::osu::OsuBench;
 use super::params::{MpiParams, NodeParams, Rndv, LIBRARIES};
 use super::placement::{Layout, Placement};
@@ -81,6 +82,9 @@ pub struct MpiSpec {
     /// at once (`longhaul.mpi.HierComm`'s `wan_chunk_bytes`). Default: one message over verbs,
     /// HierComm's 32 KiB over TCP.
     pub wan_chunk_bytes: Option<u64>,
+    /// "packet" (default: every packet) or "fluid" (messages as flows sharing the path max-min,
+    /// [`super::fluid`]; transport rc only), as the parallel file system's `network`.
+    pub network: Option<String>,
 }
 
 /// The channel MPI runs on: MVAPICH2 over an InfiniBand transport, or Open MPI over TCP.
@@ -290,6 +294,8 @@ pub struct MpiResolved {
     pub fixed_credits: bool,
     /// The hierarchical bcast's WAN pieces (None: one message).
     pub wan_chunk_bytes: Option<u64>,
+    /// Packet or flow level.
+    pub network: Network,
 }
 
 /// An [S2] platform: the adapter on its PCIe generation, and the fabric generation.
@@ -339,6 +345,7 @@ impl MpiScenario {
             _ => return err("workload: give exactly one of osu, app, trace"),
         };
         let transport = self.mpi.transport.unwrap_or(MpiTransport::Rc);
+        let network = Network::resolve(self.mpi.network.as_deref(), transport)?;
         let (net, mut node, params) = match transport.verbs() {
             Some(t) => {
                 let (base, node, params) = self.resolve_verbs(t)?;
@@ -440,6 +447,7 @@ impl MpiScenario {
             fixed_threshold,
             fixed_credits,
             wan_chunk_bytes,
+            network,
         })
     }
 

@@ -250,7 +250,7 @@ impl<P: Routable> Fabric<P> {
 
     /// The ports on a shortest path from `node` toward host `dst`.
     #[inline]
-    fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
+    pub(crate) fn route(&self, node: NodeId, dst: NodeId) -> &[PortId] {
         if self.route_row[node as usize] == NO_ROW {
             let one = std::slice::from_ref(&self.nodes[node as usize].ports[0]);
             return if self.host_route(node, dst) { one } else { &[] };

@@ -1,0 +1,523 @@
+//! The flow-level verbs: InfiniBand RC queue pairs whose messages are flows, not packets
+//! (`network = fluid`). The MPI channel above ([`super::protocol::Verbs`]: eager with credits,
+//! RTS/CTS/FIN, RPUT/RGET, coalescing) is the packet level's, unchanged; only the adapters and
+//! the fabric below it are replaced.
+//!
+//! Mechanisms, each from the same profile and fabric as the packet level ([`paths`]):
+//! - A queue pair sends its work requests one after another, as the adapter's send queue does:
+//!   the next starts when the previous one's last byte has left; at most its send queue depth
+//!   is posted and not acknowledged, and at most `max_rd_atomic` RDMA reads are outstanding.
+//! - The host's send engine fetches each work request (`tx_wqe`) in series with the others.
+//! - A message of one packet or less (eager data, RTS, CTS, FIN, credit updates) is latency
+//!   only: the engine's time for its packet, then its path latency (propagation, the switches'
+//!   and extenders' latencies, its serialisation per store-and-forward stretch), then the
+//!   receive engine's per-packet time and the completion poll.
+//! - A longer message (RDMA write, read response, long send) is a flow through the send engine,
+//!   every port on its path and the receive engine, sharing each max-min with the other flows
+//!   ([`crate::net::flow::max_min`]); the rates are solved again whenever a flow starts or ends
+//!   (once per instant however many do). Port capacities count the packets' headers and any WAN
+//!   framing, the engine feeding the port, and the link-level credits: a port moves at most the
+//!   far buffer per credit loop (out and back), which is what holds a long-haul link when the
+//!   extender's buffer is short of its bandwidth-delay product.
+//! - RC completes a send when its ACK is back: an ACK's latency after the last packet's arrival.
+//!
+//! Left out (see docs/models/mpi.md, "Flow-level mode"): packet loss and retransmission, the
+//! ports' queues and the per-packet interleaving of queue pairs (flows share rates instead), the
+//! receive engine's queueing of single-packet messages (a latency here), ACK coalescing.
+
+pub mod paths;
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+
+use self::paths::{Path, Paths};
+use super::engine::PairHasher;
+use super::protocol::VerbsNet;
+use crate::engine::time::S;
+use crate::engine::Time;
+use crate::ib::headers::{data_packet_bytes, read_request_bytes};
+use crate::ib::{Completion, CompletionKind, IbPacket, Op, Transport, WcStatus};
+use crate::net::flow::{max_min, Demand};
+use crate::net::{Endpoints, NodeId, Pull};
+
+/// A flow's bytes left below which it is done (float rounding of rate x time).
+const DONE_BYTES: f64 = 1e-3;
+
+/// A queue pair: small, since an MPI job may connect millions of pairs.
+#[derive(Debug, Clone, Copy)]
+struct FluidQp {
+    node: NodeId,
+    peer: u32,
+    depth: u32,
+    /// Work requests started and not completed (send queue occupancy).
+    outstanding: u32,
+    reads_out: u32,
+    /// When its last single-packet message left, or its last flow ended.
+    free_at: Time,
+    /// A flow of this queue pair's sends is on the wire.
+    streaming: bool,
+    /// As responder: a read response flow is on the wire.
+    responding: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Wqe {
+    op: Op,
+    len: u32,
+    id: u64,
+    ready: Time,
+}
+
+/// A message streaming as a flow.
+#[derive(Debug, Clone, Copy)]
+struct Flow {
+    /// The queue pair whose work request it is (the requester, also for a read's response).
+    qp: u32,
+    wqe: Wqe,
+    path: Path,
+    remaining: f64,
+    rate: f64,
+}
+
+/// What a timer releases.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Deliver(Completion),
+    /// A flow begins (its work request fetched).
+    Start(Flow),
+    /// A read request reached the responder: (requester qp, the request).
+    Serve(u32, Wqe),
+}
+
+/// The flow level's timers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FluidTimer {
+    /// The pending item of this slot is due.
+    Pending(u32),
+    /// The flows are due for their next solve (stale unless the generation is current).
+    FlowsDue(u32),
+}
+
+/// What the flow level counted.
+#[derive(Debug, Clone, Default)]
+pub struct FluidStats {
+    pub flows: u64,
+    pub latency_messages: u64,
+    pub solves: u64,
+    /// Payload bytes posted (sends, writes, reads) and delivered to their receiver.
+    pub bytes_posted: u64,
+    pub bytes_delivered: u64,
+    /// The highest load / capacity any resource had at any solve (at most 1 by max-min).
+    pub max_load_ratio: f64,
+}
+
+type QpMap<V> = HashMap<u32, V, BuildHasherDefault<PairHasher>>;
+
+/// The hosts' adapters and the fabric at flow level.
+pub struct FluidIb {
+    pub paths: Paths,
+    qps: Vec<FluidQp>,
+    /// Work requests waiting for their queue pair, by queue pair (only the non-empty).
+    waiting: QpMap<VecDeque<Wqe>>,
+    /// Read requests waiting for the responder's previous response, by responder queue pair.
+    serving: QpMap<VecDeque<(u32, Wqe)>>,
+    engine_free: Vec<Time>,
+    flows: Vec<Flow>,
+    /// When the flows' `remaining` was last brought up to date.
+    flows_at: Time,
+    generation: u32,
+    /// A solve is armed for this instant.
+    solve_at: Option<Time>,
+    pending: Vec<Pending>,
+    free_pending: Vec<u32>,
+    completions: Vec<Completion>,
+    timers: Vec<(Time, FluidTimer)>,
+    /// Reused by the solve: each resource's compact index, the capacities and demands.
+    local: Vec<u32>,
+    pub stats: FluidStats,
+}
+
+impl FluidIb {
+    pub fn new(paths: Paths, node_count: usize) -> Self {
+        let n_resources = paths.capacity.len();
+        FluidIb {
+            paths,
+            qps: Vec::new(),
+            waiting: QpMap::default(),
+            serving: QpMap::default(),
+            engine_free: vec![0; node_count],
+            flows: Vec::new(),
+            flows_at: 0,
+            generation: 0,
+            solve_at: None,
+            pending: Vec::new(),
+            free_pending: Vec::new(),
+            completions: Vec::new(),
+            timers: Vec::new(),
+            local: vec![u32::MAX; n_resources],
+            stats: FluidStats::default(),
+        }
+    }
+
+    fn later(&mut self, at: Time, p: Pending) {
+        let slot = match self.free_pending.pop() {
+            Some(i) => {
+                self.pending[i as usize] = p;
+                i
+            }
+            None => {
+                self.pending.push(p);
+                (self.pending.len() - 1) as u32
+            }
+        };
+        self.timers.push((at, FluidTimer::Pending(slot)));
+    }
+
+    fn can_start(&self, qp: u32, w: &Wqe) -> bool {
+        let q = &self.qps[qp as usize];
+        !q.streaming
+            && q.outstanding < q.depth
+            && (w.op != Op::Read || q.reads_out < self.paths.params.max_rd_atomic.max(1))
+    }
+
+    /// Start the work requests of `qp` that can start, in order.
+    fn try_start(&mut self, qp: u32, now: Time) {
+        while let Some(w) = self.waiting.get(&qp).and_then(|q| q.front()).copied() {
+            if !self.can_start(qp, &w) {
+                return;
+            }
+            let q = self.waiting.get_mut(&qp).expect("waiting");
+            q.pop_front();
+            if q.is_empty() {
+                self.waiting.remove(&qp);
+            }
+            self.start(qp, Wqe { ready: w.ready.max(now), ..w });
+        }
+    }
+
+    /// The adapter takes work request `w` of `qp`.
+    fn start(&mut self, qp: u32, w: Wqe) {
+        let p = self.paths.params.clone();
+        let q = self.qps[qp as usize];
+        let (a, b) = (q.node, self.qps[q.peer as usize].node);
+        let s0 = w.ready.max(self.engine_free[a as usize]).max(q.free_at);
+        self.qps[qp as usize].outstanding += 1;
+        match w.op {
+            Op::Read => {
+                // The request: one packet to the responder, which serves it when it arrives.
+                let s = s0 + p.tx_wqe + p.tx_pkt;
+                self.engine_free[a as usize] = s;
+                self.qps[qp as usize].free_at = s;
+                self.qps[qp as usize].reads_out += 1;
+                let path = self.paths.path(a, b);
+                let at = s + self.paths.latency(&path, read_request_bytes()) + p.rx_pkt;
+                self.later(at, Pending::Serve(qp, w));
+            }
+            _ if w.len <= p.mtu_bytes => {
+                let s = s0 + p.tx_wqe + p.tx_packet(w.len);
+                self.engine_free[a as usize] = s;
+                self.qps[qp as usize].free_at = s;
+                self.stats.latency_messages += 1;
+                let path = self.paths.path(a, b);
+                let arrive = s + self.paths.latency(&path, data_packet_bytes(false, w.op, true, w.len));
+                self.arrived(qp, w, arrive);
+            }
+            _ => {
+                let s = s0 + p.tx_wqe;
+                self.engine_free[a as usize] = s;
+                self.qps[qp as usize].streaming = true;
+                let path = self.paths.path(a, b);
+                self.later(s, Pending::Start(Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 }));
+            }
+        }
+    }
+
+    /// The last packet of `qp`'s send or write `w` is at the responder at `arrive`: its
+    /// receive completion there, and the send's completion once the ACK is back.
+    fn arrived(&mut self, qp: u32, w: Wqe, arrive: Time) {
+        let p = &self.paths.params;
+        let (rx, poll, tx_pkt) = (p.rx_pkt, p.poll, p.tx_pkt);
+        let q = self.qps[qp as usize];
+        let seen = arrive + rx + poll;
+        let recv = Completion {
+            qp: q.peer,
+            kind: CompletionKind::Recv,
+            status: WcStatus::Success,
+            op: w.op,
+            id: w.id >> 32,
+            bytes: w.len,
+            at: seen,
+        };
+        self.later(seen, Pending::Deliver(recv));
+        let back = self.paths.path(self.qps[q.peer as usize].node, q.node);
+        let acked = arrive + rx + tx_pkt + self.paths.ack_latency(&back) + rx + poll;
+        let sent = Completion { qp, kind: CompletionKind::Send, status: WcStatus::Success, op: w.op, id: w.id, bytes: w.len, at: acked };
+        self.later(acked, Pending::Deliver(sent));
+    }
+
+    /// The responder of `qp`'s read `w` streams the data back, after its earlier responses.
+    fn serve(&mut self, qp: u32, w: Wqe, now: Time) {
+        let responder = self.qps[qp as usize].peer;
+        if self.qps[responder as usize].responding {
+            self.serving.entry(responder).or_default().push_back((qp, w));
+            return;
+        }
+        let p = self.paths.params.clone();
+        let (a, b) = (self.qps[qp as usize].node, self.qps[responder as usize].node);
+        let path = self.paths.path(b, a);
+        let s0 = now.max(self.engine_free[b as usize]);
+        if w.len <= p.mtu_bytes {
+            let s = s0 + p.tx_packet(w.len);
+            self.engine_free[b as usize] = s;
+            self.stats.latency_messages += 1;
+            let arrive = s + self.paths.latency(&path, data_packet_bytes(false, Op::Read, true, w.len));
+            self.read_done(qp, w, arrive);
+        } else {
+            self.qps[responder as usize].responding = true;
+            self.later(s0, Pending::Start(Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 }));
+        }
+    }
+
+    /// The last response of `qp`'s read `w` is back at the requester at `arrive`.
+    fn read_done(&mut self, qp: u32, w: Wqe, arrive: Time) {
+        let p = &self.paths.params;
+        let at = arrive + p.rx_pkt + p.poll;
+        let c = Completion { qp, kind: CompletionKind::Send, status: WcStatus::Success, op: Op::Read, id: w.id, bytes: w.len, at };
+        self.later(at, Pending::Deliver(c));
+    }
+
+    /// Bring every flow's bytes left up to `now` at its current rate.
+    fn advance(&mut self, now: Time) {
+        if now > self.flows_at {
+            let dt = (now - self.flows_at) as f64 / S as f64;
+            for f in &mut self.flows {
+                f.remaining -= f.rate * dt;
+            }
+            self.flows_at = now;
+        }
+    }
+
+    /// Solve the rates at `now` once this instant's starts and ends are in.
+    fn solve_soon(&mut self, now: Time) {
+        if self.solve_at != Some(now) {
+            self.solve_at = Some(now);
+            self.generation = self.generation.wrapping_add(1);
+            self.timers.push((now, FluidTimer::FlowsDue(self.generation)));
+        }
+    }
+
+    /// Flows due at `now`: end those done, solve the rates of the rest, arm the next due time.
+    fn flows_due(&mut self, now: Time) {
+        self.advance(now);
+        self.solve_at = None;
+        let mut i = 0;
+        while i < self.flows.len() {
+            let f = self.flows[i];
+            if f.remaining <= DONE_BYTES || (f.rate > 0.0 && f.remaining / f.rate * (S as f64) < 0.5) {
+                self.flows.swap_remove(i);
+                self.flow_ended(f, now);
+            } else {
+                i += 1;
+            }
+        }
+        self.solve();
+        let next = self
+            .flows
+            .iter()
+            .filter(|f| f.rate > 0.0)
+            .map(|f| (f.remaining / f.rate * S as f64).ceil() as Time)
+            .min();
+        if let Some(dt) = next {
+            self.generation = self.generation.wrapping_add(1);
+            self.timers.push((now + dt.max(1), FluidTimer::FlowsDue(self.generation)));
+        }
+    }
+
+    fn flow_ended(&mut self, f: Flow, now: Time) {
+        let arrive = now + self.paths.packet_latency(&f.path);
+        if f.wqe.op == Op::Read {
+            let responder = self.qps[f.qp as usize].peer;
+            self.qps[responder as usize].responding = false;
+            self.read_done(f.qp, f.wqe, arrive);
+            if let Some(q) = self.serving.get_mut(&responder) {
+                let (qp, w) = q.pop_front().expect("non-empty");
+                if q.is_empty() {
+                    self.serving.remove(&responder);
+                }
+                self.serve(qp, w, now);
+            }
+        } else {
+            let q = &mut self.qps[f.qp as usize];
+            q.streaming = false;
+            q.free_at = now;
+            self.arrived(f.qp, f.wqe, arrive);
+            self.try_start(f.qp, now);
+        }
+    }
+
+    /// Max-min rates of the flows over the resources they use.
+    fn solve(&mut self) {
+        self.stats.solves += 1;
+        if self.flows.is_empty() {
+            return;
+        }
+        let mut used: Vec<u32> = Vec::new();
+        let mut demands = Vec::with_capacity(self.flows.len());
+        for f in &self.flows {
+            let mut uses = Vec::with_capacity(f.path.len as usize);
+            for &r in f.path.resources() {
+                if self.local[r as usize] == u32::MAX {
+                    self.local[r as usize] = used.len() as u32;
+                    used.push(r);
+                }
+                uses.push((self.local[r as usize] as usize, 1.0));
+            }
+            demands.push(Demand::merged(uses, f64::INFINITY));
+        }
+        let capacity: Vec<f64> = used.iter().map(|&r| self.paths.capacity[r as usize]).collect();
+        let rates = max_min(&capacity, &demands);
+        let mut load = vec![0.0; used.len()];
+        for ((f, d), &x) in self.flows.iter_mut().zip(&demands).zip(&rates) {
+            f.rate = x;
+            for &(r, w) in &d.uses {
+                load[r] += w * x;
+            }
+        }
+        for (l, c) in load.iter().zip(&capacity) {
+            if *c > 0.0 {
+                self.stats.max_load_ratio = self.stats.max_load_ratio.max(l / c);
+            }
+        }
+        for &r in &used {
+            self.local[r as usize] = u32::MAX;
+        }
+    }
+
+    fn deliver(&mut self, c: Completion, now: Time) {
+        if c.kind == CompletionKind::Send {
+            let q = &mut self.qps[c.qp as usize];
+            q.outstanding -= 1;
+            if c.op == Op::Read {
+                q.reads_out -= 1;
+                self.stats.bytes_delivered += c.bytes as u64;
+            }
+            self.completions.push(c);
+            self.try_start(c.qp, now);
+        } else {
+            self.stats.bytes_delivered += c.bytes as u64;
+            self.completions.push(c);
+        }
+    }
+
+    /// Flows still streaming (none once a run has drained).
+    pub fn active_flows(&self) -> usize {
+        self.flows.len()
+    }
+}
+
+impl VerbsNet for FluidIb {
+    fn connect(&mut self, a: NodeId, b: NodeId, transport: Transport, _mtu: u32, sq_depth: u32) -> (u32, u32) {
+        assert_eq!(transport, Transport::Rc, "the flow level runs RC queue pairs only (checked by the scenario)");
+        let qa = self.qps.len() as u32;
+        let depth = sq_depth.clamp(1, self.paths.params.max_qp_wr);
+        let qp = |node, peer| FluidQp {
+            node,
+            peer,
+            depth,
+            outstanding: 0,
+            reads_out: 0,
+            free_at: 0,
+            streaming: false,
+            responding: false,
+        };
+        self.qps.push(qp(a, qa + 1));
+        self.qps.push(qp(b, qa));
+        (qa, qa + 1)
+    }
+
+    fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
+        self.stats.bytes_posted += len as u64;
+        let w = Wqe { op, len, id, ready: ready_at };
+        if !self.waiting.contains_key(&qp) && self.can_start(qp, &w) {
+            self.start(qp, w);
+        } else {
+            self.waiting.entry(qp).or_default().push_back(w);
+        }
+    }
+
+    /// RC receives come from MVAPICH2's shared receive queue, never short here.
+    fn post_recv(&mut self, _qp: u32, _count: u32) {}
+
+    fn node_of(&self, qp: u32) -> NodeId {
+        self.qps[qp as usize].node
+    }
+
+    /// A flow-level queue pair is its few counters whether busy or idle: nothing to park; an
+    /// idle one counts as parked.
+    fn park(&mut self, qp: u32) -> bool {
+        let q = &self.qps[qp as usize];
+        q.outstanding == 0 && !q.streaming && !q.responding && !self.waiting.contains_key(&qp)
+    }
+}
+
+impl crate::transport::Transport for FluidIb {
+    type Packet = IbPacket;
+    type Timer = FluidTimer;
+    type Output = Completion;
+
+    #[inline]
+    fn unsettled(&self) -> bool {
+        !(self.timers.is_empty() && self.completions.is_empty())
+    }
+
+    fn drain_timers(&mut self, mut arm: impl FnMut(Time, FluidTimer)) {
+        for (t, x) in self.timers.drain(..) {
+            arm(t, x);
+        }
+    }
+
+    fn take_outputs(&mut self, batch: &mut Vec<Completion>) {
+        std::mem::swap(batch, &mut self.completions);
+    }
+
+    fn on_timer(&mut self, now: Time, timer: FluidTimer, _kicks: &mut Vec<NodeId>) {
+        match timer {
+            FluidTimer::FlowsDue(g) => {
+                if g == self.generation {
+                    self.flows_due(now);
+                }
+            }
+            FluidTimer::Pending(slot) => {
+                let p = self.pending[slot as usize];
+                self.free_pending.push(slot);
+                match p {
+                    Pending::Deliver(c) => self.deliver(c, now),
+                    Pending::Serve(qp, w) => self.serve(qp, w, now),
+                    Pending::Start(f) => {
+                        self.advance(now);
+                        self.stats.flows += 1;
+                        self.flows.push(f);
+                        self.solve_soon(now);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Nothing travels the fabric as packets at flow level: the hosts never have one to send.
+impl Endpoints<IbPacket> for FluidIb {
+    fn deliver(&mut self, _now: Time, _node: NodeId, _pkt: IbPacket) {
+        debug_assert!(false, "no packet travels at flow level");
+    }
+
+    fn pull(&mut self, _now: Time, _node: NodeId) -> Pull<IbPacket> {
+        Pull::Idle
+    }
+
+    fn sent(&mut self, _node: NodeId, _pkt: &IbPacket, _done_at: Time) {}
+
+    fn idle_at(&self, _node: NodeId, _at: Time) -> bool {
+        true
+    }
+}
