@@ -52,8 +52,11 @@ struct FluidQp {
     /// Work requests started and not completed (send queue occupancy).
     outstanding: u32,
     reads_out: u32,
-    /// When its last single-packet message left, or its last flow ended.
+    /// When the send engine may fetch its next work request: once the last packet of the one
+    /// before is handed to the port (the engine works a packet ahead of the wire).
     free_at: Time,
+    /// When its last packet has left the host's port (the next one follows it on the wire).
+    wire_free: Time,
     /// A flow of this queue pair's sends is on the wire.
     streaming: bool,
     /// As responder: a read response flow is on the wire.
@@ -180,8 +183,9 @@ impl FluidIb {
             && (w.op != Op::Read || q.reads_out < self.paths.params.max_rd_atomic.max(1))
     }
 
-    /// Start the work requests of `qp` that can start, in order.
-    fn try_start(&mut self, qp: u32, now: Time) {
+    /// Start the work requests of `qp` that can start, in order, none before `floor` (when the
+    /// engine could first take the one that waited).
+    fn try_start(&mut self, qp: u32, floor: Time) {
         while let Some(w) = self.waiting.get(&qp).and_then(|q| q.front()).copied() {
             if !self.can_start(qp, &w) {
                 return;
@@ -191,7 +195,7 @@ impl FluidIb {
             if q.is_empty() {
                 self.waiting.remove(&qp);
             }
-            self.start(qp, Wqe { ready: w.ready.max(now), ..w });
+            self.start(qp, Wqe { ready: w.ready.max(floor), ..w });
         }
     }
 
@@ -201,6 +205,7 @@ impl FluidIb {
         let q = self.qps[qp as usize];
         let (a, b) = (q.node, self.qps[q.peer as usize].node);
         let s0 = w.ready.max(self.engine_free[a as usize]).max(q.free_at);
+        let path = self.paths.path(a, b);
         self.qps[qp as usize].outstanding += 1;
         match w.op {
             Op::Read => {
@@ -209,24 +214,25 @@ impl FluidIb {
                 self.engine_free[a as usize] = s;
                 self.qps[qp as usize].free_at = s;
                 self.qps[qp as usize].reads_out += 1;
-                let path = self.paths.path(a, b);
                 let at = s + self.paths.latency(&path, read_request_bytes()) + p.rx_pkt;
                 self.later(at, Pending::Serve(qp, w));
             }
             _ if w.len <= p.mtu_bytes => {
                 let s = s0 + p.tx_wqe + p.tx_packet(w.len);
                 self.engine_free[a as usize] = s;
-                self.qps[qp as usize].free_at = s;
+                let depart = s.max(q.wire_free);
+                let wire = data_packet_bytes(false, w.op, true, w.len);
+                let on_wire = self.paths.first_hop_time(&path, wire);
+                let qm = &mut self.qps[qp as usize];
+                (qm.free_at, qm.wire_free) = (s, depart + on_wire);
                 self.stats.latency_messages += 1;
-                let path = self.paths.path(a, b);
-                let arrive = s + self.paths.latency(&path, data_packet_bytes(false, w.op, true, w.len));
+                let arrive = depart + self.paths.latency(&path, wire);
                 self.arrived(qp, w, arrive);
             }
             _ => {
-                let s = s0 + p.tx_wqe;
-                self.engine_free[a as usize] = s;
+                self.engine_free[a as usize] = s0 + p.tx_wqe;
+                let s = (s0 + p.tx_wqe).max(q.wire_free);
                 self.qps[qp as usize].streaming = true;
-                let path = self.paths.path(a, b);
                 self.later(s, Pending::Start(Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 }));
             }
         }
@@ -347,11 +353,12 @@ impl FluidIb {
                 self.serve(qp, w, now);
             }
         } else {
+            let handed = now.saturating_sub(self.paths.first_packet_time(&f.path));
             let q = &mut self.qps[f.qp as usize];
             q.streaming = false;
-            q.free_at = now;
+            (q.free_at, q.wire_free) = (handed, now);
             self.arrived(f.qp, f.wqe, arrive);
-            self.try_start(f.qp, now);
+            self.try_start(f.qp, handed);
         }
     }
 
@@ -427,6 +434,7 @@ impl VerbsNet for FluidIb {
             outstanding: 0,
             reads_out: 0,
             free_at: 0,
+            wire_free: 0,
             streaming: false,
             responding: false,
         };

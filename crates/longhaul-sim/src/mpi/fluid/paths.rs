@@ -243,6 +243,17 @@ impl Paths {
         self.latency(path, self.full_wire)
     }
 
+    /// A full packet's time on the path's first port (the host's).
+    pub fn first_packet_time(&self, path: &Path) -> Time {
+        self.first_hop_time(path, self.full_wire)
+    }
+
+    /// A packet of `wire` bytes' time on the path's first port.
+    pub fn first_hop_time(&self, path: &Path, wire: u32) -> Time {
+        let hop = &self.hops[path.hops[0] as usize];
+        hop.rate.serialise((wire + hop.frame_overhead_bytes) as u64)
+    }
+
     pub fn ack_latency(&self, path: &Path) -> Time {
         self.latency(path, ack_bytes())
     }
