@@ -80,3 +80,62 @@ fn fluid_agrees_with_packet_level_on_the_s1_points() {
     assert!(failed.is_empty(), "beyond 5%: {failed:#?}");
     println!("worst {:.2}%", 100.0 * worst);
 }
+
+mod invariants {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fluid(bench: &str, size: u64, delay_us: f64, window: u32, nodes: u32) -> MpiRecord {
+        let json = format!(
+            r#"{{"path": {{"delay_us": {delay_us}}}, "cluster": {{"nodes": {nodes}}}, "mpi": {{"network": "fluid"}},
+                "osu": {{"bench": "{bench}", "size_bytes": {size}, "window": {window}, "iterations": 4, "warmup": 1}}}}"#
+        );
+        run_mpi_json(&json).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        /// Never above the bottleneck: s1's 4x SDR long-haul link carries 8 Gb/s of data, 1000
+        /// MB/s before headers; every message is delivered once, in order; the same scenario
+        /// gives the same record.
+        #[test]
+        fn never_above_line_rate_every_message_once_and_repeatable(
+            size in 1u64..(4 << 20), delay_us in 0.0f64..2000.0, window in 1u32..128,
+        ) {
+            let r = fluid("bw", size, delay_us, window, 1);
+            prop_assert_eq!(&r.status, "ok");
+            prop_assert!(r.bw_MBps.unwrap() <= 1000.0, "{} MB/s", r.bw_MBps.unwrap());
+            prop_assert_eq!(r.delivered_messages, r.messages);
+            prop_assert_eq!(r.order_violations, 0);
+            prop_assert_eq!(r, fluid("bw", size, delay_us, window, 1));
+        }
+
+        /// Farther is never faster: latency grows and bandwidth falls with the distance, and an
+        /// all-to-all among 8 ranks takes no less time.
+        #[test]
+        fn time_is_monotone_in_distance(size in 1u64..(1 << 20), d1 in 0.0f64..5000.0, extra in 0.0f64..5000.0) {
+            let d2 = d1 + extra;
+            let (a, b) = (fluid("latency", size, d1, 64, 1), fluid("latency", size, d2, 64, 1));
+            prop_assert!(b.lat_us.unwrap() >= a.lat_us.unwrap() - 1e-9, "{} -> {}", a.lat_us.unwrap(), b.lat_us.unwrap());
+            let (a, b) = (fluid("bw", size, d1, 64, 1), fluid("bw", size, d2, 64, 1));
+            prop_assert!(b.bw_MBps.unwrap() <= a.bw_MBps.unwrap() * (1.0 + 1e-9));
+            let (a, b) = (fluid("alltoall", size, d1, 64, 4), fluid("alltoall", size, d2, 64, 4));
+            prop_assert!(b.lat_us.unwrap() >= a.lat_us.unwrap() - 1e-9);
+        }
+    }
+
+    /// The flow level runs verbs RC only: anything else is refused with one line naming the
+    /// valid combinations.
+    #[test]
+    fn other_transports_and_unknown_networks_are_refused() {
+        for (transport, network) in [("ud", "fluid"), ("uc", "fluid"), ("tcp", "fluid"), ("rc", "bogus")] {
+            let json = format!(
+                r#"{{"mpi": {{"transport": "{transport}", "network": "{network}"}}, "osu": {{"bench": "latency", "size_bytes": 8}}}}"#
+            );
+            let e = run_mpi_json(&json).unwrap_err().0;
+            assert!(e.starts_with("network: ") && !e.contains('\n'), "{e}");
+            assert!(e.contains("valid"), "{e}");
+        }
+    }
+}

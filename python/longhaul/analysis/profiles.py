@@ -67,7 +67,7 @@ def _check_by(records: Sequence[dict], by: Sequence[str]) -> None:
 #: never repeats of one: a series averages or fits only records that agree on all of them. Counters,
 #: timings, iteration counts, seeds and labels are not here: repeats may differ in those.
 CONFIGURATION_COLUMNS = (
-    "source", "tool", "device", "transport", "op", "test", "bench", "workload", "app", "class", "algo", "datatype",
+    "source", "tool", "device", "transport", "network", "op", "test", "bench", "workload", "app", "class", "algo", "datatype",
     # OSU's -D: "none", or the derived datatype a run sent (longhaul.ingest.osu, _DDT_PREAMBLE)
     "ddt",
     "cc", "stack", "streams", "qps", "pairs", "ranks", "nodes", "ppn", "ranks_per_cluster", "placement", "mpi",

@@ -1,5 +1,8 @@
 """MPI across the simulated long-haul path: OSU-style benchmarks, NAS skeletons, trace replay.
 
+``network`` is ``packet`` (default) or ``fluid`` (messages as flows sharing the path max-min:
+thousands of ranks in seconds; ``transport`` rc only); the record's ``network`` says which.
+
 One MPI model with a channel per transport (``transport``): MVAPICH2 over InfiniBand verbs
 (``rc``, ``uc``, ``ud``: the verbs model's path, ``testbed``) or Open MPI's ob1 over TCP
 (``tcp``: the TCP model's path, ``rate_gbps``, its ``tcp`` table and ``stack``, Open MPI's TCP
@@ -24,6 +27,7 @@ BENCHES = core.names("mpi.osu.bench")
 ALGOS = core.names("mpi.algo")
 RNDV = core.names("mpi.rndv_protocol")
 TRANSPORTS = core.names("mpi.transport")
+NETWORKS = core.names("mpi.network")
 APPS = core.names("mpi.app.name")
 CLASSES = core.names("mpi.app.class")
 TESTBEDS = core.names("mpi.testbed")
@@ -39,7 +43,8 @@ _PATH_KEYS = ("delay_us", "fibre_km", "extender", "wan_links", "loss", "mtu_byte
 _TCP_KEYS = ("cc", "window_bytes", "rmem_max_bytes", "wmem_max_bytes", "initial_cwnd_segs", "sack", "hystart", "rack",
              "rto_formula", "rto_restart", "rto_ssthresh", "cwnd_growth", "delayed_ack", "min_rto_ms")
 _CLUSTER_KEYS = ("nodes", "ppn", "placement", "rank_map", "fabric", "switch_latency_ns")
-_MPI_KEYS = ("library", "transport", "eager_threshold_bytes", "rndv_protocol", "eager_credits", "send_wqes", "algo", "ud_window",
+_MPI_KEYS = ("library", "transport", "network", "eager_threshold_bytes", "rndv_protocol", "eager_credits",
+             "send_wqes", "algo", "ud_window",
              "ud_recv_window", "ud_max_retries", "ud_retry_timeout_us", "ud_progress_timeout_us",
              "eager_limit_bytes", "rndv_eager_limit_bytes", "max_send_size_bytes", "per_msg_us", "wan_chunk_bytes")
 _TOP_KEYS = ("seed", "testbed", "hca", "node", "stack")

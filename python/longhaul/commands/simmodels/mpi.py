@@ -54,6 +54,10 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
     p.add_argument("--rndv-threshold", default=None, metavar="SIZE",
                    help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default: the library's, 8K in "
                         "MVAPICH2 1.0, 16K in 2.3, 8K with openmpi-ucx)")
+    p.add_argument("--network", choices=mpi.NETWORKS, default=None,
+                   help="packet (default: every packet through adapters, switches, extenders) or fluid (messages as "
+                        "flows sharing the path max-min, one-packet messages latency only: 1,000s of ranks in "
+                        "seconds; --transport rc only; the record's network column says which)")
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None,
                    help="rendezvous: rput, rget, r3 (default: the library's, rput in MVAPICH2 1.0, rget in 2.3 and UCX)")
     p.add_argument("--transport", choices=mpi.TRANSPORTS, default=None,
@@ -202,7 +206,8 @@ def _params(args) -> dict:
             raise UserError(f"--rndv-threshold: {text} is out of range [0, 1G] bytes")
     common = dict(node=args.node, seed=args.seed, nodes=args.nodes, ppn=args.ppn, placement=args.placement,
                   copy_MBps=args.copy_MBps, mem_MBps=args.mem_MBps, shm_latency_ns=args.shm_latency_ns,
-                  core_mops=args.core_mops, algo=args.algo, transport=args.transport, loss=args.loss)
+                  core_mops=args.core_mops, algo=args.algo, transport=args.transport, loss=args.loss,
+                  network=args.network)
     if tcp:
         return {**common, **_tcp_params(args)}
     return dict(common, testbed=args.profile, library=args.mpi_library, fabric=args.fabric,
