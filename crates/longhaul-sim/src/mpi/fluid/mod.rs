@@ -90,6 +90,8 @@ enum Pending {
     Start(Flow),
     /// A read request reached the responder: (requester qp, the request).
     Serve(u32, Wqe),
+    /// A work request of this queue pair is posted now.
+    Kick(u32),
 }
 
 /// The flow level's timers.
@@ -183,11 +185,11 @@ impl FluidIb {
             && (w.op != Op::Read || q.reads_out < self.paths.params.max_rd_atomic.max(1))
     }
 
-    /// Start the work requests of `qp` that can start, in order, none before `floor` (when the
-    /// engine could first take the one that waited).
-    fn try_start(&mut self, qp: u32, floor: Time) {
+    /// At `now`, start the work requests of `qp` that are posted by then and can start, in
+    /// order, none before `floor` (when the engine could first take the one that waited).
+    fn try_start(&mut self, qp: u32, now: Time, floor: Time) {
         while let Some(w) = self.waiting.get(&qp).and_then(|q| q.front()).copied() {
-            if !self.can_start(qp, &w) {
+            if w.ready > now || !self.can_start(qp, &w) {
                 return;
             }
             let q = self.waiting.get_mut(&qp).expect("waiting");
@@ -358,7 +360,7 @@ impl FluidIb {
             q.streaming = false;
             (q.free_at, q.wire_free) = (handed, now);
             self.arrived(f.qp, f.wqe, arrive);
-            self.try_start(f.qp, handed);
+            self.try_start(f.qp, now, handed);
         }
     }
 
@@ -409,7 +411,7 @@ impl FluidIb {
                 self.stats.bytes_delivered += c.bytes as u64;
             }
             self.completions.push(c);
-            self.try_start(c.qp, now);
+            self.try_start(c.qp, now, now);
         } else {
             self.stats.bytes_delivered += c.bytes as u64;
             self.completions.push(c);
@@ -443,14 +445,13 @@ impl VerbsNet for FluidIb {
         (qa, qa + 1)
     }
 
+    /// The work request joins its queue pair's queue; the adapter takes it when it is posted
+    /// (`ready_at`, the rank's CPU time, which may be ahead of the events handled so far), so
+    /// that two ranks of a host reach its send engine in the order of time, not of the calls.
     fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
         self.stats.bytes_posted += len as u64;
-        let w = Wqe { op, len, id, ready: ready_at };
-        if !self.waiting.contains_key(&qp) && self.can_start(qp, &w) {
-            self.start(qp, w);
-        } else {
-            self.waiting.entry(qp).or_default().push_back(w);
-        }
+        self.waiting.entry(qp).or_default().push_back(Wqe { op, len, id, ready: ready_at });
+        self.later(ready_at, Pending::Kick(qp));
     }
 
     /// RC receives come from MVAPICH2's shared receive queue, never short here.
@@ -501,6 +502,7 @@ impl crate::transport::Transport for FluidIb {
                 match p {
                     Pending::Deliver(c) => self.deliver(c, now),
                     Pending::Serve(qp, w) => self.serve(qp, w, now),
+                    Pending::Kick(qp) => self.try_start(qp, now, now),
                     Pending::Start(f) => {
                         self.advance(now);
                         self.stats.flows += 1;
