@@ -406,7 +406,15 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
     }
 
     /// Send a wire of `kind` for message `m` from rank `from` to rank `to`, ready at `t`.
-    pub(super) fn send_wire(&mut self, cx: &mut Cx<N>, (from, to): (u32, u32), kind: Kind, m: u32, bytes: u32, t: Time) {
+    pub(super) fn send_wire(
+        &mut self,
+        cx: &mut Cx<N>,
+        (from, to): (u32, u32),
+        kind: Kind,
+        m: u32,
+        bytes: u32,
+        t: Time,
+    ) {
         let op = kind.op();
         let (c, d) = self.conn(cx, from, to);
         let rc = self.ch.transport == Transport::Rc;

@@ -259,7 +259,15 @@ impl FluidIb {
         self.later(seen, Pending::Deliver(recv));
         let back = self.paths.path(self.qps[q.peer as usize].node, q.node);
         let acked = arrive + rx + tx_pkt + self.paths.ack_latency(&back) + rx + poll;
-        let sent = Completion { qp, kind: CompletionKind::Send, status: WcStatus::Success, op: w.op, id: w.id, bytes: w.len, at: acked };
+        let sent = Completion {
+            qp,
+            kind: CompletionKind::Send,
+            status: WcStatus::Success,
+            op: w.op,
+            id: w.id,
+            bytes: w.len,
+            at: acked,
+        };
         self.later(acked, Pending::Deliver(sent));
     }
 
@@ -290,7 +298,15 @@ impl FluidIb {
     fn read_done(&mut self, qp: u32, w: Wqe, arrive: Time) {
         let p = &self.paths.params;
         let at = arrive + p.rx_pkt + p.poll;
-        let c = Completion { qp, kind: CompletionKind::Send, status: WcStatus::Success, op: Op::Read, id: w.id, bytes: w.len, at };
+        let c = Completion {
+            qp,
+            kind: CompletionKind::Send,
+            status: WcStatus::Success,
+            op: Op::Read,
+            id: w.id,
+            bytes: w.len,
+            at,
+        };
         self.later(at, Pending::Deliver(c));
     }
 
@@ -329,12 +345,8 @@ impl FluidIb {
             }
         }
         self.solve();
-        let next = self
-            .flows
-            .iter()
-            .filter(|f| f.rate > 0.0)
-            .map(|f| (f.remaining / f.rate * S as f64).ceil() as Time)
-            .min();
+        let next =
+            self.flows.iter().filter(|f| f.rate > 0.0).map(|f| (f.remaining / f.rate * S as f64).ceil() as Time).min();
         if let Some(dt) = next {
             self.generation = self.generation.wrapping_add(1);
             self.timers.push((now + dt.max(1), FluidTimer::FlowsDue(self.generation)));
