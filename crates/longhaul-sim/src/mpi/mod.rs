@@ -306,7 +306,8 @@ fn simulate_verbs(
         let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
         let mut world = World::new(fabric, net, mpi, TimerPolicy::Coalesced);
         let stop = world.run(&mut q, SIM_TIME_LIMIT);
-        return Outcome::new(world.app, &q, stop, None, 0);
+        let broken = if stop == Stop::Finished { world.net.broken_invariant() } else { None };
+        return Outcome::new(world.app, &q, stop, broken, 0);
     }
     // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
     let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);

@@ -1,13 +1,10 @@
 //! The level MPI's network is simulated at (`mpi.network`), in the parallel file system's
 //! vocabulary (`pfs.network`): every packet, or flows (see [`super::fluid`]).
 
-use serde::Serialize;
-
 use super::scenario::MpiTransport;
 use crate::scenario::{err, ScenarioError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Network {
     /// Every packet through the adapters, switches, extenders and links (the default).
     Packet,

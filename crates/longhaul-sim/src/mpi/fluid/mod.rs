@@ -103,12 +103,9 @@ pub enum FluidTimer {
     FlowsDue(u32),
 }
 
-/// What the flow level counted.
+/// What the flow level counted: its invariants, checked when a run ends.
 #[derive(Debug, Clone, Default)]
 pub struct FluidStats {
-    pub flows: u64,
-    pub latency_messages: u64,
-    pub solves: u64,
     /// Payload bytes posted (sends, writes, reads) and delivered to their receiver.
     pub bytes_posted: u64,
     pub bytes_delivered: u64,
@@ -227,7 +224,6 @@ impl FluidIb {
                 let on_wire = self.paths.first_hop_time(&path, wire);
                 let qm = &mut self.qps[qp as usize];
                 (qm.free_at, qm.wire_free) = (s, depart + on_wire);
-                self.stats.latency_messages += 1;
                 let arrive = depart + self.paths.latency(&path, wire);
                 self.arrived(qp, w, arrive);
             }
@@ -285,7 +281,6 @@ impl FluidIb {
         if w.len <= p.mtu_bytes {
             let s = s0 + p.tx_packet(w.len);
             self.engine_free[b as usize] = s;
-            self.stats.latency_messages += 1;
             let arrive = s + self.paths.latency(&path, data_packet_bytes(false, Op::Read, true, w.len));
             self.read_done(qp, w, arrive);
         } else {
@@ -378,7 +373,6 @@ impl FluidIb {
 
     /// Max-min rates of the flows over the resources they use.
     fn solve(&mut self) {
-        self.stats.solves += 1;
         if self.flows.is_empty() {
             return;
         }
@@ -430,9 +424,16 @@ impl FluidIb {
         }
     }
 
-    /// Flows still streaming (none once a run has drained).
-    pub fn active_flows(&self) -> usize {
-        self.flows.len()
+    /// An invariant the run broke, if any: every byte posted delivered, no resource above its
+    /// capacity (max-min never loads one beyond it).
+    pub fn broken_invariant(&self) -> Option<&'static str> {
+        if self.stats.bytes_posted != self.stats.bytes_delivered {
+            Some("fluid: bytes posted and delivered differ")
+        } else if self.stats.max_load_ratio > 1.0 + 1e-9 {
+            Some("fluid: a resource above its capacity")
+        } else {
+            None
+        }
     }
 }
 
@@ -517,7 +518,6 @@ impl crate::transport::Transport for FluidIb {
                     Pending::Kick(qp) => self.try_start(qp, now, now),
                     Pending::Start(f) => {
                         self.advance(now);
-                        self.stats.flows += 1;
                         self.flows.push(f);
                         self.solve_soon(now);
                     }
