@@ -47,6 +47,7 @@ CASES = {
     "mpi.rndv_protocol": lambda n: mpi.validate(mpi.scenario(osu=OSU, rndv_protocol=n)),
     "mpi.library": lambda n: mpi.validate(mpi.scenario(osu=OSU, library=n)),
     "mpi.transport": lambda n: mpi.validate(mpi.scenario(osu=OSU, transport=n)),
+    "mpi.network": lambda n: mpi.validate(mpi.scenario(osu=OSU, network=n)),
     "mpi.app.name": lambda n: mpi.validate(mpi.scenario(app={"name": n, "class": "B"})),
     "mpi.app.class": lambda n: mpi.validate(mpi.scenario(app={"name": "cg", "class": n})),
     "mpi.testbed": lambda n: mpi.validate(mpi.scenario(osu=OSU, testbed=n)),
