@@ -257,9 +257,4 @@ impl Paths {
     pub fn ack_latency(&self, path: &Path) -> Time {
         self.latency(path, ack_bytes())
     }
-
-    /// The bottleneck's capacity along `path` (payload bytes/s) with nothing else on it.
-    pub fn alone_rate(&self, path: &Path) -> f64 {
-        path.resources().iter().map(|&r| self.capacity[r as usize]).fold(f64::INFINITY, f64::min)
-    }
 }
