@@ -134,8 +134,10 @@ pub struct FluidIb {
     free_pending: Vec<u32>,
     completions: Vec<Completion>,
     timers: Vec<(Time, FluidTimer)>,
-    /// Reused by the solve: each resource's compact index, the capacities and demands.
+    /// Reused by the solve: each resource's compact index, the resources in use, the demands.
     local: Vec<u32>,
+    used: Vec<u32>,
+    demands: Vec<Demand>,
     pub stats: FluidStats,
 }
 
@@ -157,6 +159,8 @@ impl FluidIb {
             completions: Vec::new(),
             timers: Vec::new(),
             local: vec![u32::MAX; n_resources],
+            used: Vec::new(),
+            demands: Vec::new(),
             stats: FluidStats::default(),
         }
     }
@@ -376,21 +380,24 @@ impl FluidIb {
         if self.flows.is_empty() {
             return;
         }
-        let mut used: Vec<u32> = Vec::new();
-        let mut demands = Vec::with_capacity(self.flows.len());
-        for f in &self.flows {
-            let mut uses = Vec::with_capacity(f.path.len as usize);
+        // The demands' buffers are kept from solve to solve (a solve per flow start or end).
+        let mut used = std::mem::take(&mut self.used);
+        let mut demands = std::mem::take(&mut self.demands);
+        used.clear();
+        demands.resize_with(self.flows.len(), || Demand { uses: Vec::new(), cap: f64::INFINITY });
+        for (f, d) in self.flows.iter().zip(demands.iter_mut()) {
+            // A path crosses each resource once: no weights to merge.
+            d.uses.clear();
             for &r in f.path.resources() {
                 if self.local[r as usize] == u32::MAX {
                     self.local[r as usize] = used.len() as u32;
                     used.push(r);
                 }
-                uses.push((self.local[r as usize] as usize, 1.0));
+                d.uses.push((self.local[r as usize] as usize, 1.0));
             }
-            demands.push(Demand::merged(uses, f64::INFINITY));
         }
         let capacity: Vec<f64> = used.iter().map(|&r| self.paths.capacity[r as usize]).collect();
-        let rates = max_min(&capacity, &demands);
+        let rates = max_min(&capacity, &demands[..self.flows.len()]);
         let mut load = vec![0.0; used.len()];
         for ((f, d), &x) in self.flows.iter_mut().zip(&demands).zip(&rates) {
             f.rate = x;
@@ -406,6 +413,7 @@ impl FluidIb {
         for &r in &used {
             self.local[r as usize] = u32::MAX;
         }
+        (self.used, self.demands) = (used, demands);
     }
 
     fn deliver(&mut self, c: Completion, now: Time) {
