@@ -170,14 +170,25 @@ pub struct PfsRecord {
     /// Every acknowledged block on a server exactly once.
     pub ledger_ok: bool,
     pub ledger_violation: Option<String>,
-    /// Connections that recovered by RC retransmission, that failed (retries exhausted), and
-    /// that reconnected.
-    pub rc_recoveries: u64,
-    pub qp_errors: u64,
-    pub reconnects: u64,
-    pub expelled_clients: u32,
+    /// How the connections fared (four columns, in `Recovery`'s order).
+    #[serde(flatten)]
+    pub recovery: Recovery,
     pub sim_events: u64,
     pub status: String,
+}
+
+/// How the clients' connections fared over a run, as a driver counts them and the record
+/// shows them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Recovery {
+    /// Connections that recovered by RC retransmission.
+    pub rc_recoveries: u64,
+    /// Connections that failed: retries exhausted, the queue pair in error.
+    pub qp_errors: u64,
+    /// Connections that reconnected after failing (GPFS reconnects; the fluid level only).
+    pub reconnects: u64,
+    /// Clients expelled for having no path for failure_detection_s.
+    pub expelled_clients: u32,
 }
 
 /// What a driver's run left behind, for its record.
@@ -187,11 +198,7 @@ pub struct Outcome {
     pub ledger: Ledger,
     /// Blocks sent and not yet acknowledged at the end.
     pub outstanding_blocks: u64,
-    /// Connections recovered by RC retransmission, failed, reconnected; clients expelled.
-    pub rc_recoveries: u64,
-    pub qp_errors: u64,
-    pub reconnects: u64,
-    pub expelled_clients: u32,
+    pub recovery: Recovery,
     pub sim_events: u64,
     pub status: String,
 }
@@ -237,10 +244,7 @@ impl PfsRecord {
             outstanding_blocks: o.outstanding_blocks,
             ledger_ok: o.ledger.violation.is_none(),
             ledger_violation: o.ledger.violation,
-            rc_recoveries: o.rc_recoveries,
-            qp_errors: o.qp_errors,
-            reconnects: o.reconnects,
-            expelled_clients: o.expelled_clients,
+            recovery: o.recovery,
             sim_events: o.sim_events,
             status: o.status,
         }

@@ -26,7 +26,7 @@ mod tests;
 use super::core::{Connection, Fate, Writer};
 use super::layout::Layout;
 use super::ledger::Ledger;
-use super::record::{Outcome, PfsRecord, Series};
+use super::record::{Outcome, PfsRecord, Recovery, Series};
 use super::routing::Routes;
 use super::scenario::{PfsOp, PfsResolved};
 use crate::engine::time::{to_s, S};
@@ -487,10 +487,12 @@ fn record(m: Model, cancelled: bool) -> PfsRecord {
     };
     let outcome = Outcome {
         outstanding_blocks: m.conns.iter().map(|c| c.outstanding.len() as u64).sum(),
-        rc_recoveries: m.counts[0],
-        qp_errors: m.counts[1],
-        reconnects: m.counts[2],
-        expelled_clients: m.expelled.iter().filter(|&&e| e).count() as u32,
+        recovery: Recovery {
+            rc_recoveries: m.counts[0],
+            qp_errors: m.counts[1],
+            reconnects: m.counts[2],
+            expelled_clients: m.expelled.iter().filter(|&&e| e).count() as u32,
+        },
         sim_events: m.q.events_handled(),
         series: m.series,
         latency_us: m.latency_us,

@@ -28,7 +28,12 @@ fn the_drill_keeps_every_write_and_recovers() {
     // The failover shows: a dip while RC retries until the SM's reroute (trap at once, 0.1 s:
     // the second retry gets through, nothing fails), and a long latency tail.
     assert!(r.phases[1].min_MBps < 0.95 * bw[0], "{:?}", r.phases);
-    assert!(r.rc_recoveries > 0 && r.qp_errors == 0, "{} {}", r.rc_recoveries, r.qp_errors);
+    assert!(
+        r.recovery.rc_recoveries > 0 && r.recovery.qp_errors == 0,
+        "{} {}",
+        r.recovery.rc_recoveries,
+        r.recovery.qp_errors
+    );
     assert!(r.rpc_latency.max_us > 1e5 && r.rpc_latency.p50_us < 1e5);
 }
 
@@ -89,8 +94,8 @@ fn events_at_one_time_make_one_cut_and_an_outage_expels_after_the_lease() {
     // No path for GPFS's 35 s lease: both clients are expelled (even if nothing happened to
     // be in flight when the links went: the writers' next blocks were lost); nothing
     // acknowledged is lost.
-    assert_eq!(r.expelled_clients, 2);
-    assert!(r.ledger_ok && r.acked_blocks > 0 && r.qp_errors >= 2);
+    assert_eq!(r.recovery.expelled_clients, 2);
+    assert!(r.ledger_ok && r.acked_blocks > 0 && r.recovery.qp_errors >= 2);
 }
 
 #[test]
@@ -111,12 +116,17 @@ fn no_trap_cut(apm: bool) -> PfsRecord {
 #[test]
 fn with_apm_armed_the_connections_migrate_instead_of_failing_and_reconnecting() {
     let (plain, apm) = (no_trap_cut(false), no_trap_cut(true));
-    assert!(plain.qp_errors > 0 && plain.reconnects > 0, "{} {}", plain.qp_errors, plain.reconnects);
     assert!(
-        apm.qp_errors == 0 && apm.reconnects == 0 && apm.rc_recoveries > 0,
+        plain.recovery.qp_errors > 0 && plain.recovery.reconnects > 0,
         "{} {}",
-        apm.qp_errors,
-        apm.rc_recoveries
+        plain.recovery.qp_errors,
+        plain.recovery.reconnects
+    );
+    assert!(
+        apm.recovery.qp_errors == 0 && apm.recovery.reconnects == 0 && apm.recovery.rc_recoveries > 0,
+        "{} {}",
+        apm.recovery.qp_errors,
+        apm.recovery.rc_recoveries
     );
     assert!(plain.ledger_ok && apm.ledger_ok, "{:?} {:?}", plain.ledger_violation, apm.ledger_violation);
     // Time below half the rate before the cut: the retries' 0.54 s, not the wait for a path.

@@ -33,7 +33,7 @@ use serde::Serialize;
 use super::core::{Connection, Rpc, Writer};
 use super::layout::Layout;
 use super::ledger::Ledger;
-use super::record::{Outcome, PfsRecord, Series};
+use super::record::{Outcome, PfsRecord, Recovery, Series};
 use super::scenario::{PfsOp, PfsResolved};
 use crate::engine::time::{from_ns, to_s, S};
 use crate::engine::{EventQueue, Stop, Time};
@@ -529,10 +529,7 @@ fn record<C: Channel>(r: &PfsResolved, app: PfsApp<C>, series: Series, events: u
     let failed = app.channel.failed();
     let outcome = Outcome {
         outstanding_blocks: app.conns.iter().map(|c| c.outstanding.len() as u64).sum(),
-        rc_recoveries: 0,
-        qp_errors: failed,
-        reconnects: 0,
-        expelled_clients: 0,
+        recovery: Recovery { qp_errors: failed, ..Recovery::default() },
         sim_events: events,
         status: match (cancelled, failed) {
             (true, _) => "cancelled".into(),

@@ -91,7 +91,7 @@ fn a_link_unplugged_under_load_loses_nothing_and_carries_nothing_while_down() {
         );
         let r = run(&json);
         assert!(r.ledger_ok, "{transport}: {:?}", r.ledger_violation);
-        assert_eq!(r.qp_errors, 0, "{transport}: {}", r.status);
+        assert_eq!(r.recovery.qp_errors, 0, "{transport}: {}", r.status);
         let s = &r.series;
         let down: Vec<usize> = (0..s.t_s.len()).filter(|&i| s.t_s[i] > 0.2 + 0.05 + 1e-9).collect();
         assert!(down.iter().all(|&i| s.link_MBps[0][i] == 0.0 && s.links_up[i] == 1), "{transport}: {s:?}");
@@ -113,6 +113,11 @@ fn queue_pairs_out_of_retries_fail_without_losing_an_acknowledged_block() {
         "pfs": {"network": "packet", "duration_s": 5.0, "interval_s": 0.5},
         "events": [{"at_s": 0.1, "link": 0, "action": "down"}]}"#;
     let r = run(json);
-    assert!(r.ledger_ok && r.qp_errors > 0 && r.status.contains("connections failed"), "{} {}", r.qp_errors, r.status);
+    assert!(
+        r.ledger_ok && r.recovery.qp_errors > 0 && r.status.contains("connections failed"),
+        "{} {}",
+        r.recovery.qp_errors,
+        r.status
+    );
     assert!(r.outstanding_blocks > 0 && r.acked_blocks > 0);
 }
