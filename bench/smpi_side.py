@@ -69,7 +69,7 @@ def eager_threshold_bytes(ranks: int) -> int:
 def available() -> str | None:
     """None if smpicc and smpirun can be used (installing SimGrid when root and missing), else why not."""
     if shutil.which("smpirun") is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "libsimgrid-dev"], capture_output=True,
+        subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "libsimgrid-dev"], capture_output=True,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, check=False)
     if shutil.which("smpirun") is None or shutil.which("smpicc") is None:
         return INSTALL_HINT

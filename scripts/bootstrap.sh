@@ -16,15 +16,18 @@ done < scripts/apt-packages.txt
 if ((${#need_apt[@]})); then
   sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
   log "installing Debian packages: ${need_apt[*]}"
-  $sudo_cmd apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  # A fresh machine's boot-time upgrades (or a second set-up) may hold dpkg's lock: wait for it
+  # rather than fail (apt >= 1.9.11's DPkg::Lock::Timeout, in seconds).
+  wait_lock=(-o DPkg::Lock::Timeout=600)
+  $sudo_cmd apt-get "${wait_lock[@]}" update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get "${wait_lock[@]}" install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
 # 2. Rust: rustup's cargo if present, Debian's otherwise.
 [[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v cargo >/dev/null 2>&1; then
   log "no cargo found: installing Debian's rustc and cargo"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq cargo rustc >/dev/null
 fi
 
 # 3. Python venv with the pinned packages (re-installed only when pyproject.toml or this file changes).

@@ -13,6 +13,7 @@ from test_emu_helpers import cli_json, needs_root
 pytestmark = [pytest.mark.root, needs_root]
 
 DELAY_TOLERANCE_US = 40.0  # issue 5's target
+PROBES = 100
 
 
 def _by_delay(records: list[dict]) -> dict[float, dict]:
@@ -21,8 +22,14 @@ def _by_delay(records: list[dict]) -> dict[float, dict]:
 
 def _rtt_points(cross_gbps: int) -> dict[float, dict]:
     # MTU 9000 so 1 Gb/s of UDP cross traffic is ~14 k packets/s (the TUN path is packet-bound).
-    return _by_delay(cli_json("emu", "bench", "ping", "--delay-us", "0,100,1000,10000", "--count", "200",
-                              "--interval-us", "300", "--mtu", "9000", "--cross-gbps", str(cross_gbps),
+    # Probes 25 ms apart, longer than the longest round trip (20 ms): the stop-and-wait client
+    # then sleeps before every probe at every delay, as it does for the 0-delay baseline. At a
+    # 300 us interval it sent back to back at 10 ms (never asleep) and the device-to-device RTT
+    # read +11..+19 us here and +44 us on a CI machine against a baseline taken asleep, while the
+    # delay line released on time (lateness p50 1 us); 25 ms apart, -4..-1 us
+    # (docs/models/emulator.md, "Limits").
+    return _by_delay(cli_json("emu", "bench", "ping", "--delay-us", "0,100,1000,10000", "--count", str(PROBES),
+                              "--interval-us", "25000", "--mtu", "9000", "--cross-gbps", str(cross_gbps),
                               "--no-store", timeout=120))
 
 
@@ -43,7 +50,7 @@ def _rtt_errors(pts: dict[float, dict]) -> dict[float, float]:
 
 @pytest.mark.parametrize("cross_gbps", [0, 1])
 def test_rtt_median_is_configured_rtt_plus_baseline(cross_gbps, leaves_nothing):
-    # 200 pings per delay; each delay, the 0-delay baseline included, is its own emulator
+    # 100 pings per delay; each delay, the 0-delay baseline included, is its own emulator
     # instance, and on this 2-vCPU VM one run's median can move by ~20 us when other work lands
     # on the CPUs. A run with a delay outside the tolerance is measured twice more, and the
     # median of the three runs' medians counts. The RTT is device to device (kernel transmit and
@@ -56,7 +63,7 @@ def test_rtt_median_is_configured_rtt_plus_baseline(cross_gbps, leaves_nothing):
     errors = _rtt_errors(pts)
     for delay, error in errors.items():
         r = pts[delay]
-        assert r["received"] >= 195 and r["kernel_stamped"] == r["received"], r
+        assert r["received"] >= PROBES - 3 and r["kernel_stamped"] == r["received"], r
         assert r["tx_stamped"] >= 0.95 * r["received"], r
         print(f"cross {cross_gbps} Gb/s delay {delay:g} us ({len(runs)} run(s)): p50 {r['rtt_p50_us']:.1f} us "
               f"(error {error:+.1f}), p99 {r['rtt_p99_us']:.1f} us, application p50 {r['app_rtt_p50_us']:.1f} us, "
@@ -73,11 +80,16 @@ def _tcp_at(rates: str) -> list[dict]:
                     "--cc", "cubic", "--window", "16M", "--duration-s", "2", timeout=120)
 
 
+def _tcp_line(r: dict) -> str:
+    return (f"{r['throughput_gbps']} Gb/s, utilization {r['utilization']}, retransmits {r.get('retransmits')}, "
+            f"queue drops {r.get('drops_queue')}, emulator CPU {r.get('emu_cpu_pct')}%")
+
+
 def test_saturating_tcp_gets_the_configured_rate(leaves_nothing):
     recs = _tcp_at("0.1,1,2")
     assert [r["rate_gbps"] for r in recs] == [0.1, 1.0, 2.0]
     for r in recs:
-        print(f"rate {r['rate_gbps']} Gb/s: {r['throughput_gbps']} Gb/s, utilization {r['utilization']}")
+        print(f"rate {r['rate_gbps']} Gb/s: {_tcp_line(r)}")
         for _ in range(2):
             if r["utilization"] >= 0.95:
                 break
@@ -87,8 +99,17 @@ def test_saturating_tcp_gets_the_configured_rate(leaves_nothing):
             # could not reach its rate would fall short every time; one that exceeded it is caught
             # by the upper bound whichever run is kept.
             again = _tcp_at(f"{r['rate_gbps']:g}")[0]
-            print(f"  re-measured: {again['throughput_gbps']} Gb/s, utilization {again['utilization']}")
+            print(f"  re-measured: {_tcp_line(again)}")
             r = max(r, again, key=lambda x: x["utilization"])  # noqa: PLW2901 - the best run is the point
+        if r["utilization"] < 0.95:
+            # Whether these hosts can fill the rate at all: the same flow with no shaper. A machine
+            # whose end hosts and TUN path move less than 1.25x the rate cannot test the shaper there
+            # (a CI run got 83-90% of 2 Gb/s three times); one that can, and still falls short, fails.
+            free = _tcp_at("0")[0]
+            print(f"  unshaped: {free['throughput_gbps']} Gb/s, emulator CPU {free.get('emu_cpu_pct')}%")
+            if free["throughput_gbps"] < 1.25 * r["rate_gbps"]:
+                pytest.skip(f"these hosts move {free['throughput_gbps']} Gb/s unshaped: too little to test a "
+                            f"{r['rate_gbps']:g} Gb/s shaper")
         # Goodput cannot exceed the rate minus 52 header bytes per 9000-byte packet (99.4%).
         assert 0.95 <= r["utilization"] <= 1.0, r
 
