@@ -490,3 +490,14 @@ def test_network_fluid_runs_the_same_benchmarks_and_says_so(cli, tmp_path):
         key = "run_time_s" if args[0] in ("app", "replay") else ("bw_MBps" if "bw" in args else "lat_us")
         assert fluid["status"] == "ok" and fluid["delivered_messages"] == fluid["messages"]
         assert abs(fluid[key] / packet[key] - 1.0) < 0.10, (args, packet[key], fluid[key])
+
+
+def test_network_auto_runs_large_jobs_at_flow_level_and_says_so(cli):
+    """--network auto: the packet level up to 256 ranks, the flow level above over rc (never over ud, which has
+    none), and the record's network column says which level ran."""
+    def level(nodes: int, *extra: str) -> str:
+        (rec,) = records(cli, "osu", "--bench", "bcast", "--sizes", "8", "--iterations", "1", "--nodes", str(nodes),
+                         "--network", "auto", *extra)
+        assert rec["status"] == "ok", rec
+        return rec["network"]
+    assert [level(128), level(129), level(129, "--transport", "ud")] == ["packet", "fluid", "packet"]

@@ -1,7 +1,8 @@
 """MPI across the simulated long-haul path: OSU-style benchmarks, NAS skeletons, trace replay.
 
-``network`` is ``packet`` (default) or ``fluid`` (messages as flows sharing the path max-min:
-thousands of ranks in seconds; ``transport`` rc only); the record's ``network`` says which.
+``network`` is ``packet`` (default), ``fluid`` (messages as flows sharing the path max-min:
+thousands of ranks in seconds; ``transport`` rc only) or ``auto`` (fluid over rc above 256 ranks,
+packet otherwise); the record's ``network`` says which ran.
 
 One MPI model with a channel per transport (``transport``): MVAPICH2 over InfiniBand verbs
 (``rc``, ``uc``, ``ud``: the verbs model's path, ``testbed``) or Open MPI's ob1 over TCP

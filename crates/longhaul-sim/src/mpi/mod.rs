@@ -156,6 +156,9 @@ pub struct MpiRecord {
 
 /// Simulated time after which a run is abandoned.
 const SIM_TIME_LIMIT: u64 = 3600 * S;
+/// How long the flow level runs on after the job to land what was still on the wire: a control
+/// message's latency even over 20,000 km of fibre (~100 ms one way) many times over.
+const DRAIN_LIMIT: u64 = S;
 
 fn lower<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v).ok().and_then(|j| j.as_str().map(str::to_string)).unwrap_or_default()
@@ -236,10 +239,11 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// `(now, events)`: the simulated time the run stopped at and the events it handled;
     /// `trouble`: the transport's own reason the run failed, if any.
-    fn new<C: Channel, Q: Copy>(
+    fn new<C: Channel>(
         mpi: Mpi<C>,
-        q: &EventQueue<Q>,
+        (now, events): (Time, u64),
         stop: Stop,
         trouble: Option<&str>,
         retransmitted: u64,
@@ -251,18 +255,10 @@ impl Outcome {
         } else if stop == Stop::Finished {
             "ok".to_string()
         } else {
-            format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(q.now()))
+            format!("incomplete: stopped ({stop:?}) after {:.3} s simulated", to_s(now))
         };
-        let end = mpi.ranks.iter().map(|x| x.cpu_free).max().unwrap_or(0).max(q.now());
-        Outcome {
-            marks: mpi.marks,
-            stats: mpi.stats,
-            end,
-            now: q.now(),
-            events: q.events_handled(),
-            status,
-            retransmitted_packets: retransmitted,
-        }
+        let end = mpi.ranks.iter().map(|x| x.cpu_free).max().unwrap_or(0).max(now);
+        Outcome { marks: mpi.marks, stats: mpi.stats, end, now, events, status, retransmitted_packets: retransmitted }
     }
 }
 
@@ -306,8 +302,17 @@ fn simulate_verbs(
         let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
         let mut world = World::new(fabric, net, mpi, TimerPolicy::Coalesced);
         let stop = world.run(&mut q, SIM_TIME_LIMIT);
-        let broken = if stop == Stop::Finished { world.net.broken_invariant() } else { None };
-        return Outcome::new(world.app, &q, stop, broken, 0);
+        let (now, events) = (q.now(), q.events_handled());
+        let broken = if stop == Stop::Finished {
+            // The job ends with its last rank; what the channel still had on the wire then (a
+            // credit update, an ACK) lands afterwards, and only then must every byte be delivered.
+            world.draining = true;
+            world.resume(&mut q, now + DRAIN_LIMIT);
+            world.net.broken_invariant()
+        } else {
+            None
+        };
+        return Outcome::new(world.app, (now, events), stop, broken, 0);
     }
     // MVAPICH2's QP timeout exponent 20 and retry count 7 (ibv_param.h defaults).
     let ib = IbHosts::new(hca, fabric.nodes.len(), 20, 7);
@@ -318,7 +323,7 @@ fn simulate_verbs(
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let trouble = (world.net.stats.qp_errors > 0).then_some("qp error: retry count exceeded");
     let retransmitted = world.net.stats.retransmitted_packets;
-    Outcome::new(world.app, &q, stop, trouble, retransmitted)
+    Outcome::new(world.app, (q.now(), q.events_handled()), stop, trouble, retransmitted)
 }
 
 /// Play `progs` over the scenario's two clusters joined by TCP: Open MPI's ob1 on the TCP BTL,
@@ -336,7 +341,7 @@ fn simulate_tcp(r: &MpiResolved, t: &TcpNet, layout: &Layout, progs: Programs) -
     let mut q = EventQueue::new();
     let stop = world.run(&mut q, SIM_TIME_LIMIT);
     let retransmitted = world.net.dirs.iter().map(|d| d.tx.stats.retransmits).sum();
-    Outcome::new(world.app, &q, stop, None, retransmitted)
+    Outcome::new(world.app, (q.now(), q.events_handled()), stop, None, retransmitted)
 }
 
 /// Run one resolved MPI scenario.

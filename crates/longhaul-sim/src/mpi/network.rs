@@ -1,5 +1,6 @@
 //! The level MPI's network is simulated at (`mpi.network`), in the parallel file system's
-//! vocabulary (`pfs.network`): every packet, or flows (see [`super::fluid`]).
+//! vocabulary (`pfs.network`): every packet, or flows (see [`super::fluid`]), or `auto`: the
+//! packet level for a job of up to [`AUTO_PACKET_MAX_RANKS`] ranks, flows above.
 
 use super::scenario::MpiTransport;
 use crate::scenario::{err, ScenarioError};
@@ -12,14 +13,25 @@ pub enum Network {
     Fluid,
 }
 
-impl Network {
-    pub const NAMES: [&'static str; 2] = ["packet", "fluid"];
+/// The largest job `network = "auto"` simulates packet by packet. Measured on the S1 profile
+/// (bench/results/mpi_bench.md, 2 vCPUs): the packet level runs osu_alltoall 64 KiB at 256 ranks in
+/// ~4 s of CPU, at 1,024 ranks in over 60 s and ~0.5 GB, at 4,096 in ~4 GB; osu_bcast 1 MiB takes
+/// 0.5 s at 128 ranks and over 60 s at 2,048. The flow level runs those in seconds
+/// (docs/models/mpi.md, "Flow-level mode", has its agreement with the packet level).
+pub const AUTO_PACKET_MAX_RANKS: u32 = 256;
 
-    /// The scenario's `network` (default packet), checked against its transport.
-    pub fn resolve(name: Option<&str>, transport: MpiTransport) -> Result<Network, ScenarioError> {
+impl Network {
+    pub const NAMES: [&'static str; 3] = ["packet", "fluid", "auto"];
+
+    /// The scenario's `network` (default packet) for a job of `ranks` ranks, checked against its
+    /// transport. `auto` is the flow level over rc above [`AUTO_PACKET_MAX_RANKS`] ranks, the packet
+    /// level otherwise (and always over uc, ud and tcp, which have no flow level).
+    pub fn resolve(name: Option<&str>, transport: MpiTransport, ranks: u32) -> Result<Network, ScenarioError> {
         let network = match name.unwrap_or("packet") {
             "packet" => Network::Packet,
             "fluid" => Network::Fluid,
+            "auto" if transport == MpiTransport::Rc && ranks > AUTO_PACKET_MAX_RANKS => Network::Fluid,
+            "auto" => Network::Packet,
             other => return err(format!("network: unknown '{other}' (valid: {})", Self::NAMES.join(", "))),
         };
         if network == Network::Fluid && transport != MpiTransport::Rc {

@@ -83,7 +83,9 @@ pub struct MpiSpec {
     /// HierComm's 32 KiB over TCP.
     pub wan_chunk_bytes: Option<u64>,
     /// "packet" (default: every packet) or "fluid" (messages as flows sharing the path max-min,
-    /// [`super::fluid`]; transport rc only), as the parallel file system's `network`.
+    /// [`super::fluid`]; transport rc only) or "auto" (fluid over rc above
+    /// [`super::network::AUTO_PACKET_MAX_RANKS`] ranks, packet otherwise), as the parallel file
+    /// system's `network`.
     pub network: Option<String>,
 }
 
@@ -345,7 +347,6 @@ impl MpiScenario {
             _ => return err("workload: give exactly one of osu, app, trace"),
         };
         let transport = self.mpi.transport.unwrap_or(MpiTransport::Rc);
-        let network = Network::resolve(self.mpi.network.as_deref(), transport)?;
         let (net, mut node, params) = match transport.verbs() {
             Some(t) => {
                 let (base, node, params) = self.resolve_verbs(t)?;
@@ -412,6 +413,7 @@ impl MpiScenario {
             ));
         }
         Layout::new(nodes, ppn, ranks, &placement).map_err(ScenarioError)?;
+        let network = Network::resolve(m.network.as_deref(), transport, ranks)?;
         let wan_chunk_bytes = match &net {
             MpiNet::Tcp(t) => Some(t.wan_chunk_bytes),
             MpiNet::Verbs { .. } => {

@@ -55,9 +55,9 @@ def _common(p: argparse.ArgumentParser, where: bool = True, formats: tuple[str, 
                    help="eager/rendezvous threshold in bytes (K/M suffixes; 0..1G; default: the library's, 8K in "
                         "MVAPICH2 1.0, 16K in 2.3, 8K with openmpi-ucx)")
     p.add_argument("--network", choices=mpi.NETWORKS, default=None,
-                   help="packet (default: every packet through adapters, switches, extenders) or fluid (messages as "
-                        "flows sharing the path max-min, one-packet messages latency only: 1,000s of ranks in "
-                        "seconds; --transport rc only; the record's network column says which)")
+                   help="packet (default: every packet through adapters, switches, extenders), fluid (messages as "
+                        "flows sharing the path max-min: 1,000s of ranks in seconds; --transport rc only) or auto "
+                        "(fluid over rc above 256 ranks, packet otherwise); the record's network column says which")
     p.add_argument("--rndv-protocol", choices=mpi.RNDV, default=None,
                    help="rendezvous: rput, rget, r3 (default: the library's, rput in MVAPICH2 1.0, rget in 2.3 and UCX)")
     p.add_argument("--transport", choices=mpi.TRANSPORTS, default=None,
