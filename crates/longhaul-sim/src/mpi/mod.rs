@@ -297,7 +297,7 @@ fn simulate_verbs(
     if r.network == Network::Fluid {
         let mut q = EventQueue::new();
         let paths = Paths::new(&fabric, FluidParams::new(&hca, base.mtu_bytes));
-        let net = FluidIb::new(paths, fabric.nodes.len());
+        let net = FluidIb::new(paths);
         let verbs: Verbs<FluidIb> = Verbs::new(params, transport, base.mtu_bytes, post_ns);
         let mpi = Mpi::new(layout.clone(), r.node.clone(), host, progs, costs, verbs);
         let mut world = World::new(fabric, net, mpi, TimerPolicy::Coalesced);

@@ -8,10 +8,15 @@
 //!   the next starts when the previous one's last byte has left; at most its send queue depth
 //!   is posted and not acknowledged, and at most `max_rd_atomic` RDMA reads are outstanding.
 //! - The host's send engine fetches each work request (`tx_wqe`) in series with the others.
-//! - A message of one packet or less (eager data, RTS, CTS, FIN, credit updates) is latency
-//!   only: the engine's time for its packet, then its path latency (propagation, the switches'
-//!   and extenders' latencies, its serialisation per store-and-forward stretch), then the
-//!   receive engine's per-packet time and the completion poll.
+//! - A message of one packet or less (eager data, RTS, CTS, FIN, credit updates, a read
+//!   request) takes the resources of its path one after another, each for its packet's time
+//!   there, first come first served (`occupancy`): the send engine, each port (its wire
+//!   bytes with headers and framing, the feeding engine's gap, its share of the credits), the
+//!   far receive engine; between them the propagation and the switches' and extenders'
+//!   latencies, then the completion poll. Where paths join (a switch's port) it takes its turn
+//!   at the time it gets there (an event), so that a port serves in the order of arrival. The
+//!   time it takes of a resource comes out of the flows' there when their spare time does not
+//!   cover it.
 //! - A longer message (RDMA write, read response, long send) is a flow through the send engine,
 //!   every port on its path and the receive engine, sharing each max-min with the other flows
 //!   ([`crate::net::flow::max_min`]); the rates are solved again whenever a flow starts or ends
@@ -22,15 +27,18 @@
 //! - RC completes a send when its ACK is back: an ACK's latency after the last packet's arrival.
 //!
 //! Left out (see docs/models/mpi.md, "Flow-level mode"): packet loss and retransmission, the
-//! ports' queues and the per-packet interleaving of queue pairs (flows share rates instead), the
-//! receive engine's queueing of single-packet messages (a latency here), ACK coalescing.
+//! ports' queues and the per-packet interleaving of queue pairs (flows share rates instead, and
+//! a one-packet message never waits behind a flow's packets), ACKs on the wire (a latency
+//! here), ACK coalescing.
 
+mod occupancy;
 pub mod paths;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 
-use self::paths::{Path, Paths};
+use self::occupancy::Occupancy;
+use self::paths::{OnPath, Path, Paths};
 use super::engine::PairHasher;
 use super::protocol::VerbsNet;
 use crate::engine::time::S;
@@ -82,6 +90,27 @@ struct Flow {
     rate: f64,
 }
 
+/// What a one-packet message is, for what follows its arrival.
+#[derive(Debug, Clone, Copy)]
+enum Carried {
+    /// A send or write of this queue pair.
+    Send(u32, Wqe),
+    /// A read request of this queue pair, to its responder.
+    ReadRequest(u32, Wqe),
+    /// The only packet of the response to this queue pair's read.
+    ReadResponse(u32, Wqe),
+}
+
+/// A one-packet message on its way.
+#[derive(Debug, Clone, Copy)]
+struct Hopping {
+    what: Carried,
+    path: Path,
+    /// Its bytes on the wire (headers included, before any framing).
+    wire: u32,
+    at: OnPath,
+}
+
 /// What a timer releases.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
@@ -92,6 +121,8 @@ enum Pending {
     Serve(u32, Wqe),
     /// A work request of this queue pair is posted now.
     Kick(u32),
+    /// A one-packet message is at a port where paths join.
+    Hop(Hopping),
 }
 
 /// The flow level's timers.
@@ -123,8 +154,12 @@ pub struct FluidIb {
     waiting: QpMap<VecDeque<Wqe>>,
     /// Read requests waiting for the responder's previous response, by responder queue pair.
     serving: QpMap<VecDeque<(u32, Wqe)>>,
-    engine_free: Vec<Time>,
+    /// The one-packet messages' clock of every resource (the send engines' for every work
+    /// request fetched), and the flows' share of each.
+    occupancy: Occupancy,
     flows: Vec<Flow>,
+    /// A flow started or ended since the last solve.
+    changed: bool,
     /// When the flows' `remaining` was last brought up to date.
     flows_at: Time,
     generation: u32,
@@ -142,15 +177,16 @@ pub struct FluidIb {
 }
 
 impl FluidIb {
-    pub fn new(paths: Paths, node_count: usize) -> Self {
+    pub fn new(paths: Paths) -> Self {
         let n_resources = paths.capacity.len();
         FluidIb {
             paths,
             qps: Vec::new(),
             waiting: QpMap::default(),
             serving: QpMap::default(),
-            engine_free: vec![0; node_count],
+            occupancy: Occupancy::new(n_resources),
             flows: Vec::new(),
+            changed: false,
             flows_at: 0,
             generation: 0,
             solve_at: None,
@@ -207,46 +243,76 @@ impl FluidIb {
         let p = self.paths.params.clone();
         let q = self.qps[qp as usize];
         let (a, b) = (q.node, self.qps[q.peer as usize].node);
-        let s0 = w.ready.max(self.engine_free[a as usize]).max(q.free_at);
         let path = self.paths.path(a, b);
+        let engine = self.paths.engines(a).0;
+        let ready = w.ready.max(q.free_at);
         self.qps[qp as usize].outstanding += 1;
         match w.op {
             Op::Read => {
                 // The request: one packet to the responder, which serves it when it arrives.
-                let s = s0 + p.tx_wqe + p.tx_pkt;
-                self.engine_free[a as usize] = s;
+                let s = self.occupancy.take(engine, ready, p.tx_wqe + p.tx_pkt) + p.tx_wqe + p.tx_pkt;
                 self.qps[qp as usize].free_at = s;
                 self.qps[qp as usize].reads_out += 1;
-                let at = s + self.paths.latency(&path, read_request_bytes()) + p.rx_pkt;
-                self.later(at, Pending::Serve(qp, w));
+                let at = OnPath { hop: 0, head: s, tail: s };
+                self.walk(Hopping { what: Carried::ReadRequest(qp, w), path, wire: read_request_bytes(), at }, true);
             }
             _ if w.len <= p.mtu_bytes => {
-                let s = s0 + p.tx_wqe + p.tx_packet(w.len);
-                self.engine_free[a as usize] = s;
+                let busy = p.tx_wqe + p.tx_packet(w.len);
+                let s = self.occupancy.take(engine, ready, busy) + busy;
                 let depart = s.max(q.wire_free);
                 let wire = data_packet_bytes(false, w.op, true, w.len);
+                let at = OnPath { hop: 0, head: depart, tail: depart };
+                let on_port = self.walk(Hopping { what: Carried::Send(qp, w), path, wire, at }, true);
+                let on_port = on_port.expect("a host's own port is where no paths join");
                 let on_wire = self.paths.first_hop_time(&path, wire);
                 let qm = &mut self.qps[qp as usize];
-                (qm.free_at, qm.wire_free) = (s, depart + on_wire);
-                let arrive = depart + self.paths.latency(&path, wire);
-                self.arrived(qp, w, arrive);
+                (qm.free_at, qm.wire_free) = (s, on_port + on_wire);
             }
             _ => {
-                self.engine_free[a as usize] = s0 + p.tx_wqe;
-                let s = (s0 + p.tx_wqe).max(q.wire_free);
+                let s = self.occupancy.take(engine, ready, p.tx_wqe) + p.tx_wqe;
+                let s = s.max(q.wire_free);
                 self.qps[qp as usize].streaming = true;
-                self.later(s, Pending::Start(Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 }));
+                let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 };
+                self.later(s, Pending::Start(flow));
             }
         }
     }
 
-    /// The last packet of `qp`'s send or write `w` is at the responder at `arrive`: its
-    /// receive completion there, and the send's completion once the ACK is back.
-    fn arrived(&mut self, qp: u32, w: Wqe, arrive: Time) {
+    /// Take the resources of `m`'s path from where it is: each port up to the next one where
+    /// paths join, which it takes at its turn, as a later event (unless it is `there` now), so
+    /// that a port serves one-packet messages in the order they come; after the last port, the
+    /// far host's receive engine. Returns when it started on the first port it took.
+    fn walk(&mut self, mut m: Hopping, mut there: bool) -> Option<Time> {
+        let mut first = None;
+        while m.at.hop < m.path.hop_count() {
+            let turn = self.paths.next_port(&m.path, &m.at, m.wire);
+            if turn.joins && !there {
+                self.later(turn.ready, Pending::Hop(m));
+                return first;
+            }
+            there = false;
+            let start = self.occupancy.take(turn.port, turn.ready, turn.service);
+            first = first.or(Some(start));
+            m.at = self.paths.leave(&m.path, &m.at, start, m.wire);
+        }
+        let rx_engine = *m.path.resources().last().expect("a path ends at a receive engine");
+        let rx = self.paths.params.rx_pkt;
+        let received = self.occupancy.take(rx_engine, m.at.tail, rx) + rx;
+        match m.what {
+            Carried::Send(qp, w) => self.arrived(qp, w, received),
+            Carried::ReadRequest(qp, w) => self.later(received, Pending::Serve(qp, w)),
+            Carried::ReadResponse(qp, w) => self.read_done(qp, w, received),
+        }
+        first
+    }
+
+    /// The receive engine is done at `received` with the last packet of `qp`'s send or write
+    /// `w`: its receive completion there, and the send's completion once the ACK is back.
+    fn arrived(&mut self, qp: u32, w: Wqe, received: Time) {
         let p = &self.paths.params;
         let (rx, poll, tx_pkt) = (p.rx_pkt, p.poll, p.tx_pkt);
         let q = self.qps[qp as usize];
-        let seen = arrive + rx + poll;
+        let seen = received + poll;
         let recv = Completion {
             qp: q.peer,
             kind: CompletionKind::Recv,
@@ -258,7 +324,7 @@ impl FluidIb {
         };
         self.later(seen, Pending::Deliver(recv));
         let back = self.paths.path(self.qps[q.peer as usize].node, q.node);
-        let acked = arrive + rx + tx_pkt + self.paths.ack_latency(&back) + rx + poll;
+        let acked = received + tx_pkt + self.paths.ack_latency(&back) + rx + poll;
         let sent = Completion {
             qp,
             kind: CompletionKind::Send,
@@ -281,22 +347,24 @@ impl FluidIb {
         let p = self.paths.params.clone();
         let (a, b) = (self.qps[qp as usize].node, self.qps[responder as usize].node);
         let path = self.paths.path(b, a);
-        let s0 = now.max(self.engine_free[b as usize]);
+        let engine = self.paths.engines(b).0;
         if w.len <= p.mtu_bytes {
-            let s = s0 + p.tx_packet(w.len);
-            self.engine_free[b as usize] = s;
-            let arrive = s + self.paths.latency(&path, data_packet_bytes(false, Op::Read, true, w.len));
-            self.read_done(qp, w, arrive);
+            let s = self.occupancy.take(engine, now, p.tx_packet(w.len)) + p.tx_packet(w.len);
+            let wire = data_packet_bytes(false, Op::Read, true, w.len);
+            let at = OnPath { hop: 0, head: s, tail: s };
+            self.walk(Hopping { what: Carried::ReadResponse(qp, w), path, wire, at }, true);
         } else {
             self.qps[responder as usize].responding = true;
-            self.later(s0, Pending::Start(Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 }));
+            let s0 = now.max(self.occupancy.busy_until(engine));
+            let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 };
+            self.later(s0, Pending::Start(flow));
         }
     }
 
-    /// The last response of `qp`'s read `w` is back at the requester at `arrive`.
-    fn read_done(&mut self, qp: u32, w: Wqe, arrive: Time) {
-        let p = &self.paths.params;
-        let at = arrive + p.rx_pkt + p.poll;
+    /// The requester's receive engine is done at `received` with the last response of `qp`'s
+    /// read `w`.
+    fn read_done(&mut self, qp: u32, w: Wqe, received: Time) {
+        let at = received + self.paths.params.poll;
         let c = Completion {
             qp,
             kind: CompletionKind::Send,
@@ -309,14 +377,17 @@ impl FluidIb {
         self.later(at, Pending::Deliver(c));
     }
 
-    /// Bring every flow's bytes left up to `now` at its current rate.
+    /// Bring every flow's bytes left up to `now` at its current rate, less the time it has
+    /// been held for one-packet messages since (before a flow joins them: the holds so far
+    /// are not its own).
     fn advance(&mut self, now: Time) {
-        if now > self.flows_at {
-            let dt = (now - self.flows_at) as f64 / S as f64;
+        if now > self.flows_at || self.occupancy.holding() {
+            let dt = now.saturating_sub(self.flows_at) as f64 / S as f64;
             for f in &mut self.flows {
-                f.remaining -= f.rate * dt;
+                f.remaining -= f.rate * (dt - self.occupancy.held_s(f.path.resources()));
             }
-            self.flows_at = now;
+            self.occupancy.clear_held();
+            self.flows_at = self.flows_at.max(now);
         }
     }
 
@@ -338,12 +409,17 @@ impl FluidIb {
             let f = self.flows[i];
             if f.remaining <= DONE_BYTES || (f.rate > 0.0 && f.remaining / f.rate * (S as f64) < 0.5) {
                 self.flows.swap_remove(i);
+                self.changed = true;
                 self.flow_ended(f, now);
             } else {
                 i += 1;
             }
         }
-        self.solve();
+        // Due and not done (held for one-packet messages): the same flows, the same rates.
+        if self.changed {
+            self.solve(now);
+            self.changed = false;
+        }
         let next =
             self.flows.iter().filter(|f| f.rate > 0.0).map(|f| (f.remaining / f.rate * S as f64).ceil() as Time).min();
         if let Some(dt) = next {
@@ -353,11 +429,11 @@ impl FluidIb {
     }
 
     fn flow_ended(&mut self, f: Flow, now: Time) {
-        let arrive = now + self.paths.packet_latency(&f.path);
+        let received = now + self.paths.packet_latency(&f.path) + self.paths.params.rx_pkt;
         if f.wqe.op == Op::Read {
             let responder = self.qps[f.qp as usize].peer;
             self.qps[responder as usize].responding = false;
-            self.read_done(f.qp, f.wqe, arrive);
+            self.read_done(f.qp, f.wqe, received);
             if let Some(q) = self.serving.get_mut(&responder) {
                 let (qp, w) = q.pop_front().expect("non-empty");
                 if q.is_empty() {
@@ -370,14 +446,16 @@ impl FluidIb {
             let q = &mut self.qps[f.qp as usize];
             q.streaming = false;
             (q.free_at, q.wire_free) = (handed, now);
-            self.arrived(f.qp, f.wqe, arrive);
+            self.arrived(f.qp, f.wqe, received);
             self.try_start(f.qp, now, handed);
         }
     }
 
-    /// Max-min rates of the flows over the resources they use.
-    fn solve(&mut self) {
+    /// Max-min rates of the flows over the resources they use at `now`, and the loads they
+    /// put on them for the one-packet messages' accounting.
+    fn solve(&mut self, now: Time) {
         if self.flows.is_empty() {
+            self.occupancy.set_loads(now, std::iter::empty());
             return;
         }
         // The demands' buffers are kept from solve to solve (a solve per flow start or end).
@@ -410,6 +488,8 @@ impl FluidIb {
                 self.stats.max_load_ratio = self.stats.max_load_ratio.max(l / c);
             }
         }
+        let shares = used.iter().zip(load.iter().zip(&capacity));
+        self.occupancy.set_loads(now, shares.map(|(&r, (l, c))| (r, if *c > 0.0 { l / c } else { 0.0 })));
         for &r in &used {
             self.local[r as usize] = u32::MAX;
         }
@@ -527,7 +607,11 @@ impl crate::transport::Transport for FluidIb {
                     Pending::Start(f) => {
                         self.advance(now);
                         self.flows.push(f);
+                        self.changed = true;
                         self.solve_soon(now);
+                    }
+                    Pending::Hop(m) => {
+                        self.walk(m, true);
                     }
                 }
             }

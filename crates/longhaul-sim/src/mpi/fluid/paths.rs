@@ -4,7 +4,9 @@
 //! Resources (shared max-min, capacities in payload bytes/s): each port (one direction of a
 //! link), each host adapter's send engine and its receive engine. A message from host a to
 //! host b crosses a's send engine, a's port, the ports between the two leaf switches (the
-//! long-haul link among them), the leaf's port to b, and b's receive engine.
+//! long-haul link among them), the leaf's port to b, and b's receive engine. A message of one
+//! packet takes each of them in turn for its packet's time ([`Paths::next_port`]), counted as
+//! the capacities count a full packet's.
 
 use crate::engine::time::{from_ns, S};
 use crate::engine::Time;
@@ -71,6 +73,49 @@ struct Hop {
     /// The node sending on this port stores a whole packet before sending it on (a host, an
     /// extender); a cut-through switch starts as soon as the header is in.
     store_and_forward: bool,
+    /// Shortest time between two packet starts: the feeding engine's (an extender's).
+    min_packet_gap: Time,
+    /// Link-level credits: the far ingress buffer (bytes) and the credit loop less the packet's
+    /// own time on the port (out and back, and the far node's latency).
+    credit: Option<(u64, Time)>,
+    /// Packets from more than one port may leave by this one (the node sending on it is a
+    /// switch): where one-packet messages of different paths meet.
+    joins: bool,
+}
+
+impl Hop {
+    /// The port's time per packet of `wire` bytes (headers included): its serialisation with
+    /// the link's framing, at least the feeding engine's gap, and at least its share of the
+    /// credit loop (as many packets of its size in flight per loop as the far buffer holds).
+    fn per_packet_ps(&self, wire: u32) -> f64 {
+        let own = self.rate.serialise((wire + self.frame_overhead_bytes) as u64).max(self.min_packet_gap).max(1);
+        match self.credit {
+            Some((buffer, loop_rest)) => {
+                let pkts = (buffer / (credit_blocks(wire) * 64)).max(1);
+                (own as f64).max((loop_rest + own) as f64 / pkts as f64)
+            }
+            None => own as f64,
+        }
+    }
+}
+
+/// Where a packet is on its way: the hop it takes next, and when its head and its last bit
+/// reach the node that sends on that hop.
+#[derive(Debug, Clone, Copy)]
+pub struct OnPath {
+    pub hop: u8,
+    pub head: Time,
+    pub tail: Time,
+}
+
+/// A packet's turn at a port: the port, whether other paths join there, when the packet could
+/// start on it, and how long it holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn {
+    pub port: PortId,
+    pub joins: bool,
+    pub ready: Time,
+    pub service: Time,
 }
 
 /// The longest path the flow level handles: host, leaf switch, extenders, remote leaf, host.
@@ -88,6 +133,11 @@ pub struct Path {
 impl Path {
     pub fn resources(&self) -> &[u32] {
         &self.resources[..self.len as usize]
+    }
+
+    /// Its ports.
+    pub fn hop_count(&self) -> u8 {
+        self.n_hops
     }
 }
 
@@ -123,29 +173,22 @@ impl Paths {
             let far = fabric.ports[port.peer as usize].node as usize;
             let from = port.node as usize;
             let pp = &port.params;
-            let wire = full_wire + pp.frame_overhead_bytes;
-            // A full packet's time on the wire, or the feeding engine's gap if longer.
-            let per_pkt = pp.rate.serialise(wire as u64).max(pp.min_packet_gap).max(1);
-            let mut cap = mtu as f64 * S as f64 / per_pkt as f64;
-            if let Some(buffer) = pp.peer_buffer_bytes {
-                // Link-level credits: at most the far ingress buffer in flight per credit loop
-                // (a packet out, its credit back after the far node forwards it).
-                let loop_ps = 2 * pp.propagation + per_pkt + fabric.nodes[far].latency;
-                let pkts = (buffer / (credit_blocks(full_wire) * 64)).max(1);
-                cap = cap.min(pkts as f64 * mtu as f64 * S as f64 / loop_ps.max(1) as f64);
-            }
-            if !port.up {
-                cap = 0.0;
-            }
-            capacity[p] = cap;
-            hop_of[p] = hops.len() as u16;
-            hops.push(Hop {
+            let hop = Hop {
                 rate: pp.rate,
                 frame_overhead_bytes: pp.frame_overhead_bytes,
                 propagation: pp.propagation,
                 node_latency: if fabric.nodes[far].kind == NodeKind::Host { 0 } else { fabric.nodes[far].latency },
                 store_and_forward: !fabric.nodes[from].cut_through,
-            });
+                min_packet_gap: pp.min_packet_gap,
+                // A packet out, its credit back after the far node forwards it.
+                credit: pp.peer_buffer_bytes.map(|b| (b, 2 * pp.propagation + fabric.nodes[far].latency)),
+                joins: fabric.nodes[from].kind == NodeKind::Switch,
+            };
+            // A full packet per the port's time for one: the wire with the headers and any WAN
+            // framing, the feeding engine's gap, and the bytes-in-flight limit of the credits.
+            capacity[p] = if port.up { mtu as f64 * S as f64 / hop.per_packet_ps(full_wire) } else { 0.0 };
+            hop_of[p] = hops.len() as u16;
+            hops.push(hop);
         }
         let mut up = vec![(PortId::MAX, NodeId::MAX); fabric.nodes.len()];
         let mut down = vec![PortId::MAX; fabric.nodes.len()];
@@ -221,7 +264,7 @@ impl Paths {
     /// the node it leads to, and the packet's serialisation once per stretch that starts at a
     /// store-and-forward node (a cut-through switch relays it while it is still arriving; the
     /// slowest link of the stretch sets its pace).
-    pub fn latency(&self, path: &Path, wire: u32) -> Time {
+    fn latency(&self, path: &Path, wire: u32) -> Time {
         let mut total: Time = 0;
         let mut stretch: Time = 0;
         for &h in &path.hops[..path.n_hops as usize] {
@@ -256,5 +299,30 @@ impl Paths {
 
     pub fn ack_latency(&self, path: &Path) -> Time {
         self.latency(path, ack_bytes())
+    }
+
+    /// The next port of a packet of `wire` bytes at `at` on `path`: it can start there when
+    /// its last bit is in at a store-and-forward node, when its head is in at a cut-through
+    /// one; it holds the port for its time per packet ([`Hop::per_packet_ps`]).
+    pub fn next_port(&self, path: &Path, at: &OnPath, wire: u32) -> Turn {
+        let i = at.hop as usize;
+        let hop = &self.hops[path.hops[i] as usize];
+        Turn {
+            port: path.resources[1 + i],
+            joins: hop.joins,
+            ready: if hop.store_and_forward { at.tail } else { at.head },
+            service: hop.per_packet_ps(wire).ceil() as Time,
+        }
+    }
+
+    /// Where the packet of `wire` bytes that started on its next port at `start` is next: its
+    /// head and tail at the node that port leads to (the far host after the last hop). The
+    /// tail leaves no sooner than it came in (a cut-through switch relaying onto a faster link);
+    /// without waits this adds up to the path's latency.
+    pub fn leave(&self, path: &Path, at: &OnPath, start: Time, wire: u32) -> OnPath {
+        let hop = &self.hops[path.hops[at.hop as usize] as usize];
+        let out = (start + hop.rate.serialise((wire + hop.frame_overhead_bytes) as u64)).max(at.tail);
+        let on = hop.propagation + hop.node_latency;
+        OnPath { hop: at.hop + 1, head: start + on, tail: out + on }
     }
 }

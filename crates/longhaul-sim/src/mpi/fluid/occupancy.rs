@@ -1,0 +1,149 @@
+//! Messages of one packet on the flow level's shared resources (send engines, ports, receive
+//! engines): each resource serves them first come first served, one at a time, for the
+//! packet's time there; and the time it gives them is taken from the flows through it.
+//!
+//! A resource's clock says until when it is busy with one-packet messages: the next one starts
+//! at its arrival or then, whichever is later (they go ahead of the flows: a fluid flow has no
+//! packets queued to wait behind). The flows through the resource (their max-min load over its
+//! capacity, `l`, from the last solve) use `l` of its time and leave `1 - l` spare, which covers
+//! the one-packet messages' service as time goes by. The service the spare time has not
+//! covered, once its messages are served, is time the flows could not have had: they give it up
+//! when they are next brought up to date (a flow starting or ending, or due), each flow through
+//! the resource held that long divided by `l`, so that together they lose exactly that much of
+//! the resource's time; a flow falls behind by its rate times its hold. A burst of one-packet
+//! messages at a resource the flows do not fill is so paid for only by what the spare time has
+//! not made up by then; at a resource the flows fill (`l = 1`, their bottleneck) every
+//! one-packet message's service is taken from them.
+//!
+//! A flow is one rate along its whole path, so a hold anywhere frees its share everywhere:
+//! between two updates it is held for the longest of the holds on its path, not their sum,
+//! which is just enough for every resource to stay within its capacity (one packet crossing a
+//! chain of ports holds the flows once). Left out: a flow held at a resource that is not its
+//! bottleneck leaves its share of the bottleneck unused until the next solve (max-min would
+//! hand it to the others).
+
+use crate::engine::time::S;
+use crate::engine::Time;
+
+/// The one-packet clock and the flows' share of every resource.
+pub struct Occupancy {
+    /// When the resource is done with the one-packet messages it has taken, and the service
+    /// of the last one.
+    busy_until: Vec<Time>,
+    last_service: Vec<Time>,
+    /// One-packet service (ps) the flows' spare time has not covered, as of `settled_at`.
+    uncovered: Vec<f64>,
+    settled_at: Vec<Time>,
+    /// The flows' load over the capacity (0 to 1) since the last solve.
+    flow_load: Vec<f64>,
+    /// Resources with a flow load, and the next solve's loads (a buffer kept).
+    loaded: Vec<u32>,
+    next_loads: Vec<(u32, f64)>,
+    /// Time (s) the flows through each resource are held for one-packet messages since the
+    /// flows were last brought up to date, and the resources with such a hold.
+    held_s: Vec<f64>,
+    holding: Vec<u32>,
+}
+
+impl Occupancy {
+    pub fn new(resources: usize) -> Self {
+        Occupancy {
+            busy_until: vec![0; resources],
+            last_service: vec![0; resources],
+            uncovered: vec![0.0; resources],
+            settled_at: vec![0; resources],
+            flow_load: vec![0.0; resources],
+            loaded: Vec::new(),
+            next_loads: Vec::new(),
+            held_s: vec![0.0; resources],
+            holding: Vec::new(),
+        }
+    }
+
+    /// When resource `r` is free of one-packet messages.
+    pub fn busy_until(&self, r: u32) -> Time {
+        self.busy_until[r as usize]
+    }
+
+    /// A one-packet message ready at resource `r` at `ready` takes it for `service`: when it
+    /// starts there. What the flows owe the ones before is settled first.
+    pub fn take(&mut self, r: u32, ready: Time, service: Time) -> Time {
+        let i = r as usize;
+        let start = ready.max(self.busy_until[i]);
+        self.settle(i, start);
+        self.busy_until[i] = start + service;
+        self.last_service[i] = service;
+        self.uncovered[i] += service as f64;
+        start
+    }
+
+    /// The flows' loads from the solve at `now` (resource, load over capacity). A resource
+    /// they did not load until now had all its time spare: nothing of before is theirs to pay.
+    pub fn set_loads(&mut self, now: Time, loads: impl Iterator<Item = (u32, f64)>) {
+        let mut next = std::mem::take(&mut self.next_loads);
+        next.clear();
+        next.extend(loads.filter(|&(_, l)| l > 0.0));
+        for &(r, _) in &next {
+            if self.flow_load[r as usize] == 0.0 {
+                self.settle(r as usize, now);
+            }
+        }
+        for &r in &self.loaded {
+            self.flow_load[r as usize] = 0.0;
+        }
+        self.loaded.clear();
+        for &(r, l) in &next {
+            self.flow_load[r as usize] = l;
+            self.loaded.push(r);
+        }
+        self.next_loads = next;
+    }
+
+    /// Bring the uncovered service at `i` up to `t`, the spare time since the last settlement
+    /// counted at the flows' present load: what of it is more than the one-packet messages
+    /// still to be served there, or than the last one's service, is past, and held from the
+    /// flows there.
+    fn settle(&mut self, i: usize, t: Time) {
+        if t > self.settled_at[i] {
+            let spare = 1.0 - self.flow_load[i].min(1.0);
+            let drained = spare * (t - self.settled_at[i]) as f64;
+            self.uncovered[i] = (self.uncovered[i] - drained).max(0.0);
+            self.settled_at[i] = t;
+        }
+        let pending = self.busy_until[i].saturating_sub(t).max(self.last_service[i]);
+        let past = self.uncovered[i] - pending as f64;
+        if past > 0.0 {
+            self.hold(i, past);
+            self.uncovered[i] -= past;
+        }
+    }
+
+    /// The flows at `i` give up `uncovered` (ps) of its time.
+    fn hold(&mut self, i: usize, uncovered: f64) {
+        if uncovered > 0.0 && self.flow_load[i] > 0.0 {
+            if self.held_s[i] == 0.0 {
+                self.holding.push(i as u32);
+            }
+            self.held_s[i] += uncovered / self.flow_load[i] / S as f64;
+        }
+    }
+
+    /// How long (s) a flow crossing `resources` is held since the flows were last brought up
+    /// to date: the longest hold on its path.
+    pub fn held_s(&self, resources: &[u32]) -> f64 {
+        resources.iter().map(|&r| self.held_s[r as usize]).fold(0.0, f64::max)
+    }
+
+    /// Some flows are held since they were last brought up to date.
+    pub fn holding(&self) -> bool {
+        !self.holding.is_empty()
+    }
+
+    /// The flows are up to date: the holds so far are counted.
+    pub fn clear_held(&mut self) {
+        for &r in &self.holding {
+            self.held_s[r as usize] = 0.0;
+        }
+        self.holding.clear();
+    }
+}
