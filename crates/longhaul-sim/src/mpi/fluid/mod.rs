@@ -24,7 +24,9 @@
 //!   framing, the engine feeding the port, and the link-level credits: a port moves at most the
 //!   far buffer per credit loop (out and back), which is what holds a long-haul link when the
 //!   extender's buffer is short of its bandwidth-delay product.
-//! - RC completes a send when its ACK is back: an ACK's latency after the last packet's arrival.
+//! - RC completes a send when its ACK is back: a one-packet message from the responder, which
+//!   its send engine takes ahead of the data it has yet to send (as the adapter sends ACKs
+//!   first), once the last packet is through the receive engine.
 //!
 //! Left out (see docs/models/mpi.md, "Flow-level mode"): packet loss and retransmission, the
 //! ports' queues and the per-packet interleaving of queue pairs (flows share rates instead, and
@@ -43,7 +45,7 @@ use super::engine::PairHasher;
 use super::protocol::VerbsNet;
 use crate::engine::time::S;
 use crate::engine::Time;
-use crate::ib::headers::{data_packet_bytes, read_request_bytes};
+use crate::ib::headers::{ack_bytes, data_packet_bytes, read_request_bytes};
 use crate::ib::{Completion, CompletionKind, IbPacket, Op, Transport, WcStatus};
 use crate::net::flow::{max_min, Demand};
 use crate::net::{Endpoints, NodeId, Pull};
@@ -88,6 +90,8 @@ struct Flow {
     path: Path,
     remaining: f64,
     rate: f64,
+    /// When it is done at this rate (Time::MAX: no rate).
+    due: Time,
 }
 
 /// What a one-packet message is, for what follows its arrival.
@@ -99,6 +103,8 @@ enum Carried {
     ReadRequest(u32, Wqe),
     /// The only packet of the response to this queue pair's read.
     ReadResponse(u32, Wqe),
+    /// The ACK of this queue pair's send or write.
+    Ack(u32, Wqe),
 }
 
 /// A one-packet message on its way.
@@ -158,8 +164,8 @@ pub struct FluidIb {
     /// request fetched), and the flows' share of each.
     occupancy: Occupancy,
     flows: Vec<Flow>,
-    /// A flow started or ended since the last solve.
-    changed: bool,
+    /// The resources of the flows started or ended since the last solve.
+    touched: Vec<u32>,
     /// When the flows' `remaining` was last brought up to date.
     flows_at: Time,
     generation: u32,
@@ -169,10 +175,16 @@ pub struct FluidIb {
     free_pending: Vec<u32>,
     completions: Vec<Completion>,
     timers: Vec<(Time, FluidTimer)>,
-    /// Reused by the solve: each resource's compact index, the resources in use, the demands.
+    /// Reused by the solve: each resource's compact index, the resources in use, the demands;
+    /// the resources marked (by resource, and the list) and the flows to solve again (by flow,
+    /// and the list).
     local: Vec<u32>,
     used: Vec<u32>,
     demands: Vec<Demand>,
+    is_marked: Vec<bool>,
+    marked: Vec<u32>,
+    in_part: Vec<bool>,
+    part: Vec<u32>,
     pub stats: FluidStats,
 }
 
@@ -186,7 +198,7 @@ impl FluidIb {
             serving: QpMap::default(),
             occupancy: Occupancy::new(n_resources),
             flows: Vec::new(),
-            changed: false,
+            touched: Vec::new(),
             flows_at: 0,
             generation: 0,
             solve_at: None,
@@ -197,6 +209,10 @@ impl FluidIb {
             local: vec![u32::MAX; n_resources],
             used: Vec::new(),
             demands: Vec::new(),
+            is_marked: vec![false; n_resources],
+            marked: Vec::new(),
+            in_part: Vec::new(),
+            part: Vec::new(),
             stats: FluidStats::default(),
         }
     }
@@ -272,7 +288,7 @@ impl FluidIb {
                 let s = self.occupancy.take(engine, ready, p.tx_wqe) + p.tx_wqe;
                 let s = s.max(q.wire_free);
                 self.qps[qp as usize].streaming = true;
-                let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 };
+                let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0, due: Time::MAX };
                 self.later(s, Pending::Start(flow));
             }
         }
@@ -291,7 +307,12 @@ impl FluidIb {
                 return first;
             }
             there = false;
-            let start = self.occupancy.take(turn.port, turn.ready, turn.service);
+            let start = if m.at.hop == 0 && matches!(m.what, Carried::Ack(..)) {
+                // Out of the engine ahead of the data, onto the wire after the packet on it.
+                self.occupancy.take_ahead(turn.port, turn.ready, turn.service)
+            } else {
+                self.occupancy.take(turn.port, turn.ready, turn.service)
+            };
             first = first.or(Some(start));
             m.at = self.paths.leave(&m.path, &m.at, start, m.wire);
         }
@@ -302,6 +323,7 @@ impl FluidIb {
             Carried::Send(qp, w) => self.arrived(qp, w, received),
             Carried::ReadRequest(qp, w) => self.later(received, Pending::Serve(qp, w)),
             Carried::ReadResponse(qp, w) => self.read_done(qp, w, received),
+            Carried::Ack(qp, w) => self.acked(qp, w, received),
         }
         first
     }
@@ -309,8 +331,7 @@ impl FluidIb {
     /// The receive engine is done at `received` with the last packet of `qp`'s send or write
     /// `w`: its receive completion there, and the send's completion once the ACK is back.
     fn arrived(&mut self, qp: u32, w: Wqe, received: Time) {
-        let p = &self.paths.params;
-        let (rx, poll, tx_pkt) = (p.rx_pkt, p.poll, p.tx_pkt);
+        let (poll, tx_pkt) = (self.paths.params.poll, self.paths.params.tx_pkt);
         let q = self.qps[qp as usize];
         let seen = received + poll;
         let recv = Completion {
@@ -323,8 +344,19 @@ impl FluidIb {
             at: seen,
         };
         self.later(seen, Pending::Deliver(recv));
-        let back = self.paths.path(self.qps[q.peer as usize].node, q.node);
-        let acked = received + tx_pkt + self.paths.ack_latency(&back) + rx + poll;
+        // The ACK: the responder's engine sends it ahead of its data, then it crosses the
+        // path back as any one-packet message.
+        let responder = self.qps[q.peer as usize].node;
+        let back = self.paths.path(responder, q.node);
+        let s = self.occupancy.take_ahead(self.paths.engines(responder).0, received, tx_pkt) + tx_pkt;
+        let at = OnPath { hop: 0, head: s, tail: s };
+        self.walk(Hopping { what: Carried::Ack(qp, w), path: back, wire: ack_bytes(), at }, true);
+    }
+
+    /// The ACK of `qp`'s send or write `w` is through the requester's receive engine at
+    /// `received`: the send's completion.
+    fn acked(&mut self, qp: u32, w: Wqe, received: Time) {
+        let at = received + self.paths.params.poll;
         let sent = Completion {
             qp,
             kind: CompletionKind::Send,
@@ -332,9 +364,9 @@ impl FluidIb {
             op: w.op,
             id: w.id,
             bytes: w.len,
-            at: acked,
+            at,
         };
-        self.later(acked, Pending::Deliver(sent));
+        self.later(at, Pending::Deliver(sent));
     }
 
     /// The responder of `qp`'s read `w` streams the data back, after its earlier responses.
@@ -356,7 +388,7 @@ impl FluidIb {
         } else {
             self.qps[responder as usize].responding = true;
             let s0 = now.max(self.occupancy.busy_until(engine));
-            let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0 };
+            let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0, due: Time::MAX };
             self.later(s0, Pending::Start(flow));
         }
     }
@@ -383,8 +415,13 @@ impl FluidIb {
     fn advance(&mut self, now: Time) {
         if now > self.flows_at || self.occupancy.holding() {
             let dt = now.saturating_sub(self.flows_at) as f64 / S as f64;
+            let holding = self.occupancy.holding();
             for f in &mut self.flows {
-                f.remaining -= f.rate * (dt - self.occupancy.held_s(f.path.resources()));
+                let held = if holding { self.occupancy.held_s(f.path.resources()) } else { 0.0 };
+                f.remaining -= f.rate * (dt - held);
+                if held > 0.0 && f.due != Time::MAX {
+                    f.due += (held * S as f64).round() as Time;
+                }
             }
             self.occupancy.clear_held();
             self.flows_at = self.flows_at.max(now);
@@ -406,25 +443,21 @@ impl FluidIb {
         self.solve_at = None;
         let mut i = 0;
         while i < self.flows.len() {
-            let f = self.flows[i];
-            if f.remaining <= DONE_BYTES || (f.rate > 0.0 && f.remaining / f.rate * (S as f64) < 0.5) {
-                self.flows.swap_remove(i);
-                self.changed = true;
+            if self.flows[i].remaining <= DONE_BYTES || self.flows[i].due <= now {
+                let f = self.flows.swap_remove(i);
+                self.touched.extend_from_slice(f.path.resources());
                 self.flow_ended(f, now);
             } else {
                 i += 1;
             }
         }
         // Due and not done (held for one-packet messages): the same flows, the same rates.
-        if self.changed {
+        if !self.touched.is_empty() {
             self.solve(now);
-            self.changed = false;
         }
-        let next =
-            self.flows.iter().filter(|f| f.rate > 0.0).map(|f| (f.remaining / f.rate * S as f64).ceil() as Time).min();
-        if let Some(dt) = next {
+        if let Some(next) = self.flows.iter().map(|f| f.due).filter(|&t| t != Time::MAX).min() {
             self.generation = self.generation.wrapping_add(1);
-            self.timers.push((now + dt.max(1), FluidTimer::FlowsDue(self.generation)));
+            self.timers.push((next.max(now + 1), FluidTimer::FlowsDue(self.generation)));
         }
     }
 
@@ -451,22 +484,55 @@ impl FluidIb {
         }
     }
 
-    /// Max-min rates of the flows over the resources they use at `now`, and the loads they
-    /// put on them for the one-packet messages' accounting.
+    /// Max-min rates of the flows a start or end since the last solve can change, and the
+    /// loads they put on their resources (for the one-packet messages' accounting), at `now`.
+    /// Those are the flows that share a resource with a flow started or ended, directly or
+    /// through other flows: max-min shares of flows that share none are independent, so the
+    /// others keep their rates.
     fn solve(&mut self, now: Time) {
-        if self.flows.is_empty() {
-            self.occupancy.set_loads(now, std::iter::empty());
-            return;
+        let mut marked = std::mem::take(&mut self.marked);
+        marked.clear();
+        for k in 0..self.touched.len() {
+            let r = self.touched[k];
+            if !self.is_marked[r as usize] {
+                self.is_marked[r as usize] = true;
+                marked.push(r);
+            }
+        }
+        self.touched.clear();
+        // The flows through a marked resource, their resources marked in turn, until no more.
+        let mut part = std::mem::take(&mut self.part);
+        part.clear();
+        self.in_part.clear();
+        self.in_part.resize(self.flows.len(), false);
+        loop {
+            let before = part.len();
+            for (i, f) in self.flows.iter().enumerate() {
+                if self.in_part[i] || !f.path.resources().iter().any(|&r| self.is_marked[r as usize]) {
+                    continue;
+                }
+                self.in_part[i] = true;
+                part.push(i as u32);
+                for &r in f.path.resources() {
+                    if !self.is_marked[r as usize] {
+                        self.is_marked[r as usize] = true;
+                        marked.push(r);
+                    }
+                }
+            }
+            if part.len() == before {
+                break;
+            }
         }
         // The demands' buffers are kept from solve to solve (a solve per flow start or end).
         let mut used = std::mem::take(&mut self.used);
         let mut demands = std::mem::take(&mut self.demands);
         used.clear();
-        demands.resize_with(self.flows.len(), || Demand { uses: Vec::new(), cap: f64::INFINITY });
-        for (f, d) in self.flows.iter().zip(demands.iter_mut()) {
+        demands.resize_with(part.len(), || Demand { uses: Vec::new(), cap: f64::INFINITY });
+        for (&i, d) in part.iter().zip(demands.iter_mut()) {
             // A path crosses each resource once: no weights to merge.
             d.uses.clear();
-            for &r in f.path.resources() {
+            for &r in self.flows[i as usize].path.resources() {
                 if self.local[r as usize] == u32::MAX {
                     self.local[r as usize] = used.len() as u32;
                     used.push(r);
@@ -475,10 +541,12 @@ impl FluidIb {
             }
         }
         let capacity: Vec<f64> = used.iter().map(|&r| self.paths.capacity[r as usize]).collect();
-        let rates = max_min(&capacity, &demands[..self.flows.len()]);
+        let rates = if part.is_empty() { Vec::new() } else { max_min(&capacity, &demands[..part.len()]) };
         let mut load = vec![0.0; used.len()];
-        for ((f, d), &x) in self.flows.iter_mut().zip(&demands).zip(&rates) {
+        for ((&i, d), &x) in part.iter().zip(&demands).zip(&rates) {
+            let f = &mut self.flows[i as usize];
             f.rate = x;
+            f.due = if x > 0.0 { now + (f.remaining / x * S as f64).ceil() as Time } else { Time::MAX };
             for &(r, w) in &d.uses {
                 load[r] += w * x;
             }
@@ -488,12 +556,21 @@ impl FluidIb {
                 self.stats.max_load_ratio = self.stats.max_load_ratio.max(l / c);
             }
         }
-        let shares = used.iter().zip(load.iter().zip(&capacity));
-        self.occupancy.set_loads(now, shares.map(|(&r, (l, c))| (r, if *c > 0.0 { l / c } else { 0.0 })));
+        // Every marked resource's load: its flows' (none left on one only ended flows used).
+        for &r in &marked {
+            let k = self.local[r as usize];
+            let share = if k == u32::MAX || capacity[k as usize] <= 0.0 {
+                0.0
+            } else {
+                load[k as usize] / capacity[k as usize]
+            };
+            self.occupancy.set_load(now, r, share);
+            self.is_marked[r as usize] = false;
+        }
         for &r in &used {
             self.local[r as usize] = u32::MAX;
         }
-        (self.used, self.demands) = (used, demands);
+        (self.used, self.demands, self.marked, self.part) = (used, demands, marked, part);
     }
 
     fn deliver(&mut self, c: Completion, now: Time) {
@@ -606,8 +683,8 @@ impl crate::transport::Transport for FluidIb {
                     Pending::Kick(qp) => self.try_start(qp, now, now),
                     Pending::Start(f) => {
                         self.advance(now);
+                        self.touched.extend_from_slice(f.path.resources());
                         self.flows.push(f);
-                        self.changed = true;
                         self.solve_soon(now);
                     }
                     Pending::Hop(m) => {

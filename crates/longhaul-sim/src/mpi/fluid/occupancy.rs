@@ -36,9 +36,6 @@ pub struct Occupancy {
     settled_at: Vec<Time>,
     /// The flows' load over the capacity (0 to 1) since the last solve.
     flow_load: Vec<f64>,
-    /// Resources with a flow load, and the next solve's loads (a buffer kept).
-    loaded: Vec<u32>,
-    next_loads: Vec<(u32, f64)>,
     /// Time (s) the flows through each resource are held for one-packet messages since the
     /// flows were last brought up to date, and the resources with such a hold.
     held_s: Vec<f64>,
@@ -53,8 +50,6 @@ impl Occupancy {
             uncovered: vec![0.0; resources],
             settled_at: vec![0; resources],
             flow_load: vec![0.0; resources],
-            loaded: Vec::new(),
-            next_loads: Vec::new(),
             held_s: vec![0.0; resources],
             holding: Vec::new(),
         }
@@ -77,26 +72,26 @@ impl Occupancy {
         start
     }
 
-    /// The flows' loads from the solve at `now` (resource, load over capacity). A resource
+    /// An ACK ready at resource `r` at `ready` takes it for `service` ahead of the one-packet
+    /// messages waiting there (an adapter sends ACKs first; those already given a start keep
+    /// it, the ACK's time pushes back the next): when it starts, `ready`.
+    pub fn take_ahead(&mut self, r: u32, ready: Time, service: Time) -> Time {
+        let i = r as usize;
+        self.settle(i, ready);
+        self.busy_until[i] = self.busy_until[i].max(ready) + service;
+        self.last_service[i] = service;
+        self.uncovered[i] += service as f64;
+        ready
+    }
+
+    /// The flows' load on resource `r` (over its capacity) from the solve at `now`. A resource
     /// they did not load until now had all its time spare: nothing of before is theirs to pay.
-    pub fn set_loads(&mut self, now: Time, loads: impl Iterator<Item = (u32, f64)>) {
-        let mut next = std::mem::take(&mut self.next_loads);
-        next.clear();
-        next.extend(loads.filter(|&(_, l)| l > 0.0));
-        for &(r, _) in &next {
-            if self.flow_load[r as usize] == 0.0 {
-                self.settle(r as usize, now);
-            }
+    pub fn set_load(&mut self, now: Time, r: u32, load: f64) {
+        let i = r as usize;
+        if self.flow_load[i] == 0.0 && load > 0.0 {
+            self.settle(i, now);
         }
-        for &r in &self.loaded {
-            self.flow_load[r as usize] = 0.0;
-        }
-        self.loaded.clear();
-        for &(r, l) in &next {
-            self.flow_load[r as usize] = l;
-            self.loaded.push(r);
-        }
-        self.next_loads = next;
+        self.flow_load[i] = load;
     }
 
     /// Bring the uncovered service at `i` up to `t`, the spare time since the last settlement

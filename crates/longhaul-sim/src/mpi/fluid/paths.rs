@@ -10,7 +10,7 @@
 
 use crate::engine::time::{from_ns, S};
 use crate::engine::Time;
-use crate::ib::headers::{ack_bytes, data_packet_bytes, Op};
+use crate::ib::headers::{data_packet_bytes, Op};
 use crate::ib::HcaProfile;
 use crate::net::port::credit_blocks;
 use crate::net::{Fabric, NodeId, NodeKind, PortId, Rate, Routable};
@@ -281,7 +281,7 @@ impl Paths {
         total + stretch
     }
 
-    /// Latency of a full packet (the last one of a long message) and of an ACK along `path`.
+    /// Latency of a full packet (the last one of a long message) along `path`.
     pub fn packet_latency(&self, path: &Path) -> Time {
         self.latency(path, self.full_wire)
     }
@@ -295,10 +295,6 @@ impl Paths {
     pub fn first_hop_time(&self, path: &Path, wire: u32) -> Time {
         let hop = &self.hops[path.hops[0] as usize];
         hop.rate.serialise((wire + hop.frame_overhead_bytes) as u64)
-    }
-
-    pub fn ack_latency(&self, path: &Path) -> Time {
-        self.latency(path, ack_bytes())
     }
 
     /// The next port of a packet of `wire` bytes at `at` on `path`: it can start there when
