@@ -505,8 +505,9 @@ impl FluidIb {
         part.clear();
         self.in_part.clear();
         self.in_part.resize(self.flows.len(), false);
+        // A pass that marks no new resource finds every flow through the marked ones.
         loop {
-            let before = part.len();
+            let before = marked.len();
             for (i, f) in self.flows.iter().enumerate() {
                 if self.in_part[i] || !f.path.resources().iter().any(|&r| self.is_marked[r as usize]) {
                     continue;
@@ -520,7 +521,7 @@ impl FluidIb {
                     }
                 }
             }
-            if part.len() == before {
+            if marked.len() == before || part.len() == self.flows.len() {
                 break;
             }
         }
