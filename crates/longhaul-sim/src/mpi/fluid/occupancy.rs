@@ -7,20 +7,22 @@
 //! packets queued to wait behind). The flows through the resource (their max-min load over its
 //! capacity, `l`, from the last solve) use `l` of its time and leave `1 - l` spare, which covers
 //! the one-packet messages' service as time goes by. The service the spare time has not
-//! covered, once its messages are served, is time the flows could not have had: they give it up
-//! when they are next brought up to date (a flow starting or ending, or due), each flow through
-//! the resource held that long divided by `l`, so that together they lose exactly that much of
-//! the resource's time; a flow falls behind by its rate times its hold. A burst of one-packet
+//! covered by the time the next one-packet message starts there, less what is still queued
+//! (and less the last message's own, which the spare time may yet cover), is time the flows
+//! could not have had: each flow through the resource is held that long divided by `l`, so
+//! that together they lose exactly that much of the resource's time, and falls behind by its
+//! rate times its hold when the flows are next brought up to date. A burst of one-packet
 //! messages at a resource the flows do not fill is so paid for only by what the spare time has
-//! not made up by then; at a resource the flows fill (`l = 1`, their bottleneck) every
-//! one-packet message's service is taken from them.
+//! not made up; at a resource the flows fill (`l = 1`, their bottleneck) every one-packet
+//! message's service is taken from them (the last one's when the next comes).
 //!
 //! A flow is one rate along its whole path, so a hold anywhere frees its share everywhere:
 //! between two updates it is held for the longest of the holds on its path, not their sum,
 //! which is just enough for every resource to stay within its capacity (one packet crossing a
-//! chain of ports holds the flows once). Left out: a flow held at a resource that is not its
-//! bottleneck leaves its share of the bottleneck unused until the next solve (max-min would
-//! hand it to the others).
+//! chain of ports holds the flows once). Approximations: the spare time since a resource's last
+//! one-packet message is counted at the flows' load of now; a flow held at a resource that is
+//! not its bottleneck leaves its share of the bottleneck unused until the next solve (max-min
+//! would hand it to the others).
 
 use crate::engine::time::S;
 use crate::engine::Time;
