@@ -19,19 +19,20 @@
 //!   cover it.
 //! - A longer message (RDMA write, read response, long send) is a flow through the send engine,
 //!   every port on its path and the receive engine, sharing each max-min with the other flows
-//!   ([`crate::net::flow::max_min`]); the rates are solved again whenever a flow starts or ends
-//!   (once per instant however many do). Port capacities count the packets' headers and any WAN
-//!   framing, the engine feeding the port, and the link-level credits: a port moves at most the
-//!   far buffer per credit loop (out and back), which is what holds a long-haul link when the
-//!   extender's buffer is short of its bandwidth-delay product.
+//!   ([`crate::net::flow::max_min`]); the rates of the flows connected through shared resources
+//!   to one that starts or ends are solved again (once per instant however many do). Port
+//!   capacities count the packets' headers and any WAN framing, the engine feeding the port,
+//!   and the link-level credits: a port moves at most the far buffer per credit loop (out and
+//!   back), which is what holds a long-haul link when the extender's buffer is short of its
+//!   bandwidth-delay product.
 //! - RC completes a send when its ACK is back: a one-packet message from the responder, which
 //!   its send engine takes ahead of the data it has yet to send (as the adapter sends ACKs
 //!   first), once the last packet is through the receive engine.
 //!
 //! Left out (see docs/models/mpi.md, "Flow-level mode"): packet loss and retransmission, the
 //! ports' queues and the per-packet interleaving of queue pairs (flows share rates instead, and
-//! a one-packet message never waits behind a flow's packets), ACKs on the wire (a latency
-//! here), ACK coalescing.
+//! a one-packet message never waits behind a flow's packets), the ACKs a flow asks for before
+//! its last packet, ACK coalescing.
 
 mod occupancy;
 pub mod paths;
