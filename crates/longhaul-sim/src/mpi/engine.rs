@@ -18,10 +18,11 @@
 //! Invariants (checked by tests): every message is delivered exactly once and, per pair of
 //! ranks, in the order it was sent; the run is a pure function of the scenario and seed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
+use super::matching::Matching;
 use super::params::NodeParams;
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer, WARMUP_MARK};
@@ -138,14 +139,6 @@ impl Hasher for PairHasher {
 
 pub type PairMap<V> = HashMap<(u32, u32), V, BuildHasherDefault<PairHasher>>;
 
-/// Receives posted without a message, and messages arrived without a receive, of one (src, dst)
-/// that has either (`Mpi::waiting`).
-#[derive(Default)]
-pub struct Matching {
-    pub posted: VecDeque<(u64, bool, Time)>,
-    pub unexpected: VecDeque<u32>,
-}
-
 /// The next send and the next receive sequence number of one (src, dst) (the order check).
 #[derive(Default)]
 pub struct Seqs {
@@ -182,9 +175,8 @@ pub struct Mpi<C> {
     pub ranks: Vec<RankState>,
     /// Every (src, dst) that has sent: a few dozen bytes per pair that talks.
     pub pairs: PairMap<Seqs>,
-    /// Only the pairs with a receive or a message waiting for the other (most pairs, most of
-    /// the time, have neither: an alltoall's N^2 pairs would otherwise each keep two queues).
-    pub waiting: PairMap<Matching>,
+    /// Receives and messages waiting for each other.
+    pub waiting: Matching,
     pub msgs: Vec<Msg>,
     pub free_msgs: Vec<u32>,
     /// The sends and receives of the `Rounds` round being posted (reused).
@@ -229,7 +221,7 @@ impl<C: Channel> Mpi<C> {
             progs: Rc::new(progs),
             ranks: (0..n).map(|_| RankState::default()).collect(),
             pairs: PairMap::default(),
-            waiting: PairMap::default(),
+            waiting: Matching::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             round_bufs: Default::default(),
@@ -394,22 +386,14 @@ impl<C: Channel> Mpi<C> {
 
     /// Rank `dst` posts a receive of `bytes` from `src`.
     fn post_recv(&mut self, cx: &mut Cx<C>, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
-        match self.waiting.get_mut(&(src, dst)).and_then(|q| q.unexpected.pop_front()) {
+        match self.waiting.take_unexpected((src, dst)) {
             Some(m) => {
-                self.unwait((src, dst));
                 let _ = bytes; // the sender's size rules (MPI allows a larger receive buffer)
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = t;
                 self.matched(cx, m, t);
             }
-            None => self.waiting.entry((src, dst)).or_default().posted.push_back((bytes, detached, t)),
-        }
-    }
-
-    /// Forget `key`'s queues once both are empty.
-    fn unwait(&mut self, key: (u32, u32)) {
-        if self.waiting.get(&key).is_some_and(|q| q.posted.is_empty() && q.unexpected.is_empty()) {
-            self.waiting.remove(&key);
+            None => self.waiting.push_posted((src, dst), (bytes, detached, t)),
         }
     }
 
@@ -417,14 +401,13 @@ impl<C: Channel> Mpi<C> {
     pub fn arrived(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         self.msgs[m as usize].arrived_at = Some(t);
-        match self.waiting.get_mut(&(src, dst)).and_then(|q| q.posted.pop_front()) {
+        match self.waiting.take_posted((src, dst)) {
             Some((_, detached, posted_at)) => {
-                self.unwait((src, dst));
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = posted_at;
                 self.matched(cx, m, t);
             }
-            None => self.waiting.entry((src, dst)).or_default().unexpected.push_back(m),
+            None => self.waiting.push_unexpected((src, dst), m),
         }
     }
 
