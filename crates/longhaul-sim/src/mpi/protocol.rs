@@ -45,6 +45,8 @@ pub struct Verbs<N = IbHosts> {
     pub free_wires: Vec<u32>,
     pub conns: Vec<Conn>,
     pub conn_of: PairMap<u32>,
+    /// Directions of parked connections, for the next connection to wake.
+    pub spare_dirs: SpareDirs,
     /// (connection, side) of every queue pair.
     pub qp_conn: Vec<(u32, u8)>,
     /// The adapter's cost to post a work request.
@@ -98,6 +100,7 @@ impl<N> Verbs<N> {
             free_wires: Vec::new(),
             conns: Vec::new(),
             conn_of: PairMap::default(),
+            spare_dirs: SpareDirs::default(),
             qp_conn: Vec::new(),
             post_cost: from_ns(post_ns),
             net: PhantomData,
@@ -268,29 +271,42 @@ pub enum Dirs {
     Parked([(u32, u32); 2]),
 }
 
+/// The drained directions of parked connections. The boxes themselves are kept, since a box
+/// is what a live connection holds: waking one then allocates nothing.
+#[derive(Default)]
+#[allow(clippy::vec_box)]
+pub struct SpareDirs(Vec<Box<[Dir; 2]>>);
+
 impl Dirs {
     fn drained(d: &Dir) -> bool {
         d.backlog.is_empty() && d.inbox.is_empty() && d.sends_out == 0 && d.held.is_none() && d.rel.is_unused()
     }
 
-    /// Park both directions if neither has anything queued, posted, held or sequenced; true if
-    /// they are parked now.
-    pub fn park(&mut self) -> bool {
+    /// Park both directions if neither has anything queued, posted, held or sequenced (their
+    /// buffers kept in `spare` for the next connection to wake); true if they are parked now.
+    pub fn park(&mut self, spare: &mut SpareDirs) -> bool {
         if let Dirs::Live(d) = self {
             if !d.iter().all(Dirs::drained) {
                 return false;
             }
-            *self = Dirs::Parked([(d[0].credits, d[0].owed), (d[1].credits, d[1].owed)]);
+            let parked = Dirs::Parked([(d[0].credits, d[0].owed), (d[1].credits, d[1].owed)]);
+            if let Dirs::Live(d) = std::mem::replace(self, parked) {
+                spare.0.push(d);
+            }
         }
         true
     }
 
-    /// Make parked directions live again, as they were.
+    /// Make parked directions live again, as they were, in drained ones from `spare` if it has
+    /// any: connections park and wake with nearly every message of a collective.
     #[inline]
-    pub fn wake(&mut self) {
+    pub fn wake(&mut self, spare: &mut SpareDirs) {
         if let Dirs::Parked(p) = *self {
-            let dir = |(credits, owed)| Dir { credits, owed, ..Dir::default() };
-            *self = Dirs::Live(Box::new([dir(p[0]), dir(p[1])]));
+            let mut live = spare.0.pop().unwrap_or_default();
+            for (dir, (credits, owed)) in live.iter_mut().zip(p) {
+                (dir.credits, dir.owed) = (credits, owed);
+            }
+            *self = Dirs::Live(live);
         }
     }
 }
@@ -356,12 +372,12 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
                 }
                 let c = self.ch.conns.len() as u32;
                 self.stats.connections += 1;
+                // Born parked, with its full credits: woken below as every connection is.
                 let credits = self.initial_credits();
-                let dir = || Dir { credits, ..Dir::default() };
                 self.ch.conns.push(Conn {
                     ranks: [key.0, key.1],
                     qps: [qa, qb],
-                    dirs: Dirs::Live(Box::new([dir(), dir()])),
+                    dirs: Dirs::Parked([(credits, 0); 2]),
                 });
                 let need = qb as usize + 1;
                 if self.ch.qp_conn.len() < need {
@@ -373,7 +389,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
                 c
             }
         };
-        self.ch.conns[c as usize].dirs.wake();
+        self.ch.conns[c as usize].dirs.wake(&mut self.ch.spare_dirs);
         (c, usize::from(a != key.0))
     }
 
@@ -646,7 +662,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
     /// A verbs completion for one of the MPI queue pairs.
     pub fn on_completion(&mut self, cx: &mut Cx<N>, c: Completion) {
         let (conn, side) = self.ch.qp_conn[c.qp as usize];
-        self.ch.conns[conn as usize].dirs.wake();
+        self.ch.conns[conn as usize].dirs.wake(&mut self.ch.spare_dirs);
         self.on_work_done(cx, conn, side as usize, c);
         self.park_if_idle(cx, conn);
     }
@@ -659,7 +675,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
     /// (the library's own reliability runs timers on them).
     fn park_if_idle(&mut self, cx: &mut Cx<N>, conn: u32) {
         let c = &mut self.ch.conns[conn as usize];
-        if self.ch.transport != Transport::Rc || !c.dirs.park() {
+        if self.ch.transport != Transport::Rc || !c.dirs.park(&mut self.ch.spare_dirs) {
             return;
         }
         let [qa, qb] = c.qps;
@@ -678,10 +694,6 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
                 }
                 let inbox = &mut self.ch.conns[conn as usize].dirs[d].inbox;
                 let head = inbox.pop_front().expect("a posted wire for every arrival");
-                if inbox.is_empty() {
-                    // An idle connection keeps no buffer (an alltoall leaves ranks^2 / 2 of them).
-                    inbox.shrink_to_fit();
-                }
                 let mut w = head;
                 while w != NO_WIRE {
                     self.on_arrival(cx, conn, d, w, c.at);
