@@ -85,6 +85,8 @@ pub struct Msg {
     pub bytes: u64,
     /// Position in the pair's send order (checked at delivery).
     pub seq: u64,
+    /// The pair's index in [`Mpi::seqs`].
+    pub pair: u32,
     pub proto: Proto,
     pub send_detached: bool,
     /// Set once matched with a receive: whether that receive was posted by `Post`.
@@ -173,8 +175,12 @@ pub struct Mpi<C> {
     /// Shared so that a rank can play its actions by reference while the engine mutates.
     pub progs: Rc<Programs>,
     pub ranks: Vec<RankState>,
-    /// Every (src, dst) that has sent: a few dozen bytes per pair that talks.
-    pub pairs: PairMap<Seqs>,
+    /// Every (src, dst) that has sent, numbered in the order of its first send: a few dozen
+    /// bytes per pair that talks. A message keeps its pair's number, so that its delivery
+    /// finds the pair's sequence numbers without a second lookup.
+    pub pairs: PairMap<u32>,
+    /// The sequence numbers of each pair in `pairs`, by its number.
+    pub seqs: Vec<Seqs>,
     /// Receives and messages waiting for each other.
     pub waiting: Matching,
     pub msgs: Vec<Msg>,
@@ -221,6 +227,7 @@ impl<C: Channel> Mpi<C> {
             progs: Rc::new(progs),
             ranks: (0..n).map(|_| RankState::default()).collect(),
             pairs: PairMap::default(),
+            seqs: Vec::new(),
             waiting: Matching::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
@@ -359,9 +366,13 @@ impl<C: Channel> Mpi<C> {
 
     /// Rank `src` sends `bytes` to `dst`.
     fn post_send(&mut self, cx: &mut Cx<C>, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
-        let pair = self.pairs.entry((src, dst)).or_default();
-        let seq = pair.send;
-        pair.send += 1;
+        let next = self.seqs.len() as u32;
+        let pair = *self.pairs.entry((src, dst)).or_insert(next);
+        if pair == next {
+            self.seqs.push(Seqs::default());
+        }
+        let seq = self.seqs[pair as usize].send;
+        self.seqs[pair as usize].send += 1;
         self.stats.messages += 1;
         let proto = if self.layout.same_node(src, dst) { Proto::Shm } else { self.ch.proto(bytes) };
         let m = self.new_msg(Msg {
@@ -369,6 +380,7 @@ impl<C: Channel> Mpi<C> {
             dst,
             bytes,
             seq,
+            pair,
             proto,
             send_detached: detached,
             recv_detached: None,
@@ -429,8 +441,8 @@ impl<C: Channel> Mpi<C> {
     /// The receive side of `m` is complete at `t`: the data is in the user's buffer.
     pub fn complete_recv(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
-        let (src, dst, seq, det) = (msg.src, msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
-        let pair = self.pairs.get_mut(&(src, dst)).expect("pair");
+        let (dst, seq, det) = (msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
+        let pair = &mut self.seqs[msg.pair as usize];
         if seq != pair.recv {
             self.stats.order_violations += 1;
         }
