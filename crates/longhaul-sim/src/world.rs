@@ -96,7 +96,9 @@ impl<T: Transport, X: Copy> Cx<'_, T, X> {
     /// Host `node` has new work: its port is tried once the batch is handled.
     #[inline]
     pub fn kick(&mut self, node: NodeId) {
-        self.kicks.push(node);
+        if T::MOVES_PACKETS {
+            self.kicks.push(node);
+        }
     }
 
     /// Schedule the application's event `ev` at `at` (not before now).

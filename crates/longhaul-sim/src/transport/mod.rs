@@ -34,6 +34,9 @@ pub trait Transport: Endpoints<Self::Packet> {
     type Timer: Copy + Ord;
     /// What a step produced for the application.
     type Output: Copy;
+    /// Packets travel the fabric (not at flow level, where no host ever has one to send: the
+    /// world then never tries a host's port when the application gives the host work).
+    const MOVES_PACKETS: bool = true;
 
     /// True if timers or outputs are waiting to be settled (checked after every event: most
     /// leave nothing).

@@ -653,6 +653,7 @@ impl crate::transport::Transport for FluidIb {
     type Packet = IbPacket;
     type Timer = FluidTimer;
     type Output = Completion;
+    const MOVES_PACKETS: bool = false;
 
     #[inline]
     fn unsettled(&self) -> bool {
