@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 
 use crate::engine::{run, EventQueue, Model, Stop, Time};
 use crate::net::{Fabric, NetEvent, NodeId};
-use crate::transport::Transport;
+use crate::transport::{Ranked, Transport};
 
 /// The events of a world: the network's, a transport timer, the coalesced transport timers'
 /// earliest deadline, and the application's own.
@@ -51,28 +51,40 @@ pub enum TimerPolicy {
 }
 
 /// Transport timers of a world.
-struct Timers<TT> {
+struct Timers {
     policy: TimerPolicy,
-    /// Coalesced: pending deadlines.
-    due: BinaryHeap<Reverse<(Time, TT)>>,
+    /// Coalesced: pending timers, each as its deadline (high 64 bits) and rank.
+    due: BinaryHeap<Reverse<u128>>,
     /// Coalesced: when the live `Ev::TimersDue` fires (events superseded by an earlier one are
     /// ignored when they come up).
     event_at: Option<Time>,
 }
 
-impl<TT: Copy + Ord> Timers<TT> {
-    fn arm<X: Copy>(&mut self, at: Time, t: TT, q: &mut EventQueue<Ev<TT, X>>) {
+impl Timers {
+    fn arm<TT: Ranked, X: Copy>(&mut self, at: Time, t: TT, q: &mut EventQueue<Ev<TT, X>>) {
         match self.policy {
             TimerPolicy::Direct => q.schedule(at, Ev::Timer(t)),
             TimerPolicy::Coalesced => {
-                self.due.push(Reverse((at, t)));
+                self.due.push(Reverse((at as u128) << 64 | t.rank() as u128));
                 self.reschedule(q);
             }
         }
     }
 
-    fn reschedule<X: Copy>(&mut self, q: &mut EventQueue<Ev<TT, X>>) {
-        if let Some(&Reverse((at, _))) = self.due.peek() {
+    /// The earliest coalesced deadline.
+    fn next_due(&self) -> Option<Time> {
+        self.due.peek().map(|&Reverse(key)| (key >> 64) as Time)
+    }
+
+    /// The earliest coalesced timer if it is due by `now`, taken off.
+    fn pop_due<TT: Ranked>(&mut self, now: Time) -> Option<TT> {
+        self.next_due().filter(|&at| at <= now)?;
+        let Reverse(key) = self.due.pop()?;
+        Some(TT::from_rank(key as u64))
+    }
+
+    fn reschedule<TT: Copy, X: Copy>(&mut self, q: &mut EventQueue<Ev<TT, X>>) {
+        if let Some(at) = self.next_due() {
             if self.event_at.is_none_or(|e| at < e) {
                 self.event_at = Some(at);
                 q.schedule(at, Ev::TimersDue);
@@ -145,7 +157,7 @@ pub struct World<T: Transport, A: App<T>> {
     kicks: Vec<NodeId>,
     /// The outputs being handed to the application (kept to reuse its buffer).
     batch: Vec<T::Output>,
-    timers: Timers<T::Timer>,
+    timers: Timers,
     later: Vec<(Time, A::Event)>,
     /// The application is done but the run goes on until the packets in flight have landed.
     pub draining: bool,
@@ -237,11 +249,7 @@ impl<T: Transport, A: App<T>> Model for World<T, A> {
                     return self.settle(now, q); // superseded by an earlier timer event
                 }
                 self.timers.event_at = None;
-                while let Some(&Reverse((at, t))) = self.timers.due.peek() {
-                    if at > now {
-                        break;
-                    }
-                    self.timers.due.pop();
+                while let Some(t) = self.timers.pop_due(now) {
                     self.net.on_timer(now, t, &mut self.kicks);
                     self.kick_now(now, q);
                 }

@@ -38,6 +38,7 @@ use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::net::CrossSource;
 use crate::net::{Endpoints, NodeId, Pull};
+use crate::transport::Ranked;
 
 /// What a direction keeps besides its sender and receiver.
 #[derive(Default)]
@@ -54,12 +55,31 @@ pub struct DirState {
 pub type Dir = Flow<DirState>;
 
 /// A timer of the TCP hosts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TcpTimer {
     /// A direction's retransmission or delayed-ACK deadline ([`Flow::arm`]).
     Dir(u32),
     /// A host's stack may start on its next segment ([`TcpHosts::restage`]).
     Stage(NodeId),
+}
+
+/// Timers due together fire the directions' first, by direction, then the hosts' stacks.
+impl Ranked for TcpTimer {
+    #[inline(always)]
+    fn rank(self) -> u64 {
+        match self {
+            TcpTimer::Dir(d) => d as u64,
+            TcpTimer::Stage(node) => 1 << 32 | node as u64,
+        }
+    }
+    #[inline(always)]
+    fn from_rank(rank: u64) -> Self {
+        if rank >> 32 == 0 {
+            TcpTimer::Dir(rank as u32)
+        } else {
+            TcpTimer::Stage(rank as u32)
+        }
+    }
 }
 
 /// What the TCP hosts produce for the application.

@@ -20,6 +20,26 @@ pub(crate) mod verbs;
 use crate::engine::Time;
 use crate::net::{Endpoints, NodeId, Routable};
 
+/// A transport's timer as one number, which orders the timers due at the same instant (they
+/// fire in increasing rank) and gives the timer back: a world that coalesces timers keeps each
+/// as one (deadline, rank) key, compared without branching on its parts.
+pub trait Ranked: Copy {
+    fn rank(self) -> u64;
+    fn from_rank(rank: u64) -> Self;
+}
+
+/// A queue pair's timer (its number).
+impl Ranked for u32 {
+    #[inline(always)]
+    fn rank(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_rank(rank: u64) -> Self {
+        rank as u32
+    }
+}
+
 /// What the applications see of a host transport.
 ///
 /// A step of the simulation (a packet reaching a host, a host's port asking for its next packet,
@@ -29,9 +49,9 @@ pub trait Transport: Endpoints<Self::Packet> {
     /// What travels on the fabric.
     type Packet: Routable;
     /// A timer of this transport (a queue pair's ACK timeout; a TCP connection's retransmission
-    /// or delayed-ACK deadline, a host's stack becoming free): small and `Copy`, ordered so that
+    /// or delayed-ACK deadline, a host's stack becoming free): small and `Copy`, ranked so that
     /// a world may keep many in a heap.
-    type Timer: Copy + Ord;
+    type Timer: Ranked;
     /// What a step produced for the application.
     type Output: Copy;
     /// Packets travel the fabric (not at flow level, where no host ever has one to send: the
@@ -48,4 +68,33 @@ pub trait Transport: Endpoints<Self::Packet> {
     /// Timer `timer` fired at `now`; push the hosts that may have something to send now onto
     /// `kicks`, in the order their ports should be tried.
     fn on_timer(&mut self, now: Time, timer: Self::Timer, kicks: &mut Vec<NodeId>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ranked;
+    use crate::mpi::fluid::FluidTimer;
+    use crate::tcp::hosts::TcpTimer;
+
+    /// Every timer comes back from its rank, and ranks order each transport's timers by kind,
+    /// then by number.
+    #[test]
+    fn ranks_give_timers_back_in_order() {
+        fn check<T: Ranked + PartialEq + std::fmt::Debug>(in_order: &[T]) {
+            for w in in_order.windows(2) {
+                assert!(w[0].rank() < w[1].rank(), "{:?} ranks after {:?}", w[0], w[1]);
+            }
+            for &t in in_order {
+                assert_eq!(T::from_rank(t.rank()), t);
+            }
+        }
+        check(&[0u32, 7, u32::MAX]);
+        check(&[
+            FluidTimer::Pending(0),
+            FluidTimer::Pending(u32::MAX),
+            FluidTimer::FlowsDue(0),
+            FluidTimer::FlowsDue(9),
+        ]);
+        check(&[TcpTimer::Dir(0), TcpTimer::Dir(u32::MAX), TcpTimer::Stage(0), TcpTimer::Stage(3)]);
+    }
 }

@@ -50,6 +50,7 @@ use crate::ib::headers::{ack_bytes, data_packet_bytes, read_request_bytes};
 use crate::ib::{Completion, CompletionKind, IbPacket, Op, Transport, WcStatus};
 use crate::net::flow::{max_min, Demand};
 use crate::net::{Endpoints, NodeId, Pull};
+use crate::transport::Ranked;
 
 /// A flow's bytes left below which it is done (float rounding of rate x time).
 const DONE_BYTES: f64 = 1e-3;
@@ -133,12 +134,31 @@ enum Pending {
 }
 
 /// The flow level's timers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FluidTimer {
     /// The pending item of this slot is due.
     Pending(u32),
     /// The flows are due for their next solve (stale unless the generation is current).
     FlowsDue(u32),
+}
+
+/// Timers due together release their pending items first, by slot, then solve the flows.
+impl Ranked for FluidTimer {
+    #[inline(always)]
+    fn rank(self) -> u64 {
+        match self {
+            FluidTimer::Pending(slot) => slot as u64,
+            FluidTimer::FlowsDue(generation) => 1 << 32 | generation as u64,
+        }
+    }
+    #[inline(always)]
+    fn from_rank(rank: u64) -> Self {
+        if rank >> 32 == 0 {
+            FluidTimer::Pending(rank as u32)
+        } else {
+            FluidTimer::FlowsDue(rank as u32)
+        }
+    }
 }
 
 /// What the flow level counted: its invariants, checked when a run ends.
