@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
-use super::matching::Matching;
+use super::keyed_queues::KeyedQueues;
 use super::params::NodeParams;
 use super::placement::Layout;
 use super::program::{Action, Programs, Xfer, WARMUP_MARK};
@@ -181,8 +181,11 @@ pub struct Mpi<C> {
     pub pairs: PairMap<u32>,
     /// The sequence numbers of each pair in `pairs`, by its number.
     pub seqs: Vec<Seqs>,
-    /// Receives and messages waiting for each other.
-    pub waiting: Matching,
+    /// Receives posted before their message, by (src, dst): their size, whether `Post` posted
+    /// them (nonblocking), and when.
+    pub posted: KeyedQueues<(u32, u32), (u64, bool, Time)>,
+    /// Messages arrived before their receive, by (src, dst).
+    pub unexpected: KeyedQueues<(u32, u32), u32>,
     pub msgs: Vec<Msg>,
     pub free_msgs: Vec<u32>,
     /// The sends and receives of the `Rounds` round being posted (reused).
@@ -228,7 +231,8 @@ impl<C: Channel> Mpi<C> {
             ranks: (0..n).map(|_| RankState::default()).collect(),
             pairs: PairMap::default(),
             seqs: Vec::new(),
-            waiting: Matching::default(),
+            posted: KeyedQueues::default(),
+            unexpected: KeyedQueues::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             round_bufs: Default::default(),
@@ -398,14 +402,14 @@ impl<C: Channel> Mpi<C> {
 
     /// Rank `dst` posts a receive of `bytes` from `src`.
     fn post_recv(&mut self, cx: &mut Cx<C>, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
-        match self.waiting.take_unexpected((src, dst)) {
+        match self.unexpected.pop_front((src, dst)) {
             Some(m) => {
                 let _ = bytes; // the sender's size rules (MPI allows a larger receive buffer)
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = t;
                 self.matched(cx, m, t);
             }
-            None => self.waiting.push_posted((src, dst), (bytes, detached, t)),
+            None => self.posted.push_back((src, dst), (bytes, detached, t)),
         }
     }
 
@@ -413,13 +417,13 @@ impl<C: Channel> Mpi<C> {
     pub fn arrived(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let (src, dst) = (self.msgs[m as usize].src, self.msgs[m as usize].dst);
         self.msgs[m as usize].arrived_at = Some(t);
-        match self.waiting.take_posted((src, dst)) {
+        match self.posted.pop_front((src, dst)) {
             Some((_, detached, posted_at)) => {
                 self.msgs[m as usize].recv_detached = Some(detached);
                 self.msgs[m as usize].recv_posted_at = posted_at;
                 self.matched(cx, m, t);
             }
-            None => self.waiting.push_unexpected((src, dst), m),
+            None => self.unexpected.push_back((src, dst), m),
         }
     }
 

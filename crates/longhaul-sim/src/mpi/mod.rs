@@ -2,10 +2,10 @@
 //!
 //! Layers, each in its own file: `placement` (ranks on N nodes x P processes per cluster),
 //! `program` (what ranks do, and the checksum checker), `coll_flat` / `collectives` (flat and
-//! hierarchical algorithms), `engine` + `matching` + `protocol` + `reliable` + `shm` (the timing
-//! model: eager, rendezvous, credits over IB verbs; the library's own reliability over UD/UC;
-//! shared memory within a node), workloads `osu`, `apps` (NAS), `trace`
-//! (replay), and `scenario` (plain data, validated once).
+//! hierarchical algorithms), `engine` + `keyed_queues` + `protocol` + `reliable` + `shm` (the
+//! timing model: eager, rendezvous, credits over IB verbs; the library's own reliability over
+//! UD/UC; shared memory within a node), workloads `osu`, `apps` (NAS), `trace` (replay), and
+//! `scenario` (plain data, validated once).
 
 pub(crate) mod apps;
 pub(crate) mod btl_tcp;
@@ -14,7 +14,7 @@ pub(crate) mod coll_rules;
 pub(crate) mod collectives;
 pub(crate) mod engine;
 pub(crate) mod fluid;
-pub(crate) mod matching;
+pub(crate) mod keyed_queues;
 pub(crate) mod network;
 pub(crate) mod ob1_tcp;
 pub(crate) mod osu;

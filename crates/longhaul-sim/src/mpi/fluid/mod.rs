@@ -43,6 +43,7 @@ use std::hash::BuildHasherDefault;
 use self::occupancy::Occupancy;
 use self::paths::{OnPath, Path, Paths};
 use super::engine::PairHasher;
+use super::keyed_queues::KeyedQueues;
 use super::protocol::VerbsNet;
 use crate::engine::time::S;
 use crate::engine::Time;
@@ -177,8 +178,8 @@ type QpMap<V> = HashMap<u32, V, BuildHasherDefault<PairHasher>>;
 pub struct FluidIb {
     pub paths: Paths,
     qps: Vec<FluidQp>,
-    /// Work requests waiting for their queue pair, by queue pair (only the non-empty).
-    waiting: QpMap<VecDeque<Wqe>>,
+    /// Work requests waiting for their queue pair, by queue pair.
+    waiting: KeyedQueues<u32, Wqe>,
     /// Read requests waiting for the responder's previous response, by responder queue pair.
     serving: QpMap<VecDeque<(u32, Wqe)>>,
     /// The one-packet messages' clock of every resource (the send engines' for every work
@@ -215,7 +216,7 @@ impl FluidIb {
         FluidIb {
             paths,
             qps: Vec::new(),
-            waiting: QpMap::default(),
+            waiting: KeyedQueues::default(),
             serving: QpMap::default(),
             occupancy: Occupancy::new(n_resources),
             flows: Vec::new(),
@@ -262,15 +263,11 @@ impl FluidIb {
     /// At `now`, start the work requests of `qp` that are posted by then and can start, in
     /// order, none before `floor` (when the engine could first take the one that waited).
     fn try_start(&mut self, qp: u32, now: Time, floor: Time) {
-        while let Some(w) = self.waiting.get(&qp).and_then(|q| q.front()).copied() {
+        while let Some(&w) = self.waiting.front(&qp) {
             if w.ready > now || !self.can_start(qp, &w) {
                 return;
             }
-            let q = self.waiting.get_mut(&qp).expect("waiting");
-            q.pop_front();
-            if q.is_empty() {
-                self.waiting.remove(&qp);
-            }
+            self.waiting.pop_front(qp);
             self.start(qp, Wqe { ready: w.ready.max(floor), ..w });
         }
     }
@@ -650,7 +647,7 @@ impl VerbsNet for FluidIb {
     /// that two ranks of a host reach its send engine in the order of time, not of the calls.
     fn post_send(&mut self, qp: u32, op: Op, len: u32, id: u64, ready_at: Time) {
         self.stats.bytes_posted += len as u64;
-        self.waiting.entry(qp).or_default().push_back(Wqe { op, len, id, ready: ready_at });
+        self.waiting.push_back(qp, Wqe { op, len, id, ready: ready_at });
         self.later(ready_at, Pending::Kick(qp));
     }
 
@@ -665,7 +662,7 @@ impl VerbsNet for FluidIb {
     /// idle one counts as parked.
     fn park(&mut self, qp: u32) -> bool {
         let q = &self.qps[qp as usize];
-        q.outstanding == 0 && !q.streaming && !q.responding && !self.waiting.contains_key(&qp)
+        q.outstanding == 0 && !q.streaming && !q.responding && !self.waiting.contains(&qp)
     }
 }
 
