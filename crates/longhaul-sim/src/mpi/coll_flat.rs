@@ -104,7 +104,7 @@ fn allgather_ring(p: &mut Programs, g: &[u32], root: usize, blocks: &[u32], d: D
     for rel in 0..m {
         let ring =
             Pattern::Ring { group: group.clone(), root: root as u32, rel: rel as u32, blocks: blocks.clone(), d };
-        push(p, g[(rel + root) % m], Action::Rounds(Box::new(ring)));
+        push(p, g[(rel + root) % m], Action::Rounds(ring));
     }
 }
 
@@ -311,7 +311,7 @@ pub fn alltoall_pairwise(p: &mut Programs, g: &[u32], a: &A2a) {
         push(p, me, Action::Local { moves: vec![(a.send_blk(me), a.recv_blk(me))], bytes: a.per_peer });
         if g.len() > 1 {
             let pairwise = Pattern::Pairwise { group: group.clone(), i: i as u32, a: *a };
-            push(p, me, Action::Rounds(Box::new(pairwise)));
+            push(p, me, Action::Rounds(pairwise));
         }
     }
 }
@@ -385,7 +385,7 @@ pub fn alltoall_scattered(p: &mut Programs, g: &[u32], a: &A2a, batch: usize) {
         push(p, me, Action::Local { moves: vec![(a.send_blk(me), a.recv_blk(me))], bytes: a.per_peer });
         if g.len() > 1 {
             let scattered = Pattern::Scattered { group: group.clone(), i: i as u32, a: *a, batch: batch.max(1) as u32 };
-            push(p, me, Action::Rounds(Box::new(scattered)));
+            push(p, me, Action::Rounds(scattered));
         }
     }
 }

@@ -57,8 +57,9 @@ pub enum Action {
     /// `Pattern::rounds()` rounds, played as `Round`s would be, whose peers and blocks follow
     /// from the round number: generated as they are played instead of stored (a ring allgather
     /// or a pairwise or scattered alltoall has ranks - 1 messages on every rank, ranks^2 in
-    /// all, over 100 bytes each when stored).
-    Rounds(Box<Pattern>),
+    /// all, over 100 bytes each when stored). Held in place, not boxed: a rank reads it at
+    /// every round, and a box would cost another cache miss each time.
+    Rounds(Pattern),
 }
 
 impl Action {
