@@ -76,6 +76,14 @@ struct FluidQp {
     responding: bool,
 }
 
+impl FluidQp {
+    /// It may start work request `w`: nothing of its own streaming, its send queue not full,
+    /// and for a read, fewer than `max_reads` outstanding.
+    fn can_start(&self, w: &Wqe, max_reads: u32) -> bool {
+        !self.streaming && self.outstanding < self.depth && (w.op != Op::Read || self.reads_out < max_reads)
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Wqe {
     op: Op,
@@ -253,21 +261,14 @@ impl FluidIb {
         self.timers.push((at, FluidTimer::Pending(slot)));
     }
 
-    fn can_start(&self, qp: u32, w: &Wqe) -> bool {
-        let q = &self.qps[qp as usize];
-        !q.streaming
-            && q.outstanding < q.depth
-            && (w.op != Op::Read || q.reads_out < self.paths.params.max_rd_atomic.max(1))
-    }
-
     /// At `now`, start the work requests of `qp` that are posted by then and can start, in
     /// order, none before `floor` (when the engine could first take the one that waited).
     fn try_start(&mut self, qp: u32, now: Time, floor: Time) {
-        while let Some(&w) = self.waiting.front(&qp) {
-            if w.ready > now || !self.can_start(qp, &w) {
-                return;
-            }
-            self.waiting.pop_front(qp);
+        let max_reads = self.paths.params.max_rd_atomic.max(1);
+        loop {
+            let q = &self.qps[qp as usize];
+            let startable = |w: &Wqe| w.ready <= now && q.can_start(w, max_reads);
+            let Some(w) = self.waiting.pop_front_if(qp, startable) else { return };
             self.start(qp, Wqe { ready: w.ready.max(floor), ..w });
         }
     }
