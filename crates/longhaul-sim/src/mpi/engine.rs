@@ -85,7 +85,7 @@ pub struct Msg {
     pub bytes: u64,
     /// Position in the pair's send order (checked at delivery).
     pub seq: u64,
-    /// The pair's index in [`Mpi::seqs`].
+    /// The pair's index in [`Mpi::pair_state`].
     pub pair: u32,
     pub proto: Proto,
     pub send_detached: bool,
@@ -141,12 +141,17 @@ impl Hasher for PairHasher {
 
 pub type PairMap<V> = HashMap<(u32, u32), V, BuildHasherDefault<PairHasher>>;
 
-/// The next send and the next receive sequence number of one (src, dst) (the order check).
-#[derive(Default)]
-pub struct Seqs {
+/// What the PML keeps of one (src, dst) that has sent.
+pub struct PairState {
+    /// The next send and the next receive sequence number (the order check).
     pub send: u64,
     pub recv: u64,
+    /// The channel's connection between the two ranks, once it has looked it up (its own
+    /// number; [`NO_CONN`] before): the pair's later messages find it without a lookup.
+    pub conn: u32,
 }
+
+pub const NO_CONN: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Default)]
 pub struct MpiStats {
@@ -177,10 +182,10 @@ pub struct Mpi<C> {
     pub ranks: Vec<RankState>,
     /// Every (src, dst) that has sent, numbered in the order of its first send: a few dozen
     /// bytes per pair that talks. A message keeps its pair's number, so that its delivery
-    /// finds the pair's sequence numbers without a second lookup.
+    /// and its channel find the pair's state without a lookup of their own.
     pub pairs: PairMap<u32>,
-    /// The sequence numbers of each pair in `pairs`, by its number.
-    pub seqs: Vec<Seqs>,
+    /// The state of each pair in `pairs`, by its number.
+    pub pair_state: Vec<PairState>,
     /// Receives posted before their message, by (src, dst): their size, whether `Post` posted
     /// them (nonblocking), and when.
     pub posted: KeyedQueues<(u32, u32), (u64, bool, Time)>,
@@ -230,7 +235,7 @@ impl<C: Channel> Mpi<C> {
             progs: Rc::new(progs),
             ranks: (0..n).map(|_| RankState::default()).collect(),
             pairs: PairMap::default(),
-            seqs: Vec::new(),
+            pair_state: Vec::new(),
             posted: KeyedQueues::default(),
             unexpected: KeyedQueues::default(),
             msgs: Vec::new(),
@@ -370,13 +375,13 @@ impl<C: Channel> Mpi<C> {
 
     /// Rank `src` sends `bytes` to `dst`.
     fn post_send(&mut self, cx: &mut Cx<C>, (src, dst): (u32, u32), bytes: u64, detached: bool, t: Time) {
-        let next = self.seqs.len() as u32;
+        let next = self.pair_state.len() as u32;
         let pair = *self.pairs.entry((src, dst)).or_insert(next);
         if pair == next {
-            self.seqs.push(Seqs::default());
+            self.pair_state.push(PairState { send: 0, recv: 0, conn: NO_CONN });
         }
-        let seq = self.seqs[pair as usize].send;
-        self.seqs[pair as usize].send += 1;
+        let seq = self.pair_state[pair as usize].send;
+        self.pair_state[pair as usize].send += 1;
         self.stats.messages += 1;
         let proto = if self.layout.same_node(src, dst) { Proto::Shm } else { self.ch.proto(bytes) };
         let m = self.new_msg(Msg {
@@ -446,7 +451,7 @@ impl<C: Channel> Mpi<C> {
     pub fn complete_recv(&mut self, cx: &mut Cx<C>, m: u32, t: Time) {
         let msg = &self.msgs[m as usize];
         let (dst, seq, det) = (msg.dst, msg.seq, msg.recv_detached.unwrap_or(false));
-        let pair = &mut self.seqs[msg.pair as usize];
+        let pair = &mut self.pair_state[msg.pair as usize];
         if seq != pair.recv {
             self.stats.order_violations += 1;
         }

@@ -27,7 +27,7 @@
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 
-use super::engine::{Channel, Mpi, PairMap, Proto};
+use super::engine::{Channel, Mpi, PairMap, Proto, NO_CONN};
 use super::params::{MpiParams, Rndv};
 use super::reliable::{LazyReliable, ACK_TAG, NO_SEQ};
 use crate::engine::time::from_ns;
@@ -228,6 +228,8 @@ pub struct Wire {
 }
 
 pub const NO_WIRE: u32 = u32::MAX;
+/// A wire that carries no message (a credit update).
+pub const NO_MSG: u32 = u32::MAX;
 
 /// A coalescing buffer held back until a send completes: its first and last message.
 #[derive(Clone, Copy)]
@@ -357,10 +359,29 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
         }
     }
 
-    /// The connection between `a` and `b` (created on first use) and the direction a -> b.
-    fn conn(&mut self, cx: &mut Cx<N>, a: u32, b: u32) -> (u32, usize) {
+    /// The connection between `a` and `b` for a wire of message `m` (or [`NO_MSG`]) and the
+    /// direction a -> b: the one the message's pair remembers, or else looked up (created on
+    /// first use) and remembered.
+    fn conn(&mut self, cx: &mut Cx<N>, a: u32, b: u32, m: u32) -> (u32, usize) {
+        let pair = (m != NO_MSG).then(|| self.msgs[m as usize].pair as usize);
+        let c = match pair.map(|p| self.pair_state[p].conn) {
+            Some(c) if c != NO_CONN => c,
+            _ => {
+                let c = self.conn_between(cx, a, b);
+                if let Some(p) = pair {
+                    self.pair_state[p].conn = c;
+                }
+                c
+            }
+        };
+        self.ch.conns[c as usize].dirs.wake(&mut self.ch.spare_dirs);
+        (c, usize::from(a > b))
+    }
+
+    /// The connection between `a` and `b`, created on first use.
+    fn conn_between(&mut self, cx: &mut Cx<N>, a: u32, b: u32) -> u32 {
         let key = (a.min(b), a.max(b));
-        let c = match self.ch.conn_of.get(&key) {
+        match self.ch.conn_of.get(&key) {
             Some(&c) => c,
             None => {
                 let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
@@ -372,7 +393,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
                 }
                 let c = self.ch.conns.len() as u32;
                 self.stats.connections += 1;
-                // Born parked, with its full credits: woken below as every connection is.
+                // Born parked, with its full credits: woken when used, as every connection is.
                 let credits = self.initial_credits();
                 self.ch.conns.push(Conn {
                     ranks: [key.0, key.1],
@@ -388,9 +409,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
                 self.ch.conn_of.insert(key, c);
                 c
             }
-        };
-        self.ch.conns[c as usize].dirs.wake(&mut self.ch.spare_dirs);
-        (c, usize::from(a != key.0))
+        }
     }
 
     fn new_wire(&mut self, w: Wire) -> u32 {
@@ -432,7 +451,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
         t: Time,
     ) {
         let op = kind.op();
-        let (c, d) = self.conn(cx, from, to);
+        let (c, d) = self.conn(cx, from, to, m);
         let rc = self.ch.transport == Transport::Rc;
         // Completions that will release it: the send and the arrival; a read completes at the
         // requester only, and the receiver of a UD/UC acknowledgement reads only its header.
@@ -599,7 +618,7 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
             let [a, b] = self.ch.conns[c as usize].ranks;
             let (from, to) = if d == 0 { (b, a) } else { (a, b) };
             let hdr = self.ch.params.header_bytes;
-            self.send_wire(cx, (from, to), Kind::Credit, u32::MAX, hdr, t);
+            self.send_wire(cx, (from, to), Kind::Credit, NO_MSG, hdr, t);
         }
     }
 
