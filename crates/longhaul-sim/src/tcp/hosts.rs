@@ -38,7 +38,7 @@ use crate::engine::time::from_ns;
 use crate::engine::Time;
 use crate::net::CrossSource;
 use crate::net::{Endpoints, NodeId, Pull};
-use crate::transport::Ranked;
+use crate::transport::ranked_two_kinds;
 
 /// What a direction keeps besides its sender and receiver.
 #[derive(Default)]
@@ -63,24 +63,8 @@ pub enum TcpTimer {
     Stage(NodeId),
 }
 
-/// Timers due together fire the directions' first, by direction, then the hosts' stacks.
-impl Ranked for TcpTimer {
-    #[inline(always)]
-    fn rank(self) -> u64 {
-        match self {
-            TcpTimer::Dir(d) => d as u64,
-            TcpTimer::Stage(node) => 1 << 32 | node as u64,
-        }
-    }
-    #[inline(always)]
-    fn from_rank(rank: u64) -> Self {
-        if rank >> 32 == 0 {
-            TcpTimer::Dir(rank as u32)
-        } else {
-            TcpTimer::Stage(rank as u32)
-        }
-    }
-}
+// Timers due together fire the directions' first, by direction, then the hosts' stacks.
+ranked_two_kinds!(TcpTimer, TcpTimer::Dir, TcpTimer::Stage);
 
 /// What the TCP hosts produce for the application.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -40,6 +40,31 @@ impl Ranked for u32 {
     }
 }
 
+/// [`Ranked`] for a timer of two kinds, each numbered by a `u32` (`$first(n)`, `$second(n)`):
+/// every timer of the first kind due at an instant fires before any of the second.
+macro_rules! ranked_two_kinds {
+    ($timer:ty, $first:path, $second:path) => {
+        impl $crate::transport::Ranked for $timer {
+            #[inline(always)]
+            fn rank(self) -> u64 {
+                match self {
+                    $first(n) => n as u64,
+                    $second(n) => 1 << 32 | n as u64,
+                }
+            }
+            #[inline(always)]
+            fn from_rank(rank: u64) -> Self {
+                if rank >> 32 == 0 {
+                    $first(rank as u32)
+                } else {
+                    $second(rank as u32)
+                }
+            }
+        }
+    };
+}
+pub(crate) use ranked_two_kinds;
+
 /// What the applications see of a host transport.
 ///
 /// A step of the simulation (a packet reaching a host, a host's port asking for its next packet,
