@@ -117,6 +117,10 @@ pub struct Fabric<P> {
     seed: u64,
     /// The routes have been computed once (later recomputations follow link changes).
     routed: bool,
+    /// [`Fabric::kick_each`]'s mark of the hosts it kicked, by node: a batch of completions
+    /// may name thousands of hosts, each several times.
+    kicked: Vec<u32>,
+    kick_batch: u32,
 }
 
 impl<P: Routable> Fabric<P> {
@@ -131,6 +135,8 @@ impl<P: Routable> Fabric<P> {
             route_cols: 0,
             seed,
             routed: false,
+            kicked: Vec::new(),
+            kick_batch: 0,
         }
     }
 
@@ -285,8 +291,15 @@ impl<P: Routable> Fabric<P> {
         q: &mut EventQueue<E>,
         eps: &mut impl Endpoints<P>,
     ) {
-        for (i, &n) in hosts.iter().enumerate() {
-            if !hosts[..i].contains(&n) {
+        self.kick_batch = self.kick_batch.wrapping_add(1);
+        if self.kick_batch == 0 || self.kicked.len() < self.nodes.len() {
+            self.kicked.clear();
+            self.kicked.resize(self.nodes.len(), 0);
+            self.kick_batch = 1;
+        }
+        for &n in hosts {
+            if self.kicked[n as usize] != self.kick_batch {
+                self.kicked[n as usize] = self.kick_batch;
                 self.kick(now, n, q, eps);
             }
         }
