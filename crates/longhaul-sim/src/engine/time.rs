@@ -52,3 +52,15 @@ pub fn time_of(x: f64) -> Time {
     debug_assert!((0.0..9.2e18).contains(&x), "{x} out of range");
     x as i64 as Time
 }
+
+/// `x.ceil() as Time` for 0 <= x < 2^63, the same value without a call into libm (x86-64's
+/// baseline instruction set has no rounding instruction).
+#[inline(always)]
+pub fn ceil_time(x: f64) -> Time {
+    let t = time_of(x);
+    if f64_of(t) < x {
+        t + 1
+    } else {
+        t
+    }
+}

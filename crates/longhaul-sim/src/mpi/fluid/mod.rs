@@ -19,8 +19,9 @@
 //!   cover it.
 //! - A longer message (RDMA write, read response, long send) is a flow through the send engine,
 //!   every port on its path and the receive engine, sharing each max-min with the other flows
-//!   ([`crate::net::flow::max_min`]); the rates of the flows connected through shared resources
-//!   to one that starts or ends are solved again (once per instant however many do). Port
+//!   ([`flows`]); the rates of the flows connected through shared resources to one that starts
+//!   or ends are solved again (once per instant however many do), found through each
+//!   resource's list of its flows. Port
 //!   capacities count the packets' headers and any WAN framing, the engine feeding the port,
 //!   and the link-level credits: a port moves at most the far buffer per credit loop (out and
 //!   back), which is what holds a long-haul link when the extender's buffer is short of its
@@ -34,27 +35,24 @@
 //! a one-packet message never waits behind a flow's packets), the ACKs a flow asks for before
 //! its last packet, ACK coalescing.
 
+mod flows;
 mod occupancy;
 pub mod paths;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 
+use self::flows::Flows;
 use self::occupancy::Occupancy;
 use self::paths::{OnPath, Path, Paths};
 use super::engine::PairHasher;
 use super::keyed_queues::KeyedQueues;
 use super::protocol::VerbsNet;
-use crate::engine::time::S;
 use crate::engine::Time;
 use crate::ib::headers::{ack_bytes, data_packet_bytes, read_request_bytes};
 use crate::ib::{Completion, CompletionKind, IbPacket, Op, Transport, WcStatus};
-use crate::net::flow::{max_min, Demand};
 use crate::net::{Endpoints, NodeId, Pull};
-use crate::transport::Ranked;
-
-/// A flow's bytes left below which it is done (float rounding of rate x time).
-const DONE_BYTES: f64 = 1e-3;
+use crate::transport::ranked_two_kinds;
 
 /// A queue pair: small, since an MPI job may connect millions of pairs.
 #[derive(Debug, Clone, Copy)]
@@ -99,10 +97,6 @@ struct Flow {
     qp: u32,
     wqe: Wqe,
     path: Path,
-    remaining: f64,
-    rate: f64,
-    /// When it is done at this rate (Time::MAX: no rate).
-    due: Time,
 }
 
 /// What a one-packet message is, for what follows its arrival.
@@ -151,24 +145,8 @@ pub enum FluidTimer {
     FlowsDue(u32),
 }
 
-/// Timers due together release their pending items first, by slot, then solve the flows.
-impl Ranked for FluidTimer {
-    #[inline(always)]
-    fn rank(self) -> u64 {
-        match self {
-            FluidTimer::Pending(slot) => slot as u64,
-            FluidTimer::FlowsDue(generation) => 1 << 32 | generation as u64,
-        }
-    }
-    #[inline(always)]
-    fn from_rank(rank: u64) -> Self {
-        if rank >> 32 == 0 {
-            FluidTimer::Pending(rank as u32)
-        } else {
-            FluidTimer::FlowsDue(rank as u32)
-        }
-    }
-}
+// Timers due together release their pending items first, by slot, then solve the flows.
+ranked_two_kinds!(FluidTimer, FluidTimer::Pending, FluidTimer::FlowsDue);
 
 /// What the flow level counted: its invariants, checked when a run ends.
 #[derive(Debug, Clone, Default)]
@@ -193,11 +171,11 @@ pub struct FluidIb {
     /// The one-packet messages' clock of every resource (the send engines' for every work
     /// request fetched), and the flows' share of each.
     occupancy: Occupancy,
-    flows: Vec<Flow>,
+    flows: Flows,
     /// The resources of the flows started or ended since the last solve.
     touched: Vec<u32>,
-    /// When the flows' `remaining` was last brought up to date.
-    flows_at: Time,
+    /// The flows done at the instant being handled.
+    done: Vec<Flow>,
     generation: u32,
     /// A solve is armed for this instant.
     solve_at: Option<Time>,
@@ -205,16 +183,6 @@ pub struct FluidIb {
     free_pending: Vec<u32>,
     completions: Vec<Completion>,
     timers: Vec<(Time, FluidTimer)>,
-    /// Reused by the solve: each resource's compact index, the resources in use, the demands;
-    /// the resources marked (by resource, and the list) and the flows to solve again (by flow,
-    /// and the list).
-    local: Vec<u32>,
-    used: Vec<u32>,
-    demands: Vec<Demand>,
-    is_marked: Vec<bool>,
-    marked: Vec<u32>,
-    in_part: Vec<bool>,
-    part: Vec<u32>,
     pub stats: FluidStats,
 }
 
@@ -227,22 +195,15 @@ impl FluidIb {
             waiting: KeyedQueues::default(),
             serving: QpMap::default(),
             occupancy: Occupancy::new(n_resources),
-            flows: Vec::new(),
+            flows: Flows::new(n_resources),
             touched: Vec::new(),
-            flows_at: 0,
+            done: Vec::new(),
             generation: 0,
             solve_at: None,
             pending: Vec::new(),
             free_pending: Vec::new(),
             completions: Vec::new(),
             timers: Vec::new(),
-            local: vec![u32::MAX; n_resources],
-            used: Vec::new(),
-            demands: Vec::new(),
-            is_marked: vec![false; n_resources],
-            marked: Vec::new(),
-            in_part: Vec::new(),
-            part: Vec::new(),
             stats: FluidStats::default(),
         }
     }
@@ -307,7 +268,7 @@ impl FluidIb {
                 let s = self.occupancy.take(engine, ready, p.tx_wqe) + p.tx_wqe;
                 let s = s.max(q.wire_free);
                 self.qps[qp as usize].streaming = true;
-                let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0, due: Time::MAX };
+                let flow = Flow { qp, wqe: w, path };
                 self.later(s, Pending::Start(flow));
             }
         }
@@ -407,7 +368,7 @@ impl FluidIb {
         } else {
             self.qps[responder as usize].responding = true;
             let s0 = now.max(self.occupancy.busy_until(engine));
-            let flow = Flow { qp, wqe: w, path, remaining: w.len as f64, rate: 0.0, due: Time::MAX };
+            let flow = Flow { qp, wqe: w, path };
             self.later(s0, Pending::Start(flow));
         }
     }
@@ -428,25 +389,6 @@ impl FluidIb {
         self.later(at, Pending::Deliver(c));
     }
 
-    /// Bring every flow's bytes left up to `now` at its current rate, less the time it has
-    /// been held for one-packet messages since (before a flow joins them: the holds so far
-    /// are not its own).
-    fn advance(&mut self, now: Time) {
-        if now > self.flows_at || self.occupancy.holding() {
-            let dt = now.saturating_sub(self.flows_at) as f64 / S as f64;
-            let holding = self.occupancy.holding();
-            for f in &mut self.flows {
-                let held = if holding { self.occupancy.held_s(f.path.resources()) } else { 0.0 };
-                f.remaining -= f.rate * (dt - held);
-                if held > 0.0 && f.due != Time::MAX {
-                    f.due += (held * S as f64).round() as Time;
-                }
-            }
-            self.occupancy.clear_held();
-            self.flows_at = self.flows_at.max(now);
-        }
-    }
-
     /// Solve the rates at `now` once this instant's starts and ends are in.
     fn solve_soon(&mut self, now: Time) {
         if self.solve_at != Some(now) {
@@ -458,23 +400,22 @@ impl FluidIb {
 
     /// Flows due at `now`: end those done, solve the rates of the rest, arm the next due time.
     fn flows_due(&mut self, now: Time) {
-        self.advance(now);
+        self.flows.hold(now, &mut self.occupancy);
         self.solve_at = None;
-        let mut i = 0;
-        while i < self.flows.len() {
-            if self.flows[i].remaining <= DONE_BYTES || self.flows[i].due <= now {
-                let f = self.flows.swap_remove(i);
-                self.touched.extend_from_slice(f.path.resources());
-                self.flow_ended(f, now);
-            } else {
-                i += 1;
-            }
+        let mut done = std::mem::take(&mut self.done);
+        self.flows.take_done(now, &mut done);
+        for f in done.drain(..) {
+            self.touched.extend_from_slice(f.path.resources());
+            self.flow_ended(f, now);
         }
+        self.done = done;
         // Due and not done (held for one-packet messages): the same flows, the same rates.
         if !self.touched.is_empty() {
-            self.solve(now);
+            let highest = self.flows.solve(now, &self.touched, &self.paths.capacity, &mut self.occupancy);
+            self.stats.max_load_ratio = self.stats.max_load_ratio.max(highest);
+            self.touched.clear();
         }
-        if let Some(next) = self.flows.iter().map(|f| f.due).filter(|&t| t != Time::MAX).min() {
+        if let Some(next) = self.flows.next_due() {
             self.generation = self.generation.wrapping_add(1);
             self.timers.push((next.max(now + 1), FluidTimer::FlowsDue(self.generation)));
         }
@@ -501,96 +442,6 @@ impl FluidIb {
             self.arrived(f.qp, f.wqe, received);
             self.try_start(f.qp, now, handed);
         }
-    }
-
-    /// Max-min rates of the flows a start or end since the last solve can change, and the
-    /// loads they put on their resources (for the one-packet messages' accounting), at `now`.
-    /// Those are the flows that share a resource with a flow started or ended, directly or
-    /// through other flows: max-min shares of flows that share none are independent, so the
-    /// others keep their rates.
-    fn solve(&mut self, now: Time) {
-        let mut marked = std::mem::take(&mut self.marked);
-        marked.clear();
-        for k in 0..self.touched.len() {
-            let r = self.touched[k];
-            if !self.is_marked[r as usize] {
-                self.is_marked[r as usize] = true;
-                marked.push(r);
-            }
-        }
-        self.touched.clear();
-        // The flows through a marked resource, their resources marked in turn, until no more.
-        let mut part = std::mem::take(&mut self.part);
-        part.clear();
-        self.in_part.clear();
-        self.in_part.resize(self.flows.len(), false);
-        // A pass that marks no new resource finds every flow through the marked ones.
-        loop {
-            let before = marked.len();
-            for (i, f) in self.flows.iter().enumerate() {
-                if self.in_part[i] || !f.path.resources().iter().any(|&r| self.is_marked[r as usize]) {
-                    continue;
-                }
-                self.in_part[i] = true;
-                part.push(i as u32);
-                for &r in f.path.resources() {
-                    if !self.is_marked[r as usize] {
-                        self.is_marked[r as usize] = true;
-                        marked.push(r);
-                    }
-                }
-            }
-            if marked.len() == before || part.len() == self.flows.len() {
-                break;
-            }
-        }
-        // The demands' buffers are kept from solve to solve (a solve per flow start or end).
-        let mut used = std::mem::take(&mut self.used);
-        let mut demands = std::mem::take(&mut self.demands);
-        used.clear();
-        demands.resize_with(part.len(), || Demand { uses: Vec::new(), cap: f64::INFINITY });
-        for (&i, d) in part.iter().zip(demands.iter_mut()) {
-            // A path crosses each resource once: no weights to merge.
-            d.uses.clear();
-            for &r in self.flows[i as usize].path.resources() {
-                if self.local[r as usize] == u32::MAX {
-                    self.local[r as usize] = used.len() as u32;
-                    used.push(r);
-                }
-                d.uses.push((self.local[r as usize] as usize, 1.0));
-            }
-        }
-        let capacity: Vec<f64> = used.iter().map(|&r| self.paths.capacity[r as usize]).collect();
-        let rates = if part.is_empty() { Vec::new() } else { max_min(&capacity, &demands[..part.len()]) };
-        let mut load = vec![0.0; used.len()];
-        for ((&i, d), &x) in part.iter().zip(&demands).zip(&rates) {
-            let f = &mut self.flows[i as usize];
-            f.rate = x;
-            f.due = if x > 0.0 { now + (f.remaining / x * S as f64).ceil() as Time } else { Time::MAX };
-            for &(r, w) in &d.uses {
-                load[r] += w * x;
-            }
-        }
-        for (l, c) in load.iter().zip(&capacity) {
-            if *c > 0.0 {
-                self.stats.max_load_ratio = self.stats.max_load_ratio.max(l / c);
-            }
-        }
-        // Every marked resource's load: its flows' (none left on one only ended flows used).
-        for &r in &marked {
-            let k = self.local[r as usize];
-            let share = if k == u32::MAX || capacity[k as usize] <= 0.0 {
-                0.0
-            } else {
-                load[k as usize] / capacity[k as usize]
-            };
-            self.occupancy.set_load(now, r, share);
-            self.is_marked[r as usize] = false;
-        }
-        for &r in &used {
-            self.local[r as usize] = u32::MAX;
-        }
-        (self.used, self.demands, self.marked, self.part) = (used, demands, marked, part);
     }
 
     fn deliver(&mut self, c: Completion, now: Time) {
@@ -703,9 +554,10 @@ impl crate::transport::Transport for FluidIb {
                     Pending::Serve(qp, w) => self.serve(qp, w, now),
                     Pending::Kick(qp) => self.try_start(qp, now, now),
                     Pending::Start(f) => {
-                        self.advance(now);
+                        // The holds so far are not its own.
+                        self.flows.hold(now, &mut self.occupancy);
                         self.touched.extend_from_slice(f.path.resources());
-                        self.flows.push(f);
+                        self.flows.insert(f, now);
                         self.solve_soon(now);
                     }
                     Pending::Hop(m) => {

@@ -136,6 +136,11 @@ impl Occupancy {
         !self.holding.is_empty()
     }
 
+    /// The resources with a hold since the flows were last brought up to date.
+    pub fn holding_resources(&self) -> &[u32] {
+        &self.holding
+    }
+
     /// The flows are up to date: the holds so far are counted.
     pub fn clear_held(&mut self) {
         for &r in &self.holding {

@@ -135,6 +135,14 @@ impl Path {
         &self.resources[..self.len as usize]
     }
 
+    /// A path over `resources` alone (no hops), for tests of what is done with resources.
+    #[cfg(test)]
+    pub fn over(resources: &[u32]) -> Path {
+        let mut p = Path { resources: [0; MAX_HOPS + 2], len: resources.len() as u8, hops: [0; MAX_HOPS], n_hops: 0 };
+        p.resources[..resources.len()].copy_from_slice(resources);
+        p
+    }
+
     /// Its ports.
     pub fn hop_count(&self) -> u8 {
         self.n_hops
