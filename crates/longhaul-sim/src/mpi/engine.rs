@@ -303,7 +303,16 @@ impl<C: Channel> Mpi<C> {
                     self.marks[ri].push((label, iter, at));
                 }
                 &Action::Local { bytes, .. } => t = self.copy(r, t, bytes),
-                Action::Round { sends, recvs } => {
+                a @ (Action::Round { .. } | Action::Exchange { .. }) => {
+                    let one;
+                    let (sends, recvs) = match a {
+                        Action::Round { sends, recvs } => (&sends[..], &recvs[..]),
+                        &Action::Exchange { peer, bytes } => {
+                            one = Xfer::plain(peer, bytes);
+                            (std::slice::from_ref(&one), std::slice::from_ref(&one))
+                        }
+                        _ => unreachable!("a round or an exchange"),
+                    };
                     self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
                     self.ranks[ri].round_done = t;
                     self.post_all(cx, r, t, (sends, recvs), false);

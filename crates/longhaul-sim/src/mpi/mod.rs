@@ -532,6 +532,35 @@ mod tests {
         }
     }
 
+    /// A timing program's sendrecvs, kept as `Action::Exchange`, time exactly as the rounds
+    /// they stand for (NAS CG's skeleton is made of them): every mark, counter and event is the same.
+    #[test]
+    fn exchanges_play_as_the_rounds_they_stand_for() {
+        for transport in ["rc", "ud"] {
+            let json = format!(
+                r#"{{"seed": 3, "path": {{"delay_us": 10, "loss": 0.0005}}, "cluster": {{"nodes": 4, "ppn": 2}},
+                "mpi": {{"transport": "{transport}"}}, "app": {{"name": "cg", "class": "A", "iterations": 2}}}}"#
+            );
+            let r = MpiScenario::from_json(&json).unwrap().resolve().unwrap();
+            let Workload::App(a) = &r.workload else { unreachable!() };
+            let layout = Layout::new(r.nodes, r.ppn, 16, &r.placement).unwrap();
+            let mut progs = apps::build(a.name, a.class, &layout, &r.node, None, algo_choice(&r)).programs;
+            progs.repeat = 2;
+            assert!(progs.ranks.iter().flatten().any(|a| matches!(a, program::Action::Exchange { .. })));
+            let stored = progs.expanded().into_owned();
+            assert!(!stored.ranks.iter().flatten().any(|a| matches!(a, program::Action::Exchange { .. })));
+            let played = |p: Programs| {
+                let MpiNet::Verbs { base, transport } = &r.net else { unreachable!("verbs") };
+                let o = simulate_verbs(&r, base, *transport, &layout, p);
+                let s = &o.stats;
+                (o.marks.clone(), (s.messages, s.delivered, s.credit_stalls, s.resent_frames), o.events, o.status)
+            };
+            let (a, b) = (played(progs), played(stored));
+            assert_eq!(a, b, "over {transport}");
+            assert_eq!(a.3, "ok");
+        }
+    }
+
     /// The distinct pairs of ranks on different nodes whose programs send to each other.
     fn talking_pairs(progs: &Programs, layout: &Layout) -> std::collections::BTreeSet<(u32, u32)> {
         let mut pairs = std::collections::BTreeSet::new();

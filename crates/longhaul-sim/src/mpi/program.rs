@@ -45,6 +45,11 @@ pub enum Action {
     Compute(Time),
     /// Post every receive, then every send, then wait for all of them.
     Round { sends: Vec<Xfer>, recvs: Vec<Xfer> },
+    /// A `Round` of one plain message each way with `peer`, `bytes` long (MPI_Sendrecv), held
+    /// in place: what timing programs keep of such a round (`Programs::push`), a NAS skeleton's
+    /// hundreds per rank and iteration costing no allocation (two `Vec`s of one `Xfer` took
+    /// ~130 B more).
+    Exchange { peer: u32, bytes: u64 },
     /// Post receives and sends without waiting (MPI_Irecv / MPI_Isend); a later `WaitAll`
     /// completes them, so communication overlaps whatever comes in between.
     Post { sends: Vec<Xfer>, recvs: Vec<Xfer> },
@@ -72,10 +77,24 @@ impl Action {
     pub fn sendrecv(s: Xfer, r: Xfer) -> Action {
         Action::Round { sends: vec![s], recvs: vec![r] }
     }
+    /// This action as an `Exchange`, if it is a `Round` that is one: a message each way with
+    /// one peer, of the same length, neither adding into its blocks.
+    fn exchange(&self) -> Option<Action> {
+        match self {
+            Action::Round { sends, recvs } => match (&sends[..], &recvs[..]) {
+                ([s], [r]) if s.peer == r.peer && s.bytes == r.bytes && !s.reduce && !r.reduce => {
+                    Some(Action::Exchange { peer: s.peer, bytes: s.bytes })
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
     /// Calls `f` with the bytes of every message the action sends.
     pub fn for_each_send(&self, mut f: impl FnMut(u64)) {
         match self {
             Action::Round { sends, .. } | Action::Post { sends, .. } => sends.iter().for_each(|x| f(x.bytes)),
+            &Action::Exchange { bytes, .. } => f(bytes),
             Action::Rounds(p) => {
                 let (mut sends, mut recvs) = (Vec::new(), Vec::new());
                 for k in 0..p.rounds() {
@@ -114,9 +133,13 @@ impl Programs {
     pub fn timing(ranks: usize) -> Self {
         Programs { blocks: false, ..Programs::new(ranks) }
     }
-    /// Append `a` to rank `r`'s program (without its blocks unless `self.blocks`).
+    /// Append `a` to rank `r`'s program (without its blocks unless `self.blocks`; a round of
+    /// one message each way with one peer as an `Exchange`).
     pub fn push(&mut self, r: u32, mut a: Action) {
         if !self.blocks {
+            if let Some(x) = a.exchange() {
+                a = x;
+            }
             match &mut a {
                 Action::Round { sends, recvs } | Action::Post { sends, recvs } => {
                     sends.iter_mut().chain(recvs.iter_mut()).for_each(|x| x.blocks = Vec::new())
@@ -142,13 +165,17 @@ impl Programs {
             }
         }
     }
-    /// The same programs with every `Rounds` written out as its `Round`s, blocks included (what
-    /// the data checker plays; the timing engine generates them as it goes).
+    /// The same programs with every `Rounds` written out as its `Round`s, blocks included, and
+    /// every `Exchange` as its `Round` (what the data checker plays; the timing engine
+    /// generates them as it goes).
     pub fn expanded(&self) -> Cow<'_, Programs> {
-        if !self.ranks.iter().flatten().any(|a| matches!(a, Action::Rounds(_))) {
+        if !self.ranks.iter().flatten().any(|a| matches!(a, Action::Rounds(_) | Action::Exchange { .. })) {
             return Cow::Borrowed(self);
         }
         let expand = |a: &Action| match a {
+            &Action::Exchange { peer, bytes } => {
+                vec![Action::sendrecv(Xfer::plain(peer, bytes), Xfer::plain(peer, bytes))]
+            }
             Action::Rounds(p) => (0..p.rounds())
                 .map(|k| {
                     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
@@ -322,7 +349,7 @@ pub fn check(progs: &Programs, buffers: &mut [Vec<u64>], sends: Sends) -> Result
                 let a = &progs.ranks[r][pc[r] % progs.ranks[r].len()];
                 match a {
                     Action::Compute(_) | Action::Mark(_) => {}
-                    Action::Rounds(_) => unreachable!("expanded above"),
+                    Action::Rounds(_) | Action::Exchange { .. } => unreachable!("expanded above"),
                     Action::Post { sends, recvs } => {
                         posted_msgs.post(r, sends, recvs, &buffers[r], |x| is_rndv(r, x), &mut posted_rndv[r]);
                         detached[r].extend(recvs.iter().cloned());
