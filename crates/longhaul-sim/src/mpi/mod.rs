@@ -499,6 +499,23 @@ pub fn run_mpi(r: &MpiResolved) -> Result<MpiRecord, ScenarioError> {
 mod tests {
     use super::*;
 
+    /// `progs` and the same programs written out (`Programs::expanded`: rounds stored one by
+    /// one, no `Rounds` or `Exchange` left) time exactly alike: every mark, counter and event.
+    fn plays_as_written_out(r: &MpiResolved, layout: &Layout, progs: Programs, what: &str) {
+        let stored = progs.expanded().into_owned();
+        let kept = |a: &program::Action| matches!(a, program::Action::Rounds(_) | program::Action::Exchange { .. });
+        assert!(!stored.ranks.iter().flatten().any(kept), "{what}");
+        let played = |p: Programs| {
+            let MpiNet::Verbs { base, transport } = &r.net else { unreachable!("verbs") };
+            let o = simulate_verbs(r, base, *transport, layout, p);
+            let s = &o.stats;
+            (o.marks.clone(), (s.messages, s.delivered, s.credit_stalls, s.resent_frames), o.events, o.status)
+        };
+        let (a, b) = (played(progs), played(stored));
+        assert_eq!(a, b, "{what}");
+        assert_eq!(a.3, "ok", "{what}");
+    }
+
     /// Rounds generated as they are played (`Action::Rounds`) time exactly as the same rounds
     /// stored one by one: every mark, counter and event is the same.
     #[test]
@@ -519,16 +536,7 @@ mod tests {
             let layout = Layout::new(r.nodes, r.ppn, 4 * nodes, &r.placement).unwrap();
             let (progs, _) = osu::programs(o, &layout, algo_choice(&r));
             assert!(progs.ranks.iter().flatten().any(|a| matches!(a, program::Action::Rounds(_))), "{bench} {algo}");
-            let stored = progs.expanded().into_owned();
-            let played = |p: Programs| {
-                let MpiNet::Verbs { base, transport } = &r.net else { unreachable!("verbs") };
-                let o = simulate_verbs(&r, base, *transport, &layout, p);
-                let s = &o.stats;
-                (o.marks.clone(), (s.messages, s.delivered, s.credit_stalls, s.resent_frames), o.events, o.status)
-            };
-            let (a, b) = (played(progs), played(stored));
-            assert_eq!(a, b, "{bench} {algo} over {transport}");
-            assert_eq!(a.3, "ok");
+            plays_as_written_out(&r, &layout, progs, &format!("{bench} {algo} over {transport}"));
         }
     }
 
@@ -547,17 +555,7 @@ mod tests {
             let mut progs = apps::build(a.name, a.class, &layout, &r.node, None, algo_choice(&r)).programs;
             progs.repeat = 2;
             assert!(progs.ranks.iter().flatten().any(|a| matches!(a, program::Action::Exchange { .. })));
-            let stored = progs.expanded().into_owned();
-            assert!(!stored.ranks.iter().flatten().any(|a| matches!(a, program::Action::Exchange { .. })));
-            let played = |p: Programs| {
-                let MpiNet::Verbs { base, transport } = &r.net else { unreachable!("verbs") };
-                let o = simulate_verbs(&r, base, *transport, &layout, p);
-                let s = &o.stats;
-                (o.marks.clone(), (s.messages, s.delivered, s.credit_stalls, s.resent_frames), o.events, o.status)
-            };
-            let (a, b) = (played(progs), played(stored));
-            assert_eq!(a, b, "over {transport}");
-            assert_eq!(a.3, "ok");
+            plays_as_written_out(&r, &layout, progs, transport);
         }
     }
 
