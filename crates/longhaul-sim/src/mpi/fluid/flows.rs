@@ -14,7 +14,8 @@
 //! flows, and a round needs only the resources that still carry some and the flows of those
 //! that fill. Rates depend only on the set of flows and the capacities, not on the order.
 //!
-//! Invariants (checked by the tests of [`super`] and `tests/mpi_fluid.rs`): a flow is in the
+//! Invariants (this module's tests check them, with [`crate::net::flow::max_min`] over all the
+//! flows as the oracle of the rates; `tests/mpi_fluid.rs` checks whole runs): a flow is in the
 //! list of every resource of its path and of no other, at the position it records; a free
 //! slot is in no list and never due; no resource carries more than its capacity after a solve.
 
