@@ -164,6 +164,17 @@ impl Flows {
         }
     }
 
+    /// A mark no slot carries yet (the marks start again from 1 when the count wraps).
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.in_part.fill(0);
+            self.frozen.fill(0);
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+
     /// When the next flow is done at its rate.
     pub fn next_due(&self) -> Option<Time> {
         self.due.iter().copied().min().filter(|&t| t != Time::MAX)
@@ -176,14 +187,14 @@ impl Flows {
         if !occupancy.holding() {
             return;
         }
-        self.epoch = self.epoch.wrapping_add(1);
+        let epoch = self.next_epoch();
         for &r in occupancy.holding_resources() {
             for &slot in &self.through[r as usize] {
                 let s = slot as usize;
-                if self.in_part[s] == self.epoch {
+                if self.in_part[s] == epoch {
                     continue;
                 }
-                self.in_part[s] = self.epoch;
+                self.in_part[s] = epoch;
                 let f = &mut self.hot[s];
                 let held = occupancy.held_s(f.res());
                 f.remaining -= f.rate * (f64_of(now - self.since[s]) / S as f64 - held);
@@ -201,8 +212,7 @@ impl Flows {
     /// shares of flows that share nothing with them do not change), and give `occupancy` every
     /// such resource's load. Returns the highest load over capacity among them.
     pub fn solve(&mut self, now: Time, touched: &[u32], capacity: &[f64], occupancy: &mut Occupancy) -> f64 {
-        self.epoch = self.epoch.wrapping_add(1);
-        let epoch = self.epoch;
+        let epoch = self.next_epoch();
         // The component: the touched resources, the flows through them, their resources in turn.
         self.marked.clear();
         self.part.clear();
@@ -388,6 +398,22 @@ mod tests {
                     prop_assert!((got - want).abs() <= 1e-9 * want.max(1.0), "slot {}: {} against {}", s, got, want);
                 }
             }
+        }
+    }
+
+    /// Marks left from before the count wrapped are not taken for this solve's.
+    #[test]
+    fn the_marks_survive_their_count_wrapping() {
+        let capacity = [1e9, 1e9, 1e9];
+        let mut flows = Flows::new(3);
+        let mut occupancy = Occupancy::new(3);
+        flows.insert(flow(&[0, 1], 1 << 20), 0);
+        flows.insert(flow(&[1, 2], 1 << 20), 0);
+        // Fresh slots carry mark 0, which the count reaches next.
+        flows.epoch = u32::MAX;
+        for t in 0..3 {
+            flows.solve(t, &[0, 1, 2], &capacity, &mut occupancy);
+            assert_eq!(flows.order.iter().map(|&s| flows.hot[s as usize].rate).collect::<Vec<_>>(), [5e8, 5e8]);
         }
     }
 
