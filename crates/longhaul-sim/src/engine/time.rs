@@ -53,6 +53,19 @@ pub fn time_of(x: f64) -> Time {
     x as i64 as Time
 }
 
+/// `x.round() as Time` for 0 <= x < 2^63, the same value without a call into libm: `x` less
+/// its integer part is exact in floating point, so comparing it with one half rounds half away
+/// from zero as `round` does.
+#[inline(always)]
+pub fn round_time(x: f64) -> Time {
+    let t = time_of(x);
+    if x - f64_of(t) >= 0.5 {
+        t + 1
+    } else {
+        t
+    }
+}
+
 /// `x.ceil() as Time` for 0 <= x < 2^63, the same value without a call into libm (x86-64's
 /// baseline instruction set has no rounding instruction).
 #[inline(always)]
@@ -62,5 +75,23 @@ pub fn ceil_time(x: f64) -> Time {
         t + 1
     } else {
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The libm-free roundings give what `ceil` and `round` give, halves and integers
+        /// included, over the picosecond counts the simulator takes them of.
+        #[test]
+        fn roundings_agree_with_libm(whole in 0u64..1 << 62, frac in prop_oneof![Just(0.0), Just(0.5), 0.0f64..1.0], small in 0.0f64..1e6) {
+            for x in [whole as f64 + frac, (whole >> 20) as f64 + frac, small, 0.49999999999999994, 2.5, 4_503_599_627_370_495.5] {
+                prop_assert_eq!(round_time(x), x.round() as Time, "round {}", x);
+                prop_assert_eq!(ceil_time(x), x.ceil() as Time, "ceil {}", x);
+            }
+        }
     }
 }

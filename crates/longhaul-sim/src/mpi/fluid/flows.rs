@@ -22,7 +22,7 @@
 use super::occupancy::Occupancy;
 use super::paths::MAX_HOPS;
 use super::Flow;
-use crate::engine::time::{ceil_time, f64_of, S};
+use crate::engine::time::{ceil_time, f64_of, round_time, S};
 use crate::engine::Time;
 
 /// Below this a capacity left is taken as exhausted, relative to the capacity (bytes/s), as in
@@ -31,6 +31,16 @@ const EPS: f64 = 1e-9;
 
 /// A flow's bytes left below which it is done (float rounding of rate x time).
 const DONE_BYTES: f64 = 1e-3;
+
+/// A resource that only one flow crosses, with a capacity above the least on that flow's path
+/// by more than this factor, never fills while the flow rises (the least one fills first and
+/// freezes it), and never fills first: the solve leaves it out of the filling and gives it its
+/// load from the flow's rate. The margin is far above the filling's rounding (about 1e-16
+/// relative per step), so the rates are bit for bit those of a filling over every resource.
+/// Most resources of a component are such (a host's engines and port, crossed by its own flow
+/// only and looser than the long-haul link the flows share), so a solve looks at a few shared
+/// resources instead of hundreds.
+const LOOSER: f64 = 1.0 + 1e-6;
 
 /// Not a position, not a local index.
 const NONE: u32 = u32::MAX;
@@ -73,10 +83,14 @@ pub struct Flows {
     place: Vec<u32>,
     through: Vec<Vec<u32>>,
     /// The solve's work space, kept from solve to solve: a mark per slot (this solve's
-    /// component; frozen), the resources of the component and each one's index among them, its
-    /// capacity left, unfrozen flows and load.
+    /// component; frozen) and which resources of its path are its own and [`LOOSER`] (a bit
+    /// per place on the path), the resources of the component the filling looks at and each
+    /// one's index among them, its capacity left, unfrozen flows and load.
     in_part: Vec<u32>,
     frozen: Vec<u32>,
+    own: Vec<u16>,
+    /// A hold's work space: how long each flow it visits is held.
+    held_s: Vec<f64>,
     epoch: u32,
     part: Vec<u32>,
     marked: Vec<u32>,
@@ -103,6 +117,8 @@ impl Flows {
                 self.pos.push([NONE; MAX_HOPS + 2]);
                 self.in_part.push(0);
                 self.frozen.push(0);
+                self.own.push(0);
+                self.held_s.push(0.0);
                 self.place.push(NONE);
                 (self.slots.len() - 1) as u32
             }
@@ -188,20 +204,28 @@ impl Flows {
             return;
         }
         let epoch = self.next_epoch();
+        // Each flow's longest hold, from the holding resources' lists (the others hold for 0).
+        self.part.clear();
         for &r in occupancy.holding_resources() {
+            let held = occupancy.held_at_s(r);
             for &slot in &self.through[r as usize] {
                 let s = slot as usize;
-                if self.in_part[s] == epoch {
-                    continue;
+                if self.in_part[s] != epoch {
+                    self.in_part[s] = epoch;
+                    self.held_s[s] = held;
+                    self.part.push(slot);
+                } else {
+                    self.held_s[s] = self.held_s[s].max(held);
                 }
-                self.in_part[s] = epoch;
-                let f = &mut self.hot[s];
-                let held = occupancy.held_s(f.res());
-                f.remaining -= f.rate * (f64_of(now - self.since[s]) / S as f64 - held);
-                self.since[s] = now;
-                if held > 0.0 && self.due[s] != Time::MAX {
-                    self.due[s] += (held * S as f64).round() as Time;
-                }
+            }
+        }
+        for &slot in &self.part {
+            let s = slot as usize;
+            let (f, held) = (&mut self.hot[s], self.held_s[s]);
+            f.remaining -= f.rate * (f64_of(now - self.since[s]) / S as f64 - held);
+            self.since[s] = now;
+            if held > 0.0 && self.due[s] != Time::MAX {
+                self.due[s] += round_time(held * S as f64);
             }
         }
         occupancy.clear_held();
@@ -237,29 +261,44 @@ impl Flows {
                 let f = &mut self.hot[s];
                 f.remaining -= f.rate * (f64_of(now - self.since[s]) / S as f64);
                 self.since[s] = now;
-                for &q in f.res() {
-                    if self.local[q as usize] == NONE {
+                let least = f.res().iter().map(|&q| capacity[q as usize]).fold(f64::INFINITY, f64::min);
+                let mut own = 0;
+                for (k, &q) in f.res().iter().enumerate() {
+                    if self.local[q as usize] != NONE {
+                        continue;
+                    }
+                    if self.through[q as usize].len() == 1 && capacity[q as usize] > least * LOOSER {
+                        own |= 1 << k;
+                    } else {
                         self.local[q as usize] = self.marked.len() as u32;
                         self.marked.push(q);
                     }
                 }
+                self.own[s] = own;
             }
         }
         self.fill(capacity);
         // Each flow's due time, and the loads its rate puts on its resources.
         self.load.clear();
         self.load.resize(self.marked.len(), 0.0);
+        let mut highest: f64 = 0.0;
         for &slot in &self.part {
             let s = slot as usize;
             let f = &self.hot[s];
             // Done when its bytes left go at its rate; never, without a rate (or beyond 40 days).
             let ps = (f.remaining / f.rate * S as f64).max(0.0);
             self.due[s] = if f.rate > 0.0 && ps < 3.5e18 { now + ceil_time(ps) } else { Time::MAX };
-            for &q in f.res() {
-                self.load[self.local[q as usize] as usize] += f.rate;
+            for (k, &q) in f.res().iter().enumerate() {
+                if self.own[s] & 1 << k == 0 {
+                    self.load[self.local[q as usize] as usize] += f.rate;
+                } else {
+                    // Its own: its load is the flow's alone (capacity above 0, being looser).
+                    let share = f.rate / capacity[q as usize];
+                    highest = highest.max(share);
+                    occupancy.set_load(now, q, share);
+                }
             }
         }
-        let mut highest: f64 = 0.0;
         for (i, &r) in self.marked.iter().enumerate() {
             let c = capacity[r as usize];
             let share = if c > 0.0 { self.load[i] / c } else { 0.0 };
@@ -272,7 +311,8 @@ impl Flows {
 
     /// Progressive filling over the component (`part`, `marked`): all unfrozen flows rise
     /// together; a resource that fills freezes the flows through it; a flow through a resource
-    /// of capacity 0 (a link that is down) stays at 0.
+    /// of capacity 0 (a link that is down) stays at 0. A flow's own [`LOOSER`] resources are
+    /// not marked: they would never fill first.
     fn fill(&mut self, capacity: &[f64]) {
         let epoch = self.epoch;
         self.left.clear();
@@ -319,7 +359,9 @@ impl Flows {
                     self.hot[s].rate = level;
                     unfrozen -= 1;
                     for &q in self.hot[s].res() {
-                        self.count[self.local[q as usize] as usize] -= 1;
+                        if let Some(n) = self.count.get_mut(self.local[q as usize] as usize) {
+                            *n -= 1;
+                        }
                     }
                 }
             }

@@ -125,10 +125,10 @@ impl Occupancy {
         }
     }
 
-    /// How long (s) a flow crossing `resources` is held since the flows were last brought up
-    /// to date: the longest hold on its path.
-    pub fn held_s(&self, resources: &[u32]) -> f64 {
-        resources.iter().map(|&r| self.held_s[r as usize]).fold(0.0, f64::max)
+    /// How long (s) the flows through resource `r` are held there since they were last brought
+    /// up to date (a flow is held for the longest hold on its path).
+    pub fn held_at_s(&self, r: u32) -> f64 {
+        self.held_s[r as usize]
     }
 
     /// Some flows are held since they were last brought up to date.
