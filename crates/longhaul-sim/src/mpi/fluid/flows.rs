@@ -45,15 +45,27 @@ const LOOSER: f64 = 1.0 + 1e-6;
 /// Not a position, not a local index.
 const NONE: u32 = u32::MAX;
 
-/// What a solve reads and writes of a flow, in one cache line.
-#[derive(Debug, Clone, Copy)]
+/// What a solve or a hold reads and writes of a flow, in two adjacent cache lines (one place
+/// to fetch per flow instead of one per array).
+#[derive(Debug, Clone, Copy, Default)]
 #[repr(align(64))]
 struct Hot {
     /// Bytes left, as of `since`.
     remaining: f64,
     rate: f64,
+    /// When `remaining` was brought up to date.
+    since: Time,
+    /// A hold's work space: how long it is held.
+    held_s: f64,
+    /// The solve's and the hold's marks: in this solve's component (or visited by this hold);
+    /// frozen by this solve's filling.
+    mark: u32,
+    frozen: u32,
     /// Its resources (the path's), `n` of them.
     res: [u32; MAX_HOPS + 2],
+    /// Which of them are its own and [`LOOSER`] (a bit per place on the path), as of the last
+    /// solve that visited it.
+    own: u16,
     n: u8,
 }
 
@@ -68,8 +80,6 @@ impl Hot {
 pub struct Flows {
     slots: Vec<Flow>,
     hot: Vec<Hot>,
-    /// When each slot's `remaining` was brought up to date.
-    since: Vec<Time>,
     /// When each is done at its rate (Time::MAX: no rate, or a free slot), kept apart so that
     /// finding the next one reads a dense array.
     due: Vec<Time>,
@@ -82,15 +92,9 @@ pub struct Flows {
     order: Vec<u32>,
     place: Vec<u32>,
     through: Vec<Vec<u32>>,
-    /// The solve's work space, kept from solve to solve: a mark per slot (this solve's
-    /// component; frozen) and which resources of its path are its own and [`LOOSER`] (a bit
-    /// per place on the path), the resources of the component the filling looks at and each
-    /// one's index among them, its capacity left, unfrozen flows and load.
-    in_part: Vec<u32>,
-    frozen: Vec<u32>,
-    own: Vec<u16>,
-    /// A hold's work space: how long each flow it visits is held.
-    held_s: Vec<f64>,
+    /// The solve's work space, kept from solve to solve (with the marks in [`Hot`]): the flows of
+    /// the component (or those a hold visits), the resources the filling looks at and each one's
+    /// index among them, its capacity left, unfrozen flows and load.
     epoch: u32,
     part: Vec<u32>,
     marked: Vec<u32>,
@@ -111,14 +115,9 @@ impl Flows {
             Some(s) => s,
             None => {
                 self.slots.push(f);
-                self.hot.push(Hot { remaining: 0.0, rate: 0.0, res: [0; MAX_HOPS + 2], n: 0 });
-                self.since.push(now);
+                self.hot.push(Hot::default());
                 self.due.push(Time::MAX);
                 self.pos.push([NONE; MAX_HOPS + 2]);
-                self.in_part.push(0);
-                self.frozen.push(0);
-                self.own.push(0);
-                self.held_s.push(0.0);
                 self.place.push(NONE);
                 (self.slots.len() - 1) as u32
             }
@@ -127,8 +126,8 @@ impl Flows {
         let path = f.path;
         let (mut res, n) = ([0; MAX_HOPS + 2], path.resources().len());
         res[..n].copy_from_slice(path.resources());
-        self.hot[s] = Hot { remaining: f.wqe.len as f64, rate: 0.0, res, n: n as u8 };
-        (self.slots[s], self.since[s], self.due[s]) = (f, now, Time::MAX);
+        self.hot[s] = Hot { remaining: f.wqe.len as f64, since: now, res, n: n as u8, ..Hot::default() };
+        (self.slots[s], self.due[s]) = (f, Time::MAX);
         self.place[s] = self.order.len() as u32;
         self.order.push(slot);
         for (k, &r) in path.resources().iter().enumerate() {
@@ -170,7 +169,7 @@ impl Flows {
             let slot = self.order[i];
             let s = slot as usize;
             let f = &self.hot[s];
-            let left = f.remaining - f.rate * (f64_of(now - self.since[s]) / S as f64);
+            let left = f.remaining - f.rate * (f64_of(now - f.since) / S as f64);
             if self.due[s] <= now || left <= DONE_BYTES {
                 let f = self.remove(slot);
                 done.push(f);
@@ -184,8 +183,9 @@ impl Flows {
     fn next_epoch(&mut self) -> u32 {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
-            self.in_part.fill(0);
-            self.frozen.fill(0);
+            for h in &mut self.hot {
+                (h.mark, h.frozen) = (0, 0);
+            }
             self.epoch = 1;
         }
         self.epoch
@@ -210,20 +210,21 @@ impl Flows {
             let held = occupancy.held_at_s(r);
             for &slot in &self.through[r as usize] {
                 let s = slot as usize;
-                if self.in_part[s] != epoch {
-                    self.in_part[s] = epoch;
-                    self.held_s[s] = held;
+                let f = &mut self.hot[s];
+                if f.mark != epoch {
+                    (f.mark, f.held_s) = (epoch, held);
                     self.part.push(slot);
                 } else {
-                    self.held_s[s] = self.held_s[s].max(held);
+                    f.held_s = f.held_s.max(held);
                 }
             }
         }
         for &slot in &self.part {
             let s = slot as usize;
-            let (f, held) = (&mut self.hot[s], self.held_s[s]);
-            f.remaining -= f.rate * (f64_of(now - self.since[s]) / S as f64 - held);
-            self.since[s] = now;
+            let f = &mut self.hot[s];
+            let held = f.held_s;
+            f.remaining -= f.rate * (f64_of(now - f.since) / S as f64 - held);
+            f.since = now;
             if held > 0.0 && self.due[s] != Time::MAX {
                 self.due[s] += round_time(held * S as f64);
             }
@@ -251,16 +252,15 @@ impl Flows {
             let r = self.marked[k] as usize;
             k += 1;
             for &slot in &self.through[r] {
-                let s = slot as usize;
-                if self.in_part[s] == epoch {
+                let f = &mut self.hot[slot as usize];
+                if f.mark == epoch {
                     continue;
                 }
-                self.in_part[s] = epoch;
+                f.mark = epoch;
                 self.part.push(slot);
                 // Its bytes left up to now, at the rate it had.
-                let f = &mut self.hot[s];
-                f.remaining -= f.rate * (f64_of(now - self.since[s]) / S as f64);
-                self.since[s] = now;
+                f.remaining -= f.rate * (f64_of(now - f.since) / S as f64);
+                f.since = now;
                 let least = f.res().iter().map(|&q| capacity[q as usize]).fold(f64::INFINITY, f64::min);
                 let mut own = 0;
                 for (k, &q) in f.res().iter().enumerate() {
@@ -274,7 +274,7 @@ impl Flows {
                         self.marked.push(q);
                     }
                 }
-                self.own[s] = own;
+                f.own = own;
             }
         }
         self.fill(capacity);
@@ -289,7 +289,7 @@ impl Flows {
             let ps = (f.remaining / f.rate * S as f64).max(0.0);
             self.due[s] = if f.rate > 0.0 && ps < 3.5e18 { now + ceil_time(ps) } else { Time::MAX };
             for (k, &q) in f.res().iter().enumerate() {
-                if self.own[s] & 1 << k == 0 {
+                if f.own & 1 << k == 0 {
                     self.load[self.local[q as usize] as usize] += f.rate;
                 } else {
                     // Its own: its load is the flow's alone (capacity above 0, being looser).
@@ -352,11 +352,10 @@ impl Flows {
                 }
                 for j in 0..self.through[r].len() {
                     let s = self.through[r][j] as usize;
-                    if self.frozen[s] == epoch {
+                    if self.hot[s].frozen == epoch {
                         continue;
                     }
-                    self.frozen[s] = epoch;
-                    self.hot[s].rate = level;
+                    (self.hot[s].frozen, self.hot[s].rate) = (epoch, level);
                     unfrozen -= 1;
                     for &q in self.hot[s].res() {
                         if let Some(n) = self.count.get_mut(self.local[q as usize] as usize) {
