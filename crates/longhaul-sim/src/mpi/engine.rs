@@ -83,8 +83,9 @@ pub struct Msg {
     pub src: u32,
     pub dst: u32,
     pub bytes: u64,
-    /// Position in the pair's send order (checked at delivery).
-    pub seq: u64,
+    /// Position in the pair's send order (checked at delivery; counted modulo 2^32, which the
+    /// check, an equality, does not mind).
+    pub seq: u32,
     /// The pair's index in [`Mpi::pair_state`].
     pub pair: u32,
     pub proto: Proto,
@@ -143,15 +144,18 @@ pub type PairMap<V> = HashMap<(u32, u32), V, BuildHasherDefault<PairHasher>>;
 
 /// What the PML keeps of one (src, dst) that has sent.
 pub struct PairState {
-    /// The next send and the next receive sequence number (the order check).
-    pub send: u64,
-    pub recv: u64,
+    /// The next send and the next receive sequence number (the order check), modulo 2^32: 12
+    /// bytes a pair, for the millions of pairs of an alltoall at thousands of ranks.
+    pub send: u32,
+    pub recv: u32,
     /// The channel's connection between the two ranks, once it has looked it up (its own
     /// number; [`NO_CONN`] before): the pair's later messages find it without a lookup.
     pub conn: u32,
 }
 
 pub const NO_CONN: u32 = u32::MAX;
+
+const _: () = assert!(std::mem::size_of::<PairState>() == 12);
 
 #[derive(Debug, Clone, Default)]
 pub struct MpiStats {
@@ -390,7 +394,7 @@ impl<C: Channel> Mpi<C> {
             self.pair_state.push(PairState { send: 0, recv: 0, conn: NO_CONN });
         }
         let seq = self.pair_state[pair as usize].send;
-        self.pair_state[pair as usize].send += 1;
+        self.pair_state[pair as usize].send = seq.wrapping_add(1);
         self.stats.messages += 1;
         let proto = if self.layout.same_node(src, dst) { Proto::Shm } else { self.ch.proto(bytes) };
         let m = self.new_msg(Msg {
@@ -464,7 +468,7 @@ impl<C: Channel> Mpi<C> {
         if seq != pair.recv {
             self.stats.order_violations += 1;
         }
-        pair.recv = seq + 1;
+        pair.recv = seq.wrapping_add(1);
         self.stats.delivered += 1;
         self.request_done(cx, dst, det, t);
         self.finish_side(m);
