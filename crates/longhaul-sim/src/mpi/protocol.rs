@@ -27,7 +27,7 @@
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 
-use super::engine::{Channel, Mpi, PairMap, Proto, NO_CONN};
+use super::engine::{Channel, Mpi, Proto, NO_CONN};
 use super::params::{MpiParams, Rndv};
 use super::reliable::{LazyReliable, ACK_TAG, NO_SEQ};
 use crate::engine::time::from_ns;
@@ -43,8 +43,9 @@ pub struct Verbs<N = IbHosts> {
     pub mtu: u32,
     pub wires: Vec<Wire>,
     pub free_wires: Vec<u32>,
+    /// Every connection, in the order of its first use; each pair of ranks that has sent
+    /// remembers its own (`PairState::conn`), which is how a connection is found again.
     pub conns: Vec<Conn>,
-    pub conn_of: PairMap<u32>,
     /// Directions of parked connections, for the next connection to wake.
     pub spare_dirs: SpareDirs,
     /// (connection, side) of every queue pair.
@@ -99,7 +100,6 @@ impl<N> Verbs<N> {
             wires: Vec::new(),
             free_wires: Vec::new(),
             conns: Vec::new(),
-            conn_of: PairMap::default(),
             spare_dirs: SpareDirs::default(),
             qp_conn: Vec::new(),
             post_cost: from_ns(post_ns),
@@ -378,11 +378,19 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
         (c, usize::from(a > b))
     }
 
-    /// The connection between `a` and `b`, created on first use.
+    /// The connection between `a` and `b`, created on first use: the one either pair of the two
+    /// remembers. Every wire without a message (a credit update, an acknowledgement) answers
+    /// messages, whose pair remembers their connection, so one a wire without a message first
+    /// used is never created.
     fn conn_between(&mut self, cx: &mut Cx<N>, a: u32, b: u32) -> u32 {
         let key = (a.min(b), a.max(b));
-        match self.ch.conn_of.get(&key) {
-            Some(&c) => c,
+        let remembered = [(a, b), (b, a)]
+            .iter()
+            .filter_map(|p| self.pairs.get(p))
+            .map(|&p| self.pair_state[p as usize].conn)
+            .find(|&c| c != NO_CONN);
+        match remembered {
+            Some(c) => c,
             None => {
                 let (na, nb) = (self.host[key.0 as usize], self.host[key.1 as usize]);
                 let (qa, qb) = cx.net.connect(na, nb, self.ch.transport, self.ch.mtu, self.ch.params.max_send_wqe);
@@ -406,7 +414,6 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
                 }
                 self.ch.qp_conn[qa as usize] = (c, 0);
                 self.ch.qp_conn[qb as usize] = (c, 1);
-                self.ch.conn_of.insert(key, c);
                 c
             }
         }
