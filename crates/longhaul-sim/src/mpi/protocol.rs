@@ -379,9 +379,8 @@ impl<N: VerbsNet> Mpi<Verbs<N>> {
     }
 
     /// The connection between `a` and `b`, created on first use: the one either pair of the two
-    /// remembers. Every wire without a message (a credit update, an acknowledgement) answers
-    /// messages, whose pair remembers their connection, so one a wire without a message first
-    /// used is never created.
+    /// remembers. A wire without a message (a credit update, an acknowledgement) answers
+    /// messages, whose pair remembers their connection, so no connection is first used by one.
     fn conn_between(&mut self, cx: &mut Cx<N>, a: u32, b: u32) -> u32 {
         let key = (a.min(b), a.max(b));
         let remembered = [(a, b), (b, a)]

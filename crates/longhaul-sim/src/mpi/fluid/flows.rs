@@ -357,9 +357,10 @@ impl Flows {
                     }
                     (self.hot[s].frozen, self.hot[s].rate) = (epoch, level);
                     unfrozen -= 1;
-                    for &q in self.hot[s].res() {
-                        if let Some(n) = self.count.get_mut(self.local[q as usize] as usize) {
-                            *n -= 1;
+                    let f = &self.hot[s];
+                    for (k, &q) in f.res().iter().enumerate() {
+                        if f.own & 1 << k == 0 {
+                            self.count[self.local[q as usize] as usize] -= 1;
                         }
                     }
                 }
