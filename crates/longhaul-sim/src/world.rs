@@ -15,7 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::{run, EventQueue, Model, Stop, Time};
+use crate::engine::{run, EventQueue, Model, Place, Stop, Time};
 use crate::net::{Fabric, NetEvent, NodeId};
 use crate::transport::{Ranked, Transport};
 
@@ -58,6 +58,9 @@ struct Timers {
     /// Coalesced: when the live `Ev::TimersDue` fires (events superseded by an earlier one are
     /// ignored when they come up).
     event_at: Option<Time>,
+    /// Coalesced: the latest `Ev::TimersDue`, kept out of the queue at its place
+    /// ([`Model::held`]); one it supersedes goes into the queue, to be ignored there.
+    held: Option<Place>,
 }
 
 impl Timers {
@@ -87,7 +90,9 @@ impl Timers {
         if let Some(at) = self.next_due() {
             if self.event_at.is_none_or(|e| at < e) {
                 self.event_at = Some(at);
-                q.schedule(at, Ev::TimersDue);
+                if let Some(superseded) = self.held.replace(q.reserve(at)) {
+                    q.schedule_reserved(superseded, Ev::TimersDue);
+                }
             }
         }
     }
@@ -172,7 +177,7 @@ impl<T: Transport, A: App<T>> World<T, A> {
             app,
             kicks: Vec::new(),
             batch: Vec::new(),
-            timers: Timers { policy, due: BinaryHeap::new(), event_at: None },
+            timers: Timers { policy, due: BinaryHeap::new(), event_at: None, held: None },
             later: Vec::new(),
             draining: false,
         }
@@ -265,5 +270,15 @@ impl<T: Transport, A: App<T>> Model for World<T, A> {
 
     fn finished(&self) -> bool {
         self.app.done() && !self.draining
+    }
+
+    #[inline(always)]
+    fn held(&self) -> Option<(Place, Self::Event)> {
+        self.timers.held.map(|place| (place, Ev::TimersDue))
+    }
+
+    #[inline(always)]
+    fn take_held(&mut self) {
+        self.timers.held = None;
     }
 }

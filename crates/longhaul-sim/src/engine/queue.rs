@@ -14,6 +14,9 @@
 //! less time there (but 1% more instructions). In the heap, the popped root stays in place
 //! until the next `schedule` overwrites it: a model handling an event usually schedules a
 //! follow-up, which then costs one pass down the heap instead of a removal and an insertion.
+//! A model may keep one event out of the queue at a place reserved in its order (`reserve`,
+//! `Model::held`): a world's next transport timer, rescheduled at nearly every event, then
+//! costs no pass through the heap; the run loop handles it when nothing queued comes first.
 //! The key (time, sequence) is one u128, compared without branching on its halves; moving
 //! entries instead of swapping them needs events to be `Copy` (they are small: indices, never
 //! packets).
@@ -27,6 +30,18 @@ const SORTED_MAX: usize = 16;
 const SORTED_MIN: usize = 8;
 /// Children per node of the heap.
 const ARITY: usize = 4;
+
+/// An event's place in the order: its time and its scheduling sequence ([`EventQueue::reserve`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Place(u128);
+
+impl Place {
+    /// The event's time.
+    #[inline(always)]
+    pub fn at(self) -> Time {
+        (self.0 >> 64) as Time
+    }
+}
 
 #[derive(Clone, Copy)]
 struct Entry<E> {
@@ -68,9 +83,25 @@ impl<E: Copy> EventQueue<E> {
     /// Schedule `ev` at absolute time `at`. Scheduling in the past is a model bug.
     #[inline(always)]
     pub fn schedule(&mut self, at: Time, ev: E) {
+        let place = self.reserve(at);
+        self.schedule_reserved(place, ev);
+    }
+
+    /// The place in the order of an event at `at` scheduled now, without scheduling it: the
+    /// model keeps the event itself ([`crate::engine::Model::held`]) and may hand it over later
+    /// ([`EventQueue::schedule_reserved`]); either way it comes up where `schedule` would have
+    /// put it.
+    #[inline(always)]
+    pub fn reserve(&mut self, at: Time) -> Place {
         debug_assert!(at >= self.now, "event scheduled in the past: {at} < {}", self.now);
         self.seq += 1;
-        let entry = Entry { key: (at as u128) << 64 | self.seq as u128, ev };
+        Place((at as u128) << 64 | self.seq as u128)
+    }
+
+    /// Schedule `ev` at the place `reserve` gave it.
+    #[inline(always)]
+    pub fn schedule_reserved(&mut self, place: Place, ev: E) {
+        let entry = Entry { key: place.0, ev };
         if self.sorted && self.events.len() < SORTED_MAX {
             self.events.push(entry);
             self.insert_sorted(self.events.len() - 1, entry);
@@ -193,6 +224,12 @@ impl<E: Copy> EventQueue<E> {
     /// The time of the earliest pending event, if any.
     #[inline(always)]
     pub fn peek_time(&self) -> Option<Time> {
+        self.peek().map(Place::at)
+    }
+
+    /// The place of the earliest pending event, if any.
+    #[inline(always)]
+    pub fn peek(&self) -> Option<Place> {
         let key = if self.sorted {
             self.events.last()?.key
         } else if self.handled_root {
@@ -201,7 +238,16 @@ impl<E: Copy> EventQueue<E> {
         } else {
             self.events.first()?.key
         };
-        Some((key >> 64) as Time)
+        Some(Place(key))
+    }
+
+    /// A reserved event the model kept is handled now, as if popped: the clock moves to it and
+    /// it counts as handled. No queued event may come before it (the run loop checks).
+    #[inline(always)]
+    pub fn advance(&mut self, place: Place) {
+        debug_assert!(self.peek().is_none_or(|p| place < p), "a queued event comes first");
+        self.now = place.at();
+        self.popped += 1;
     }
 
     /// Events pending (the one being handled no longer counts).
@@ -270,6 +316,45 @@ mod tests {
                 check(&mut q, &mut reference)?;
             }
             prop_assert_eq!(q.pop(), None);
+        }
+
+        /// An event held out of the queue at its reserved place (as a world holds its next
+        /// timer) comes up where `schedule` would have put it: the next event is the earlier of
+        /// the queue's and the held one; a held event superseded by a newer one is handed to
+        /// the queue at its place. Same order as a stable sort by time, same count handled.
+        #[test]
+        fn a_held_event_comes_up_in_its_place(steps in proptest::collection::vec((0u64..3, 0u64..1 << 20, any::<bool>()), 1..300)) {
+            let mut q = EventQueue::new();
+            let mut held: Option<(Place, usize)> = None;
+            let mut reference: Vec<(Time, usize)> = Vec::new();
+            let next = |q: &mut EventQueue<usize>, held: &mut Option<(Place, usize)>| match *held {
+                Some((place, id)) if q.peek().is_none_or(|p| place < p) => {
+                    q.advance(place);
+                    *held = None;
+                    Some((place.at(), id))
+                }
+                _ => q.pop(),
+            };
+            for (id, &(pops, delay, hold)) in steps.iter().enumerate() {
+                let at = q.now() + if id % 3 == 0 { 0 } else { delay };
+                if hold {
+                    if let Some((place, old)) = held.replace((q.reserve(at), id)) {
+                        q.schedule_reserved(place, old);
+                    }
+                } else {
+                    q.schedule(at, id);
+                }
+                reference.push((at, id));
+                reference.sort_by_key(|&(t, _)| t);
+                for _ in 0..pops.min(reference.len() as u64) {
+                    prop_assert_eq!(next(&mut q, &mut held), Some(reference.remove(0)));
+                }
+            }
+            while !reference.is_empty() {
+                prop_assert_eq!(next(&mut q, &mut held), Some(reference.remove(0)));
+            }
+            prop_assert_eq!(next(&mut q, &mut held), None);
+            prop_assert_eq!(q.events_handled(), steps.len() as u64);
         }
     }
 }
