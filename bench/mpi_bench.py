@@ -5,9 +5,9 @@
 2. NAS CG class B skeleton, 64 ranks (16 nodes x 2 per cluster), 5 delays (target: under 10 s).
 Both run the points on all local cores, as the CLI does.
 
-``python bench/mpi_bench.py scale [--limit-s S] [--delay-us US] [--longhaul-args "..."]`` instead
-runs the scale cases of issue 27 on longhaul and, side by side, on SimGrid's SMPI: see
-bench/mpi_scale.py.
+``python bench/mpi_bench.py scale [--limit-s S] [--delay-us US] [--longhaul-args "..."] [--case W:R]``
+instead runs the scale cases of issue 27 (or only those named, e.g. ``--case bcast:4096``) on longhaul
+and, side by side, on SimGrid's SMPI: see bench/mpi_scale.py.
 """
 
 from __future__ import annotations
@@ -41,10 +41,16 @@ def main() -> None:
                             help="one-way delay of the long-haul link on both simulators (default 0, longhaul's)")
         parser.add_argument("--longhaul-args", default="",
                             help="arguments appended to every longhaul command (e.g. \"--network fluid\")")
+        parser.add_argument("--case", action="append", default=[], metavar="WORKLOAD:RANKS",
+                            help="run only this case (e.g. bcast:4096; repeatable; default: all)")
         a = parser.parse_args(sys.argv[2:])
         if not (a.limit_s > 0 and 0 <= a.delay_us <= 200_000):
             parser.error("--limit-s must be > 0 and --delay-us in [0, 200000]")
-        return mpi_scale.scale(a.limit_s, a.delay_us, shlex.split(a.longhaul_args))
+        try:
+            only = {mpi_scale.parse_case(c) for c in a.case} or None
+        except ValueError as e:
+            parser.error(str(e))
+        return mpi_scale.scale(a.limit_s, a.delay_us, shlex.split(a.longhaul_args), only)
     sizes = [2**k for k in range(21)]
     timed("osu_bcast 128 ranks x 21 sizes x 3 delays x 2 algorithms",
           lambda: [r for a in ("default", "hierarchical")

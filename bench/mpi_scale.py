@@ -142,7 +142,17 @@ def compile_longhaul() -> None:
     compileall.compile_dir(str(Path(longhaul.__file__).parent), quiet=1)
 
 
-def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
+def parse_case(text: str) -> tuple[str, int]:
+    """`WORKLOAD:RANKS` (e.g. `bcast:4096`) as one of CASES' points; ValueError naming the valid ones."""
+    valid = [f"{w}:{r}" for _, w, _, counts in CASES for r in counts]
+    workload, _, ranks = text.partition(":")
+    if text not in valid:
+        raise ValueError(f"--case {text!r}: not one of {', '.join(valid)}")
+    return workload, int(ranks)
+
+
+def scale(limit_s: float, delay_us: float, extra: list[str], only: set[tuple[str, int]] | None = None) -> None:
+    """Every case, or those in `only` (workload, ranks); growth exponents need the case's first count run."""
     compile_longhaul()
     print(f"longhaul: profile s1 (the default), one-way delay {delay_us:g} us, extra arguments: "
           f"{shlex.join(extra) or '(none)'}; limit {limit_s:g} s of CPU per case; {load()}")
@@ -171,6 +181,8 @@ def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
             first: tuple[Result, Result] | None = None
             cg_at_first = (0.0, CG_SIMULATED)
             for ranks in rank_counts:
+                if only is not None and (workload, ranks) not in only:
+                    continue
                 lh, rec = run_longhaul(longhaul_args(workload, size, ranks, delay_us, extra), limit_s)
                 if rec.get("compute_s") is not None:
                     cg = (rec["compute_s"] / rec["iterations"] * 1e6, rec["iterations_simulated"])
@@ -185,8 +197,9 @@ def scale(limit_s: float, delay_us: float, extra: list[str]) -> None:
                 if first is None:
                     first = (lh, sm)
                 r0 = rank_counts[0]
-                g_lh = growth(first[0].peak, lh.peak, r0, ranks, base_lh_bytes) if lh.peak else "-"
-                g_sm = growth(first[1].peak, sm.peak, r0, ranks, base_sm) if sm.peak else "-"
+                measured_r0 = only is None or (workload, r0) in only
+                g_lh = growth(first[0].peak, lh.peak, r0, ranks, base_lh_bytes) if lh.peak and measured_r0 else "-"
+                g_sm = growth(first[1].peak, sm.peak, r0, ranks, base_sm) if sm.peak and measured_r0 else "-"
                 print(row(label, ranks, lh, sm, g_lh, g_sm), flush=True)
     print(f"done; {load()}")
 
