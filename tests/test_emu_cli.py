@@ -170,9 +170,14 @@ def _wait_for_namespace(ns: str, timeout_s: float = 20) -> None:
     raise AssertionError(f"namespace {ns} never appeared")
 
 
+#: What the emulated hosts run: a duration nothing else on the machine sleeps for, so that looking for
+#: leftovers by command line (pgrep -f) finds only these (a developer's own `sleep 60` failed the check once).
+SLEEPER = "sleep 60.0417"
+
+
 def _start_controller(name: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "longhaul.cli", "emu", "run", "--name", name, "--hosts", "2",
-                             "--", "A: sleep 60", "::", "B: sleep 60"],
+                             "--", f"A: {SLEEPER}", "::", f"B: {SLEEPER}"],
                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -193,7 +198,7 @@ def test_kill_9_of_controller_and_reaper_then_clean_leaves_nothing(leaves_nothin
     assert {"name": "lhkill", "status": "removed"}.items() <= {k: v for r in recs for k, v in r.items()
                                                                if r["name"] == "lhkill"}.items()
     assert not os.path.exists("/run/longhaul-emu/lhkill")
-    assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).returncode == 1
+    assert subprocess.run(["pgrep", "-f", SLEEPER], capture_output=True).returncode == 1
 
 
 def test_clean_takes_a_killed_controller_not_yet_reaped_for_dead(leaves_nothing):
