@@ -12,7 +12,9 @@
 //! usage text (opensm 3.3.x, OFED 1.5, the S3 era); [IBA] InfiniBand Architecture Specification
 //! vol. 1 rel. 1.2.1 (C9-140/141: local ACK timeout 4.096 us x 2^n; retry count 3 bits, at most 7;
 //! 17.2.8 automatic path migration);
-//! [LUSTRE] the Lustre Operations Manual (lfs setstripe defaults).
+//! [LUSTRE] the Lustre Operations Manual (lfs setstripe defaults); [GPFSUG] gpfsug-discuss,
+//! 2013-06-14, "NSD threads" (a GPFS 3.4 site's default thread parameters and the active-thread
+//! formula of IBM's "GPFS R3.5 nsdMultipleQ and other enhancements" slides, slide 4).
 //!
 //! Rates are in MB/s with MB = 10^6 bytes, named `_MBps` as in the records.
 #![allow(non_snake_case)]
@@ -65,16 +67,32 @@ pub struct ServerParams {
     /// Server CPU per block request (us): receive, checksum-free copy into the NSD buffer,
     /// queue the disk I/O, send the reply. Assumed 50 us on one core (no published figure).
     pub request_cpu_us: f64,
-    /// Cores serving requests at once: GPFS 3.x runs NSD I/O on its worker threads; the
-    /// default nsdMaxWorkerThreads is 32 in 3.x ([GPFS3], as recalled, not re-read here) but
-    /// the CPU work runs on the node's cores: assumed 8 (two quad-core Xeons of 2010).
+    /// Cores serving requests at once: GPFS runs NSD I/O on its worker threads (below), but the
+    /// CPU work runs on the node's cores: assumed 8 (two quad-core Xeons of 2010).
     pub cores: u32,
-    /// Requests queued or in service per server before clients wait: the NSD queues times their
-    /// threads (nsdThreadsPerQueue x nsdMultiQueue; assumed 32 as the worker threads above).
-    pub nsd_workers: u32,
+    /// NSD worker threads per LUN the server serves. With the two bounds below, GPFS 3.4's
+    /// defaults (nsdThreadsPerDisk 3, nsdMinWorkerThreads 16, nsdMaxWorkerThreads 64, as a
+    /// GPFS 3.4 site lists them, [GPFSUG]); the threads active on a server are
+    /// max(min(nsdThreadsPerDisk x its NSDs, nsdMaxWorkerThreads), nsdMinWorkerThreads), the
+    /// formula of IBM's GPFS 3.5 nsdMultiQueue slides that the same post quotes. GPFS 3.5
+    /// replaced them with nsdThreadsPerQueue x nsdMultiQueue. Lustre's profile keeps them: its
+    /// OSS threads (ost_io) are not modelled apart.
+    pub nsd_threads_per_disk: u32,
+    /// Fewest NSD worker threads a server runs (nsdMinWorkerThreads, 16 in GPFS 3.4, [GPFSUG]).
+    pub nsd_min_worker_threads: u32,
+    /// Most NSD worker threads a server runs (nsdMaxWorkerThreads, 64 in GPFS 3.4, [GPFSUG]).
+    pub nsd_max_worker_threads: u32,
     /// What the server moves between its memory and its LUNs (MB/s): the storage path, e.g.
     /// two 8 Gb/s Fibre Channel ports (800 MB/s each, FC-PI-4) = 1600 MB/s. Assumed.
     pub storage_path_MBps: f64,
+}
+
+impl ServerParams {
+    /// Requests a server with `luns` LUNs serves at once (each on an NSD worker thread); the
+    /// others wait for a thread. 16 for the default 3 LUNs per server.
+    pub fn nsd_workers(&self, luns: u32) -> u32 {
+        (self.nsd_threads_per_disk * luns).min(self.nsd_max_worker_threads).max(self.nsd_min_worker_threads)
+    }
 }
 
 /// One LUN (an NSD or OST): a RAID group of disks behind a controller.
@@ -161,7 +179,14 @@ impl PfsParams {
     pub fn gpfs_2010() -> Self {
         PfsParams {
             client: ClientParams { threads: 6, pagepool_bytes: 64 << 20, dirty_fraction: 0.5, rpc_cpu_us: 20.0 },
-            server: ServerParams { request_cpu_us: 50.0, cores: 8, nsd_workers: 32, storage_path_MBps: 1600.0 },
+            server: ServerParams {
+                request_cpu_us: 50.0,
+                cores: 8,
+                nsd_threads_per_disk: 3,
+                nsd_min_worker_threads: 16,
+                nsd_max_worker_threads: 64,
+                storage_path_MBps: 1600.0,
+            },
             disk: DiskParams { data_disks: 8, parity_disks: 2, disk_MBps: 100.0, per_io_ms: 1.0 },
             fs: FileSystemParams {
                 variant: Variant::Gpfs,
@@ -237,5 +262,12 @@ mod tests {
         let f = PfsParams::gpfs_2010().failover;
         assert!((f.ack_timeout_s() - 0.067_108_864).abs() < 1e-9);
         assert!((f.retries_exhausted_s() - 8.0 * 0.067_108_864).abs() < 1e-9);
+    }
+
+    #[test]
+    fn nsd_worker_threads_follow_the_luns_between_gpfs_34s_bounds() {
+        let s = PfsParams::gpfs_2010().server;
+        let workers: Vec<u32> = [1, 3, 5, 6, 10, 21, 22, 64].iter().map(|&luns| s.nsd_workers(luns)).collect();
+        assert_eq!(workers, [16, 16, 16, 18, 30, 63, 64, 64]);
     }
 }

@@ -165,7 +165,7 @@ impl<'a> Model<'a> {
         for _ in 0..s {
             capacity.push(host);
             capacity.push(p.server.cores as f64 * block / (p.server.request_cpu_us * 1e-6));
-            capacity.push(p.server.nsd_workers as f64 * block / server_s);
+            capacity.push(p.server.nsd_workers(r.luns_per_server) as f64 * block / server_s);
             capacity.push(p.server.storage_path_MBps * 1e6);
         }
         let lun = capacity.len();

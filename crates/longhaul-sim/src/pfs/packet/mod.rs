@@ -256,7 +256,7 @@ impl<C: Channel> PfsApp<C> {
                 })
                 .collect(),
             lun_free: vec![0; luns as usize],
-            nsd_workers: p.server.nsd_workers,
+            nsd_workers: p.server.nsd_workers(r.luns_per_server),
             arrived: Vec::new(),
             client_bytes: vec![0; c],
             latency_us: Vec::new(),
