@@ -74,9 +74,9 @@ pub struct ServerParams {
     /// defaults (nsdThreadsPerDisk 3, nsdMinWorkerThreads 16, nsdMaxWorkerThreads 64, as a
     /// GPFS 3.4 site lists them, [GPFSUG]); the threads active on a server are
     /// max(min(nsdThreadsPerDisk x its NSDs, nsdMaxWorkerThreads), nsdMinWorkerThreads), the
-    /// formula of IBM's GPFS 3.5 nsdMultiQueue slides that the same post quotes. GPFS 3.5
-    /// replaced them with nsdThreadsPerQueue x nsdMultiQueue. Lustre's profile keeps them: its
-    /// OSS threads (ost_io) are not modelled apart.
+    /// formula of IBM's GPFS R3.5 nsdMultiQueue slides that the same post quotes (R3.5's
+    /// nsdThreadsPerQueue x nsdMultiQueue replaced them). Lustre's profile keeps them: its OSS
+    /// threads (ost_io) are not modelled apart.
     pub nsd_threads_per_disk: u32,
     /// Fewest NSD worker threads a server runs (nsdMinWorkerThreads, 16 in GPFS 3.4, [GPFSUG]).
     pub nsd_min_worker_threads: u32,
