@@ -74,24 +74,20 @@ pub fn run<M: Model>(model: &mut M, q: &mut EventQueue<M::Event>, until: Time) -
             return Stop::Cancelled;
         }
         let queued = q.peek();
-        match model.held() {
-            Some((place, ev)) if queued.is_none_or(|p| place < p) => {
-                if place.at() > until {
-                    return Stop::TimeLimit;
-                }
+        // The held event goes first unless a queued one comes before it.
+        let held = model.held().filter(|&(place, _)| queued.is_none_or(|p| place < p));
+        let Some(next) = held.map(|(place, _)| place).or(queued) else { return Stop::Idle };
+        if next.at() > until {
+            return Stop::TimeLimit;
+        }
+        let (now, ev) = match held {
+            Some((place, ev)) => {
                 q.advance(place);
                 model.take_held();
-                model.handle(place.at(), ev, q);
+                (place.at(), ev)
             }
-            _ => {
-                match queued {
-                    None => return Stop::Idle,
-                    Some(p) if p.at() > until => return Stop::TimeLimit,
-                    _ => {}
-                }
-                let (now, ev) = q.pop().expect("peeked");
-                model.handle(now, ev, q);
-            }
-        }
+            None => q.pop().expect("peeked"),
+        };
+        model.handle(now, ev, q);
     }
 }
