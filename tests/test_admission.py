@@ -25,6 +25,13 @@ def _one_line(capsys) -> str:
      ["the NAS skeletons (4096 ranks"]),
     (["sweep", "mpi", "--grid", '{"osu": [{"bench": "alltoall", "size_bytes": 8}], "nodes": [2, 2048]}',
       "--max-memory", "4G"], ["the grid (its largest point 4096 ranks"]),
+    # At the flow level a queue pair is a few counters: 128 B a pair of ranks bounds it, not 256.
+    (["sim", "mpi", "osu", "--bench", "alltoall", "--nodes", "2048", "--sizes", "64K", "--network", "fluid",
+      "--max-memory", "2G"], ["osu_alltoall (4096 ranks, 1 point(s) at once) would need an estimated 2.3G"]),
+    (["sim", "mpi", "osu", "--bench", "alltoall", "--nodes", "2048", "--sizes", "64K", "--network", "packet",
+      "--max-memory", "2G"], ["osu_alltoall (4096 ranks, 1 point(s) at once) would need an estimated 4.3G"]),
+    (["sweep", "mpi", "--grid", '{"osu": [{"bench": "alltoall", "size_bytes": 8}], "nodes": [2048], "network": ["fluid"]}',
+      "--max-memory", "2G"], ["largest point 4096 ranks, 1 point(s) at once) would need an estimated 2.3G"]),
     (["sim", "mpi", "osu", "--bench", "latency", "--max-memory", "8x"], ["--max-memory: '8x' is not a size"]),
     (["sim", "mpi", "osu", "--bench", "latency", "--max-memory", "1M"], ["--max-memory: 1M is below 64M"]),
 ])
@@ -65,6 +72,8 @@ def test_the_estimate_grows_with_ranks_squared_only_where_every_pair_connects():
     assert admission.mpi_scenario_ranks({"cluster": {"nodes": 8}, "osu": {"bench": "bcast"}}) == (16, "other")
     assert admission.mpi_scenario_ranks({"cluster": {"nodes": 8}, "app": {"name": "ft"}}) == (16, "alltoall")
     assert admission.mpi_scenario_ranks({"cluster": {}, "trace": {"text": "ranks 300\n"}}) == (300, "trace")
+    assert admission.mpi_scenario_network({"mpi": {"network": "fluid"}}) == "fluid"
+    assert admission.mpi_scenario_network({"cluster": {}}) is None
     assert admission.trace_ranks("ranks ٣\n") == 0   # not a number: the core names the problem
 
 

@@ -40,6 +40,14 @@ before), alltoall 64K at R=256 43 (58), bcast 1K at R=2048 57 (121), a 1,024-ran
 allreduce, alltoall and barrier 51 (279). Points simulated at once (``--workers``) each take their
 own. At R = 4,096 this gives 4.3 GiB for alltoall (8.3 GiB before the parking, 20 GB before the
 per-pair state was cut) and 448 MiB for the others.
+
+At the flow level (``network = fluid``) a queue pair is a few counters (32 B) instead of the
+adapter's state, and nothing is on the wire as packets: osu alltoall 1K at R=1024 185 MB against
+the packet level's 269 MB (2026-12-07, same machine and command with ``--network fluid``), 89 B
+per ordered pair ((185 - 28 - 64) MB over 1024^2); osu alltoall 64K at R=4096 levelled off at 1.65
+GB (bench/results/mpi_bench.md), 81 B per pair. Rounded up to 128 B: 2.3 GiB at R=4096 all told. ``auto``
+is counted as the packet level (it runs packets up to 256 ranks, and the packet bound covers
+both).
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ BASE_BYTES = 64 * MiB
 MPI_RANK_BYTES = 64 * 1024
 #: per ordered rank pair, by kind (see above): every pair connected (parked when idle); a trace; the rest
 MPI_PAIR_BYTES = {"alltoall": 256, "trace": 8, "other": 8}
+#: the same at the flow level (``network = fluid``; see above)
+MPI_PAIR_BYTES_FLUID = {"alltoall": 128, "trace": 8, "other": 8}
 #: the share of MemAvailable a job may take by default
 DEFAULT_SHARE = 0.8
 
@@ -96,15 +106,16 @@ def limit_bytes(text: str | None) -> tuple[int | None, str]:
     return int(available * DEFAULT_SHARE), f"80% of the {size_text(available)} available now; --max-memory raises it"
 
 
-def mpi_point_bytes(ranks: int, kind: str) -> int:
+def mpi_point_bytes(ranks: int, kind: str, network: str | None = None) -> int:
     """Estimated memory of simulating one MPI point of ``ranks`` ranks (without ``BASE_BYTES``);
-    ``kind``: a key of ``MPI_PAIR_BYTES``."""
-    return ranks * MPI_RANK_BYTES + ranks * ranks * MPI_PAIR_BYTES[kind]
+    ``kind``: a key of ``MPI_PAIR_BYTES``; ``network``: the scenario's (None: the default, packet)."""
+    per_pair = (MPI_PAIR_BYTES_FLUID if network == "fluid" else MPI_PAIR_BYTES)[kind]
+    return ranks * MPI_RANK_BYTES + ranks * ranks * per_pair
 
 
-def mpi_bytes(ranks: int, kind: str, at_once: int = 1) -> int:
+def mpi_bytes(ranks: int, kind: str, at_once: int = 1, network: str | None = None) -> int:
     """Estimated peak memory of simulating ``at_once`` MPI points of ``ranks`` ranks each."""
-    return BASE_BYTES + max(at_once, 1) * mpi_point_bytes(ranks, kind)
+    return BASE_BYTES + max(at_once, 1) * mpi_point_bytes(ranks, kind, network)
 
 
 #: NAS skeletons that run an alltoall (every pair of ranks connects)
@@ -130,6 +141,12 @@ def trace_ranks(text: str) -> int:
             ok = len(words) == 2 and words[0] == "ranks" and words[1].isascii() and words[1].isdigit()
             return int(words[1]) if ok else 0
     return 0
+
+
+def mpi_scenario_network(sc: dict) -> str | None:
+    """The ``network`` an MPI scenario asks for (None: the default)."""
+    network = (sc.get("mpi") or {}).get("network")
+    return network if isinstance(network, str) else None
 
 
 def mpi_scenario_ranks(sc: dict) -> tuple[int, str]:

@@ -98,8 +98,8 @@ def _table_columns(model: str, records: list[dict], points: list[dict]) -> list[
 
 def _admit_mpi(scenarios: list[dict], args) -> None:
     """Refuse an MPI grid whose largest points, simulated --workers at a time, would not fit in memory."""
-    jobs = [admission.mpi_scenario_ranks(sc) for sc in scenarios]
-    sizes = sorted((admission.mpi_point_bytes(ranks, kind), ranks) for ranks, kind in jobs
+    jobs = [(*admission.mpi_scenario_ranks(sc), admission.mpi_scenario_network(sc)) for sc in scenarios]
+    sizes = sorted((admission.mpi_point_bytes(ranks, kind, network), ranks) for ranks, kind, network in jobs
                    if ranks <= admission.MAX_MPI_RANKS)  # more is the core's to refuse
     at_once = admission.at_once(len(scenarios), args.workers if args.executor != "serial" else 1)
     largest = sizes[-at_once:]

@@ -325,7 +325,7 @@ def _admit(args: argparse.Namespace, ranks: int, points: int, kind: str, what: s
     """Refuse a job whose memory estimate (``admission.mpi_bytes``) is over --max-memory, before it starts."""
     if ranks <= admission.MAX_MPI_RANKS:  # more is the core's to refuse, with its own message
         at_once = admission.at_once(points, args.workers)
-        admission.admit(admission.mpi_bytes(ranks, kind, at_once), args.max_memory,
+        admission.admit(admission.mpi_bytes(ranks, kind, at_once, args.network), args.max_memory,
                         f"{what} ({ranks} ranks, {at_once} point(s) at once)", _FEWER)
 
 
