@@ -4,7 +4,11 @@ Peak resident set: the largest VmHWM of any process of the tree, and at the end 
 ru_maxrss (which covers the reaped descendants too). Peak proportional set size: the largest
 sum over the tree's processes of the Pss of /proc/PID/smaps_rollup, sampled every
 `interval_s` (shared pages count once in all, split between the processes mapping them; a
-short peak between two samples can be missed, so it is a lower bound). A command whose processes
+short peak between two samples can be missed, so it is a lower bound). A sample of a process with
+many mappings costs (the kernel walks them all: SMPI at 4,096 ranks maps thousands, and sampling it
+every 50 ms took 40-65% of a core on 2026-12-07, a share of a 2-core machine's wall time the
+measured command then did not have), so the sampler waits at least 9 times as long as its last
+sample took: at most a tenth of a core. A command whose processes
 have used more than `limit_s` of CPU time (user + system, so that other jobs on a shared machine
 do not stop it early), or that has run for 4 x `limit_s` of wall time, is stopped (its whole
 process group) and its peaks so far are returned.
@@ -75,6 +79,7 @@ def run(cmd: list[str], limit_s: float, interval_s: float = 0.05) -> Peak:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
         rss = pss = 0
+        sampled_s = 0.0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
@@ -87,12 +92,14 @@ def run(cmd: list[str], limit_s: float, interval_s: float = 0.05) -> Peak:
                 out.seek(0)
                 cpu = usage.ru_utime + usage.ru_stime
                 return Peak(wall, cpu, max(rss, usage.ru_maxrss * 1024), pss, True, out.read().decode())
+            sample_t = time.perf_counter()
             tree = _tree(proc.pid)
             cpu = sum(_cpu_s(p) for p in tree)
             rss = max(rss, *(_kb(f"/proc/{p}/status", "VmHWM:") * 1024 for p in tree))
             pss = max(pss, sum(_kb(f"/proc/{p}/smaps_rollup", "Pss:") * 1024 for p in tree))
+            sampled_s = time.perf_counter() - sample_t
             if cpu > limit_s or time.perf_counter() - t > 4 * limit_s:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 return Peak(time.perf_counter() - t, cpu, rss, pss, False, "")
-            time.sleep(interval_s)
+            time.sleep(max(interval_s, 9 * sampled_s))
