@@ -33,5 +33,8 @@ def run_pfs_migrate(scenario_json: str, validate_only: bool = False) -> str:
 def cancel_runs(on: bool) -> None:
     """Cancel every simulation running in this process, and any started until called with False."""
 
+def runs_progress() -> float:
+    """The shares done (0 to 1 each) of the simulations running in this process that can tell (MPI jobs), summed."""
+
 def names() -> dict[str, list[str]]:
     """The names each name-valued scenario key accepts ("verbs.transport", "mpi.osu.bench", ...)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
 FORMATS = ("table", "csv", "json")
@@ -77,8 +78,17 @@ def emit(records: Sequence[dict], fmt: str, columns: Sequence[str] | None = None
     Console(file=out, width=max(80, natural)).print(table)
 
 
-def progress(items: Iterable[T], total: int, description: str) -> Iterator[T]:
-    """Yield items while showing a bar on stderr when it is a terminal (silent otherwise)."""
+#: how often the bar adds the running points' shares done (``progress``'s ``partial``), seconds
+PARTIAL_REFRESH_S = 0.25
+
+
+def progress(items: Iterable[T], total: int, description: str,
+             partial: Callable[[], float] | None = None) -> Iterator[T]:
+    """Yield items while showing a bar on stderr when it is a terminal (silent otherwise).
+    ``partial``: the shares done of the items still being computed, summed, read every
+    ``PARTIAL_REFRESH_S`` and added to the items yielded, so that the bar and its time left move
+    while one point runs for minutes; the bar never moves back (a point's share leaves the sum
+    as it ends, a moment before it is yielded)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -89,6 +99,28 @@ def progress(items: Iterable[T], total: int, description: str) -> Iterator[T]:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)
-        for item in items:
-            yield item
-            bar.advance(task)
+        done = 0
+        shown = 0.0
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def show(extra: float) -> None:
+            nonlocal shown
+            with lock:
+                shown = max(shown, min(float(total), done + extra))
+                bar.update(task, completed=shown)
+
+        def refresh() -> None:
+            while partial is not None and not stop.wait(PARTIAL_REFRESH_S):
+                show(partial())
+
+        updater = threading.Thread(target=refresh, daemon=True)
+        updater.start()
+        try:
+            for item in items:
+                yield item
+                done += 1
+                show(0.0)
+        finally:
+            stop.set()
+            updater.join()

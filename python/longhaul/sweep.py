@@ -40,7 +40,7 @@ from longhaul import safeio, units
 from longhaul.errors import UserError
 from longhaul.output import progress
 from longhaul.results import Store, now_utc
-from longhaul.sim.core import cancel_on_interrupt
+from longhaul.sim.core import cancel_on_interrupt, runs_progress
 
 EXECUTORS = ("threads", "mpi", "serial")
 ENV_EXECUTOR = "LONGHAUL_EXECUTOR"
@@ -228,7 +228,8 @@ def _compute(fn: PointFn, scenarios: list[dict], todo: list[int], finish, execut
                 for i in todo:
                     t0s[i] = now_utc()
                     futures[pool.submit(fn, scenarios[i])] = i
-                for fut in progress(cf.as_completed(futures), total=len(futures), description=desc):
+                partial = runs_progress if executor == "threads" else None  # other processes' runs are not seen here
+                for fut in progress(cf.as_completed(futures), total=len(futures), description=desc, partial=partial):
                     i = futures[fut]
                     try:
                         records = fut.result()

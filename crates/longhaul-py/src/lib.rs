@@ -1,7 +1,7 @@
 //! Thin PyO3 binding: a scenario as JSON in, a record as JSON out. No logic lives here; bad
 //! input comes back as `ValueError` with the one-line message the CLI prints.
 
-use longhaul_sim::engine::{cancel_runs, runs_cancelled};
+use longhaul_sim::engine::{cancel_runs, runs_cancelled, runs_progress};
 use longhaul_sim::ScenarioError;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -24,6 +24,14 @@ fn finish(result: Result<String, ScenarioError>) -> PyResult<String> {
 #[pyo3(name = "cancel_runs")]
 fn cancel_runs_py(on: bool) {
     cancel_runs(on);
+}
+
+/// The shares done (0 to 1 each) of the simulations running in this process that can tell (MPI
+/// jobs), summed: read by the CLI's progress bar every quarter second while points run.
+#[pyfunction]
+#[pyo3(name = "runs_progress")]
+fn runs_progress_py() -> f64 {
+    runs_progress()
 }
 
 /// Validate and run one verbs scenario (JSON text); returns the record as JSON text.
@@ -135,6 +143,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_pfs, m)?)?;
     m.add_function(wrap_pyfunction!(run_pfs_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(cancel_runs_py, m)?)?;
+    m.add_function(wrap_pyfunction!(runs_progress_py, m)?)?;
     m.add_function(wrap_pyfunction!(names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -148,6 +148,10 @@ pub trait App<T: Transport> {
     /// Called before every event is handled, with its time (a sampler closing intervals).
     #[inline(always)]
     fn before_event(&mut self, _now: Time, _net: &mut T) {}
+    /// How much of its work is done, from 0 to 1, if it can tell ([`Model::progress`]).
+    fn progress(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The fabric, the transport and the application, and what settles between them.
@@ -270,6 +274,10 @@ impl<T: Transport, A: App<T>> Model for World<T, A> {
 
     fn finished(&self) -> bool {
         self.app.done() && !self.draining
+    }
+
+    fn progress(&self) -> Option<f64> {
+        self.app.progress()
     }
 
     #[inline(always)]

@@ -109,6 +109,16 @@ def names(key: str) -> tuple[str, ...]:
     return _all_names()[key]
 
 
+def runs_progress() -> float:
+    """The shares done of the simulations running in the core (0 to 1 each, summed; 0 when the
+    core is not built): what a progress bar adds to the points finished while one takes minutes."""
+    try:
+        from longhaul import _core
+    except ImportError:
+        return 0.0
+    return _core.runs_progress()
+
+
 def on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -182,5 +192,5 @@ def run_parallel(run: Callable[[dict], dict], validate: Callable[[dict], object]
     with ThreadPoolExecutor(max_workers=workers) as pool, cancel_on_interrupt():
         results: Iterable[dict] = pool.map(run, scenarios)
         if show_progress:
-            results = progress(results, len(scenarios), description)
+            results = progress(results, len(scenarios), description, partial=runs_progress)
         return list(results)

@@ -7,7 +7,7 @@ pub mod queue;
 pub mod rng;
 pub mod time;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 pub use queue::{EventQueue, Place};
 pub use rng::RngStream;
@@ -32,6 +32,11 @@ pub trait Model {
     /// The held event is being handled: the model no longer holds it.
     #[inline(always)]
     fn take_held(&mut self) {}
+    /// How much of its work is done, from 0 to 1, if it can tell (an MPI job: the steps of its
+    /// ranks' programs played): read at each look at [`runs_cancelled`] for [`runs_progress`].
+    fn progress(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Why a run stopped.
@@ -63,15 +68,48 @@ pub fn runs_cancelled() -> bool {
     CANCEL.load(Ordering::Relaxed)
 }
 
+/// The share done of every run in progress in the process that reports one, summed, in
+/// millionths: a point can take minutes, and the caller's progress bar would not move otherwise.
+static PROGRESS_PPM: AtomicI64 = AtomicI64::new(0);
+
+/// The shares of their work done (0 to 1 each) of the runs in progress in this process whose
+/// model tells ([`Model::progress`]), summed: what a progress bar adds to the points finished.
+pub fn runs_progress() -> f64 {
+    PROGRESS_PPM.load(Ordering::Relaxed).max(0) as f64 / 1e6
+}
+
+/// One run's part of [`PROGRESS_PPM`], taken back when the run returns (however it returns).
+struct ProgressShare(i64);
+
+impl ProgressShare {
+    fn set(&mut self, done: f64) {
+        let ppm = (done.clamp(0.0, 1.0) * 1e6) as i64;
+        PROGRESS_PPM.fetch_add(ppm - self.0, Ordering::Relaxed);
+        self.0 = ppm;
+    }
+}
+
+impl Drop for ProgressShare {
+    fn drop(&mut self) {
+        PROGRESS_PPM.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
 /// Run `model` until it is finished, nothing is pending, simulated time passes `until`, or runs
 /// are cancelled.
 pub fn run<M: Model>(model: &mut M, q: &mut EventQueue<M::Event>, until: Time) -> Stop {
+    let mut share = ProgressShare(0);
     loop {
         if model.finished() {
             return Stop::Finished;
         }
-        if q.events_handled() % CANCEL_CHECK_EVENTS == 0 && runs_cancelled() {
-            return Stop::Cancelled;
+        if q.events_handled() % CANCEL_CHECK_EVENTS == 0 {
+            if runs_cancelled() {
+                return Stop::Cancelled;
+            }
+            if let Some(done) = model.progress() {
+                share.set(done);
+            }
         }
         let queued = q.peek();
         // The held event goes first unless a queued one comes before it.

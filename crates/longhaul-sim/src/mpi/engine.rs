@@ -213,6 +213,10 @@ pub struct Mpi<C> {
     /// Why the run was aborted (the library gave up), if it was.
     pub failure: Option<String>,
     unfinished: usize,
+    /// The steps of every rank's program played so far and in all (an action is one, a
+    /// `Rounds` one more per round): how far the job is, for the caller's progress bar.
+    steps_done: u64,
+    steps_total: u64,
 }
 
 impl<C: Channel> Mpi<C> {
@@ -228,6 +232,8 @@ impl<C: Channel> Mpi<C> {
     ) -> Self {
         let n = layout.ranks() as usize;
         let call_cost = from_ns(call_ns);
+        let steps = |a: &Action| 1 + if let Action::Rounds(p) = a { p.rounds() as u64 } else { 0 };
+        let steps_total = progs.repeat * progs.ranks.iter().flatten().map(steps).sum::<u64>();
         let mut local_ranks = vec![0u32; 2 * layout.nodes_per_cluster as usize];
         for &nd in &layout.node {
             local_ranks[nd as usize] += 1;
@@ -253,7 +259,16 @@ impl<C: Channel> Mpi<C> {
             ch,
             failure: None,
             unfinished: n,
+            steps_done: 0,
+            steps_total,
         }
+    }
+
+    /// Rank `r` has played one more step of its program: an action, or a round of `Rounds`.
+    #[inline(always)]
+    fn step(&mut self, r: usize) -> &mut RankState {
+        self.steps_done += 1;
+        &mut self.ranks[r]
     }
 
     /// Occupy rank `r`'s CPU for `cost` from `t` (or when it is free); returns the end.
@@ -321,7 +336,7 @@ impl<C: Channel> Mpi<C> {
                     self.ranks[ri].round_done = t;
                     self.post_all(cx, r, t, (sends, recvs), false);
                     if self.ranks[ri].pending > 0 {
-                        self.ranks[ri].pc += 1;
+                        self.step(ri).pc += 1;
                         self.ranks[ri].blocked = true;
                         return;
                     }
@@ -334,7 +349,7 @@ impl<C: Channel> Mpi<C> {
                         sends.clear();
                         recvs.clear();
                         pattern.fill(self.ranks[ri].sub, false, &mut sends, &mut recvs);
-                        self.ranks[ri].sub += 1;
+                        self.step(ri).sub += 1;
                         self.ranks[ri].pending = (sends.len() + recvs.len()) as u32;
                         self.ranks[ri].round_done = t;
                         self.post_all(cx, r, t, (&sends, &recvs), false);
@@ -343,7 +358,7 @@ impl<C: Channel> Mpi<C> {
                             // As after a `Round`: resume with the next round, or the next action.
                             if self.ranks[ri].sub == pattern.rounds() {
                                 self.ranks[ri].sub = 0;
-                                self.ranks[ri].pc += 1;
+                                self.step(ri).pc += 1;
                             }
                             self.ranks[ri].blocked = true;
                             return;
@@ -358,14 +373,14 @@ impl<C: Channel> Mpi<C> {
                 }
                 Action::WaitAll => {
                     if self.ranks[ri].detached > 0 {
-                        self.ranks[ri].pc += 1;
+                        self.step(ri).pc += 1;
                         self.ranks[ri].blocked = true;
                         return;
                     }
                     t = t.max(self.ranks[ri].detached_done);
                 }
             }
-            self.ranks[ri].pc += 1;
+            self.step(ri).pc += 1;
         }
         if !self.ranks[ri].finished {
             self.ranks[ri].finished = true;
@@ -530,5 +545,9 @@ impl<C: Channel> App<C::Net> for Mpi<C> {
 
     fn done(&self) -> bool {
         self.finished()
+    }
+
+    fn progress(&self) -> Option<f64> {
+        Some(if self.steps_total == 0 { 1.0 } else { self.steps_done as f64 / self.steps_total as f64 })
     }
 }

@@ -42,7 +42,7 @@ use crate::record::PathColumns;
 use crate::scenario::{in_range_f, Resolved, ScenarioError, TransportName};
 use crate::tcp::hosts::TcpHosts;
 use crate::tcp::TcpPacket;
-use crate::world::{TimerPolicy, World};
+use crate::world::{App, TimerPolicy, World};
 use crate::{tcp, topology};
 use collectives::AlgoChoice;
 use engine::{Channel, Mpi, MpiStats};
@@ -253,6 +253,9 @@ impl Outcome {
             f.clone()
         } else if let Some(t) = trouble {
             t.to_string()
+        } else if stop == Stop::Finished && mpi.progress() != Some(1.0) {
+            // Every rank played its program to the end: each step was counted (progress).
+            "invariant broken: the programs ended with steps not counted".to_string()
         } else if stop == Stop::Finished {
             "ok".to_string()
         } else {
