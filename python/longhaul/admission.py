@@ -65,8 +65,8 @@ BASE_BYTES = 64 * MiB
 MPI_RANK_BYTES = 64 * 1024
 #: per ordered rank pair, by kind (see above): every pair connected (parked when idle); a trace; the rest
 MPI_PAIR_BYTES = {"alltoall": 256, "trace": 8, "other": 8}
-#: the same at the flow level (``network = fluid``; see above)
-MPI_PAIR_BYTES_FLUID = {"alltoall": 128, "trace": 8, "other": 8}
+#: an alltoall's pair at the flow level (``network = fluid``; see above); the other kinds are as above
+MPI_ALLTOALL_PAIR_BYTES_FLUID = 128
 #: the share of MemAvailable a job may take by default
 DEFAULT_SHARE = 0.8
 
@@ -109,7 +109,7 @@ def limit_bytes(text: str | None) -> tuple[int | None, str]:
 def mpi_point_bytes(ranks: int, kind: str, network: str | None = None) -> int:
     """Estimated memory of simulating one MPI point of ``ranks`` ranks (without ``BASE_BYTES``);
     ``kind``: a key of ``MPI_PAIR_BYTES``; ``network``: the scenario's (None: the default, packet)."""
-    per_pair = (MPI_PAIR_BYTES_FLUID if network == "fluid" else MPI_PAIR_BYTES)[kind]
+    per_pair = MPI_ALLTOALL_PAIR_BYTES_FLUID if network == "fluid" and kind == "alltoall" else MPI_PAIR_BYTES[kind]
     return ranks * MPI_RANK_BYTES + ranks * ranks * per_pair
 
 

@@ -110,12 +110,13 @@ def progress(items: Iterable[T], total: int, description: str,
                 shown = max(shown, min(float(total), done + extra))
                 bar.update(task, completed=shown)
 
-        def refresh() -> None:
-            while partial is not None and not stop.wait(PARTIAL_REFRESH_S):
+        def refresh(partial: Callable[[], float]) -> None:
+            while not stop.wait(PARTIAL_REFRESH_S):
                 show(partial())
 
-        updater = threading.Thread(target=refresh, daemon=True)
-        updater.start()
+        updater = None if partial is None else threading.Thread(target=refresh, args=(partial,), daemon=True)
+        if updater is not None:
+            updater.start()
         try:
             for item in items:
                 yield item
@@ -123,4 +124,5 @@ def progress(items: Iterable[T], total: int, description: str,
                 show(0.0)
         finally:
             stop.set()
-            updater.join()
+            if updater is not None:
+                updater.join()
