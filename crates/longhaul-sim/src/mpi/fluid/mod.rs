@@ -28,7 +28,8 @@
 //!   bandwidth-delay product.
 //! - RC completes a send when its ACK is back: a one-packet message from the responder, which
 //!   its send engine takes ahead of the data it has yet to send (as the adapter sends ACKs
-//!   first), once the last packet is through the receive engine.
+//!   first), once the last packet is through the receive engine; at that instant, as an event
+//!   for a flow, so that the responder's own work posted before then goes first.
 //!
 //! Left out (see docs/models/mpi.md, "Flow-level mode"): packet loss and retransmission, the
 //! ports' queues and the per-packet interleaving of queue pairs (flows share rates instead, and
@@ -137,6 +138,9 @@ enum Pending {
     Kick(u32),
     /// A one-packet message is at a port where paths join.
     Hop(Hopping),
+    /// The last packet of this queue pair's send or write (a flow) is through the far receive
+    /// engine now.
+    Arrive(u32, Wqe),
 }
 
 /// The flow level's timers.
@@ -303,6 +307,9 @@ impl FluidIb {
         let rx = self.paths.params.rx_pkt;
         let received = self.occupancy.take(rx_engine, m.at.tail, rx) + rx;
         match m.what {
+            // Its last port is a leaf switch's (every host hangs off one: `topology::build`),
+            // taken at its turn, so the far host's ACK takes its engine within a hop's latency
+            // of the events handled; a flow's far end needs an event (`flow_ended`).
             Carried::Send(qp, w) => self.arrived(qp, w, received),
             Carried::ReadRequest(qp, w) => self.later(received, Pending::Serve(qp, w)),
             Carried::ReadResponse(qp, w) => self.read_done(qp, w, received),
@@ -442,7 +449,10 @@ impl FluidIb {
             let q = &mut self.qps[f.qp as usize];
             q.streaming = false;
             (q.free_at, q.wire_free) = (handed, now);
-            self.arrived(f.qp, f.wqe, received);
+            // Its far end at its time: the far host's ACK would otherwise take its send engine
+            // up to the path's latency (1 ms over the long-haul link) ahead of the events
+            // handled, and the work that host posts meanwhile would wait behind it.
+            self.later(received, Pending::Arrive(f.qp, f.wqe));
             self.try_start(f.qp, now, handed);
         }
     }
@@ -567,6 +577,7 @@ impl crate::transport::Transport for FluidIb {
                     Pending::Hop(m) => {
                         self.walk(m, true);
                     }
+                    Pending::Arrive(qp, w) => self.arrived(qp, w, now),
                 }
             }
         }
