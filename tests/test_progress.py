@@ -11,7 +11,7 @@ import pytest
 import rich.console
 import rich.progress
 
-from longhaul import _core, output
+from longhaul import _core, output, sweep
 from longhaul.sim import mpi
 
 
@@ -63,3 +63,12 @@ def test_the_bar_adds_the_running_shares_and_never_moves_back(terminal_bar):
     assert terminal_bar == sorted(terminal_bar), terminal_bar
     assert any(0 < v < 1 for v in terminal_bar), "the running point's share was not shown"
     assert terminal_bar[-1] == 2 and max(terminal_bar) <= 2
+
+
+@pytest.mark.parametrize("executor", ["serial", "threads"])
+def test_a_sweep_of_one_long_point_moves_its_bar_while_the_point_runs(terminal_bar, executor):
+    point = mpi.scenario(osu={"bench": "bcast", "size_bytes": 1 << 20, "iterations": 1}, nodes=256, network="fluid")
+    res = sweep.run(lambda sc: [mpi.run(sc)], [point], kind="mpi", executor=executor, workers=1)
+    assert res.records[0]["status"] == "ok"
+    assert any(0 < v < 1 for v in terminal_bar), terminal_bar
+    assert terminal_bar == sorted(terminal_bar) and terminal_bar[-1] == 1

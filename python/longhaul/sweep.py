@@ -216,7 +216,9 @@ def _compute(fn: PointFn, scenarios: list[dict], todo: list[int], finish, execut
     once the others have ended), or None."""
     first_error: BaseException | None = None
     if executor == "serial" or not todo:
-        for i in progress(iter(todo), total=len(todo), description=desc):
+        # The point runs in this thread, and the core (which lets go of the GIL while it runs)
+        # reports its share done.
+        for i in progress(iter(todo), total=len(todo), description=desc, partial=runs_progress):
             t0 = now_utc()
             finish(i, fn(scenarios[i]), t0)
     else:
