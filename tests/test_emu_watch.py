@@ -56,6 +56,21 @@ def test_emu_run_stops_when_its_data_plane_dies_or_stalls(how, sig, leaves_nothi
     assert name not in netns_and_links()[0] and not Path(f"/run/longhaul-emu/{name}").exists()
 
 
+def test_a_data_plane_that_dies_while_the_hosts_are_set_up_is_one_line(tmp_path, leaves_nothing):
+    # It said ready and went, taking its TUN device: the next `ip ... link set wan0 up` failed, and that
+    # was a CommandFailed traceback (exit 1) instead of the death (CI on 93ed415 caught the real data
+    # plane killed between the two sides' set-up).
+    fake = tmp_path / "fakewan"
+    fake.write_text("#!/bin/sh\necho ready\nexit 0\n")
+    fake.chmod(0o755)
+    p = subprocess.run([sys.executable, "-m", "longhaul.cli", "emu", "run", "--name", "lhwsetup", "--", "A: true"],
+                       capture_output=True, text=True, timeout=60, env={**ENV, "LONGHAUL_WAN": str(fake)})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith(
+        "longhaul: error: the emulator's data plane (pid ") and "died during the run (it exited with status 0)" in \
+        p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert "lhwsetup" not in netns_and_links()[0] and not Path("/run/longhaul-emu/lhwsetup").exists()
+
+
 def test_bench_tcp_whose_data_plane_dies_stores_nothing(tmp_path, leaves_nothing):
     store = tmp_path / "store"
     ctl = _start("bench", "tcp", "--name", "lhwbench", "--delay-us", "1000", "--rate-gbps", "1",

@@ -143,14 +143,29 @@ class Emulator:
             self._start_reaper(run_state)
             self._create_namespaces()
             self._start_dataplane(binary, run_state)
-            self._configure_hosts()
-            if self.management:
-                self._create_management()
+            try:
+                self._configure_hosts()
+                if self.management:
+                    self._create_management()
+            except (system.CommandFailed, UserError):
+                died = self._died_during_setup()
+                if died is not None:   # a device it owned went with it: say that, not what `ip` said
+                    raise died from None
+                raise
             self._start_watch()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _died_during_setup(self) -> DataPlaneFailed | None:
+        """Why a set-up command failed, if the data plane died under it (its TUN devices go with it)."""
+        assert self.dataplane is not None   # started
+        try:   # it closes its devices just before it can be reaped
+            self.dataplane.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+        return self._verdict()
 
     def __exit__(self, *exc) -> None:
         self.close()
