@@ -206,6 +206,12 @@ impl Paths {
         for &h in &hosts {
             let port = fabric.host_port(h);
             up[h as usize] = (port, fabric.ports[fabric.ports[port as usize].peer as usize].node);
+            // `FluidIb::walk` takes a one-packet message's last port at its turn (paths join
+            // there), so the far host's ACK never takes its engine ahead of the events handled.
+            assert!(
+                fabric.nodes[up[h as usize].1 as usize].kind == NodeKind::Switch,
+                "the flow level needs every host on a switch port (`topology::build`)"
+            );
             down[h as usize] = fabric.ports[port as usize].peer;
             let base = n_ports as usize + 2 * h as usize;
             capacity[base] = mtu as f64 * S as f64 / params.tx_packet(mtu).max(1) as f64;
