@@ -22,8 +22,66 @@ def _bw(size: int, delay_us: float = 0.0, quiet: bool = True, **params) -> float
     return mpi.osu_sweep("bw", [size], [delay_us], show_progress=not quiet, **params)[0]["bw_MBps"]
 
 
+#: A scenario a check runs: what it is, the scenario, the record column the check reads.
+Case = tuple[str, dict, str]
+NAS_APPS = ("is", "ft", "cg")
+
+
+def bw_peak_cases(p: dict) -> list[Case]:
+    return [(f"osu_bw {s >> 20} MiB, 0 us", mpi.scenario(osu={"bench": "bw", "size_bytes": s}, delay_us=0.0),
+             "bw_MBps") for s in (1 << 20, 4 << 20)]
+
+
+def threshold_cases(p: dict) -> list[Case]:
+    d = p["delay_us"]
+    return [(f"osu_bw 8 KiB at {d:g} us, threshold {t >> 10} KiB",
+             mpi.scenario(osu={"bench": "bw", "size_bytes": 8192}, delay_us=d, eager_threshold_bytes=t), "bw_MBps")
+            for t in (8192, 65536)]
+
+
+def multipair_cases(p: dict) -> list[Case]:
+    d = p["delay_us"]
+    return [(f"osu_mbw_mr 8 B at {d:g} us, {n} pair{'s' if n > 1 else ''}",
+             mpi.scenario(osu={"bench": "mbw_mr", "size_bytes": 8, "pairs": n}, delay_us=d), "msg_rate_Mps")
+            for n in (1, p["pairs"])]
+
+
+def bcast_cases(p: dict) -> list[Case]:
+    return [(f"bcast 128 KiB, 128 ranks, {a}, {d:g} us",
+             mpi.scenario(osu={"bench": "bcast", "size_bytes": 131072}, delay_us=d, algo=a, nodes=32, ppn=2,
+                          placement="block"), "lat_us")
+            for d in p["delays_us"] for a in ("default", "hierarchical")]
+
+
+def nas_cases(p: dict) -> list[Case]:
+    return [(f"NAS {app.upper()} class B, 64 ranks, {d:g} us",
+             mpi.scenario(app={"name": app, "class": "B"}, delay_us=d, nodes=16, ppn=2), "run_time_s")
+            for app in NAS_APPS for d in (0.0, 1000.0)]
+
+
+#: The scenarios of each S1 point's check, as the check runs them (``bench/mpi_fluid_s1.py`` runs
+#: the same at both network levels).
+S1_CASES: dict[str, Callable[[dict], list[Case]]] = {
+    "S1-mpi-bw-peak": bw_peak_cases,
+    "S1-mpi-rndv-threshold-tuning": threshold_cases,
+    "S1-mpi-multipair": multipair_cases,
+    "S1-mpi-bcast-hierarchical": bcast_cases,
+    "S1-nas-tolerance": nas_cases,
+}
+
+
+def s1_cases(points: dict[str, dict]) -> list[Case]:
+    """Every scenario the S1 MPI and NAS checks run, with the parameters of their ``points``
+    (``longhaul.validation.points()``)."""
+    return [case for pid, cases in S1_CASES.items() for case in cases(points[pid])]
+
+
+def _run(cases: list[Case], quiet: bool) -> list[dict]:
+    return mpi.run_many([sc for _, sc, _ in cases], show_progress=not quiet)
+
+
 def check_bw_peak(p: dict, quiet: bool = True) -> dict:
-    recs = mpi.osu_sweep("bw", [1 << 20, 4 << 20], [0.0], show_progress=not quiet)
+    recs = _run(bw_peak_cases(p), quiet)
     peak = max(r["bw_MBps"] for r in recs)
     err = (peak - p["value_MBps"]) / p["value_MBps"]
     return _row(p, p["value_MBps"], round(peak, 1), abs(err) <= p["tolerance"],
@@ -32,8 +90,7 @@ def check_bw_peak(p: dict, quiet: bool = True) -> dict:
 
 def check_threshold(p: dict, quiet: bool = True) -> dict:
     d = p["delay_us"]
-    recs = mpi.run_many([mpi.scenario(osu={"bench": "bw", "size_bytes": 8192}, delay_us=d, eager_threshold_bytes=t)
-                         for t in (8192, 65536)], show_progress=not quiet)
+    recs = _run(threshold_cases(p), quiet)
     old, new = recs[0]["bw_MBps"], recs[1]["bw_MBps"]
     gain = 100.0 * (new / old - 1.0)
     lo, hi = p["range_pct"]
@@ -44,8 +101,7 @@ def check_threshold(p: dict, quiet: bool = True) -> dict:
 
 def check_multipair(p: dict, quiet: bool = True) -> dict:
     k = p["pairs"]
-    recs = mpi.run_many([mpi.scenario(osu={"bench": "mbw_mr", "size_bytes": 8, "pairs": n}, delay_us=p["delay_us"])
-                         for n in (1, k)], show_progress=not quiet)
+    recs = _run(multipair_cases(p), quiet)
     one, many = recs[0]["msg_rate_Mps"], recs[1]["msg_rate_Mps"]
     ratio = many / one
     return _row(p, f">= {p['at_least_times']}x with {k} pairs", f"{ratio:.2f}x", ratio >= p["at_least_times"],
@@ -53,9 +109,7 @@ def check_multipair(p: dict, quiet: bool = True) -> dict:
 
 
 def check_bcast(p: dict, quiet: bool = True) -> dict:
-    scs = [mpi.scenario(osu={"bench": "bcast", "size_bytes": 131072}, delay_us=d, nodes=32, ppn=2, placement="block",
-                        algo=a) for d in p["delays_us"] for a in ("default", "hierarchical")]
-    recs = mpi.run_many(scs, show_progress=not quiet)
+    recs = _run(bcast_cases(p), quiet)
     gains, parts = [], []
     for i, d in enumerate(p["delays_us"]):
         flat, hier = recs[2 * i]["lat_us"], recs[2 * i + 1]["lat_us"]
@@ -67,16 +121,16 @@ def check_bcast(p: dict, quiet: bool = True) -> dict:
 
 
 def check_nas(p: dict, quiet: bool = True) -> dict:
-    recs = mpi.app_sweep(["is", "ft", "cg"], "B", [0.0, 1000.0], nodes=16, ppn=2, show_progress=not quiet)
+    recs = _run(nas_cases(p), quiet)
     t = {(r["app"], r["delay_us"]): r["run_time_s"] for r in recs}
-    slow = {a: t[(a, 1000.0)] / t[(a, 0.0)] - 1.0 for a in ("is", "ft", "cg")}
+    slow = {a: t[(a, 1000.0)] / t[(a, 0.0)] - 1.0 for a in NAS_APPS}
     ok = (slow["is"] <= p["tolerant_within"] and slow["ft"] <= p["tolerant_within"]
           and slow["cg"] >= p["cg_slower_at_least"])
     share = {r["app"]: r["large_msg_share"] for r in recs if r["delay_us"] == 0.0}
     return _row(p, f"IS, FT within {p['tolerant_within']:.0%}; CG >= {p['cg_slower_at_least']:.0%} slower at 1000 us",
                 ", ".join(f"{a.upper()} {v:+.1%}" for a, v in slow.items()), ok,
                 "run time 0 -> 1000 us: " + "; ".join(f"{a.upper()} {t[(a, 0.0)]:.2f} -> {t[(a, 1000.0)]:.2f} s"
-                                                      for a in ("is", "ft", "cg"))
+                                                      for a in NAS_APPS)
                 + "; large-message byte share " + ", ".join(f"{a.upper()} {v:.0%}" for a, v in share.items()))
 
 
