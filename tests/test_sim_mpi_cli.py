@@ -436,6 +436,21 @@ def test_each_library_brings_its_own_protocol_and_today_s_profiles_default_to_mv
     assert "valid with openmpi-ucx: rc" in proc.stderr
 
 
+def test_a_long_message_is_one_read_under_ucx_and_4_mib_reads_under_mvapich2(cli):
+    """RDMA-read rendezvous across 1,000 km (10 ms round trip) on the ndr profile: MVAPICH2 reads a
+    64 MiB message in 4 MiB pieces (RDMA_MAX_RDMA_SIZE), so with the adapter's 16 reads outstanding at
+    most 64 MiB is in flight a round trip; UCX reads it in one (max_get_zcopy = the port's 1 GiB), so
+    osu_bw's window fills the link. Both modelled UCX as MVAPICH2 until 2026-12-08 (6.5 GB/s each)."""
+    def bw(lib):
+        return records(cli, "osu", "--bench", "bw", "--sizes", "64M", "--distance-km", "1000", "--profile", "ndr",
+                       "--mpi-library", lib, "--network", "fluid")[0]["bw_MBps"]
+
+    read_bound_MBps = 16 * (4 << 20) / 10.0e-3 / 1e6   # 16 reads of 4 MiB per 10 ms round trip: 6,711
+    mvapich, ucx = bw("mvapich2-2.3"), bw("openmpi-ucx")
+    assert 0.8 * read_bound_MBps < mvapich <= read_bound_MBps, mvapich
+    assert ucx > 4 * read_bound_MBps, ucx
+
+
 def test_help_gives_each_verb_its_own_default_node_count(cli, tmp_path):
     """app and replay said 'what the benchmark needs ... 4 for collectives', osu's rule, not theirs."""
     def nodes_help(verb):

@@ -209,8 +209,14 @@ impl MpiParams {
     /// - flow control: UCX_RC_FC_WND_SIZE = 512 active messages per endpoint without an
     ///   acknowledgement, credits asked back at half the window (UCX_RC_FC_SOFT_THRESH 0.5);
     /// - UCX_IB_TX_QUEUE_LEN = 256 send work requests per queue pair;
-    /// - no coalescing (UCX batches doorbells, UCX_IB_TX_MAX_BATCH 16, not messages); rendezvous
-    ///   reads split at 4 MiB as MVAPICH2 (UCX's max_get_zcopy is "auto": the adapter's limit);
+    /// - no coalescing (UCX batches doorbells, UCX_IB_TX_MAX_BATCH 16, not messages);
+    /// - a rendezvous message is one RDMA read up to the port's largest message: UCX_RC_MAX_GET_ZCOPY
+    ///   is "auto", which takes the port's max_msg_sz (rc_iface.c, uct_rc_iface_adjust_max_get_zcopy),
+    ///   and the rendezvous get protocol fragments at the interface's get.max_zcopy (ucp/rndv/
+    ///   rndv_get.c, max_frag_offs; one rail: one fragment); mlx5 reports 1 << log_max_msg, 1 GiB
+    ///   (max_msg_sz 0x40000000 in the `ibv_devinfo -vv` of a ConnectX-6 HDR port, firmware 20.37,
+    ///   posted in openucx/ucx issue #9908, 2024). So unlike MVAPICH2's 4 MiB pieces, a long
+    ///   message's read is not held to max_rd_atomic x 4 MiB in flight across a long link;
     /// - collectives by the coll/tuned component's fixed decision rules (Open MPI 4.1.8's
     ///   `coll_tuned_decision_fixed.c`; `coll_rules::CollRules::OpenMpi41`).
     pub fn openmpi_ucx() -> Self {
@@ -224,6 +230,7 @@ impl MpiParams {
             vbuf_bytes: 8192,
             r3_chunk_bytes: 8192,
             coalesce_after: 0,
+            max_rdma_bytes: 1 << 30,
             scales_with_job_size: false,
             coll: CollRules::OpenMpi41,
             ..Self::default()
