@@ -2,9 +2,15 @@
 //! physical meaning and the source of its default.
 //!
 //! Stock-Linux defaults come from the kernel's documentation (Documentation/networking/
-//! ip-sysctl.rst) and include/net/tcp.h of Linux 5.x/6.x: tcp_rmem = 4096 131072 6291456,
-//! tcp_wmem = 4096 16384 4194304, tcp_adv_win_scale = 1, TCP_RTO_MIN = 200 ms, TCP_RTO_MAX =
-//! 120 s, TCP_TIMEOUT_INIT = 1 s, TCP_DELACK_MIN = 40 ms, TCP_INIT_CWND = 10, CUBIC.
+//! ip-sysctl.rst) and include/net/tcp.h of Linux 4.20 to 6.15, the kernels HPC sites run in 2026
+//! (RHEL 9's 5.14, Ubuntu 24.04's 6.8, Debian 13's and RHEL 10's 6.12): tcp_rmem = 4096 131072
+//! 6291456, tcp_wmem = 4096 16384 4194304, tcp_adv_win_scale = 1, TCP_RTO_MIN = 200 ms,
+//! TCP_RTO_MAX = 120 s, TCP_TIMEOUT_INIT = 1 s, TCP_DELACK_MIN = 40 ms, TCP_INIT_CWND = 10, CUBIC.
+//! Newer kernels differ where it matters at distance: from 6.6 the share of the receive buffer
+//! advertised is the measured skb->len / truesize (starting at 50%, then what the driver's buffers
+//! give; `tcp_adv_win_scale` gone, include/net/tcp.h TCP_DEFAULT_SCALING_RATIO), and 6.16 raised tcp_rmem[2]
+//! to 32 MiB (ip-sysctl.rst of 6.15: "between 131072 and 6MB", of 6.16: "between 131072 and
+//! 32MB"); set `rmem_max_bytes` to model one.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,8 +45,8 @@ pub enum WindowSpec {
 }
 
 impl WindowSpec {
-    /// Stock Linux (ip-sysctl.rst: `tcp_rmem[1]` = 131072, `tcp_rmem[2]` = 6291456 since 4.20;
-    /// `tcp_wmem[2]` = 4194304).
+    /// Stock Linux (ip-sysctl.rst: `tcp_rmem[1]` = 131072, `tcp_rmem[2]` = 6291456 from 4.20 to
+    /// 6.15, 32 MiB from 6.16; `tcp_wmem[2]` = 4194304).
     pub fn linux_auto() -> Self {
         WindowSpec::Auto { rmem_initial_bytes: 131_072, rmem_max_bytes: 6_291_456, wmem_max_bytes: 4_194_304 }
     }
