@@ -2,8 +2,8 @@
 
 Runs every scenario the S1 MPI and NAS checks run (``s1_cases`` of python/longhaul/validation/mpi.py,
 which the checks run too: OSU's and the NAS skeletons' default iterations, the profile s1) once with
-``network = "packet"`` and once with ``network = "fluid"``, and prints the measured quantity of each at both levels with the difference
-(issue 27's criterion: within 5%), and each level's wall time for the lot. The table in
+``network = "packet"`` and once with ``network = "fluid"``, and prints the measured quantity of each at
+both levels with the difference (issue 27's criterion: within 5%), and each level's wall time for the lot. The table in
 docs/models/mpi.md ("Flow-level mode") comes from this script; its dated runs are in
 bench/results/mpi_fluid_s1.md.
 

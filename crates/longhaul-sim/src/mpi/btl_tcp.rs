@@ -21,8 +21,9 @@
 //! from ompi/mca/pml/ob1/pml_ob1_hdr.h and opal/mca/btl/tcp/btl_tcp_hdr.h (x86-64 sizes below).
 //! The connections' socket buffers are the kernel's auto-tuned ones (the TCP model's default
 //! window): btl_tcp_sndbuf = btl_tcp_rcvbuf = 0, "do not set", since 2017 (open-mpi/ompi pull
-//! request 3421 on master, cherry-picked to the 2.x and 3.0 branches); before, 128 KiB fixed, which turns Linux's
-//! auto-tuning off and holds a rank pair to 128 KiB a round trip across a long link.
+//! request 3421 on master, cherry-picked to the 2.x and 3.0 branches); before, 128 KiB fixed,
+//! which turns Linux's auto-tuning off and holds a rank pair to 128 KiB a round trip across a
+//! long link.
 
 use serde::Serialize;
 

@@ -7,10 +7,10 @@
 //! 6291456, tcp_wmem = 4096 16384 4194304, tcp_adv_win_scale = 1, TCP_RTO_MIN = 200 ms,
 //! TCP_RTO_MAX = 120 s, TCP_TIMEOUT_INIT = 1 s, TCP_DELACK_MIN = 40 ms, TCP_INIT_CWND = 10, CUBIC.
 //! Newer kernels differ where it matters at distance: from 6.6 the share of the receive buffer
-//! advertised is the measured skb->len / truesize (starting at 50%, then what the driver's buffers
-//! give; `tcp_adv_win_scale` gone, include/net/tcp.h TCP_DEFAULT_SCALING_RATIO), and 6.16 raised tcp_rmem[2]
-//! to 32 MiB (ip-sysctl.rst of 6.15: "between 131072 and 6MB", of 6.16: "between 131072 and
-//! 32MB"); set `rmem_max_bytes` to model one.
+//! advertised is the measured skb->len / truesize (starting at 50%, then what the driver's
+//! buffers give; `tcp_adv_win_scale` gone, include/net/tcp.h TCP_DEFAULT_SCALING_RATIO), and 6.16
+//! raised tcp_rmem[2] to 32 MiB (ip-sysctl.rst of 6.15: "between 131072 and 6MB", of 6.16:
+//! "between 131072 and 32MB"); set `rmem_max_bytes` to model one.
 
 use serde::{Deserialize, Serialize};
 

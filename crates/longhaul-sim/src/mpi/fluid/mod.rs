@@ -308,8 +308,9 @@ impl FluidIb {
         let received = self.occupancy.take(rx_engine, m.at.tail, rx) + rx;
         match m.what {
             // Its last port is a leaf switch's (every host hangs off one: `topology::build`,
-            // asserted in `Paths::new`), taken at its turn, so the far host's ACK takes its engine within a hop's latency
-            // of the events handled; a flow's far end needs an event (`flow_ended`).
+            // asserted in `Paths::new`), taken at its turn, so the far host's ACK takes its
+            // engine within a hop's latency of the events handled; a flow's far end needs an
+            // event (`flow_ended`).
             Carried::Send(qp, w) => self.arrived(qp, w, received),
             Carried::ReadRequest(qp, w) => self.later(received, Pending::Serve(qp, w)),
             Carried::ReadResponse(qp, w) => self.read_done(qp, w, received),
