@@ -21,7 +21,8 @@
 //!   every port on its path and the receive engine, sharing each max-min with the other flows
 //!   ([`flows`]); the rates of the flows connected through shared resources to one that starts
 //!   or ends are solved again (once per instant however many do), found through each
-//!   resource's list of its flows. Port
+//!   resource's lists of its flows and of their classes (flows that share the same resources
+//!   have one rate and one clock: a rate change is one update, however many flows). Port
 //!   capacities count the packets' headers and any WAN framing, the engine feeding the port,
 //!   and the link-level credits: a port moves at most the far buffer per credit loop (out and
 //!   back), which is what holds a long-haul link when the extender's buffer is short of its
@@ -195,14 +196,14 @@ pub struct FluidIb {
 
 impl FluidIb {
     pub fn new(paths: Paths) -> Self {
-        let n_resources = paths.capacity.len();
+        let (n_resources, flows) = (paths.capacity.len(), Flows::new(paths.capacity.clone()));
         FluidIb {
             paths,
             qps: Vec::new(),
             waiting: KeyedQueues::default(),
             serving: QpMap::default(),
             occupancy: Occupancy::new(n_resources),
-            flows: Flows::new(n_resources),
+            flows,
             touched: Vec::new(),
             done: Vec::new(),
             generation: 0,
@@ -414,7 +415,7 @@ impl FluidIb {
         self.flows.hold(now, &mut self.occupancy);
         self.solve_at = None;
         let mut done = std::mem::take(&mut self.done);
-        self.flows.take_done(now, &mut done);
+        self.flows.take_done(now, &mut done, &mut self.occupancy);
         for f in done.drain(..) {
             self.touched.extend_from_slice(f.path.resources());
             self.flow_ended(f, now);
@@ -422,7 +423,7 @@ impl FluidIb {
         self.done = done;
         // Due and not done (held for one-packet messages): the same flows, the same rates.
         if !self.touched.is_empty() {
-            let highest = self.flows.solve(now, &self.touched, &self.paths.capacity, &mut self.occupancy);
+            let highest = self.flows.solve(now, &self.touched, &mut self.occupancy);
             self.stats.max_load_ratio = self.stats.max_load_ratio.max(highest);
             self.touched.clear();
         }
@@ -572,7 +573,7 @@ impl crate::transport::Transport for FluidIb {
                         // The holds so far are not its own.
                         self.flows.hold(now, &mut self.occupancy);
                         self.touched.extend_from_slice(f.path.resources());
-                        self.flows.insert(f, now);
+                        self.flows.insert(f, now, &mut self.occupancy);
                         self.solve_soon(now);
                     }
                     Pending::Hop(m) => {

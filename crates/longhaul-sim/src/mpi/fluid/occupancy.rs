@@ -27,6 +27,9 @@
 use crate::engine::time::S;
 use crate::engine::Time;
 
+/// Not a class.
+const NONE: u32 = u32::MAX;
+
 /// The one-packet clock and the flows' share of every resource.
 pub struct Occupancy {
     /// When the resource is done with the one-packet messages it has taken, and the service
@@ -36,8 +39,14 @@ pub struct Occupancy {
     /// One-packet service (ps) the flows' spare time has not covered, as of `settled_at`.
     uncovered: Vec<f64>,
     settled_at: Vec<Time>,
-    /// The flows' load over the capacity (0 to 1) since the last solve.
+    /// The flows' load over the capacity (0 to 1) since the last solve, where no flow's own.
     flow_load: Vec<f64>,
+    /// Where one flow's own (see `flows`), its class (else `NONE`) and the capacity's inverse:
+    /// the load is its class's rate over the capacity, following every change of that rate.
+    own_class: Vec<u32>,
+    inverse_capacity: Vec<f64>,
+    /// Each class's rate (bytes/s) from the last solve that reached it.
+    class_rate: Vec<f64>,
     /// Time (s) the flows through each resource are held for one-packet messages since the
     /// flows were last brought up to date, and the resources with such a hold.
     held_s: Vec<f64>,
@@ -52,6 +61,9 @@ impl Occupancy {
             uncovered: vec![0.0; resources],
             settled_at: vec![0; resources],
             flow_load: vec![0.0; resources],
+            own_class: vec![NONE; resources],
+            inverse_capacity: vec![0.0; resources],
+            class_rate: Vec::new(),
             held_s: vec![0.0; resources],
             holding: Vec::new(),
         }
@@ -90,10 +102,57 @@ impl Occupancy {
     /// they did not load until now had all its time spare: nothing of before is theirs to pay.
     pub fn set_load(&mut self, now: Time, r: u32, load: f64) {
         let i = r as usize;
+        debug_assert_eq!(self.own_class[i], NONE, "a flow's own resource takes its class's load");
         if self.flow_load[i] == 0.0 && load > 0.0 {
             self.settle(i, now);
         }
         self.flow_load[i] = load;
+    }
+
+    /// The flows' load on resource `i` (over its capacity).
+    fn load(&self, i: usize) -> f64 {
+        match self.own_class[i] {
+            NONE => self.flow_load[i],
+            c => self.class_rate[c as usize] * self.inverse_capacity[i],
+        }
+    }
+
+    /// From `now` resource `r` (of this capacity) is one flow's own, of class `c`: its load is
+    /// that class's rate over the capacity (settled first if it had none, as `set_load`).
+    pub fn link(&mut self, now: Time, r: u32, c: u32, capacity: f64) {
+        let i = r as usize;
+        if self.load(i) == 0.0 && self.class_rate[c as usize] > 0.0 {
+            self.settle(i, now);
+        }
+        (self.own_class[i], self.inverse_capacity[i]) = (c, 1.0 / capacity);
+    }
+
+    /// Resource `r`'s flow moved to class `c`: its load follows that class's rate (from the
+    /// next solve, as any rate change).
+    pub fn relink(&mut self, r: u32, c: u32) {
+        debug_assert_ne!(self.own_class[r as usize], NONE);
+        self.own_class[r as usize] = c;
+    }
+
+    /// Resource `r` is no flow's own from now: its load stays as it is until set.
+    pub fn unlink(&mut self, r: u32) {
+        let i = r as usize;
+        self.flow_load[i] = self.load(i);
+        self.own_class[i] = NONE;
+    }
+
+    /// Resource `r` is a flow's own.
+    pub fn linked(&self, r: u32) -> bool {
+        self.own_class[r as usize] != NONE
+    }
+
+    /// Class `c`'s flows move at `rate` (bytes/s) each from now.
+    pub fn set_class_rate(&mut self, c: u32, rate: f64) {
+        let c = c as usize;
+        if c >= self.class_rate.len() {
+            self.class_rate.resize(c + 1, 0.0);
+        }
+        self.class_rate[c] = rate;
     }
 
     /// Bring the uncovered service at `i` up to `t`, the spare time since the last settlement
@@ -102,7 +161,7 @@ impl Occupancy {
     /// flows there.
     fn settle(&mut self, i: usize, t: Time) {
         if t > self.settled_at[i] {
-            let spare = 1.0 - self.flow_load[i].min(1.0);
+            let spare = 1.0 - self.load(i).min(1.0);
             let drained = spare * (t - self.settled_at[i]) as f64;
             self.uncovered[i] = (self.uncovered[i] - drained).max(0.0);
             self.settled_at[i] = t;
@@ -117,11 +176,12 @@ impl Occupancy {
 
     /// The flows at `i` give up `uncovered` (ps) of its time.
     fn hold(&mut self, i: usize, uncovered: f64) {
-        if uncovered > 0.0 && self.flow_load[i] > 0.0 {
+        let load = self.load(i);
+        if uncovered > 0.0 && load > 0.0 {
             if self.held_s[i] == 0.0 {
                 self.holding.push(i as u32);
             }
-            self.held_s[i] += uncovered / self.flow_load[i] / S as f64;
+            self.held_s[i] += uncovered / load / S as f64;
         }
     }
 

@@ -8,7 +8,7 @@
 //! packet takes each of them in turn for its packet's time ([`Paths::next_port`]), counted as
 //! the capacities count a full packet's.
 
-use crate::engine::time::{from_ns, S};
+use crate::engine::time::{ceil_time, from_ns, S};
 use crate::engine::Time;
 use crate::ib::headers::{data_packet_bytes, Op};
 use crate::ib::HcaProfile;
@@ -321,7 +321,7 @@ impl Paths {
             port: path.resources[1 + i],
             joins: hop.joins,
             ready: if hop.store_and_forward { at.tail } else { at.head },
-            service: hop.per_packet_ps(wire).ceil() as Time,
+            service: ceil_time(hop.per_packet_ps(wire)),
         }
     }
 
