@@ -484,21 +484,15 @@ impl Flows {
             };
             if let Some(slot) = alone {
                 let f = &mut self.slots[slot as usize];
-                if f.mark != epoch {
-                    (f.mark, f.held_s) = (epoch, held);
+                if longest_hold(&mut f.mark, &mut f.held_s, epoch, held) {
                     self.held.push(slot);
-                } else {
-                    f.held_s = f.held_s.max(held);
                 }
                 continue;
             }
             for &c in &self.marking[r as usize] {
                 let class = &mut self.classes[c as usize];
-                if class.mark != epoch {
-                    (class.mark, class.held_s) = (epoch, held);
+                if longest_hold(&mut class.mark, &mut class.held_s, epoch, held) {
                     self.part.push(c);
-                } else {
-                    class.held_s = class.held_s.max(held);
                 }
             }
         }
@@ -676,6 +670,15 @@ impl Flows {
             first = false;
         }
     }
+}
+
+/// Keep the longer of `held_s` and `held` (`held` alone if `mark` is not this `epoch`'s): true
+/// the first time in the epoch.
+fn longest_hold(mark: &mut u32, held_s: &mut f64, epoch: u32, held: f64) -> bool {
+    let first = *mark != epoch;
+    *held_s = if first { held } else { held_s.max(held) };
+    *mark = epoch;
+    first
 }
 
 #[cfg(test)]
