@@ -202,3 +202,65 @@ def test_one_direct_io_thread_waits_a_round_trip_per_record_and_readahead_does_n
     assert direct_1000 < 140 < 0.7 * buffered_1000
     assert direct_100 < 0.7 * buffered_100
 
+
+def test_todays_linux_on_todays_profiles_is_held_by_its_readahead_not_its_credits(cli):
+    """On ndr the client and server are Linux 5.4-6.12's: rsize 1 MiB, one write-chunk segment per READ,
+    64 credits, and a readahead of two page-cache windows of max(128 KiB, min(record, rsize)) per thread. At a
+    long delay the readahead sets the rate: threads x 2 windows per round trip, whatever the credits."""
+    def run(*args):
+        recs = json.loads(cli("sim", "nfs", "--profile", "ndr", "--transport", "rdma", "--delay-us", "1000,10000",
+                              *args, "--format", "json", check=True).stdout)
+        return recs
+
+    recs = run()
+    for r in recs:
+        assert (r["rsize_bytes"], r["read_bytes"], r["slots"], r["chunk_bytes"], r["readahead_reads"]) == (
+            1 << 20, 256 << 10, 64, 1 << 20, 2)
+        window_MB = 8 * 2 * (256 << 10) / 1e6
+        assert r["bw_MBps"] == pytest.approx(window_MB / (4 * r["one_way_delay_us"] / 2 / 1e6), rel=0.05)
+    # A 1 MiB record reads a 1 MiB window: four times the rate at 10 ms, where the readahead binds (and
+    # the run's default length grows to 8 x 8 threads x 2 windows, 128 MiB, so that its edges do not weigh).
+    wide = run("--record-bytes", "1M")
+    assert wide[1]["read_bytes"] == 1 << 20 and wide[1]["simulated_bytes"] == 128 << 20
+    assert wide[1]["bw_MBps"] == pytest.approx(4 * recs[1]["bw_MBps"], rel=0.05)
+    # More credits change nothing at 10 ms (the readahead binds); S1's 2008 stack is unchanged.
+    assert run("--slots", "128")[1]["bw_MBps"] == pytest.approx(recs[1]["bw_MBps"], rel=0.01)
+    (old,) = json.loads(cli("sim", "nfs", "--transport", "rdma", "--delay-us", "1000", "--format", "json",
+                            check=True).stdout)
+    assert (old["rsize_bytes"], old["read_bytes"], old["slots"], old["readahead_reads"]) == (32768, 32768, 16, 15)
+
+
+NDR_SITE = """name = "Two NDR clusters 2,000 km apart"
+description = "NFS across the link on today's Linux"
+profile = "ndr"
+[clusters.a]
+nodes = 4
+cores_per_node = 2
+[clusters.b]
+nodes = 4
+cores_per_node = 2
+[link]
+distance_km = 2000
+extender = "generic"
+[explore]
+distances_km = [0, 2000]
+[[workloads]]
+layer = "nfs"
+transports = ["rdma"]
+"""
+
+
+def test_the_study_names_the_readahead_where_it_holds_the_reads(cli, tmp_path):
+    """The study's NFS summary says what holds the reads at the planned distance: on S1's 2008 stack the
+    16 credits of 32 KiB READs, on today's the threads' readahead windows, with what to raise."""
+    site = tmp_path / "ndr.toml"
+    site.write_text(NDR_SITE)
+    out = cli("study", "--site", str(site), "--parts", "nfs", "--out", str(tmp_path / "o"), "--store",
+              str(tmp_path / "r"), check=True).stdout
+    assert "8 threads x 2 readahead READs of 256 KiB (raise the mount's read_ahead_kb)" in out
+    assert "allow 210 MB/s" in out
+    site.write_text(NDR_SITE.replace('"ndr"', '"s1"').replace('"generic"', '"longbow-xr"'))
+    out = cli("study", "--site", str(site), "--parts", "nfs", "--out", str(tmp_path / "o1"), "--store",
+              str(tmp_path / "r"), check=True).stdout
+    assert "16 RPC slots x 32 KiB reads over a 20,000 us round trip allow 26 MB/s" in out
+

@@ -17,7 +17,7 @@ TRANSPORTS = core.names("nfs.transport")
 TESTBEDS = core.names("nfs.testbed")
 _PATH_KEYS = ("delay_us", "fibre_km", "extender")
 _NFS_KEYS = ("threads", "record_bytes", "file_bytes", "simulated_bytes", "rsize_bytes", "direct_io", "slots",
-             "server_rpc_ns", "client_rpc_ns")
+             "readahead_bytes", "server_rpc_ns", "client_rpc_ns")
 #: a parameter's key in a scenario file, for messages about the file's values
 FILE_KEYS = core.file_keys({"path": _PATH_KEYS, "nfs": _NFS_KEYS})
 

@@ -36,12 +36,7 @@ def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
     first = w.params["transports"][0]
     r = here.get(first) or next(iter(here.values()))
     bw = float(r["bw_MBps"])
-    window = int(r["slots"]) * int(r["rsize_bytes"])
-    bound = per_rtt_MBps(window, d)
-    limited = (f"RPCs in flight / round trip: {r['slots']} RPC slots x {size_text(r['rsize_bytes'])} reads over a "
-               f"{2 * d:,.0f} us round trip allow {bound:,.0f} MB/s" if bw > 0.7 * bound else
-               f"the transport's per-RPC work (below the {bound:,.0f} MB/s that {r['slots']} slots x "
-               f"{size_text(r['rsize_bytes'])} allow over the round trip)")
+    limited = _what_limits(r, d, bw)
     best = max(here.values(), key=lambda x: x["bw_MBps"])
     change, gain = "", None
     if best["transport"] != r["transport"]:
@@ -49,6 +44,22 @@ def _summary(ctx: StudyContext, w, recs: list[dict]) -> SummaryRow:
         gain = gain_pct(bw, best["bw_MBps"])
     return SummaryRow(f"NFS reads over {r['transport']}", f"{bw:,.0f} MB/s", limited, change, gain,
                       f"longhaul sim nfs --transport {','.join(here)} {site.options('nfs')}")
+
+
+def _what_limits(r: dict, d: float, bw: float) -> str:
+    """What holds the reads at one-way delay ``d``: the RPC slots or the client's readahead (the READs in
+    flight over the round trip), or else the transport's per-RPC work."""
+    read = int(r.get("read_bytes") or r["rsize_bytes"])
+    threads, reads = int(r["threads"]), int(r.get("readahead_reads") or 0)
+    slots_text = f"{r['slots']} RPC slots x {size_text(read)} reads"
+    ahead_text = (f"{threads} threads x {reads} readahead READs of {size_text(read)} (raise the mount's "
+                  "read_ahead_kb)" if reads else f"{threads} O_DIRECT threads x {size_text(int(r['record_bytes']))}")
+    ahead = threads * (reads * read if reads else int(r["record_bytes"]))
+    window, text = min((int(r["slots"]) * read, slots_text), (ahead, ahead_text))
+    bound = per_rtt_MBps(window, d)
+    if bw > 0.7 * bound:
+        return f"RPCs in flight / round trip: {text} over a {2 * d:,.0f} us round trip allow {bound:,.0f} MB/s"
+    return f"the transport's per-RPC work (below the {bound:,.0f} MB/s that {text} allow over the round trip)"
 
 
 PART = StudyPart("nfs", "NFS reads across the link (simulator)", run, order=40)

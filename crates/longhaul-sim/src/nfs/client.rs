@@ -31,9 +31,10 @@ pub struct Rpc {
 pub enum ReadPath {
     /// O_DIRECT: a record's READs at once, the next record when all are answered.
     Direct,
-    /// Buffered: readahead keeps up to this many READs of the thread's file outstanding (a
-    /// sliding window; the kernel's on-demand readahead issues it in window-sized batches).
-    Readahead(u32),
+    /// Buffered: readahead keeps up to `reads` READs of `read_bytes` each of the thread's file
+    /// outstanding (a sliding window; the kernel's on-demand readahead issues it in window-sized
+    /// batches).
+    Readahead { reads: u32, read_bytes: u32 },
 }
 
 pub struct ReadClient {
@@ -82,12 +83,12 @@ impl ReadClient {
         }
     }
 
-    /// Queue `len` bytes of READs for `thread`.
-    fn queue_reads(&mut self, thread: u32, len: u64) {
+    /// Queue `len` bytes of READs of at most `read_bytes` for `thread`.
+    fn queue_reads(&mut self, thread: u32, len: u64, read_bytes: u32) {
         self.unread -= len;
         let mut left = len;
         while left > 0 {
-            let bytes = left.min(self.rsize as u64) as u32;
+            let bytes = left.min(read_bytes as u64) as u32;
             left -= bytes as u64;
             self.queued.push_back(Rpc { id: self.next_id, thread, bytes });
             self.next_id += 1;
@@ -101,12 +102,12 @@ impl ReadClient {
         let t = thread as usize;
         match self.path {
             ReadPath::Direct if self.open[t] == 0 && self.unread > 0 => {
-                self.queue_reads(thread, self.record.min(self.unread));
+                self.queue_reads(thread, self.record.min(self.unread), self.rsize);
             }
             ReadPath::Direct => {}
-            ReadPath::Readahead(window) => {
-                while self.open[t] < window && self.unread > 0 {
-                    self.queue_reads(thread, self.unread.min(self.rsize as u64));
+            ReadPath::Readahead { reads, read_bytes } => {
+                while self.open[t] < reads && self.unread > 0 {
+                    self.queue_reads(thread, self.unread.min(read_bytes as u64), read_bytes);
                 }
             }
         }
@@ -185,7 +186,7 @@ mod tests {
 
     #[test]
     fn slots_bound_the_calls_in_flight_and_every_byte_is_read_once() {
-        for path in [ReadPath::Direct, ReadPath::Readahead(15)] {
+        for path in [ReadPath::Direct, ReadPath::Readahead { reads: 15, read_bytes: 32 * 1024 }] {
             let mut c = ReadClient::new(4, 256 * 1024, 32 * 1024, 16, 4 << 20, path);
             let mut pending: VecDeque<Rpc> = c.start().into();
             assert_eq!(pending.len(), 16);
@@ -210,6 +211,6 @@ mod tests {
         // O_DIRECT: a record's 8 READs, nothing more until all 8 are answered.
         assert_eq!(outstanding(ReadPath::Direct), (8, 0));
         // Readahead: 15 READs, each answer replaced at once.
-        assert_eq!(outstanding(ReadPath::Readahead(15)), (15, 1));
+        assert_eq!(outstanding(ReadPath::Readahead { reads: 15, read_bytes: 32 * 1024 }), (15, 1));
     }
 }

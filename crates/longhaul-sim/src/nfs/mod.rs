@@ -25,6 +25,7 @@ use crate::engine::time::{to_s, S};
 use crate::engine::Time;
 use crate::record::{PathColumns, RunColumns, RunEnd};
 use crate::scenario::{run_json, validate_json, ScenarioError};
+use client::ReadPath;
 pub use params::NfsParams;
 pub(crate) use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
 
@@ -56,8 +57,11 @@ pub struct NfsRecord {
     pub direct_io: bool,
     /// READs the readahead keeps outstanding per thread (0 with direct_io).
     pub readahead_reads: u32,
-    /// Bytes one NFSv3 READ asks for (the mount's rsize).
+    /// Bytes one NFSv3 READ asks for at most (the mount's rsize).
     pub rsize_bytes: u32,
+    /// Bytes of each READ the threads send: rsize, or the readahead window where that is
+    /// smaller (Linux 5.4 on), or the record with direct_io where that is smaller.
+    pub read_bytes: u32,
     /// IOzone record size, bytes.
     pub record_bytes: u64,
     /// IOzone file size, bytes.
@@ -99,8 +103,12 @@ pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
         path: PathColumns::new(r.delay_us, r.fibre_km, r.one_way_delay_us()),
         threads: r.threads,
         direct_io: r.direct_io,
-        readahead_reads: if r.direct_io { 0 } else { r.params.readahead_reads },
+        readahead_reads: if r.direct_io { 0 } else { r.params.readahead_reads(r.record_bytes).0 },
         rsize_bytes: r.params.rsize_bytes,
+        read_bytes: match r.read_path() {
+            ReadPath::Readahead { read_bytes, .. } => read_bytes,
+            ReadPath::Direct => r.params.rsize_bytes.min(r.record_bytes.min(u32::MAX as u64) as u32),
+        },
         record_bytes: r.record_bytes,
         file_bytes: r.file_bytes,
         simulated_bytes: r.simulated_bytes,

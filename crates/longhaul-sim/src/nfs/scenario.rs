@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::client::ReadPath;
-use super::params::NfsParams;
+use super::params::{NfsParams, Readahead};
 use super::NfsRecord;
 use crate::scenario::{
     err, in_range_f, in_range_u, known_testbed, ExtenderPathSpec, ModelScenario, Resolved, Scenario, ScenarioError,
@@ -33,6 +33,9 @@ pub struct NfsSpec {
     pub direct_io: Option<bool>,
     /// Override the credit grant (RDMA) or slot table (TCP).
     pub slots: Option<u32>,
+    /// Override the mount's readahead (bytes, the bdi's read_ahead_kb x 1024; default the
+    /// profile's: 15 x rsize in 2008, 128 KiB today).
+    pub readahead_bytes: Option<u64>,
     pub server_rpc_ns: Option<f64>,
     pub client_rpc_ns: Option<f64>,
 }
@@ -109,13 +112,17 @@ impl NfsResolved {
         if self.direct_io {
             ReadPath::Direct
         } else {
-            ReadPath::Readahead(self.params.readahead_reads)
+            let (reads, read_bytes) = self.params.readahead_reads(self.record_bytes);
+            ReadPath::Readahead { reads, read_bytes }
         }
     }
 }
 
 const DEFAULT_THREADS: u32 = 8;
 const DEFAULT_SIMULATED_BYTES: u64 = 32 << 20;
+/// The default simulated bytes are at least this many times the bytes all threads have in
+/// flight (32 MiB is 8.5 times [S1]'s 8 threads x 15 READs x 32 KiB).
+const SIMULATED_WINDOWS: u64 = 8;
 
 impl ModelScenario for NfsScenario {
     type Resolved = NfsResolved;
@@ -132,10 +139,10 @@ impl ModelScenario for NfsScenario {
             "ipoib-ud" => NfsTransport::IpoibUd,
             other => return err(format!("transport: unknown '{other}' (valid: {})", NfsTransport::NAMES.join(", "))),
         };
-        // Every verbs testbed: NFS runs over RDMA or IPoIB on any of them (with [S1]'s 2008 Linux
-        // NFS and RPC parameters, `NfsParams::s1`, on all: no later client/server profile is modelled).
+        // Every verbs testbed: NFS runs over RDMA or IPoIB on any of them, with the Linux NFS and
+        // RPC parameters of its era (`NfsParams::of_testbed`).
         let testbed = known_testbed(self.testbed.as_deref(), "s1", "NFS")?;
-        let mut params = NfsParams::s1();
+        let mut params = NfsParams::of_testbed(&testbed);
         let n = &self.nfs;
         params.rsize_bytes =
             in_range_u("rsize_bytes", n.rsize_bytes.unwrap_or(params.rsize_bytes) as u64, 4096, 1 << 20)? as u32;
@@ -145,12 +152,31 @@ impl ModelScenario for NfsScenario {
         if let Some(ns) = n.client_rpc_ns {
             params.client_rpc_ns = in_range_f("client_rpc_ns", ns, 0.0, 1e9)?;
         }
+        if let Some(bytes) = n.readahead_bytes {
+            let bytes = in_range_u("readahead_bytes", bytes, 4096, 1 << 30)? as u32;
+            params.readahead = match params.readahead {
+                Readahead::RsizeReads(_) => Readahead::RsizeReads(bytes.div_ceil(params.rsize_bytes)),
+                Readahead::Window { .. } => Readahead::Window { ra_bytes: bytes },
+            };
+        }
         let default_slots = if transport == NfsTransport::Rdma { params.rdma_credits } else { params.tcp_slots };
         let slots = in_range_u("slots", n.slots.unwrap_or(default_slots) as u64, 1, 65536)? as u32;
         let threads = in_range_u("threads", n.threads.unwrap_or(DEFAULT_THREADS) as u64, 1, 1024)? as u32;
         let record_bytes = in_range_u("record_bytes", n.record_bytes.unwrap_or(256 * 1024), 4096, 1 << 30)?;
         let file_bytes = in_range_u("file_bytes", n.file_bytes.unwrap_or(512 << 20), record_bytes, 1 << 40)?;
-        let simulated = n.simulated_bytes.unwrap_or(DEFAULT_SIMULATED_BYTES.min(file_bytes));
+        let direct_io = n.direct_io.unwrap_or(false);
+        // What every thread has in flight at once: the measured part should span several of
+        // them, or its first and last replies' edges weigh (a 1 MiB window over 8 threads read
+        // 49% fast from 32 MiB).
+        let in_flight = threads as u64
+            * if direct_io {
+                record_bytes
+            } else {
+                let (reads, read_bytes) = params.readahead_reads(record_bytes);
+                reads as u64 * read_bytes as u64
+            };
+        let default_simulated = DEFAULT_SIMULATED_BYTES.max(SIMULATED_WINDOWS * in_flight);
+        let simulated = n.simulated_bytes.unwrap_or(default_simulated.min(file_bytes));
         let simulated_bytes = in_range_u("simulated_bytes", simulated, record_bytes, file_bytes)?;
 
         let p = &self.path;
@@ -189,7 +215,7 @@ impl ModelScenario for NfsScenario {
             params,
             slots,
             threads,
-            direct_io: n.direct_io.unwrap_or(false),
+            direct_io,
             record_bytes,
             file_bytes,
             simulated_bytes,

@@ -14,7 +14,8 @@ from longhaul.output import FORMATS, emit
 from longhaul.scenario_file import load_scenario_file
 from longhaul.sim import nfs
 
-COLUMNS = ["transport", "delay_us", "distance_km", "threads", "rsize_bytes", "slots", "chunk_bytes", "bw_MBps", "rpcs",
+COLUMNS = ["transport", "delay_us", "distance_km", "threads", "rsize_bytes", "read_bytes", "slots", "chunk_bytes", "bw_MBps",
+           "rpcs",
            "retransmitted_packets", "status"]
 
 
@@ -23,8 +24,10 @@ def register(models: argparse._SubParsersAction) -> None:
         "nfs",
         help="NFS read throughput (IOzone) over NFS/RDMA or NFS over IPoIB across the long-haul link",
         description="IOzone's read test: T client threads read records of a file over one NFSv3 mount across the "
-                    "simulated long-haul path. NFS/RDMA moves the data with page-sized (4 KiB) RDMA Writes on an RC "
-                    "queue pair; NFS over IPoIB carries it on one TCP connection. Throughput bw_MBps in MB/s with "
+                    "simulated long-haul path, with the Linux NFS client and server of the profile's era ([S1]'s 2008 "
+                    "Linux on s1..usn, Linux 5.4-6.12 on fdr..xdr). NFS/RDMA moves the data with RDMA Writes on an RC "
+                    "queue pair (page-sized in 2008, one per READ today); NFS over IPoIB carries it on one TCP "
+                    "connection. Throughput bw_MBps in MB/s with "
                     "MB = 10^6 bytes: READ data received after a warm-up (the first quarter of the simulated bytes) / "
                     "the time it took. Only simulated_bytes of the file are read (the rate is steady once the "
                     "connection is warm; bw_drift_pct, the second half of the measured bytes against the first, "
@@ -37,17 +40,22 @@ def register(models: argparse._SubParsersAction) -> None:
     path_options.add_distance_lists(p)
     p.add_argument("--threads", type=units.whole(1, 1024), default=None, metavar="N", help="IOzone client threads (1..1024; default 8)")
     p.add_argument("--rsize", default=None, metavar="BYTES",
-                   help="bytes per NFS READ, the mount's rsize (4K..1M; default 32K, the early Linux NFS/RDMA client's maximum)")
+                   help="bytes per NFS READ at most, the mount's rsize (4K..1M; default: the profile's, 32K on s1..usn "
+                        "(the early Linux NFS/RDMA client's maximum), 1M on fdr..xdr (knfsd's))")
     p.add_argument("--direct-io", action="store_true", default=None,
                    help="IOzone -I: O_DIRECT reads, each thread a record at a time with no readahead (default: through "
-                        "the page cache, the client's readahead keeping 15 READs per thread outstanding)")
+                        "the page cache, the client's readahead keeping 15 rsize READs per thread outstanding on s1..usn, "
+                        "two windows of max(128K, min(record, rsize)) on fdr..xdr)")
+    p.add_argument("--readahead", default=None, metavar="BYTES",
+                   help="the mount's readahead, read_ahead_kb in bytes (4K..1G; default: the profile's, 15 x rsize on "
+                        "s1..usn, 128K on fdr..xdr)")
     p.add_argument("--record-bytes", default=None, metavar="BYTES", help="IOzone record size (4K..1G; default 256K)")
     p.add_argument("--file-bytes", default=None, metavar="BYTES", help="IOzone file size (record..1T; default 512M)")
     p.add_argument("--simulated-bytes", default=None, metavar="BYTES",
                    help="bytes of the file actually simulated (record..file; default 32M or the file)")
     p.add_argument("--slots", type=units.whole(1, 65536), default=None, metavar="N",
-                   help="READs outstanding on the connection: RPC-over-RDMA credits (default 16) or the TCP slot table "
-                        "(default 16) (1..65536)")
+                   help="READs outstanding on the connection: RPC-over-RDMA credits or the TCP slot table (1..65536; "
+                        "default: the profile's, 16 and 16 on s1..usn, 64 and 65536 on fdr..xdr)")
     path_options.add_profile_and_extender(p, nfs.TESTBEDS, "hardware profile (default s1: the [S1] testbed)")
     path_options.add_seed(p)
     p.add_argument("--scenario", default=None, metavar="FILE", help="base scenario file (TOML or JSON); options override it")
@@ -68,6 +76,7 @@ def run_nfs(args: argparse.Namespace) -> int:
     points = path_options.distance_points(args)
     common = dict(testbed=args.profile, seed=args.seed, extender=args.extender, threads=args.threads,
                   rsize_bytes=units.parse_optional_size(args.rsize, "--rsize"),
+                  readahead_bytes=units.parse_optional_size(args.readahead, "--readahead"),
                   record_bytes=units.parse_optional_size(args.record_bytes, "--record-bytes"),
                   file_bytes=units.parse_optional_size(args.file_bytes, "--file-bytes"),
                   simulated_bytes=units.parse_optional_size(args.simulated_bytes, "--simulated-bytes"), slots=args.slots,
