@@ -259,6 +259,11 @@ def test_the_study_names_the_readahead_where_it_holds_the_reads(cli, tmp_path):
               str(tmp_path / "r"), check=True).stdout
     assert "8 threads x 2 readahead READs of 256 KiB (raise the mount's read_ahead_kb)" in out
     assert "allow 210 MB/s" in out
+    # Raised to 15 MiB in the site file, the 64 credits of 1 MiB READs hold it instead.
+    site.write_text(NDR_SITE + "readahead_bytes = 15728640\n")
+    out = cli("study", "--site", str(site), "--parts", "nfs", "--out", str(tmp_path / "o15"), "--store",
+              str(tmp_path / "r"), check=True).stdout
+    assert "64 RPC slots x 1 MiB reads over a 20,000 us round trip allow 3,355 MB/s" in out
     site.write_text(NDR_SITE.replace('"ndr"', '"s1"').replace('"generic"', '"longbow-xr"'))
     out = cli("study", "--site", str(site), "--parts", "nfs", "--out", str(tmp_path / "o1"), "--store",
               str(tmp_path / "r"), check=True).stdout

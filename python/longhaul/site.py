@@ -149,6 +149,8 @@ WORKLOADS = {
                           default=["rdma", "ipoib-rc", "ipoib-ud"]),
         "threads": Key("int", "client threads (IOzone -t)", "threads", 1, 256),
         "rsize_bytes": Key("int", "NFS read size", "bytes", 4096, 1 << 20),
+        "readahead_bytes": Key("int", "the mount's readahead (read_ahead_kb in bytes; as sim nfs --readahead)", "bytes",
+                               4096, 1 << 30),
     },
     # the study's storage part: a `sim pfs` failure drill at the planned distance (the scenario's
     # [pfs] names, its [[events]] as `events`, docs/models/pfs.md)

@@ -47,7 +47,7 @@ def scenarios(site: Site, w: Workload, quick: bool = False) -> list[tuple[str, d
         elif w.layer == "trace":
             out.append(("mpi", site.mpi(where, trace={"name": p["file"], "text": p["text"]}, ppn=p["ppn"])))
         elif w.layer == "nfs":
-            extra = {k: p[k] for k in ("threads", "rsize_bytes") if k in p}
+            extra = {k: p[k] for k in ("threads", "rsize_bytes", "readahead_bytes") if k in p}
             out += [("nfs", site.nfs(where, transport=t, **extra)) for t in p["transports"]]
     return out
 
