@@ -219,9 +219,13 @@ def test_todays_linux_on_todays_profiles_is_held_by_its_readahead_not_its_credit
         window_MB = 8 * 2 * (256 << 10) / 1e6
         assert r["bw_MBps"] == pytest.approx(window_MB / (4 * r["one_way_delay_us"] / 2 / 1e6), rel=0.05)
     # A 1 MiB record reads a 1 MiB window: four times the rate at 10 ms, where the readahead binds (and
-    # the run's default length grows to 8 x 8 threads x 2 windows, 128 MiB, so that its edges do not weigh).
+    # the run's default length grows to 8 x 8 threads x 2 windows, 128 MiB, so that its edges do not weigh;
+    # over IPoIB to 64 x those, so that TCP's window has opened: no note).
     wide = run("--record-bytes", "1M")
     assert wide[1]["read_bytes"] == 1 << 20 and wide[1]["simulated_bytes"] == 128 << 20
+    tcp = cli("sim", "nfs", "--profile", "ndr", "--transport", "ipoib-rc,ipoib-ud", "--delay-us", "1000",
+              "--format", "json", check=True)
+    assert [r["simulated_bytes"] for r in json.loads(tcp.stdout)] == [256 << 20] * 2 and "note" not in tcp.stderr
     assert wide[1]["bw_MBps"] == pytest.approx(4 * recs[1]["bw_MBps"], rel=0.05)
     # More credits change nothing at 10 ms (the readahead binds); S1's 2008 stack is unchanged.
     assert run("--slots", "128")[1]["bw_MBps"] == pytest.approx(recs[1]["bw_MBps"], rel=0.01)
