@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use super::params::NfsParams;
 use crate::engine::Time;
 
 /// One READ call.
@@ -29,16 +30,51 @@ pub struct Rpc {
 /// How a thread's reads become READ calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadPath {
-    /// O_DIRECT: a record's READs at once, the next record when all are answered.
-    Direct,
+    /// O_DIRECT: a record's READs of `read_bytes` (rsize, or the record if smaller) at once, the
+    /// next record when all are answered.
+    Direct { read_bytes: u32 },
     /// Buffered: readahead keeps up to `reads` READs of `read_bytes` each of the thread's file
     /// outstanding (a sliding window; the kernel's on-demand readahead issues it in window-sized
     /// batches).
     Readahead { reads: u32, read_bytes: u32 },
 }
 
+impl ReadPath {
+    /// How a thread reading `record_bytes` at a time reads with `params`' rsize and readahead.
+    pub fn of(params: &NfsParams, direct_io: bool, record_bytes: u64) -> Self {
+        if direct_io {
+            ReadPath::Direct { read_bytes: record_bytes.min(params.rsize_bytes as u64) as u32 }
+        } else {
+            let (reads, read_bytes) = params.readahead_reads(record_bytes);
+            ReadPath::Readahead { reads, read_bytes }
+        }
+    }
+
+    /// Bytes of each READ.
+    pub fn read_bytes(&self) -> u32 {
+        match *self {
+            ReadPath::Direct { read_bytes } | ReadPath::Readahead { read_bytes, .. } => read_bytes,
+        }
+    }
+
+    /// READs the readahead keeps outstanding (0 with O_DIRECT).
+    pub fn readahead_reads(&self) -> u32 {
+        match *self {
+            ReadPath::Direct { .. } => 0,
+            ReadPath::Readahead { reads, .. } => reads,
+        }
+    }
+
+    /// Bytes a thread reading `record_bytes` at a time has outstanding at most.
+    pub fn per_thread_bytes(&self, record_bytes: u64) -> u64 {
+        match *self {
+            ReadPath::Direct { .. } => record_bytes,
+            ReadPath::Readahead { reads, read_bytes } => reads as u64 * read_bytes as u64,
+        }
+    }
+}
+
 pub struct ReadClient {
-    rsize: u32,
     path: ReadPath,
     record: u64,
     slots: u32,
@@ -62,9 +98,8 @@ pub struct ReadClient {
 
 impl ReadClient {
     /// `total_bytes`: what the run reads (whole records).
-    pub fn new(threads: u32, record_bytes: u64, rsize: u32, slots: u32, total_bytes: u64, path: ReadPath) -> Self {
+    pub fn new(threads: u32, record_bytes: u64, slots: u32, total_bytes: u64, path: ReadPath) -> Self {
         ReadClient {
-            rsize,
             path,
             record: record_bytes,
             slots,
@@ -101,10 +136,10 @@ impl ReadClient {
     fn refill(&mut self, thread: u32) {
         let t = thread as usize;
         match self.path {
-            ReadPath::Direct if self.open[t] == 0 && self.unread > 0 => {
-                self.queue_reads(thread, self.record.min(self.unread), self.rsize);
+            ReadPath::Direct { read_bytes } if self.open[t] == 0 && self.unread > 0 => {
+                self.queue_reads(thread, self.record.min(self.unread), read_bytes);
             }
-            ReadPath::Direct => {}
+            ReadPath::Direct { .. } => {}
             ReadPath::Readahead { reads, read_bytes } => {
                 while self.open[t] < reads && self.unread > 0 {
                     self.queue_reads(thread, self.unread.min(read_bytes as u64), read_bytes);
@@ -186,8 +221,10 @@ mod tests {
 
     #[test]
     fn slots_bound_the_calls_in_flight_and_every_byte_is_read_once() {
-        for path in [ReadPath::Direct, ReadPath::Readahead { reads: 15, read_bytes: 32 * 1024 }] {
-            let mut c = ReadClient::new(4, 256 * 1024, 32 * 1024, 16, 4 << 20, path);
+        for path in
+            [ReadPath::Direct { read_bytes: 32 * 1024 }, ReadPath::Readahead { reads: 15, read_bytes: 32 * 1024 }]
+        {
+            let mut c = ReadClient::new(4, 256 * 1024, 16, 4 << 20, path);
             let mut pending: VecDeque<Rpc> = c.start().into();
             assert_eq!(pending.len(), 16);
             while let Some(r) = pending.pop_front() {
@@ -203,13 +240,13 @@ mod tests {
     #[test]
     fn one_thread_keeps_a_record_or_a_readahead_window_outstanding() {
         let outstanding = |path| {
-            let mut c = ReadClient::new(1, 256 * 1024, 32 * 1024, 64, 4 << 20, path);
+            let mut c = ReadClient::new(1, 256 * 1024, 64, 4 << 20, path);
             let first = c.start();
             let after_one = c.on_reply(first[0], 1);
             (first.len(), after_one.len())
         };
         // O_DIRECT: a record's 8 READs, nothing more until all 8 are answered.
-        assert_eq!(outstanding(ReadPath::Direct), (8, 0));
+        assert_eq!(outstanding(ReadPath::Direct { read_bytes: 32 * 1024 }), (8, 0));
         // Readahead: 15 READs, each answer replaced at once.
         assert_eq!(outstanding(ReadPath::Readahead { reads: 15, read_bytes: 32 * 1024 }), (15, 1));
     }

@@ -117,14 +117,7 @@ pub fn run_tcp(r: &NfsResolved, t: &TcpResolved, limit: Time) -> Outcome {
     let (dir, _) = tcp.connect(server_node, client_node, &t.params, t.cc, false, false);
     let params = r.params.clone();
     let app = NfsTcp {
-        client: ReadClient::new(
-            r.threads,
-            r.record_bytes,
-            params.rsize_bytes,
-            r.slots,
-            r.simulated_bytes,
-            r.read_path(),
-        ),
+        client: ReadClient::new(r.threads, r.record_bytes, r.slots, r.simulated_bytes, r.read_path()),
         call_ip_bytes: params.call_bytes + TCP_IP_HEADER_BYTES,
         params,
         dir,

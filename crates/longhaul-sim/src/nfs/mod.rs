@@ -25,7 +25,6 @@ use crate::engine::time::{to_s, S};
 use crate::engine::Time;
 use crate::record::{PathColumns, RunColumns, RunEnd};
 use crate::scenario::{run_json, validate_json, ScenarioError};
-use client::ReadPath;
 pub use params::NfsParams;
 pub(crate) use scenario::{NfsPath, NfsResolved, NfsScenario, NfsTransport};
 
@@ -103,12 +102,9 @@ pub fn run_nfs(r: &NfsResolved) -> NfsRecord {
         path: PathColumns::new(r.delay_us, r.fibre_km, r.one_way_delay_us()),
         threads: r.threads,
         direct_io: r.direct_io,
-        readahead_reads: if r.direct_io { 0 } else { r.params.readahead_reads(r.record_bytes).0 },
+        readahead_reads: r.read_path().readahead_reads(),
         rsize_bytes: r.params.rsize_bytes,
-        read_bytes: match r.read_path() {
-            ReadPath::Readahead { read_bytes, .. } => read_bytes,
-            ReadPath::Direct => r.params.rsize_bytes.min(r.record_bytes.min(u32::MAX as u64) as u32),
-        },
+        read_bytes: r.read_path().read_bytes(),
         record_bytes: r.record_bytes,
         file_bytes: r.file_bytes,
         simulated_bytes: r.simulated_bytes,

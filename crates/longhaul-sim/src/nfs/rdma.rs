@@ -102,7 +102,7 @@ impl App<IbHosts> for Rdma {
 pub fn run_rdma(r: &NfsResolved, v: &Resolved, limit: Time) -> Outcome {
     let pair = RcPair::build(r.seed, v, r.slots.saturating_mul(r.params.sq_depth_per_credit));
     let p = r.params.clone();
-    let client = ReadClient::new(r.threads, r.record_bytes, p.rsize_bytes, r.slots, r.simulated_bytes, r.read_path());
+    let client = ReadClient::new(r.threads, r.record_bytes, r.slots, r.simulated_bytes, r.read_path());
     let app = Rdma {
         client,
         qc: pair.qps.0,

@@ -109,12 +109,7 @@ impl NfsResolved {
 
     /// How the threads' reads become READ calls.
     pub fn read_path(&self) -> ReadPath {
-        if self.direct_io {
-            ReadPath::Direct
-        } else {
-            let (reads, read_bytes) = self.params.readahead_reads(self.record_bytes);
-            ReadPath::Readahead { reads, read_bytes }
-        }
+        ReadPath::of(&self.params, self.direct_io, self.record_bytes)
     }
 }
 
@@ -171,13 +166,9 @@ impl ModelScenario for NfsScenario {
         // edges weigh (a 1 MiB window over 8 threads read 49% fast from 32 MiB), and over TCP
         // the window must have opened (ndr over IPoIB-UD at 1 ms: +19% drift from 32 of them,
         // +2.5% from 64).
-        let (per_thread, read) = if direct_io {
-            (record_bytes, record_bytes.min(params.rsize_bytes as u64))
-        } else {
-            let (reads, read_bytes) = params.readahead_reads(record_bytes);
-            (reads as u64 * read_bytes as u64, read_bytes as u64)
-        };
-        let in_flight = (threads as u64 * per_thread).min(slots as u64 * read);
+        let reading = ReadPath::of(&params, direct_io, record_bytes);
+        let in_flight =
+            (threads as u64 * reading.per_thread_bytes(record_bytes)).min(slots as u64 * reading.read_bytes() as u64);
         let windows = if transport == NfsTransport::Rdma { SIMULATED_WINDOWS_RDMA } else { SIMULATED_WINDOWS_TCP };
         let default_simulated = DEFAULT_SIMULATED_BYTES.max(windows * in_flight);
         let simulated = n.simulated_bytes.unwrap_or(default_simulated.min(file_bytes));

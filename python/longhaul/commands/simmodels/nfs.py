@@ -15,8 +15,7 @@ from longhaul.scenario_file import load_scenario_file
 from longhaul.sim import nfs
 
 COLUMNS = ["transport", "delay_us", "distance_km", "threads", "rsize_bytes", "read_bytes", "slots", "chunk_bytes", "bw_MBps",
-           "rpcs",
-           "retransmitted_packets", "status"]
+           "rpcs", "retransmitted_packets", "status"]
 
 
 def register(models: argparse._SubParsersAction) -> None:

@@ -405,10 +405,10 @@ impl Flows {
         }
     }
 
-    /// Whether a due-time entry still stands.
+    /// Whether a due-time entry still stands (a class with no flow is freed, its generation moved on).
     fn stands(&self, due: Time, c: u32, generation: u32) -> bool {
         let class = &self.classes[c as usize];
-        class.generation == generation && class.due == due && class.count > 0
+        class.generation == generation && class.due == due
     }
 
     /// Take off the wire the flows done by `now` (those of the classes due, with less than
